@@ -1,0 +1,91 @@
+//! [`Budget`]: how much context a trim may keep.
+
+/// The limits a trimmed context must respect.
+///
+/// `None` means unlimited. A rounds limit of 0 is taken as 1: the newest
+/// round is always kept.
+///
+/// ```
+/// use memory_core::Budget;
+///
+/// assert_eq!(Budget::tokens(4096).max_tokens, Some(4096));
+/// assert_eq!(Budget::rounds(8).max_rounds, Some(8));
+/// let both = Budget::both(4096, 8);
+/// assert!(both.max_tokens.is_some() && both.max_rounds.is_some());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Budget {
+    /// Most tokens the context may hold.
+    pub max_tokens: Option<usize>,
+    /// Most rounds (user turns) the context may hold.
+    pub max_rounds: Option<usize>,
+}
+
+impl Budget {
+    /// A token limit only.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::Budget::tokens(10).max_rounds, None);
+    /// ```
+    pub fn tokens(max_tokens: usize) -> Self {
+        Self {
+            max_tokens: Some(max_tokens),
+            max_rounds: None,
+        }
+    }
+
+    /// A rounds limit only.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::Budget::rounds(3).max_tokens, None);
+    /// ```
+    pub fn rounds(max_rounds: usize) -> Self {
+        Self {
+            max_tokens: None,
+            max_rounds: Some(max_rounds),
+        }
+    }
+
+    /// Both limits; the smaller window wins.
+    ///
+    /// ```
+    /// let b = memory_core::Budget::both(100, 2);
+    /// assert_eq!((b.max_tokens, b.max_rounds), (Some(100), Some(2)));
+    /// ```
+    pub fn both(max_tokens: usize, max_rounds: usize) -> Self {
+        Self {
+            max_tokens: Some(max_tokens),
+            max_rounds: Some(max_rounds),
+        }
+    }
+
+    /// The rounds limit as used: at least 1.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::Budget::rounds(0).round_limit(), Some(1));
+    /// ```
+    pub fn round_limit(&self) -> Option<usize> {
+        self.max_rounds.map(|r| r.max(1))
+    }
+
+    /// Whether `tokens` tokens in `rounds` rounds are within the budget.
+    ///
+    /// ```
+    /// let b = memory_core::Budget::both(10, 2);
+    /// assert!(b.admits(10, 2));
+    /// assert!(!b.admits(11, 1));
+    /// assert!(!b.admits(5, 3));
+    /// ```
+    pub fn admits(&self, tokens: usize, rounds: usize) -> bool {
+        self.max_tokens.is_none_or(|t| tokens <= t) && self.round_limit().is_none_or(|r| rounds <= r)
+    }
+
+    /// Whether `tokens` are within the token limit.
+    ///
+    /// ```
+    /// assert!(memory_core::Budget::rounds(1).admits_tokens(usize::MAX));
+    /// ```
+    pub fn admits_tokens(&self, tokens: usize) -> bool {
+        self.max_tokens.is_none_or(|t| tokens <= t)
+    }
+}

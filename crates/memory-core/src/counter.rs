@@ -1,0 +1,220 @@
+//! Token counting: the [`TokenCounter`] trait and [`CharTokenCounter`].
+
+use crate::{ContentBlock, MemoryError, Message};
+
+/// Counts tokens of text, and of whole messages.
+///
+/// Async and fallible, so a remote counting API is a valid implementation.
+/// [`count_message`](TokenCounter::count_message) has a default that sums the
+/// counts of every text a message sends to the model: the text blocks, the
+/// reply, the reasoning, and each tool call's name and arguments. Image and
+/// pass-through blocks count as zero tokens under the default; a counter that
+/// knows their price overrides `count_message`.
+///
+/// ```
+/// use memory_core::{MemoryError, Message, TokenCounter};
+///
+/// /// One token per whitespace-separated word.
+/// struct Words;
+///
+/// #[async_trait::async_trait]
+/// impl TokenCounter for Words {
+///     async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+///         Ok(text.split_whitespace().count())
+///     }
+/// }
+///
+/// # tokio_test(async {
+/// let n = Words.count_message(&Message::user("three small words")).await.unwrap();
+/// assert_eq!(n, 3);
+/// # });
+/// # fn tokio_test(f: impl std::future::Future<Output = ()>) {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[async_trait::async_trait]
+pub trait TokenCounter: Send + Sync {
+    /// Counts the tokens of `text`.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::TokenCount`] when the count cannot be had (a remote
+    /// counting service is down, say).
+    async fn count(&self, text: &str) -> Result<usize, MemoryError>;
+
+    /// Counts the tokens one message occupies in the context.
+    ///
+    /// # Errors
+    ///
+    /// Whatever [`count`](TokenCounter::count) returns.
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        match message {
+            Message::System(text) => self.count(text).await,
+            Message::User(blocks) => {
+                let mut total = 0;
+                for block in blocks {
+                    if let ContentBlock::Text(text) = block {
+                        total += self.count(text).await?;
+                    }
+                }
+                Ok(total)
+            }
+            Message::Assistant {
+                content,
+                reasoning,
+                tool_calls,
+            } => {
+                let mut total = self.count(content).await?;
+                if let Some(reasoning) = reasoning {
+                    total += self.count(reasoning).await?;
+                }
+                for call in tool_calls {
+                    total += self.count(&call.name).await?;
+                    total += self.count(&call.arguments).await?;
+                }
+                Ok(total)
+            }
+            Message::ToolResult { content, .. } => self.count(content).await,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        (**self).count(text).await
+    }
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        (**self).count_message(message).await
+    }
+}
+
+#[async_trait::async_trait]
+impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        (**self).count(text).await
+    }
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        (**self).count_message(message).await
+    }
+}
+
+/// Counts each message of `messages` once, in order.
+///
+/// # Errors
+///
+/// The first counting error.
+///
+/// ```
+/// use memory_core::{count_messages, CharTokenCounter, Message};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let counts = count_messages(&CharTokenCounter, &[Message::user("abcd"), Message::user("abcde")])
+///     .await
+///     .unwrap();
+/// assert_eq!(counts, vec![1, 2]);
+/// # });
+/// ```
+pub async fn count_messages(
+    counter: &dyn TokenCounter,
+    messages: &[Message],
+) -> Result<Vec<usize>, MemoryError> {
+    let mut counts = Vec::with_capacity(messages.len());
+    for message in messages {
+        counts.push(counter.count_message(message).await?);
+    }
+    Ok(counts)
+}
+
+/// The default estimate: a CJK ideograph is one token, every other character a
+/// quarter token, rounded up per text.
+///
+/// chars/4 is off by 10-20% per message against real tokenizers; use an exact
+/// counter where the budget is a hard limit.
+///
+/// ```
+/// use memory_core::{CharTokenCounter, TokenCounter};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// assert_eq!(CharTokenCounter.count("abcd").await.unwrap(), 1);
+/// assert_eq!(CharTokenCounter.count("hello").await.unwrap(), 2);
+/// assert_eq!(CharTokenCounter.count("你好ab").await.unwrap(), 3);
+/// # });
+/// ```
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CharTokenCounter;
+
+impl CharTokenCounter {
+    /// The count, synchronously.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::CharTokenCounter::estimate("morning"), 2);
+    /// ```
+    pub fn estimate(text: &str) -> usize {
+        let mut ideographs = 0usize;
+        let mut others = 0usize;
+        for c in text.chars() {
+            if is_cjk_ideograph(c) {
+                ideographs += 1;
+            } else {
+                others += 1;
+            }
+        }
+        ideographs + others.div_ceil(4)
+    }
+}
+
+#[async_trait::async_trait]
+impl TokenCounter for CharTokenCounter {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(Self::estimate(text))
+    }
+}
+
+/// CJK unified ideographs, extensions A-F and compatibility ideographs; kana
+/// and Hangul are not included.
+fn is_cjk_ideograph(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+
+    #[test]
+    fn quarter_tokens_round_up_per_text() {
+        assert_eq!(CharTokenCounter::estimate(""), 0);
+        assert_eq!(CharTokenCounter::estimate("a"), 1);
+        assert_eq!(CharTokenCounter::estimate("abcd"), 1);
+        assert_eq!(CharTokenCounter::estimate("abcde"), 2);
+        // Seed numbers: "Question from round 1" + "Answer from round 1" = 6 + 5.
+        assert_eq!(CharTokenCounter::estimate("Question from round 1"), 6);
+        assert_eq!(CharTokenCounter::estimate("Answer from round 1"), 5);
+    }
+
+    #[test]
+    fn ideographs_are_one_token_each_kana_is_not() {
+        assert_eq!(CharTokenCounter::estimate("記憶体"), 3);
+        assert_eq!(CharTokenCounter::estimate("かな"), 1);
+        assert_eq!(CharTokenCounter::estimate("𠀀"), 1);
+    }
+
+    #[tokio::test]
+    async fn message_count_includes_reasoning_names_and_arguments() {
+        let message = Message::Assistant {
+            content: "abcd".into(),
+            reasoning: Some("abcdabcd".into()),
+            tool_calls: vec![ToolCall::new("id-ignored", "calc", "1+1")],
+        };
+        // 1 (content) + 2 (reasoning) + 1 (name) + 1 (arguments)
+        assert_eq!(CharTokenCounter.count_message(&message).await.unwrap(), 5);
+        let user = Message::user_blocks(vec![
+            ContentBlock::Text("aaaa".into()),
+            ContentBlock::Image(crate::ImageContent::new("image/png", vec![1, 2, 3])),
+            ContentBlock::Text("bbbb".into()),
+        ]);
+        assert_eq!(CharTokenCounter.count_message(&user).await.unwrap(), 2);
+    }
+}

@@ -1,0 +1,212 @@
+//! [`History`]: the counted messages a strategy trims.
+
+use std::borrow::Cow;
+
+use crate::{summary, MemoryError, Message};
+
+/// Messages with their token counts and the indices that must never be shed
+/// (protected messages and summaries), as handed to a
+/// [`TrimStrategy`](crate::TrimStrategy).
+///
+/// ```
+/// use memory_core::{History, Message};
+///
+/// let messages = [Message::system("rules"), Message::user("hi")];
+/// let history = History::new(&messages, &[2, 1]).unwrap().protect(&[0]);
+/// assert_eq!(history.total(), 3);
+/// assert!(history.is_protected(0));
+/// assert!(!history.is_protected(1));
+/// ```
+#[derive(Debug, Clone)]
+pub struct History<'a> {
+    messages: &'a [Message],
+    counts: &'a [usize],
+    protected: Cow<'a, [usize]>,
+    total: usize,
+}
+
+impl<'a> History<'a> {
+    /// Messages and their counts. Summary messages (see [`crate::summary`])
+    /// are protected from the start.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidTranscript`] when the two lengths differ.
+    ///
+    /// ```
+    /// use memory_core::{History, Message};
+    /// assert!(History::new(&[Message::user("a")], &[]).is_err());
+    /// ```
+    pub fn new(messages: &'a [Message], counts: &'a [usize]) -> Result<Self, MemoryError> {
+        check_lengths(messages, counts)?;
+        let protected: Vec<usize> = messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| summary::is_summary(m))
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self {
+            messages,
+            counts,
+            protected: Cow::Owned(protected),
+            total: counts.iter().sum(),
+        })
+    }
+
+    /// Parts already known to the caller, taken as they are: `protected`
+    /// sorted ascending and holding every summary, `total` the sum of
+    /// `counts`. This is how a [`Memory`](crate::Memory) that keeps these
+    /// figures up to date hands them over without a pass over the history.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidTranscript`] when the lengths differ or a
+    /// protected index is out of range.
+    ///
+    /// ```
+    /// use memory_core::{History, Message};
+    /// let messages = [Message::user("a"), Message::assistant("b")];
+    /// let history = History::from_parts(&messages, &[1, 1], &[], 2).unwrap();
+    /// assert_eq!(history.len(), 2);
+    /// ```
+    pub fn from_parts(
+        messages: &'a [Message],
+        counts: &'a [usize],
+        protected: &'a [usize],
+        total: usize,
+    ) -> Result<Self, MemoryError> {
+        check_lengths(messages, counts)?;
+        if let Some(&last) = protected.last()
+            && last >= messages.len()
+        {
+            return Err(MemoryError::InvalidTranscript(format!(
+                "protected index {last} is out of range for {} messages",
+                messages.len()
+            )));
+        }
+        debug_assert!(protected.windows(2).all(|w| w[0] < w[1]));
+        debug_assert_eq!(total, counts.iter().sum::<usize>());
+        Ok(Self {
+            messages,
+            counts,
+            protected: Cow::Borrowed(protected),
+            total,
+        })
+    }
+
+    /// Marks more messages as protected (indices; out-of-range ones are
+    /// ignored).
+    ///
+    /// ```
+    /// use memory_core::{History, Message};
+    /// let m = [Message::user("a"), Message::user("b")];
+    /// let h = History::new(&m, &[1, 1]).unwrap().protect(&[1, 7]);
+    /// assert_eq!(h.protected(), &[1]);
+    /// ```
+    pub fn protect(mut self, indices: &[usize]) -> Self {
+        let mut all: Vec<usize> = self.protected.iter().copied().collect();
+        all.extend(indices.iter().copied().filter(|&i| i < self.messages.len()));
+        all.sort_unstable();
+        all.dedup();
+        self.protected = Cow::Owned(all);
+        self
+    }
+
+    /// The messages.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// # let m = [Message::user("a")];
+    /// assert_eq!(History::new(&m, &[1]).unwrap().messages().len(), 1);
+    /// ```
+    pub fn messages(&self) -> &'a [Message] {
+        self.messages
+    }
+
+    /// The token count of each message.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// # let m = [Message::user("a")];
+    /// assert_eq!(History::new(&m, &[1]).unwrap().counts(), &[1]);
+    /// ```
+    pub fn counts(&self) -> &'a [usize] {
+        self.counts
+    }
+
+    /// Sorted indices of the protected messages and summaries.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// # let m = [Message::user("a")];
+    /// assert!(History::new(&m, &[1]).unwrap().protected().is_empty());
+    /// ```
+    pub fn protected(&self) -> &[usize] {
+        &self.protected
+    }
+
+    /// Whether message `index` is protected.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// # let m = [Message::user("a")];
+    /// assert!(History::new(&m, &[1]).unwrap().protect(&[0]).is_protected(0));
+    /// ```
+    pub fn is_protected(&self, index: usize) -> bool {
+        self.protected.binary_search(&index).is_ok()
+    }
+
+    /// Sum of all counts.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// # let m = [Message::user("a"), Message::user("b")];
+    /// assert_eq!(History::new(&m, &[3, 4]).unwrap().total(), 7);
+    /// ```
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Number of messages.
+    ///
+    /// ```
+    /// # use memory_core::History;
+    /// assert_eq!(History::new(&[], &[]).unwrap().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether there are no messages.
+    ///
+    /// ```
+    /// # use memory_core::History;
+    /// assert!(History::new(&[], &[]).unwrap().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Tokens of `range`.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// # let m = [Message::user("a"), Message::user("b"), Message::user("c")];
+    /// assert_eq!(History::new(&m, &[1, 2, 3]).unwrap().tokens(1..3), 5);
+    /// ```
+    pub fn tokens(&self, range: std::ops::Range<usize>) -> usize {
+        self.counts[range].iter().sum()
+    }
+}
+
+fn check_lengths(messages: &[Message], counts: &[usize]) -> Result<(), MemoryError> {
+    if messages.len() == counts.len() {
+        Ok(())
+    } else {
+        Err(MemoryError::InvalidTranscript(format!(
+            "{} token counts given for {} messages; pass one count per message",
+            counts.len(),
+            messages.len()
+        )))
+    }
+}

@@ -1,0 +1,58 @@
+//! The contracts of the memory workspace.
+//!
+//! A [`Memory`] records a conversation; a [`TrimStrategy`] fits it into a
+//! [`Budget`] measured by a [`TokenCounter`]. Strategies chain through a
+//! [`Pipeline`]. Model calls go through a [`Provider`]; durable history
+//! through a [`Store`]. This crate holds no strategy logic, only what every
+//! strategy shares: the [`structure`] of a transcript (steps, rounds, the
+//! floor), [`validate`] and [`repair`], and the [`summary`] recognizer.
+//!
+//! ```
+//! use memory_core::{structure, validate, Budget, CharTokenCounter, History, Message, ToolCall};
+//!
+//! let transcript = vec![
+//!     Message::system("You are a coding agent."),
+//!     Message::user("Fix the failing test."),
+//!     Message::assistant_with_tools("", vec![ToolCall::new("c1", "run_tests", "{}")]),
+//!     Message::tool_result("c1", "1 failed"),
+//!     Message::assistant("Fixed."),
+//! ];
+//! assert!(validate(&transcript).is_empty());
+//! let counts = [6, 6, 3, 2, 2];
+//! let history = History::new(&transcript, &counts).unwrap().protect(&[0]);
+//! let floor = structure::floor(&history);
+//! assert!(Budget::tokens(20).admits_tokens(floor.tokens));
+//! ```
+
+mod budget;
+mod counter;
+mod error;
+mod fake;
+mod history;
+mod in_memory_store;
+mod memory;
+mod message;
+pub mod openai;
+mod pipeline;
+mod provider;
+pub mod store;
+mod strategy;
+pub mod structure;
+pub mod summary;
+mod validate;
+
+pub use budget::Budget;
+pub use counter::{count_messages, CharTokenCounter, TokenCounter};
+pub use error::MemoryError;
+pub use fake::{FakeProvider, FakeReply};
+pub use history::History;
+pub use in_memory_store::InMemoryStore;
+pub use memory::Memory;
+pub use message::{ContentBlock, ImageContent, Message, ToolCall};
+pub use pipeline::Pipeline;
+pub use provider::{
+    ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
+};
+pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
+pub use strategy::{Selection, TrimResult, TrimStrategy};
+pub use validate::{repair, validate, Repaired, RepairAction, Violation, MISSING_RESULT};

@@ -1,0 +1,169 @@
+//! The [`Store`] contract: durable, per-session, append-only history.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Message;
+
+/// A recorded message with what the memory knows about it.
+///
+/// ```
+/// use memory_core::{Message, StoredMessage};
+/// let s = StoredMessage::new(Message::user("hi"), 1, false);
+/// assert_eq!(s.tokens, 1);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// The message.
+    pub message: Message,
+    /// Its token count, so a reopened session need not recount.
+    pub tokens: usize,
+    /// Whether trimming must never shed it.
+    pub protected: bool,
+}
+
+impl StoredMessage {
+    /// Bundles a message with its count and protection.
+    ///
+    /// ```
+    /// # use memory_core::{Message, StoredMessage};
+    /// assert!(StoredMessage::new(Message::system("rules"), 2, true).protected);
+    /// ```
+    pub fn new(message: Message, tokens: usize, protected: bool) -> Self {
+        Self {
+            message,
+            tokens,
+            protected,
+        }
+    }
+}
+
+/// A session's version: it grows with every append and every compaction.
+pub type Version = u64;
+
+/// A session's current view and the version it was read at.
+///
+/// ```
+/// let s = memory_core::Snapshot::default();
+/// assert_eq!(s.version, 0);
+/// assert!(s.messages.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// The messages the session's context is built from (after compactions).
+    pub messages: Vec<StoredMessage>,
+    /// The version this view is at.
+    pub version: Version,
+}
+
+/// Why a store operation failed.
+///
+/// ```
+/// let e = memory_core::StoreError::Conflict { session: "s1".into(), expected: 3, actual: 4 };
+/// assert!(e.to_string().contains("reload"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The session changed since it was read: reload and try again.
+    #[error("session `{session}` is at version {actual}, not {expected}: another writer got there first; reload the session and retry")]
+    Conflict {
+        /// The session.
+        session: String,
+        /// The version the caller read.
+        expected: Version,
+        /// The version the store holds.
+        actual: Version,
+    },
+    /// The session id is not acceptable.
+    #[error("invalid session id {0:?}: use a non-empty id without control characters")]
+    InvalidSession(String),
+    /// The backend failed.
+    #[error("store backend failed: {0}")]
+    Backend(String),
+}
+
+/// Durable history of many sessions.
+///
+/// Append-only: a message once appended stays readable through
+/// [`history`](Store::history) forever. A compaction replaces the session's
+/// current view atomically, only if the session is still at the version the
+/// caller read; what it replaced stays readable.
+///
+/// ```
+/// use memory_core::{InMemoryStore, Message, Store, StoredMessage, summary};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = InMemoryStore::new();
+/// let v = store.append("s1", vec![StoredMessage::new(Message::user("a"), 1, false)]).await.unwrap();
+/// let v = store.compact("s1", v, vec![StoredMessage::new(summary::message("a"), 3, true)]).await.unwrap();
+/// assert_eq!(store.load("s1").await.unwrap().version, v);
+/// assert_eq!(store.history("s1").await.unwrap(), vec![Message::user("a")]);
+/// # });
+/// ```
+#[async_trait::async_trait]
+pub trait Store: Send + Sync {
+    /// The session's current view (empty at version 0 for a new session).
+    ///
+    /// # Errors
+    ///
+    /// Backend failures, invalid ids.
+    async fn load(&self, session: &str) -> Result<Snapshot, StoreError>;
+
+    /// Appends messages at the end of the view and the history, in one
+    /// atomic step; returns the new version.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures, invalid ids. Nothing is appended on error.
+    async fn append(
+        &self,
+        session: &str,
+        messages: Vec<StoredMessage>,
+    ) -> Result<Version, StoreError>;
+
+    /// Replaces the view with `view` if the session is at `expected`;
+    /// returns the new version.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Conflict`] when another write came first; nothing is
+    /// changed then.
+    async fn compact(
+        &self,
+        session: &str,
+        expected: Version,
+        view: Vec<StoredMessage>,
+    ) -> Result<Version, StoreError>;
+
+    /// Every message ever appended to the session, in order: the original
+    /// transcript, whatever compactions did to the view.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures, invalid ids.
+    async fn history(&self, session: &str) -> Result<Vec<Message>, StoreError>;
+
+    /// The views that compactions replaced, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures, invalid ids.
+    async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError>;
+}
+
+/// Checks a session id: non-empty, no control characters.
+///
+/// # Errors
+///
+/// [`StoreError::InvalidSession`].
+///
+/// ```
+/// assert!(memory_core::store::check_session("tenant-a/s1").is_ok());
+/// assert!(memory_core::store::check_session("").is_err());
+/// ```
+pub fn check_session(session: &str) -> Result<(), StoreError> {
+    if session.is_empty() || session.chars().any(char::is_control) {
+        Err(StoreError::InvalidSession(session.to_string()))
+    } else {
+        Ok(())
+    }
+}

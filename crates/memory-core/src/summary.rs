@@ -1,0 +1,53 @@
+//! The summary recognizer: the one place that says whether a message is a
+//! summary of earlier history.
+//!
+//! A summary is a [`Message::System`] whose text starts with [`PREFIX`].
+//! Producers build summaries with [`message`]; every subtractive stage keeps
+//! what [`is_summary`] recognizes.
+//!
+//! ```
+//! use memory_core::{summary, Message};
+//!
+//! let s = summary::message("The user wants a CSV parser; tests pass.");
+//! assert!(summary::is_summary(&s));
+//! assert_eq!(summary::body(&s), Some("The user wants a CSV parser; tests pass."));
+//! assert!(!summary::is_summary(&Message::system("You are terse.")));
+//! ```
+
+use crate::Message;
+
+/// What every summary message starts with.
+pub const PREFIX: &str = "Summary of prior context:\n";
+
+/// Builds the summary message for `body`.
+///
+/// ```
+/// let s = memory_core::summary::message("done so far");
+/// assert!(s.is_system());
+/// ```
+pub fn message(body: impl AsRef<str>) -> Message {
+    Message::System(format!("{PREFIX}{}", body.as_ref()))
+}
+
+/// Whether `message` is a summary.
+///
+/// ```
+/// use memory_core::{summary, Message};
+/// assert!(!summary::is_summary(&Message::user(summary::PREFIX)));
+/// ```
+pub fn is_summary(message: &Message) -> bool {
+    matches!(message, Message::System(text) if text.starts_with(PREFIX))
+}
+
+/// The text of a summary without its prefix; `None` for other messages.
+///
+/// ```
+/// use memory_core::{summary, Message};
+/// assert_eq!(summary::body(&Message::system("x")), None);
+/// ```
+pub fn body(message: &Message) -> Option<&str> {
+    match message {
+        Message::System(text) => text.strip_prefix(PREFIX),
+        _ => None,
+    }
+}

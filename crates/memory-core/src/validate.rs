@@ -1,0 +1,463 @@
+//! Transcript validation and repair: tool pairing and order.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use crate::{structure, Message};
+
+/// One way a transcript breaks the invariants. Indices are message positions.
+///
+/// ```
+/// use memory_core::{validate, Message, Violation};
+/// let v = validate(&[Message::tool_result("c1", "r")]);
+/// assert_eq!(v, vec![Violation::OrphanResult { index: 0, tool_call_id: "c1".into() }]);
+/// assert!(v[0].to_string().contains("message 0"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Violation {
+    /// A tool result whose call appears nowhere.
+    OrphanResult {
+        /// Position of the result.
+        index: usize,
+        /// The id it answers.
+        tool_call_id: String,
+    },
+    /// A tool call with no result right after its message.
+    UnansweredCall {
+        /// Position of the assistant message.
+        index: usize,
+        /// The call's id.
+        tool_call_id: String,
+    },
+    /// A result that comes before its call.
+    ResultBeforeCall {
+        /// Position of the result.
+        index: usize,
+        /// Position of the call's message.
+        call_index: usize,
+        /// The id.
+        tool_call_id: String,
+    },
+    /// A result separated from its call by another message.
+    DetachedResult {
+        /// Position of the result.
+        index: usize,
+        /// Position of the call's message.
+        call_index: usize,
+        /// The id.
+        tool_call_id: String,
+    },
+    /// A second result for a call already answered.
+    DuplicateResult {
+        /// Position of the second result.
+        index: usize,
+        /// The id.
+        tool_call_id: String,
+    },
+    /// Two calls with the same id.
+    DuplicateCallId {
+        /// Position of the second call's message.
+        index: usize,
+        /// The id.
+        tool_call_id: String,
+    },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::OrphanResult {
+                index,
+                tool_call_id,
+            } => write!(
+                f,
+                "message {index}: tool result for `{tool_call_id}` has no tool call"
+            ),
+            Violation::UnansweredCall {
+                index,
+                tool_call_id,
+            } => write!(
+                f,
+                "message {index}: tool call `{tool_call_id}` has no result after it"
+            ),
+            Violation::ResultBeforeCall {
+                index,
+                call_index,
+                tool_call_id,
+            } => write!(
+                f,
+                "message {index}: tool result for `{tool_call_id}` comes before its call (message {call_index})"
+            ),
+            Violation::DetachedResult {
+                index,
+                call_index,
+                tool_call_id,
+            } => write!(
+                f,
+                "message {index}: tool result for `{tool_call_id}` is separated from its call (message {call_index})"
+            ),
+            Violation::DuplicateResult {
+                index,
+                tool_call_id,
+            } => write!(
+                f,
+                "message {index}: second tool result for `{tool_call_id}`"
+            ),
+            Violation::DuplicateCallId {
+                index,
+                tool_call_id,
+            } => write!(f, "message {index}: tool call id `{tool_call_id}` is used twice"),
+        }
+    }
+}
+
+/// Every violation of tool pairing and order in `messages`, in order of
+/// position. Empty means valid.
+///
+/// ```
+/// use memory_core::{validate, Message, ToolCall};
+/// let ok = [
+///     Message::user("go"),
+///     Message::assistant_with_tools("", vec![ToolCall::new("a", "t", "{}"), ToolCall::new("b", "t", "{}")]),
+///     Message::tool_result("b", "2"),
+///     Message::tool_result("a", "1"),
+/// ];
+/// assert!(validate(&ok).is_empty());
+/// ```
+pub fn validate(messages: &[Message]) -> Vec<Violation> {
+    let mut first_call: HashMap<&str, usize> = HashMap::new();
+    let mut violations = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        for call in m.tool_calls() {
+            if first_call.contains_key(call.id.as_str()) {
+                violations.push(Violation::DuplicateCallId {
+                    index: i,
+                    tool_call_id: call.id.clone(),
+                });
+            } else {
+                first_call.insert(&call.id, i);
+            }
+        }
+    }
+    let mut answered: HashSet<&str> = HashSet::new();
+    for step in structure::steps(messages) {
+        let head = &messages[step.start];
+        let calls: Vec<&str> = head.tool_calls().iter().map(|c| c.id.as_str()).collect();
+        for i in step.clone() {
+            let Some(id) = messages[i].tool_call_id() else {
+                continue;
+            };
+            if calls.contains(&id) && first_call.get(id) == Some(&step.start) {
+                if !answered.insert(id) {
+                    violations.push(Violation::DuplicateResult {
+                        index: i,
+                        tool_call_id: id.to_string(),
+                    });
+                }
+                continue;
+            }
+            violations.push(match first_call.get(id) {
+                None => Violation::OrphanResult {
+                    index: i,
+                    tool_call_id: id.to_string(),
+                },
+                Some(&c) if c > i => Violation::ResultBeforeCall {
+                    index: i,
+                    call_index: c,
+                    tool_call_id: id.to_string(),
+                },
+                Some(&c) if answered.contains(id) => {
+                    let _ = c;
+                    Violation::DuplicateResult {
+                        index: i,
+                        tool_call_id: id.to_string(),
+                    }
+                }
+                Some(&c) => Violation::DetachedResult {
+                    index: i,
+                    call_index: c,
+                    tool_call_id: id.to_string(),
+                },
+            });
+        }
+        for id in calls {
+            let answered_here = messages[step.clone()]
+                .iter()
+                .any(|m| m.tool_call_id() == Some(id));
+            if !answered_here && first_call.get(id) == Some(&step.start) {
+                violations.push(Violation::UnansweredCall {
+                    index: step.start,
+                    tool_call_id: id.to_string(),
+                });
+            }
+        }
+    }
+    violations.sort_by_key(violation_index);
+    violations
+}
+
+fn violation_index(v: &Violation) -> usize {
+    match v {
+        Violation::OrphanResult { index, .. }
+        | Violation::UnansweredCall { index, .. }
+        | Violation::ResultBeforeCall { index, .. }
+        | Violation::DetachedResult { index, .. }
+        | Violation::DuplicateResult { index, .. }
+        | Violation::DuplicateCallId { index, .. } => *index,
+    }
+}
+
+/// What [`repair`] did to one message.
+///
+/// ```
+/// use memory_core::{repair, Message, RepairAction};
+/// let fixed = repair(&[Message::tool_result("c1", "r")]);
+/// assert_eq!(fixed.actions, vec![RepairAction::DroppedOrphan { index: 0, tool_call_id: "c1".into() }]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepairAction {
+    /// A result with no call anywhere was dropped.
+    DroppedOrphan {
+        /// Its position in the input.
+        index: usize,
+        /// Its id.
+        tool_call_id: String,
+    },
+    /// A second result for the same call was dropped.
+    DroppedDuplicate {
+        /// Its position in the input.
+        index: usize,
+        /// Its id.
+        tool_call_id: String,
+    },
+    /// A result was moved to follow its call.
+    MovedResult {
+        /// Its position in the input.
+        index: usize,
+        /// Its id.
+        tool_call_id: String,
+    },
+    /// A call with no result was given an explicit placeholder result.
+    AddedMissingResult {
+        /// Position of the call's message in the input.
+        index: usize,
+        /// The call's id.
+        tool_call_id: String,
+    },
+}
+
+/// A repaired transcript and what was done to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repaired {
+    /// The valid transcript.
+    pub messages: Vec<Message>,
+    /// Every change, in order of the input positions they concern.
+    pub actions: Vec<RepairAction>,
+}
+
+/// Text of the result [`repair`] adds for a call that has none.
+pub const MISSING_RESULT: &str = "[no result was recorded for this tool call]";
+
+/// Makes a transcript valid, deterministically, for histories loaded from
+/// elsewhere. The rule:
+///
+/// 1. each tool call takes the first result with its id, wherever it stands,
+///    and that result is placed right after the call's message, in the order
+///    of the calls;
+/// 2. a call with no result (or a second call reusing an id already answered)
+///    gets an explicit placeholder result, [`MISSING_RESULT`];
+/// 3. a result whose id no call has is dropped, and so is every further
+///    result for an id already answered;
+/// 4. everything else keeps its order and content.
+///
+/// A valid transcript comes back unchanged, with no actions.
+///
+/// ```
+/// use memory_core::{repair, validate, Message, ToolCall, MISSING_RESULT};
+/// let broken = [
+///     Message::user("go"),
+///     Message::assistant_with_tools("", vec![ToolCall::new("a", "t", "{}")]),
+///     Message::user("hello?"),
+/// ];
+/// let fixed = repair(&broken);
+/// assert!(validate(&fixed.messages).is_empty());
+/// assert_eq!(fixed.messages[2], Message::tool_result("a", MISSING_RESULT));
+/// ```
+pub fn repair(messages: &[Message]) -> Repaired {
+    // First result per id, anywhere.
+    let mut first_result: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        if let Some(id) = m.tool_call_id() {
+            first_result.entry(id).or_insert(i);
+        }
+    }
+    let mut used: HashSet<usize> = HashSet::new();
+    let mut out = Vec::with_capacity(messages.len());
+    let mut actions = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        if m.is_tool_result() {
+            continue;
+        }
+        out.push(m.clone());
+        let mut expected = i + 1;
+        for call in m.tool_calls() {
+            match first_result.get(call.id.as_str()) {
+                Some(&r) if used.insert(r) => {
+                    if r != expected {
+                        actions.push(RepairAction::MovedResult {
+                            index: r,
+                            tool_call_id: call.id.clone(),
+                        });
+                    }
+                    expected = r + 1;
+                    out.push(messages[r].clone());
+                }
+                _ => {
+                    actions.push(RepairAction::AddedMissingResult {
+                        index: i,
+                        tool_call_id: call.id.clone(),
+                    });
+                    out.push(Message::tool_result(call.id.clone(), MISSING_RESULT));
+                }
+            }
+        }
+    }
+    for (i, m) in messages.iter().enumerate() {
+        let Some(id) = m.tool_call_id() else {
+            continue;
+        };
+        if used.contains(&i) {
+            continue;
+        }
+        let answered = first_result.get(id).is_some_and(|r| used.contains(r));
+        actions.push(if answered {
+            RepairAction::DroppedDuplicate {
+                index: i,
+                tool_call_id: id.to_string(),
+            }
+        } else {
+            RepairAction::DroppedOrphan {
+                index: i,
+                tool_call_id: id.to_string(),
+            }
+        });
+    }
+    actions.sort_by_key(|a| match a {
+        RepairAction::DroppedOrphan { index, .. }
+        | RepairAction::DroppedDuplicate { index, .. }
+        | RepairAction::MovedResult { index, .. }
+        | RepairAction::AddedMissingResult { index, .. } => *index,
+    });
+    Repaired {
+        messages: out,
+        actions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+
+    fn call(ids: &[&str]) -> Message {
+        Message::assistant_with_tools(
+            "",
+            ids.iter().map(|id| ToolCall::new(*id, "t", "{}")).collect(),
+        )
+    }
+
+    #[test]
+    fn each_kind_of_violation_is_named_with_its_position() {
+        let m = [
+            Message::tool_result("x", "before"), // 0: before its call at 2
+            Message::user("go"),                 // 1
+            call(&["x", "y"]),                   // 2: y unanswered
+            Message::tool_result("x", "dup?"),   // 3: x answered here
+            Message::tool_result("x", "again"),  // 4: duplicate
+            Message::user("more"),               // 5
+            Message::tool_result("z", "orphan"), // 6
+            call(&["w"]),                        // 7
+            Message::assistant("interrupt"),     // 8
+            Message::tool_result("w", "late"),   // 9: detached
+        ];
+        let v = validate(&m);
+        assert!(v.contains(&Violation::ResultBeforeCall {
+            index: 0,
+            call_index: 2,
+            tool_call_id: "x".into()
+        }));
+        assert!(v.contains(&Violation::UnansweredCall {
+            index: 2,
+            tool_call_id: "y".into()
+        }));
+        assert!(v.contains(&Violation::DuplicateResult {
+            index: 4,
+            tool_call_id: "x".into()
+        }));
+        assert!(v.contains(&Violation::OrphanResult {
+            index: 6,
+            tool_call_id: "z".into()
+        }));
+        assert!(v.contains(&Violation::UnansweredCall {
+            index: 7,
+            tool_call_id: "w".into()
+        }));
+        assert!(v.contains(&Violation::DetachedResult {
+            index: 9,
+            call_index: 7,
+            tool_call_id: "w".into()
+        }));
+        assert_eq!(v.len(), 6, "{v:?}");
+    }
+
+    #[test]
+    fn repair_makes_any_of_them_valid_and_is_idempotent() {
+        let m = [
+            Message::tool_result("x", "before"),
+            Message::user("go"),
+            call(&["x", "y"]),
+            Message::tool_result("x", "dup"),
+            Message::user("more"),
+            Message::tool_result("z", "orphan"),
+            call(&["w"]),
+            Message::assistant("interrupt"),
+            Message::tool_result("w", "late"),
+        ];
+        let fixed = repair(&m);
+        assert!(validate(&fixed.messages).is_empty(), "{:?}", fixed.messages);
+        assert_eq!(
+            fixed.messages,
+            vec![
+                Message::user("go"),
+                call(&["x", "y"]),
+                Message::tool_result("x", "before"),
+                Message::tool_result("y", MISSING_RESULT),
+                Message::user("more"),
+                call(&["w"]),
+                Message::tool_result("w", "late"),
+                Message::assistant("interrupt"),
+            ]
+        );
+        let again = repair(&fixed.messages);
+        assert_eq!(again.messages, fixed.messages);
+        assert!(again.actions.is_empty());
+    }
+
+    #[test]
+    fn valid_transcripts_are_untouched() {
+        let m = [
+            Message::system("s"),
+            Message::user("go"),
+            call(&["a", "b"]),
+            Message::tool_result("a", "1"),
+            Message::tool_result("b", "2"),
+            Message::assistant("done"),
+        ];
+        assert!(validate(&m).is_empty());
+        let fixed = repair(&m);
+        assert_eq!(fixed.messages, m.to_vec());
+        assert!(fixed.actions.is_empty());
+    }
+}

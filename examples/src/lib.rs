@@ -1,0 +1,1 @@
+//! Runnable examples live in `examples/`; this library is empty on purpose.

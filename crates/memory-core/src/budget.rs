@@ -77,7 +77,8 @@ impl Budget {
     /// assert!(!b.admits(5, 3));
     /// ```
     pub fn admits(&self, tokens: usize, rounds: usize) -> bool {
-        self.max_tokens.is_none_or(|t| tokens <= t) && self.round_limit().is_none_or(|r| rounds <= r)
+        self.max_tokens.is_none_or(|t| tokens <= t)
+            && self.round_limit().is_none_or(|r| rounds <= r)
     }
 
     /// Whether `tokens` are within the token limit.

@@ -16,7 +16,9 @@ use crate::{ProviderError, StoreError};
 #[non_exhaustive]
 pub enum MemoryError {
     /// The token counter could not count.
-    #[error("token counting failed: {0}; check the counter (a remote counter may be unreachable) or fall back to CharTokenCounter")]
+    #[error(
+        "token counting failed: {0}; check the counter (a remote counter may be unreachable) or fall back to CharTokenCounter"
+    )]
     TokenCount(String),
     /// A model call made by a strategy failed and the strategy could not
     /// degrade.

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::{summary, MemoryError, Message};
+use crate::{MemoryError, Message, summary};
 
 /// Messages with their token counts and the indices that must never be shed
 /// (protected messages and summaries), as handed to a

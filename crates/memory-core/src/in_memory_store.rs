@@ -125,11 +125,25 @@ mod tests {
         let read = store.append("s", vec![m("1")]).await.unwrap();
         store.append("s", vec![m("2")]).await.unwrap();
         let err = store
-            .compact("s", read, vec![StoredMessage::new(summary::message("1"), 2, true)])
+            .compact(
+                "s",
+                read,
+                vec![StoredMessage::new(summary::message("1"), 2, true)],
+            )
             .await
             .unwrap_err();
-        assert!(matches!(err, StoreError::Conflict { expected: 1, actual: 2, .. }));
-        assert_eq!(store.load("s").await.unwrap().messages, vec![m("1"), m("2")]);
+        assert!(matches!(
+            err,
+            StoreError::Conflict {
+                expected: 1,
+                actual: 2,
+                ..
+            }
+        ));
+        assert_eq!(
+            store.load("s").await.unwrap().messages,
+            vec![m("1"), m("2")]
+        );
     }
 
     #[tokio::test]
@@ -139,12 +153,18 @@ mod tests {
         let summary = StoredMessage::new(summary::message("one, two"), 3, true);
         store.compact("s", v, vec![summary.clone()]).await.unwrap();
         store.append("s", vec![m("3")]).await.unwrap();
-        assert_eq!(store.load("s").await.unwrap().messages, vec![summary, m("3")]);
+        assert_eq!(
+            store.load("s").await.unwrap().messages,
+            vec![summary, m("3")]
+        );
         assert_eq!(
             store.history("s").await.unwrap(),
             vec![Message::user("1"), Message::user("2"), Message::user("3")]
         );
-        assert_eq!(store.replaced("s").await.unwrap(), vec![vec![m("1"), m("2")]]);
+        assert_eq!(
+            store.replaced("s").await.unwrap(),
+            vec![vec![m("1"), m("2")]]
+        );
     }
 
     #[tokio::test]

@@ -42,7 +42,7 @@ pub mod summary;
 mod validate;
 
 pub use budget::Budget;
-pub use counter::{count_messages, CharTokenCounter, TokenCounter};
+pub use counter::{CharTokenCounter, TokenCounter, count_messages};
 pub use error::MemoryError;
 pub use fake::{FakeProvider, FakeReply};
 pub use history::History;
@@ -55,4 +55,4 @@ pub use provider::{
 };
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
-pub use validate::{repair, validate, Repaired, RepairAction, Violation, MISSING_RESULT};
+pub use validate::{MISSING_RESULT, RepairAction, Repaired, Violation, repair, validate};

@@ -24,7 +24,7 @@
 use std::fmt;
 
 use base64::Engine;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::{ContentBlock, ImageContent, Message, ToolCall};
 
@@ -106,7 +106,11 @@ pub fn from_json_str(text: &str) -> Result<Vec<Message>, ImportError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ImportError {
         index: None,
         field: String::new(),
-        problem: format!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()),
+        problem: format!(
+            "invalid JSON at line {}, column {}: {e}",
+            e.line(),
+            e.column()
+        ),
     })?;
     from_value(&value)
 }
@@ -171,7 +175,10 @@ pub fn message_from_value(value: &Value, index: usize) -> Result<Message, Import
         "user" => Ok(Message::User(user_content(obj, index)?)),
         "assistant" => {
             let content = text_content(obj, index)?;
-            let reasoning = match obj.get("reasoning_content").or_else(|| obj.get("reasoning")) {
+            let reasoning = match obj
+                .get("reasoning_content")
+                .or_else(|| obj.get("reasoning"))
+            {
                 None | Some(Value::Null) => None,
                 Some(Value::String(s)) => Some(s.clone()),
                 Some(other) => {
@@ -264,7 +271,10 @@ fn text_content(obj: &Map<String, Value>, index: usize) -> Result<String, Import
         Some(other) => Err(ImportError::at(
             index,
             "content",
-            format!("expected a string or an array of parts, found {}", kind(other)),
+            format!(
+                "expected a string or an array of parts, found {}",
+                kind(other)
+            ),
         )),
     }
 }
@@ -281,7 +291,10 @@ fn user_content(obj: &Map<String, Value>, index: usize) -> Result<Vec<ContentBlo
         Some(other) => Err(ImportError::at(
             index,
             "content",
-            format!("expected a string or an array of parts, found {}", kind(other)),
+            format!(
+                "expected a string or an array of parts, found {}",
+                kind(other)
+            ),
         )),
     }
 }
@@ -323,7 +336,9 @@ fn user_part(part: &Value, index: usize, k: usize) -> Result<ContentBlock, Impor
 fn decode_data_url(url: &str) -> Option<ImageContent> {
     let rest = url.strip_prefix("data:")?;
     let (mime, data) = rest.split_once(";base64,")?;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(data).ok()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
     Some(ImageContent::new(mime, bytes))
 }
 
@@ -349,7 +364,11 @@ fn tool_calls(obj: &Map<String, Value>, index: usize) -> Result<Vec<ToolCall>, I
                 _ => return Err(ImportError::at(index, field("id"), "expected a string id")),
             };
             let Some(function) = call.get("function").and_then(Value::as_object) else {
-                return Err(ImportError::at(index, field("function"), "expected an object"));
+                return Err(ImportError::at(
+                    index,
+                    field("function"),
+                    "expected an object",
+                ));
             };
             let name = match function.get("name") {
                 Some(Value::String(n)) => n.clone(),
@@ -509,12 +528,30 @@ mod tests {
     #[test]
     fn malformed_messages_name_position_and_field() {
         let cases = [
-            (json!([{"role": "user", "content": 3}]), "message 0: field `content`: expected a string or an array of parts, found a number"),
-            (json!([{"role": "tool", "content": "x"}]), "message 0: field `tool_call_id`: is missing"),
-            (json!([{"role": "user", "content": "a"}, {"role": "robot"}]), "message 1: field `role`: unknown role \"robot\"; expected system, developer, user, assistant or tool"),
-            (json!([{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}]), "message 0: field `tool_calls[0].function.name`: expected a string"),
-            (json!([{"role": "user", "content": [{"type": "text"}]}]), "message 0: field `content[0].text`: a text part needs a string `text`"),
-            (json!({"role": "user"}), "expected an array of messages, found an object"),
+            (
+                json!([{"role": "user", "content": 3}]),
+                "message 0: field `content`: expected a string or an array of parts, found a number",
+            ),
+            (
+                json!([{"role": "tool", "content": "x"}]),
+                "message 0: field `tool_call_id`: is missing",
+            ),
+            (
+                json!([{"role": "user", "content": "a"}, {"role": "robot"}]),
+                "message 1: field `role`: unknown role \"robot\"; expected system, developer, user, assistant or tool",
+            ),
+            (
+                json!([{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}]),
+                "message 0: field `tool_calls[0].function.name`: expected a string",
+            ),
+            (
+                json!([{"role": "user", "content": [{"type": "text"}]}]),
+                "message 0: field `content[0].text`: a text part needs a string `text`",
+            ),
+            (
+                json!({"role": "user"}),
+                "expected an array of messages, found an object",
+            ),
         ];
         for (value, expected) in cases {
             assert_eq!(from_value(&value).unwrap_err().to_string(), expected);
@@ -524,6 +561,9 @@ mod tests {
     #[test]
     fn truncated_json_reports_line_and_column() {
         let err = from_json_str("[{\"role\": \"user\",\n \"content\": \"x").unwrap_err();
-        assert!(err.to_string().starts_with("invalid JSON at line 2"), "{err}");
+        assert!(
+            err.to_string().starts_with("invalid JSON at line 2"),
+            "{err}"
+        );
     }
 }

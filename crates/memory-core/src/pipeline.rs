@@ -32,7 +32,9 @@ pub struct Pipeline {
 
 impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pipeline").field("stages", &self.name).finish()
+        f.debug_struct("Pipeline")
+            .field("stages", &self.name)
+            .finish()
     }
 }
 

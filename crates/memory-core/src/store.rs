@@ -65,7 +65,9 @@ pub struct Snapshot {
 #[non_exhaustive]
 pub enum StoreError {
     /// The session changed since it was read: reload and try again.
-    #[error("session `{session}` is at version {actual}, not {expected}: another writer got there first; reload the session and retry")]
+    #[error(
+        "session `{session}` is at version {actual}, not {expected}: another writer got there first; reload the session and retry"
+    )]
     Conflict {
         /// The session.
         session: String,

@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::{count_messages, Budget, History, MemoryError, Message, TokenCounter};
+use crate::{Budget, History, MemoryError, Message, TokenCounter, count_messages};
 
 /// Fits a history into a [`Budget`].
 ///

@@ -193,7 +193,10 @@ pub fn rounds(messages: &[Message]) -> Rounds {
 /// assert_eq!(structure::round_start(&m, 1), 0);
 /// ```
 pub fn round_start(messages: &[Message], end: usize) -> usize {
-    messages[..end].iter().rposition(Message::is_user).unwrap_or(0)
+    messages[..end]
+        .iter()
+        .rposition(Message::is_user)
+        .unwrap_or(0)
 }
 
 /// Index of the current question: the newest user message.
@@ -256,7 +259,11 @@ impl Floor {
         self.ranges[first..]
             .iter()
             .take_while(|r| r.start < range.end)
-            .map(|r| counts[r.start.max(range.start)..r.end.min(range.end)].iter().sum::<usize>())
+            .map(|r| {
+                counts[r.start.max(range.start)..r.end.min(range.end)]
+                    .iter()
+                    .sum::<usize>()
+            })
             .sum()
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::{structure, Message};
+use crate::{Message, structure};
 
 /// One way a transcript breaks the invariants. Indices are message positions.
 ///
@@ -107,7 +107,10 @@ impl fmt::Display for Violation {
             Violation::DuplicateCallId {
                 index,
                 tool_call_id,
-            } => write!(f, "message {index}: tool call id `{tool_call_id}` is used twice"),
+            } => write!(
+                f,
+                "message {index}: tool call id `{tool_call_id}` is used twice"
+            ),
         }
     }
 }

@@ -1,1 +1,24 @@
+//! [`WindowMemory`], the default [`Memory`](memory_core::Memory), and
+//! [`WindowDrop`], the strategy that keeps the newest rounds and steps that
+//! fit.
+//!
+//! ```
+//! use memory_core::{Memory, Message};
+//! use memory_window::WindowMemory;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let mut memory = WindowMemory::new(3);
+//! for i in 1..=3 {
+//!     memory.record(Message::user(format!("u{i}"))).await.unwrap();
+//!     memory.record(Message::assistant(format!("a{i}"))).await.unwrap();
+//! }
+//! // Each round is 2 tokens: only the newest fits in 3.
+//! assert_eq!(memory.context().await.unwrap(), vec![Message::user("u3"), Message::assistant("a3")]);
+//! # });
+//! ```
 
+mod drop;
+mod memory;
+
+pub use drop::WindowDrop;
+pub use memory::WindowMemory;

@@ -1,0 +1,183 @@
+//! [`WindowDrop`]: keep the newest rounds, or the newest steps, that fit.
+
+use std::ops::Range;
+
+use memory_core::structure::{self, Floor};
+use memory_core::{
+    Budget, History, MemoryError, Selection, TokenCounter, TrimResult, TrimStrategy,
+};
+
+/// Drops the oldest history, whole rounds or whole steps, as a projection.
+///
+/// 1. A history within the budget is returned unchanged.
+/// 2. The floor is always kept: protected messages and summaries with their
+///    steps, the current question and the newest step. If the floor alone
+///    exceeds the budget, it is all that is returned, with `fits: false`.
+/// 3. If the newest round fits, whole rounds are kept from the newest back
+///    while they fit (and while the rounds limit allows); the head (what
+///    precedes the first user message) is kept only after every round.
+/// 4. Otherwise (an agent task that is one long round), the round's user
+///    message and as many of its newest steps as fit are kept.
+///
+/// Storage never changes (`replace: false`): raising the budget brings the
+/// dropped history back. The work is proportional to what is kept, not to
+/// the length of the history.
+///
+/// ```
+/// use memory_core::{Budget, CharTokenCounter, Message, TrimStrategy};
+/// use memory_window::WindowDrop;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let history = [
+///     Message::user("u1"), Message::assistant("a1"),
+///     Message::user("u2"), Message::assistant("a2"),
+/// ];
+/// let result = WindowDrop::new().trim(&history, &Budget::tokens(3), &CharTokenCounter).await.unwrap();
+/// assert_eq!(result.messages, history[2..].to_vec());
+/// assert!(result.fits && !result.replace);
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowDrop;
+
+impl WindowDrop {
+    /// The strategy.
+    ///
+    /// ```
+    /// assert_eq!(memory_window::WindowDrop::new(), memory_window::WindowDrop);
+    /// ```
+    pub fn new() -> Self {
+        WindowDrop
+    }
+
+    /// The window of `history`, synchronously (the strategy never awaits).
+    ///
+    /// ```
+    /// use memory_core::{Budget, History, Message};
+    /// let m = [Message::user("question"), Message::assistant("answer")];
+    /// let h = History::new(&m, &[2, 2]).unwrap();
+    /// let r = memory_window::WindowDrop::new().window(&h, &Budget::tokens(1));
+    /// assert!(!r.fits); // the question and the newest step are the floor
+    /// ```
+    pub fn window(&self, history: &History<'_>, budget: &Budget) -> TrimResult {
+        let messages = history.messages();
+        if messages.is_empty()
+            || (budget.admits_tokens(history.total()) && rounds_within(history, budget))
+        {
+            return TrimResult::unchanged(history, budget);
+        }
+        let floor = structure::floor(history);
+        let max = budget.max_tokens.unwrap_or(usize::MAX);
+        if floor.tokens > max {
+            return select(history, floor.ranges, false);
+        }
+        let mut fill = Fill {
+            history,
+            floor: &floor,
+            left: max - floor.tokens,
+            kept: floor.ranges.clone(),
+        };
+        let n = messages.len();
+        let question = structure::current_question(messages);
+        let newest = question.unwrap_or(0);
+        if fill.take(newest..n) {
+            let limit = budget.round_limit().unwrap_or(usize::MAX);
+            let mut rounds = usize::from(question.is_some());
+            let mut end = newest;
+            while end > 0 {
+                let start = structure::round_start(messages, end);
+                let is_round = messages[start].is_user();
+                if (is_round && rounds >= limit) || !fill.take(start..end) {
+                    break;
+                }
+                rounds += usize::from(is_round);
+                end = start;
+            }
+        } else {
+            // The newest round alone is too large: keep its newest steps.
+            let low = question.map_or(0, |q| q + 1);
+            let mut end = n;
+            while end > low {
+                let start = structure::step_start(messages, end).max(low);
+                if !fill.take(start..end) {
+                    break;
+                }
+                end = start;
+            }
+        }
+        select(history, fill.kept, true)
+    }
+}
+
+#[async_trait::async_trait]
+impl TrimStrategy for WindowDrop {
+    fn name(&self) -> &str {
+        "window"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        _counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        Ok(self.window(history, budget))
+    }
+}
+
+/// Ranges kept so far and the tokens left for more.
+struct Fill<'f, 'h> {
+    history: &'f History<'h>,
+    floor: &'f Floor,
+    left: usize,
+    kept: Vec<Range<usize>>,
+}
+
+impl Fill<'_, '_> {
+    /// Keeps `range` if what it adds beyond the floor fits; stops counting
+    /// as soon as it cannot.
+    fn take(&mut self, range: Range<usize>) -> bool {
+        let counts = self.history.counts();
+        let in_floor = self.floor.tokens_within(range.clone(), counts);
+        let limit = self.left.saturating_add(in_floor);
+        let mut sum = 0usize;
+        for &c in &counts[range.clone()] {
+            sum += c;
+            if sum > limit {
+                return false;
+            }
+        }
+        self.left -= sum - in_floor;
+        self.kept.push(range);
+        true
+    }
+}
+
+/// Whether the history holds no more rounds than the budget allows; stops
+/// counting at the limit.
+fn rounds_within(history: &History<'_>, budget: &Budget) -> bool {
+    let Some(limit) = budget.round_limit() else {
+        return true;
+    };
+    history
+        .messages()
+        .iter()
+        .rev()
+        .filter(|m| m.is_user())
+        .nth(limit)
+        .is_none()
+}
+
+fn select(history: &History<'_>, mut ranges: Vec<Range<usize>>, fits: bool) -> TrimResult {
+    ranges.sort_by_key(|r| r.start);
+    let mut selection = Selection::new(history);
+    let mut next = 0usize;
+    for r in ranges {
+        let start = r.start.max(next);
+        if start < r.end {
+            selection.keep(start..r.end);
+            next = r.end;
+        }
+    }
+    selection.finish(false, fits)
+}

@@ -1,0 +1,373 @@
+//! [`WindowMemory`]: a [`Memory`] over a [`Store`], trimmed by a strategy.
+
+use std::sync::Arc;
+
+use memory_core::{
+    Budget, CharTokenCounter, History, InMemoryStore, Memory, MemoryError, Message, Store,
+    StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
+};
+
+use crate::WindowDrop;
+
+/// The session as last read from or written to the store.
+#[derive(Debug, Default)]
+struct State {
+    messages: Vec<Message>,
+    counts: Vec<usize>,
+    protected: Vec<usize>,
+    total: usize,
+    version: Version,
+}
+
+impl State {
+    fn from_stored(stored: Vec<StoredMessage>, version: Version) -> Self {
+        let mut state = State {
+            version,
+            ..State::default()
+        };
+        for s in stored {
+            state.push(s.message, s.tokens, s.protected);
+        }
+        state
+    }
+
+    fn push(&mut self, message: Message, tokens: usize, protected: bool) {
+        if protected || summary::is_summary(&message) {
+            self.protected.push(self.messages.len());
+        }
+        self.messages.push(message);
+        self.counts.push(tokens);
+        self.total += tokens;
+    }
+
+    fn stored_view(result: &TrimResult) -> Vec<StoredMessage> {
+        let mut protected = result.protected.iter().peekable();
+        result
+            .messages
+            .iter()
+            .zip(&result.counts)
+            .enumerate()
+            .map(|(i, (m, &t))| {
+                let is_protected = protected.next_if(|&&p| p == i).is_some();
+                StoredMessage::new(m.clone(), t, is_protected)
+            })
+            .collect()
+    }
+}
+
+/// Records every message in a [`Store`] and trims on [`context`](Memory::context).
+///
+/// Each message is counted once, when recorded; the counts are stored with
+/// it. The strategy (default [`WindowDrop`]) decides what the model sees: a
+/// projection leaves the store as it is (raise the budget and the history is
+/// back); a materializing result is committed to the store as a compaction
+/// against the version it was computed from, and the store keeps what it
+/// replaced. Protected messages are never shed.
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_core::{InMemoryStore, Memory, Message};
+/// use memory_window::WindowMemory;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store = Arc::new(InMemoryStore::new());
+/// let mut memory = WindowMemory::new(8_000).with_store(store.clone(), "session-1");
+/// memory.record_protected(Message::system("You are a coding agent.")).await.unwrap();
+/// memory.record(Message::user("Run the tests.")).await.unwrap();
+///
+/// // Reopened later, in another process say: the same context.
+/// let mut reopened = WindowMemory::new(8_000).with_store(store, "session-1");
+/// assert_eq!(reopened.context().await.unwrap(), memory.context().await.unwrap());
+/// # });
+/// ```
+pub struct WindowMemory {
+    budget: Budget,
+    strategy: Arc<dyn TrimStrategy>,
+    counter: Arc<dyn TokenCounter>,
+    store: Arc<dyn Store>,
+    session: String,
+    state: Option<State>,
+}
+
+impl std::fmt::Debug for WindowMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowMemory")
+            .field("budget", &self.budget)
+            .field("strategy", &self.strategy.name())
+            .field("session", &self.session)
+            .field("messages", &self.state.as_ref().map(|s| s.messages.len()))
+            .finish()
+    }
+}
+
+impl WindowMemory {
+    /// A memory with a token budget, [`WindowDrop`], [`CharTokenCounter`]
+    /// and a fresh in-memory store.
+    ///
+    /// ```
+    /// let memory = memory_window::WindowMemory::new(4096);
+    /// assert_eq!(memory.budget().max_tokens, Some(4096));
+    /// ```
+    pub fn new(max_tokens: usize) -> Self {
+        Self::with_budget(Budget::tokens(max_tokens))
+    }
+
+    /// A memory with any [`Budget`].
+    ///
+    /// ```
+    /// use memory_core::Budget;
+    /// let memory = memory_window::WindowMemory::with_budget(Budget::rounds(5));
+    /// assert_eq!(memory.budget().max_rounds, Some(5));
+    /// ```
+    pub fn with_budget(budget: Budget) -> Self {
+        Self {
+            budget,
+            strategy: Arc::new(WindowDrop),
+            counter: Arc::new(CharTokenCounter),
+            store: Arc::new(InMemoryStore::new()),
+            session: "default".to_string(),
+            state: None,
+        }
+    }
+
+    /// Also limits the number of rounds kept.
+    ///
+    /// ```
+    /// let memory = memory_window::WindowMemory::new(100).with_max_rounds(2);
+    /// assert_eq!(memory.budget().max_rounds, Some(2));
+    /// ```
+    pub fn with_max_rounds(mut self, max_rounds: usize) -> Self {
+        self.budget.max_rounds = Some(max_rounds);
+        self
+    }
+
+    /// Uses `strategy` (a [`Pipeline`](memory_core::Pipeline) too) to trim.
+    ///
+    /// ```
+    /// use memory_core::Pipeline;
+    /// use memory_window::{WindowDrop, WindowMemory};
+    /// let memory = WindowMemory::new(100).with_strategy(Pipeline::new().then(WindowDrop::new()));
+    /// # let _ = memory;
+    /// ```
+    pub fn with_strategy(mut self, strategy: impl TrimStrategy + 'static) -> Self {
+        self.strategy = Arc::new(strategy);
+        self
+    }
+
+    /// Uses `counter` to count recorded messages. Counts already stored are
+    /// kept as they are.
+    ///
+    /// ```
+    /// let memory = memory_window::WindowMemory::new(100)
+    ///     .with_token_counter(memory_core::CharTokenCounter);
+    /// # let _ = memory;
+    /// ```
+    pub fn with_token_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
+        self.counter = Arc::new(counter);
+        self
+    }
+
+    /// Keeps the conversation in `store` under `session`; an existing
+    /// session is loaded on first use.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let memory = memory_window::WindowMemory::new(100)
+    ///     .with_store(Arc::new(memory_core::InMemoryStore::new()), "user-42");
+    /// assert_eq!(memory.session(), "user-42");
+    /// ```
+    pub fn with_store(mut self, store: Arc<dyn Store>, session: impl Into<String>) -> Self {
+        self.store = store;
+        self.session = session.into();
+        self.state = None;
+        self
+    }
+
+    /// The budget.
+    ///
+    /// ```
+    /// assert_eq!(memory_window::WindowMemory::new(7).budget().max_tokens, Some(7));
+    /// ```
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Changes the budget; a larger one brings projected history back.
+    ///
+    /// ```
+    /// let mut memory = memory_window::WindowMemory::new(7);
+    /// memory.set_budget(memory_core::Budget::both(10, 2));
+    /// assert_eq!(memory.budget().max_rounds, Some(2));
+    /// ```
+    pub fn set_budget(&mut self, budget: Budget) {
+        self.budget = budget;
+    }
+
+    /// Changes the token limit.
+    ///
+    /// ```
+    /// let mut memory = memory_window::WindowMemory::new(7);
+    /// memory.set_max_tokens(1000);
+    /// assert_eq!(memory.budget().max_tokens, Some(1000));
+    /// ```
+    pub fn set_max_tokens(&mut self, max_tokens: usize) {
+        self.budget.max_tokens = Some(max_tokens);
+    }
+
+    /// The session id.
+    ///
+    /// ```
+    /// assert_eq!(memory_window::WindowMemory::new(1).session(), "default");
+    /// ```
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Tokens of the stored view (everything the strategy starts from).
+    ///
+    /// ```
+    /// assert_eq!(memory_window::WindowMemory::new(1).total_tokens(), 0);
+    /// ```
+    pub fn total_tokens(&self) -> usize {
+        self.state.as_ref().map_or(0, |s| s.total)
+    }
+
+    /// Number of messages in the stored view.
+    ///
+    /// ```
+    /// assert_eq!(memory_window::WindowMemory::new(1).len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.state.as_ref().map_or(0, |s| s.messages.len())
+    }
+
+    /// Whether nothing is recorded (or the session is not loaded yet).
+    ///
+    /// ```
+    /// assert!(memory_window::WindowMemory::new(1).is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every message ever recorded in the session, whatever compactions did.
+    ///
+    /// # Errors
+    ///
+    /// Store failures.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut memory = memory_window::WindowMemory::new(10);
+    /// memory.record(Message::user("hi")).await.unwrap();
+    /// assert_eq!(memory.history().await.unwrap(), vec![Message::user("hi")]);
+    /// # });
+    /// ```
+    pub async fn history(&self) -> Result<Vec<Message>, MemoryError> {
+        Ok(self.store.history(&self.session).await?)
+    }
+
+    /// Like [`context`](Memory::context), with everything the strategy
+    /// reported: counts, protected indices and whether the floor fit.
+    ///
+    /// # Errors
+    ///
+    /// Counting, strategy and store errors. A compaction that lost a race
+    /// with another writer is not an error: the session is reloaded and the
+    /// compaction is retried on the next call.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut memory = memory_window::WindowMemory::new(1);
+    /// memory.record(Message::user("a long question")).await.unwrap();
+    /// let result = memory.trimmed().await.unwrap();
+    /// assert!(!result.fits);
+    /// # });
+    /// ```
+    pub async fn trimmed(&mut self) -> Result<TrimResult, MemoryError> {
+        self.load().await?;
+        let state = self.state.as_ref().expect("loaded above");
+        let history = History::from_parts(
+            &state.messages,
+            &state.counts,
+            &state.protected,
+            state.total,
+        )?;
+        let result = self
+            .strategy
+            .trim_with_counts(&history, &self.budget, &*self.counter)
+            .await?;
+        if let Some(stored) = result.to_store() {
+            let view = State::stored_view(stored);
+            match self.store.compact(&self.session, state.version, view).await {
+                Ok(version) => {
+                    let mut next = State {
+                        version,
+                        ..State::default()
+                    };
+                    next.messages = stored.messages.clone();
+                    next.counts = stored.counts.clone();
+                    next.protected = stored.protected.clone();
+                    next.total = stored.tokens();
+                    self.state = Some(next);
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    tracing::warn!(
+                        session = %self.session,
+                        "compaction lost a race with another writer; reloading the session"
+                    );
+                    self.state = None;
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
+        Ok(result)
+    }
+
+    async fn load(&mut self) -> Result<(), MemoryError> {
+        if self.state.is_none() {
+            let snapshot = self.store.load(&self.session).await?;
+            self.state = Some(State::from_stored(snapshot.messages, snapshot.version));
+        }
+        Ok(())
+    }
+
+    async fn append(&mut self, message: Message, protected: bool) -> Result<(), MemoryError> {
+        self.load().await?;
+        let tokens = self.counter.count_message(&message).await?;
+        let version = self
+            .store
+            .append(
+                &self.session,
+                vec![StoredMessage::new(message.clone(), tokens, protected)],
+            )
+            .await?;
+        let state = self.state.as_mut().expect("loaded above");
+        if version == state.version + 1 {
+            state.version = version;
+            state.push(message, tokens, protected);
+        } else {
+            // Another writer appended too: read the session afresh.
+            self.state = None;
+            self.load().await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Memory for WindowMemory {
+    async fn record(&mut self, message: Message) -> Result<(), MemoryError> {
+        self.append(message, false).await
+    }
+
+    async fn record_protected(&mut self, message: Message) -> Result<(), MemoryError> {
+        self.append(message, true).await
+    }
+
+    async fn context(&mut self) -> Result<Vec<Message>, MemoryError> {
+        Ok(self.trimmed().await?.messages)
+    }
+}

@@ -1,0 +1,399 @@
+//! WindowMemory and WindowDrop behaviour, case by case.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use memory_core::{
+    Budget, History, InMemoryStore, Memory, MemoryError, Message, Pipeline, Selection, Store,
+    TokenCounter, ToolCall, TrimResult, TrimStrategy, summary,
+};
+use memory_window::{WindowDrop, WindowMemory};
+
+async fn rounds(memory: &mut WindowMemory, range: std::ops::RangeInclusive<usize>) {
+    for i in range {
+        memory.record(Message::user(format!("u{i}"))).await.unwrap();
+        memory
+            .record(Message::assistant(format!("a{i}")))
+            .await
+            .unwrap();
+    }
+}
+
+fn calls(ids: &[&str]) -> Message {
+    Message::assistant_with_tools(
+        "",
+        ids.iter()
+            .map(|id| ToolCall::new(*id, "calc", "1+1"))
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn a_history_within_budget_is_returned_whole() {
+    let mut memory = WindowMemory::new(1000);
+    memory.record(Message::user("hello")).await.unwrap();
+    memory.record(Message::assistant("hello!")).await.unwrap();
+    assert_eq!(
+        memory.context().await.unwrap(),
+        vec![Message::user("hello"), Message::assistant("hello!")]
+    );
+}
+
+#[tokio::test]
+async fn the_oldest_rounds_go_first() {
+    // Every "uN"/"aN" is one token: a round is 2, and 3 holds only one.
+    let mut memory = WindowMemory::new(3);
+    rounds(&mut memory, 1..=3).await;
+    assert_eq!(
+        memory.context().await.unwrap(),
+        vec![Message::user("u3"), Message::assistant("a3")]
+    );
+    // Two rounds fit in 4.
+    memory.set_max_tokens(4);
+    assert_eq!(memory.context().await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_leave_with_their_results() {
+    // Round 1: "calculate" 3 + two calls (name 1 + args 1 each) + results 1 + 1 = 9.
+    // Round 2: "continue" 2 + "okay" 1 = 3. Budget 8 keeps round 2 only.
+    let mut memory = WindowMemory::new(8);
+    memory.record(Message::user("calculate")).await.unwrap();
+    memory.record(calls(&["t1", "t2"])).await.unwrap();
+    memory
+        .record(Message::tool_result("t2", "4"))
+        .await
+        .unwrap();
+    memory
+        .record(Message::tool_result("t1", "2"))
+        .await
+        .unwrap();
+    memory.record(Message::user("continue")).await.unwrap();
+    memory.record(Message::assistant("okay")).await.unwrap();
+    let context = memory.context().await.unwrap();
+    assert_eq!(
+        context,
+        vec![Message::user("continue"), Message::assistant("okay")]
+    );
+    assert!(memory_core::validate(&context).is_empty());
+}
+
+#[tokio::test]
+async fn an_unprotected_system_message_can_be_dropped() {
+    let mut memory = WindowMemory::new(3);
+    memory.record(Message::system("setup")).await.unwrap();
+    rounds(&mut memory, 1..=2).await;
+    assert_eq!(
+        memory.context().await.unwrap(),
+        vec![Message::user("u2"), Message::assistant("a2")]
+    );
+}
+
+#[tokio::test]
+async fn protected_messages_survive_in_place() {
+    let mut memory = WindowMemory::new(5);
+    memory
+        .record_protected(Message::system("setup"))
+        .await
+        .unwrap();
+    rounds(&mut memory, 1..=1).await;
+    memory
+        .record_protected(Message::user("always answer in French"))
+        .await
+        .unwrap();
+    memory.record(Message::assistant("d'accord")).await.unwrap();
+    rounds(&mut memory, 2..=4).await;
+    // Floor: setup 2 + protected round's user message 6; that alone is over 5.
+    let result = memory.trimmed().await.unwrap();
+    assert!(!result.fits);
+    memory.set_max_tokens(13);
+    let context = memory.context().await.unwrap();
+    assert_eq!(
+        context,
+        vec![
+            Message::system("setup"),
+            Message::user("always answer in French"),
+            Message::user("u3"),
+            Message::assistant("a3"),
+            Message::user("u4"),
+            Message::assistant("a4"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_long_agent_round_keeps_its_question_and_newest_steps() {
+    let mut memory = WindowMemory::new(16);
+    memory
+        .record_protected(Message::system("agent"))
+        .await
+        .unwrap();
+    memory.record(Message::user("fix it")).await.unwrap();
+    for i in 0..10 {
+        let id = format!("c{i}");
+        memory
+            .record(Message::assistant_with_tools(
+                "",
+                vec![ToolCall::new(id.clone(), "run", "{}")],
+            ))
+            .await
+            .unwrap();
+        memory
+            .record(Message::tool_result(id, "output"))
+            .await
+            .unwrap();
+    }
+    memory.record(Message::assistant("done")).await.unwrap();
+    // agent 2 + "fix it" 2 + "done" 1 = 5 fixed; each step is run 1 + {} 1
+    // + output 2 = 4, so two of the ten steps fit in the 11 left.
+    let context = memory.context().await.unwrap();
+    assert_eq!(context.len(), 2 + 2 * 2 + 1);
+    assert_eq!(context[0], Message::system("agent"));
+    assert_eq!(context[1], Message::user("fix it"));
+    assert_eq!(context[2].tool_calls()[0].id, "c8");
+    assert_eq!(context[4].tool_calls()[0].id, "c9");
+    assert_eq!(context[6], Message::assistant("done"));
+    assert!(memory_core::validate(&context).is_empty());
+}
+
+#[tokio::test]
+async fn the_floor_is_kept_and_reported_when_it_does_not_fit() {
+    let mut memory = WindowMemory::new(3);
+    memory
+        .record(Message::user(
+            "An extremely long user message, over budget in a single round",
+        ))
+        .await
+        .unwrap();
+    memory.record(Message::assistant("Reply")).await.unwrap();
+    let result = memory.trimmed().await.unwrap();
+    assert_eq!(result.messages.len(), 2);
+    assert!(!result.fits);
+}
+
+#[tokio::test]
+async fn the_rounds_limit_keeps_the_newest_rounds() {
+    let mut memory = WindowMemory::new(1000).with_max_rounds(2);
+    rounds(&mut memory, 1..=4).await;
+    assert_eq!(
+        memory.context().await.unwrap(),
+        vec![
+            Message::user("u3"),
+            Message::assistant("a3"),
+            Message::user("u4"),
+            Message::assistant("a4"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_smaller_of_tokens_and_rounds_wins() {
+    let mut memory = WindowMemory::new(3).with_max_rounds(3);
+    rounds(&mut memory, 1..=4).await;
+    assert_eq!(memory.context().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn raising_the_budget_brings_history_back() {
+    let mut memory = WindowMemory::new(3);
+    rounds(&mut memory, 1..=2).await;
+    assert_eq!(memory.context().await.unwrap().len(), 2);
+    memory.set_max_tokens(1000);
+    assert_eq!(memory.context().await.unwrap().len(), 4);
+}
+
+#[tokio::test]
+async fn reasoning_counts_against_the_budget() {
+    let mut memory = WindowMemory::new(11);
+    memory.record(Message::user("u1")).await.unwrap();
+    memory
+        .record(Message::Assistant {
+            content: "hi".into(),
+            reasoning: Some("a".repeat(40)),
+            tool_calls: Vec::new(),
+        })
+        .await
+        .unwrap();
+    rounds(&mut memory, 2..=2).await;
+    // Round 1 is 1 + 1 + 10 = 12 tokens: over 11 only because of reasoning.
+    assert_eq!(memory.context().await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_history_without_user_messages_is_cut_by_steps() {
+    let mut memory = WindowMemory::new(1);
+    memory
+        .record(Message::assistant("assistant-only message"))
+        .await
+        .unwrap();
+    assert_eq!(memory.context().await.unwrap().len(), 1);
+    memory.record(Message::assistant("a")).await.unwrap();
+    assert_eq!(
+        memory.context().await.unwrap(),
+        vec![Message::assistant("a")]
+    );
+}
+
+/// Counts one token per message and how often it was asked.
+#[derive(Default)]
+struct OnePerMessage(AtomicUsize);
+
+#[async_trait::async_trait]
+impl TokenCounter for OnePerMessage {
+    async fn count(&self, _text: &str) -> Result<usize, MemoryError> {
+        Ok(1)
+    }
+    async fn count_message(&self, _message: &Message) -> Result<usize, MemoryError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(1)
+    }
+}
+
+#[tokio::test]
+async fn each_message_is_counted_once_by_the_injected_counter() {
+    let counter = Arc::new(OnePerMessage::default());
+    let mut memory = WindowMemory::new(2).with_token_counter(counter.clone());
+    rounds(&mut memory, 1..=3).await;
+    for _ in 0..5 {
+        assert_eq!(memory.context().await.unwrap().len(), 2);
+    }
+    assert_eq!(counter.0.load(Ordering::SeqCst), 6);
+}
+
+/// Replaces everything before the newest round by a summary (materializes).
+struct Fold;
+
+#[async_trait::async_trait]
+impl TrimStrategy for Fold {
+    fn name(&self) -> &str {
+        "fold"
+    }
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        _counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        let messages = history.messages();
+        let cut = memory_core::structure::current_question(messages).unwrap_or(0);
+        if cut == 0 || budget.admits_tokens(history.total()) {
+            return Ok(TrimResult::unchanged(history, budget));
+        }
+        let mut selection = Selection::new(history);
+        selection.push(summary::message(format!("{cut} messages")), 3, true);
+        selection.keep(cut..messages.len());
+        Ok(selection.finish(true, true))
+    }
+}
+
+#[tokio::test]
+async fn a_materializing_strategy_writes_back_and_keeps_the_original_readable() {
+    let store = Arc::new(InMemoryStore::new());
+    let mut memory = WindowMemory::new(5)
+        .with_strategy(Fold)
+        .with_store(store.clone(), "s");
+    rounds(&mut memory, 1..=3).await;
+    let context = memory.context().await.unwrap();
+    assert_eq!(context[0], summary::message("4 messages"));
+    assert_eq!(memory.len(), 3);
+    let view = store.load("s").await.unwrap();
+    assert_eq!(view.messages.len(), 3);
+    assert!(view.messages[0].protected);
+    assert_eq!(memory.history().await.unwrap().len(), 6);
+    assert_eq!(store.replaced("s").await.unwrap()[0].len(), 6);
+    // Nothing to do on the next call: the view now fits.
+    assert_eq!(memory.context().await.unwrap(), context);
+}
+
+#[tokio::test]
+async fn a_projection_leaves_the_store_alone() {
+    let store = Arc::new(InMemoryStore::new());
+    let mut memory = WindowMemory::new(3).with_store(store.clone(), "s");
+    rounds(&mut memory, 1..=3).await;
+    assert_eq!(memory.context().await.unwrap().len(), 2);
+    assert_eq!(store.load("s").await.unwrap().messages.len(), 6);
+    assert!(store.replaced("s").await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_pipeline_stores_what_materialized_and_shows_what_was_projected() {
+    let store = Arc::new(InMemoryStore::new());
+    let mut memory = WindowMemory::new(4)
+        .with_strategy(Pipeline::new().then(Fold).then(WindowDrop::new()))
+        .with_store(store.clone(), "s");
+    rounds(&mut memory, 1..=3).await;
+    memory.record(Message::assistant("more")).await.unwrap();
+    // Fold: [summary 3, u3, a3, more] = 6 > 4, so WindowDrop projects down to the floor.
+    let shown = memory.context().await.unwrap();
+    assert_eq!(
+        shown,
+        vec![
+            summary::message("4 messages"),
+            Message::user("u3"),
+            Message::assistant("more")
+        ]
+    );
+    let stored: Vec<Message> = store
+        .load("s")
+        .await
+        .unwrap()
+        .messages
+        .into_iter()
+        .map(|s| s.message)
+        .collect();
+    assert_eq!(stored.len(), 4);
+    assert_eq!(stored[0], summary::message("4 messages"));
+}
+
+#[tokio::test]
+async fn a_reopened_session_has_the_same_context_without_recounting() {
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let mut memory = WindowMemory::new(3).with_store(store.clone(), "s");
+    memory
+        .record_protected(Message::system("sys"))
+        .await
+        .unwrap();
+    rounds(&mut memory, 1..=3).await;
+    let before = memory.context().await.unwrap();
+    drop(memory);
+    let counter = Arc::new(OnePerMessage::default());
+    let mut reopened = WindowMemory::new(3)
+        .with_store(store, "s")
+        .with_token_counter(counter.clone());
+    assert_eq!(reopened.context().await.unwrap(), before);
+    assert_eq!(counter.0.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn two_memories_on_one_session_see_each_others_appends() {
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let mut a = WindowMemory::new(100).with_store(store.clone(), "shared");
+    let mut b = WindowMemory::new(100).with_store(store.clone(), "shared");
+    a.record(Message::user("from a")).await.unwrap();
+    b.record(Message::user("from b")).await.unwrap();
+    a.record(Message::assistant("a again")).await.unwrap();
+    assert_eq!(
+        a.context().await.unwrap(),
+        vec![
+            Message::user("from a"),
+            Message::user("from b"),
+            Message::assistant("a again")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn trimming_a_fitting_window_again_changes_nothing() {
+    let mut memory = WindowMemory::new(5);
+    rounds(&mut memory, 1..=5).await;
+    let first = memory.trimmed().await.unwrap();
+    let again = WindowDrop::new()
+        .trim_with_counts(
+            &first.as_history().unwrap(),
+            &Budget::tokens(5),
+            &memory_core::CharTokenCounter,
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.messages, first.messages);
+}

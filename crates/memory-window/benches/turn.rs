@@ -130,5 +130,7 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+mod group {
+    criterion::criterion_group!(benches, super::bench);
+}
+criterion_main!(group::benches);

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_main};
 use memory_core::{Memory, Message};
 use memory_window::WindowMemory;
 use molo_agent::memory::Memory as _;

@@ -1,1 +1,26 @@
-fn main(){}
+//! The `memory` binary; see the `memory_cli` library for what it does.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = memory_cli::Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("memory: cannot start the async runtime: {e}");
+            return ExitCode::from(memory_cli::error::EXIT_FAILURE);
+        }
+    };
+    match runtime.block_on(memory_cli::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memory: {}", e.one_line());
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

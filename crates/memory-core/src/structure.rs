@@ -303,3 +303,353 @@ pub(crate) fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolCall, summary};
+
+    fn user(text: &str) -> Message {
+        Message::user(text)
+    }
+
+    fn reply(text: &str) -> Message {
+        Message::assistant(text)
+    }
+
+    fn calls(ids: &[&str]) -> Message {
+        Message::assistant_with_tools(
+            "",
+            ids.iter().map(|id| ToolCall::new(*id, "t", "{}")).collect(),
+        )
+    }
+
+    fn result(id: &str) -> Message {
+        Message::tool_result(id, "r")
+    }
+
+    fn history<'a>(messages: &'a [Message], counts: &'a [usize]) -> History<'a> {
+        History::new(messages, counts).unwrap()
+    }
+
+    /// The steps by their definition, written independently of the module:
+    /// a tool result joins the step of the nearest message before it when
+    /// only tool results lie between and that message calls tools;
+    /// everything else starts a step.
+    fn reference_steps(messages: &[Message]) -> Vec<Range<usize>> {
+        let mut steps: Vec<Range<usize>> = Vec::new();
+        let mut open = false;
+        for (i, m) in messages.iter().enumerate() {
+            if m.is_tool_result() && open {
+                steps.last_mut().unwrap().end = i + 1;
+                continue;
+            }
+            open = !m.tool_calls().is_empty();
+            steps.push(i..i + 1);
+        }
+        steps
+    }
+
+    /// Checks every function of the module against the definitions.
+    fn check_consistency(m: &[Message]) {
+        let steps: Vec<_> = steps(m).collect();
+        assert_eq!(steps, reference_steps(m), "steps of {m:?}");
+        for s in &steps {
+            assert_eq!(step_end(m, s.start), s.end, "step_end in {m:?}");
+            assert_eq!(step_start(m, s.end), s.start, "step_start in {m:?}");
+            for i in s.clone() {
+                assert_eq!(step_of(m, i), s.clone(), "step_of({i}) in {m:?}");
+            }
+        }
+        let users: Vec<usize> = (0..m.len()).filter(|&i| m[i].is_user()).collect();
+        let r = rounds(m);
+        assert_eq!(r.head, 0..users.first().copied().unwrap_or(m.len()));
+        assert_eq!(r.rounds.len(), users.len());
+        let mut next = r.head.end;
+        for round in &r.rounds {
+            assert_eq!(round.start, next, "rounds are contiguous in {m:?}");
+            assert!(m[round.start].is_user());
+            assert!(m[round.start + 1..round.end].iter().all(|x| !x.is_user()));
+            next = round.end;
+        }
+        assert_eq!(next, m.len());
+        assert_eq!(current_question(m), users.last().copied());
+        for end in 1..=m.len() {
+            let expected = users.iter().rev().find(|&&u| u < end).copied().unwrap_or(0);
+            assert_eq!(round_start(m, end), expected);
+        }
+    }
+
+    /// Checks the floor against its definition, with each message in turn
+    /// protected (and none).
+    fn check_floor(m: &[Message]) {
+        let counts: Vec<usize> = (1..=m.len()).collect();
+        let steps: Vec<_> = steps(m).collect();
+        for p in (0..m.len()).map(Some).chain([None]) {
+            let h = history(m, &counts).protect(p.as_slice());
+            let f = floor(&h);
+            let mut expected = vec![false; m.len()];
+            let mut mark = |r: Range<usize>| r.for_each(|i| expected[i] = true);
+            for &q in h.protected() {
+                mark(step_of(m, q));
+            }
+            if let Some(q) = current_question(m) {
+                mark(q..q + 1);
+            }
+            if let Some(last) = steps.last() {
+                mark(last.clone());
+            }
+            for (i, &e) in expected.iter().enumerate() {
+                assert_eq!(
+                    f.contains(i),
+                    e,
+                    "floor {f:?} at {i} of {m:?}, protected {p:?}"
+                );
+            }
+            let tokens: usize = (0..m.len())
+                .filter(|&i| expected[i])
+                .map(|i| counts[i])
+                .sum();
+            assert_eq!(f.tokens, tokens);
+            for w in f.ranges.windows(2) {
+                assert!(
+                    w[0].end < w[1].start,
+                    "ranges sorted, disjoint, merged: {f:?}"
+                );
+            }
+            for r in &f.ranges {
+                assert!(
+                    steps.iter().any(|s| s.start == r.start),
+                    "step-aligned: {f:?}"
+                );
+                assert!(steps.iter().any(|s| s.end == r.end), "step-aligned: {f:?}");
+            }
+            for r in &rounds(m).rounds {
+                let within: usize = r.clone().filter(|&i| expected[i]).map(|i| counts[i]).sum();
+                assert_eq!(f.tokens_within(r.clone(), &counts), within);
+            }
+        }
+    }
+
+    #[test]
+    fn every_short_transcript_agrees_with_the_definitions() {
+        // Every sequence of up to five messages over these six shapes,
+        // valid or not (orphans, unanswered calls, stray results).
+        let alphabet = [
+            user("u"),
+            reply("a"),
+            calls(&["x"]),
+            calls(&["y", "z"]),
+            result("x"),
+            Message::system("s"),
+        ];
+        let mut seqs: Vec<Vec<Message>> = vec![Vec::new()];
+        let mut frontier = seqs.clone();
+        for _ in 0..5 {
+            frontier = frontier
+                .iter()
+                .flat_map(|s| {
+                    alphabet.iter().map(move |m| {
+                        let mut s = s.clone();
+                        s.push(m.clone());
+                        s
+                    })
+                })
+                .collect();
+            seqs.extend(frontier.iter().cloned());
+        }
+        assert_eq!(seqs.len(), 1 + 6 + 36 + 216 + 1296 + 7776);
+        for m in &seqs {
+            check_consistency(m);
+            check_floor(m);
+        }
+    }
+
+    #[test]
+    fn nothing_has_no_steps_no_rounds_and_an_empty_floor() {
+        assert_eq!(steps(&[]).count(), 0);
+        let r = rounds(&[]);
+        assert_eq!(r.head, 0..0);
+        assert!(r.rounds.is_empty());
+        assert_eq!(current_question(&[]), None);
+        assert_eq!(floor(&history(&[], &[])), Floor::default());
+    }
+
+    #[test]
+    fn parallel_calls_and_their_results_in_any_order_are_one_step() {
+        let m = [
+            user("go"),
+            calls(&["a", "b", "c"]),
+            result("c"),
+            result("a"),
+            result("b"),
+            reply("done"),
+        ];
+        assert_eq!(steps(&m).collect::<Vec<_>>(), vec![0..1, 1..5, 5..6]);
+        for i in 1..5 {
+            assert_eq!(step_of(&m, i), 1..5);
+        }
+        assert_eq!(step_end(&m, 1), 5);
+        assert_eq!(step_start(&m, 5), 1);
+        // The newest step is the reply; a tool step when the transcript ends
+        // with results.
+        assert_eq!(step_start(&m, 6), 5);
+        assert_eq!(step_start(&m[..5], 5), 1);
+    }
+
+    #[test]
+    fn orphan_results_are_steps_by_themselves() {
+        let m = [
+            user("go"),
+            result("x"),
+            reply("a"),
+            result("y"),
+            result("z"),
+            Message::system("s"),
+        ];
+        assert_eq!(
+            steps(&m).collect::<Vec<_>>(),
+            vec![0..1, 1..2, 2..3, 3..4, 4..5, 5..6]
+        );
+        assert_eq!(step_of(&m, 1), 1..2);
+        assert_eq!(step_of(&m, 3), 3..4);
+        assert_eq!(step_of(&m, 4), 4..5);
+        assert_eq!(step_start(&m, 5), 4);
+        assert_eq!(step_start(&m, 2), 1);
+        assert_eq!(step_end(&m, 3), 4);
+        // A transcript that starts with a result.
+        let m = [result("x"), result("y"), user("u")];
+        assert_eq!(steps(&m).collect::<Vec<_>>(), vec![0..1, 1..2, 2..3]);
+        assert_eq!(step_of(&m, 1), 1..2);
+        assert_eq!(step_start(&m, 2), 1);
+    }
+
+    #[test]
+    fn a_result_after_an_interruption_is_an_orphan() {
+        let m = [calls(&["a", "b"]), result("a"), user("?"), result("b")];
+        assert_eq!(steps(&m).collect::<Vec<_>>(), vec![0..2, 2..3, 3..4]);
+        assert_eq!(step_of(&m, 1), 0..2);
+        assert_eq!(step_of(&m, 3), 3..4);
+        assert_eq!(step_start(&m, 4), 3);
+    }
+
+    #[test]
+    fn an_unanswered_call_is_a_step_by_itself() {
+        let m = [user("go"), calls(&["a"]), user("hello?")];
+        assert_eq!(steps(&m).collect::<Vec<_>>(), vec![0..1, 1..2, 2..3]);
+        assert_eq!(step_of(&m, 1), 1..2);
+        assert_eq!(step_start(&m, 2), 1);
+        assert_eq!(step_end(&m, 1), 2);
+    }
+
+    #[test]
+    fn consecutive_tool_steps_split_at_each_call() {
+        let m = [
+            calls(&["a"]),
+            result("a"),
+            calls(&["b", "c"]),
+            result("b"),
+            result("c"),
+            calls(&["d"]),
+            result("d"),
+        ];
+        assert_eq!(steps(&m).collect::<Vec<_>>(), vec![0..2, 2..5, 5..7]);
+        assert_eq!(step_start(&m, 7), 5);
+        assert_eq!(step_start(&m, 5), 2);
+        assert_eq!(step_of(&m, 4), 2..5);
+    }
+
+    #[test]
+    fn the_head_is_everything_before_the_first_user_message() {
+        let m = [
+            Message::system("rules"),
+            summary::message("so far"),
+            reply("hello"),
+            user("q1"),
+            reply("a1"),
+            user("q2"),
+        ];
+        let r = rounds(&m);
+        assert_eq!(r.head, 0..3);
+        assert_eq!(r.rounds, vec![3..5, 5..6]);
+        assert_eq!(round_start(&m, 3), 0);
+        assert_eq!(round_start(&m, 5), 3);
+        assert_eq!(round_start(&m, 6), 5);
+        assert_eq!(current_question(&m), Some(5));
+        // No user message: all head, no rounds.
+        let m = [Message::system("rules"), reply("hi")];
+        assert_eq!(
+            rounds(&m),
+            Rounds {
+                head: 0..2,
+                rounds: vec![]
+            }
+        );
+        assert_eq!(current_question(&m), None);
+        // A user message first: no head.
+        let m = [user("q"), reply("a")];
+        assert_eq!(rounds(&m).head, 0..0);
+    }
+
+    #[test]
+    fn the_floor_holds_protected_steps_the_question_and_the_newest_step() {
+        let m = [
+            Message::system("rules"), // 0, protected
+            user("q1"),               // 1
+            calls(&["a"]),            // 2
+            result("a"),              // 3, protected: pulls in 2
+            reply("a1"),              // 4
+            user("q2"),               // 5, the current question
+            reply("thinking"),        // 6
+            calls(&["b", "c"]),       // 7, the newest step: 7..10
+            result("c"),              // 8
+            result("b"),              // 9
+        ];
+        let counts = [5, 1, 2, 3, 4, 6, 7, 8, 9, 10];
+        let h = history(&m, &counts).protect(&[0, 3]);
+        let f = floor(&h);
+        assert_eq!(f.ranges, vec![0..1, 2..4, 5..6, 7..10]);
+        assert_eq!(f.tokens, 5 + 2 + 3 + 6 + 8 + 9 + 10);
+        assert!(f.contains(2) && f.contains(9) && !f.contains(4) && !f.contains(6));
+        assert_eq!(f.tokens_within(1..5, &counts), 5);
+        assert_eq!(f.tokens_within(5..10, &counts), 6 + 27);
+    }
+
+    #[test]
+    fn adjacent_parts_of_the_floor_merge() {
+        // The question right before the newest step, and a summary right
+        // before the question.
+        let m = [
+            summary::message("so far"),
+            user("q"),
+            calls(&["a"]),
+            result("a"),
+        ];
+        let f = floor(&history(&m, &[1, 1, 1, 1]));
+        assert_eq!(f.ranges, vec![0..4]);
+        assert_eq!(f.tokens, 4);
+    }
+
+    #[test]
+    fn a_trailing_question_is_also_the_newest_step() {
+        let m = [user("q1"), reply("a1"), user("q2")];
+        let f = floor(&history(&m, &[1, 2, 3]));
+        assert_eq!(f.ranges, vec![2..3]);
+        assert_eq!(f.tokens, 3);
+    }
+
+    #[test]
+    fn without_a_user_message_the_floor_is_protection_and_the_newest_step() {
+        let m = [summary::message("so far"), reply("a"), reply("b")];
+        let f = floor(&history(&m, &[4, 5, 6]));
+        assert_eq!(f.ranges, vec![0..1, 2..3]);
+        assert_eq!(f.tokens, 10);
+    }
+
+    #[test]
+    fn a_protected_orphan_is_kept_alone() {
+        let m = [user("q"), result("x"), reply("a"), reply("b")];
+        let f = floor(&history(&m, &[1, 1, 1, 1]).protect(&[1]));
+        assert_eq!(f.ranges, vec![0..2, 3..4]);
+    }
+}

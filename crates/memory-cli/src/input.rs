@@ -1,0 +1,319 @@
+//! Loading a transcript file: format detection, conversion, validation.
+//!
+//! The format is detected from the content, never from the file name:
+//!
+//! | content | [`Format`] |
+//! |---|---|
+//! | a JSON array of messages (objects with `role`) | [`Format::ChatMessages`] |
+//! | a JSON array of objects with `messages` (or one such object) | [`Format::ChatTrajectories`] |
+//! | one message per line (JSONL) | [`Format::ChatMessages`], `lines: true` |
+//! | one trajectory object per line (JSONL) | [`Format::ChatTrajectories`], `lines: true` |
+//!
+//! A new format adds a variant, a rule in `detect` and a loader module.
+
+mod check;
+mod json;
+mod openai;
+
+use std::path::Path;
+
+use memory_core::Message;
+use serde_json::Value;
+
+use crate::CliError;
+
+pub use check::{Repairs, Verdict, check};
+
+/// A position in the input and what is wrong there, before the file name is
+/// attached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// Where: `line 3, column 9`, `trajectory 2, message 14`, ...
+    pub position: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl Located {
+    /// A problem at a position.
+    ///
+    /// ```
+    /// let l = memory_cli::input::Located::new("message 3", "field `role`: is missing");
+    /// assert_eq!(l.position, "message 3");
+    /// ```
+    pub fn new(position: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            position: position.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// The [`CliError`] for this problem in `file`.
+    ///
+    /// ```
+    /// let e = memory_cli::input::Located::new("line 1, column 2", "bad").in_file("a.json");
+    /// assert_eq!(e.to_string(), "a.json: line 1, column 2: bad");
+    /// ```
+    pub fn in_file(self, file: impl Into<String>) -> CliError {
+        CliError::Input {
+            file: file.into(),
+            position: self.position,
+            problem: self.problem,
+        }
+    }
+}
+
+/// A detected input format.
+///
+/// ```
+/// use memory_cli::input::Format;
+/// assert_eq!(Format::ChatMessages { lines: true }.to_string(), "OpenAI chat messages, JSONL");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenAI chat messages: one transcript.
+    ChatMessages {
+        /// One message per line (JSONL) rather than one JSON array.
+        lines: bool,
+    },
+    /// Trajectories `{"messages": [...], ...}`: one transcript each.
+    ChatTrajectories {
+        /// One trajectory per line (JSONL) rather than one JSON array.
+        lines: bool,
+    },
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, lines) = match self {
+            Format::ChatMessages { lines } => ("messages", *lines),
+            Format::ChatTrajectories { lines } => ("trajectories", *lines),
+        };
+        let layout = if lines { "JSONL" } else { "JSON" };
+        write!(f, "OpenAI chat {what}, {layout}")
+    }
+}
+
+/// Where a trajectory came from in the file, to name positions in errors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Origin {
+    /// The whole document is one transcript.
+    Document,
+    /// One JSONL line per message; the line of each message.
+    Lines(Vec<usize>),
+    /// Element `index` of an array of trajectories.
+    Element(usize),
+    /// A JSONL line holding trajectory `index`.
+    Line {
+        /// The line (1-based).
+        line: usize,
+        /// The trajectory's index.
+        index: usize,
+    },
+}
+
+/// One transcript to replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trajectory {
+    /// Its name in the file (`instance_id`, `id`, ...), when it has one.
+    pub label: Option<String>,
+    /// The messages, in order.
+    pub messages: Vec<Message>,
+    origin: Origin,
+}
+
+impl Trajectory {
+    fn new(label: Option<String>, messages: Vec<Message>, origin: Origin) -> Self {
+        Self {
+            label,
+            messages,
+            origin,
+        }
+    }
+
+    /// How errors name this trajectory: `trajectory 2`, `line 3 (trajectory
+    /// 2)`, or `transcript` when the file holds just one.
+    ///
+    /// ```
+    /// let input = memory_cli::input::parse(br#"[{"messages": []}, {"messages": []}]"#).unwrap();
+    /// assert_eq!(input.trajectories[1].name(), "trajectory 1");
+    /// ```
+    pub fn name(&self) -> String {
+        match &self.origin {
+            Origin::Document | Origin::Lines(_) => "transcript".to_string(),
+            Origin::Element(index) => format!("trajectory {index}"),
+            Origin::Line { line, index } => format!("line {line} (trajectory {index})"),
+        }
+    }
+
+    /// How errors name message `index` of this trajectory.
+    ///
+    /// ```
+    /// let input = memory_cli::input::parse(b"{\"role\": \"user\", \"content\": \"a\"}\n{\"role\": \"assistant\"}\n").unwrap();
+    /// assert_eq!(input.trajectories[0].position(1), "line 2 (message 1)");
+    /// ```
+    pub fn position(&self, index: usize) -> String {
+        match &self.origin {
+            Origin::Document => format!("message {index}"),
+            Origin::Lines(lines) => match lines.get(index) {
+                Some(line) => format!("line {line} (message {index})"),
+                None => format!("message {index}"),
+            },
+            Origin::Element(_) | Origin::Line { .. } => {
+                format!("{}, message {index}", self.name())
+            }
+        }
+    }
+}
+
+/// A loaded input file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Input {
+    /// The detected format.
+    pub format: Format,
+    /// The transcripts, in file order.
+    pub trajectories: Vec<Trajectory>,
+}
+
+impl Input {
+    /// Messages over all trajectories.
+    ///
+    /// ```
+    /// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"}]"#).unwrap();
+    /// assert_eq!(input.message_count(), 1);
+    /// ```
+    pub fn message_count(&self) -> usize {
+        self.trajectories.iter().map(|t| t.messages.len()).sum()
+    }
+}
+
+/// Reads and parses `path` (see [`parse`]).
+///
+/// # Errors
+///
+/// [`CliError::Read`] when the file cannot be read, [`CliError::Input`] when
+/// its content is not a transcript.
+pub fn load(path: &Path) -> Result<Input, CliError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| CliError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    parse(&bytes).map_err(|l| l.in_file(file))
+}
+
+/// Detects the format of `bytes` and converts every transcript.
+///
+/// # Errors
+///
+/// The position and nature of the first problem: invalid UTF-8 (byte
+/// offset), invalid JSON (line and column), an unrecognized layout, a
+/// malformed trajectory or message (trajectory and message index).
+///
+/// ```
+/// use memory_cli::input::{parse, Format};
+/// let input = parse(br#"[{"instance_id": "a", "messages": [{"role": "user", "content": "hi"}]}]"#).unwrap();
+/// assert_eq!(input.format, Format::ChatTrajectories { lines: false });
+/// assert_eq!(input.trajectories[0].label.as_deref(), Some("a"));
+/// let err = parse(br#"[{"role": "user", "content": "hi"}, 7]"#).unwrap_err();
+/// assert_eq!(err.position, "message 1");
+/// ```
+pub fn parse(bytes: &[u8]) -> Result<Input, Located> {
+    let text = json::decode(bytes)?;
+    let records = json::records(text)?;
+    let format = detect(&records)?;
+    let trajectories = openai::load(records, format)?;
+    Ok(Input {
+        format,
+        trajectories,
+    })
+}
+
+/// What the records are. One record is a JSON document; several are JSONL.
+fn detect(records: &[json::Record]) -> Result<Format, Located> {
+    const EXPECTED: &str = "expected OpenAI chat JSON: an array of messages, an array of \
+        {\"messages\": [...]} trajectories, or one message or trajectory object per line (JSONL)";
+    match records {
+        [] => Err(Located::new(
+            "line 1",
+            format!("the input is empty; {EXPECTED}"),
+        )),
+        [record] => match &record.value {
+            Value::Array(items) => match items.first() {
+                None => Err(Located::new(
+                    format!("line {}", record.line),
+                    format!("the array is empty; {EXPECTED}"),
+                )),
+                Some(first) if openai::is_trajectory(first) => {
+                    Ok(Format::ChatTrajectories { lines: false })
+                }
+                Some(_) => Ok(Format::ChatMessages { lines: false }),
+            },
+            value if openai::is_trajectory(value) => Ok(Format::ChatTrajectories { lines: false }),
+            value if openai::is_message(value) => Ok(Format::ChatMessages { lines: true }),
+            value => Err(Located::new(
+                format!("line {}", record.line),
+                format!("found {}; {EXPECTED}", openai::kind(value)),
+            )),
+        },
+        [first, ..] => {
+            if openai::is_trajectory(&first.value) {
+                Ok(Format::ChatTrajectories { lines: true })
+            } else {
+                Ok(Format::ChatMessages { lines: true })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_openai_layout_is_detected() {
+        let cases: [(&[u8], Format, usize); 5] = [
+            (br#"[{"role":"user","content":"a"}]"#, Format::ChatMessages { lines: false }, 1),
+            (b"{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\n", Format::ChatMessages { lines: true }, 1),
+            (br#"[{"messages":[]},{"messages":[]}]"#, Format::ChatTrajectories { lines: false }, 2),
+            (br#"{"messages":[{"role":"user","content":"a"}]}"#, Format::ChatTrajectories { lines: false }, 1),
+            (b"{\"messages\":[]}\n{\"messages\":[]}\n{\"messages\":[]}\n", Format::ChatTrajectories { lines: true }, 3),
+        ];
+        for (bytes, format, n) in cases {
+            let input = parse(bytes).unwrap();
+            assert_eq!(input.format, format);
+            assert_eq!(input.trajectories.len(), n);
+        }
+    }
+
+    #[test]
+    fn positions_follow_the_layout() {
+        let e = parse(br#"[{"messages":[]},{"messages":[{"role":"user"},{"content":"x"}]}]"#)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            Located::new("trajectory 1, message 1", "field `role`: is missing")
+        );
+        let e = parse(b"{\"messages\":[]}\n{\"messages\":[\"hi\"]}\n").unwrap_err();
+        assert_eq!(
+            e,
+            Located::new(
+                "line 2 (trajectory 1), message 0",
+                "expected an object, found a string"
+            )
+        );
+        let e = parse(b"{\"role\":\"user\",\"content\":\"a\"}\n\n{\"role\":1}\n").unwrap_err();
+        assert_eq!(e.position, "line 3 (message 1)");
+        let e = parse(br#"[{"messages":[]},{"instance_id":"x"}]"#).unwrap_err();
+        assert_eq!(e.position, "trajectory 1");
+        assert!(e.problem.starts_with("field `messages`: is missing"));
+    }
+
+    #[test]
+    fn unusable_documents_say_what_is_expected() {
+        for bytes in [&b""[..], b"  \n", b"[]", b"42", b"{\"x\": 1}"] {
+            let e = parse(bytes).unwrap_err();
+            assert!(e.problem.contains("expected OpenAI chat JSON"), "{e:?}");
+        }
+    }
+}

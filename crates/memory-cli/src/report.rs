@@ -1,0 +1,229 @@
+//! The replay report: one [`Row`] per model call, [`Totals`], and the short
+//! human summary printed on stdout.
+
+use serde::{Deserialize, Serialize};
+
+/// One model call of a replay: the context taken before an assistant
+/// message.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Index of the trajectory in the input.
+    pub trajectory: usize,
+    /// Index, in the trajectory, of the assistant message about to be
+    /// produced.
+    pub turn: usize,
+    /// Tokens of everything recorded so far: what an untrimmed call sends.
+    pub tokens_in: usize,
+    /// Tokens of the context.
+    pub tokens_out: usize,
+    /// Messages in the context.
+    pub messages_out: usize,
+    /// Tokens of the floor of the recorded transcript: its protected
+    /// messages, the current question and the newest step.
+    pub floor_tokens: usize,
+    /// Model calls the pipeline made for this context.
+    pub summarizer_calls: u64,
+    /// Input tokens of those calls, as the provider reported them.
+    pub summarizer_input_tokens: u64,
+    /// Output tokens of those calls, as the provider reported them.
+    pub summarizer_output_tokens: u64,
+    /// Tokens of the longest common prefix, message by message, with the
+    /// previous call's context in the same trajectory.
+    pub prefix_kept_tokens: usize,
+    /// Whether the previous context is not a prefix of this one (a provider's
+    /// prefix cache is lost).
+    pub cache_break: bool,
+    /// Time of the `context()` call, in microseconds.
+    pub latency_us: u64,
+    /// Whether every checked invariant holds; see `problems` otherwise.
+    pub valid: bool,
+    /// The result's own verdict: false only when the floor alone exceeds the
+    /// budget.
+    pub fits: bool,
+    /// What broke, when `valid` is false.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// Sums over all rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Rows (model calls).
+    pub calls: usize,
+    /// Rows whose invariants hold.
+    pub valid_rows: usize,
+    /// Rows whose context exceeds the budget.
+    pub over_budget_rows: usize,
+    /// Rows whose result says the floor alone exceeds the budget.
+    pub not_fitting_rows: usize,
+    /// Sum of `tokens_in`.
+    pub tokens_in: usize,
+    /// Sum of `tokens_out`.
+    pub tokens_out: usize,
+    /// Rows with `cache_break`.
+    pub cache_breaks: usize,
+    /// Sum of `summarizer_calls`.
+    pub summarizer_calls: u64,
+    /// Sum of `summarizer_input_tokens`.
+    pub summarizer_input_tokens: u64,
+    /// Sum of `summarizer_output_tokens`.
+    pub summarizer_output_tokens: u64,
+    /// Mean `latency_us`.
+    pub latency_us_mean: f64,
+    /// Median `latency_us` (the lower one for an even count).
+    pub latency_us_p50: u64,
+    /// Largest `latency_us`.
+    pub latency_us_max: u64,
+}
+
+impl Totals {
+    /// The totals of `rows` under `budget`.
+    ///
+    /// ```
+    /// use memory_cli::report::{Row, Totals};
+    /// let rows = [
+    ///     Row { tokens_in: 10, tokens_out: 10, latency_us: 4, valid: true, fits: true, ..Row::default() },
+    ///     Row { tokens_in: 30, tokens_out: 12, latency_us: 8, valid: true, fits: false, cache_break: true, ..Row::default() },
+    /// ];
+    /// let t = Totals::of(&rows, 11);
+    /// assert_eq!((t.calls, t.valid_rows, t.over_budget_rows, t.not_fitting_rows), (2, 2, 1, 1));
+    /// assert_eq!((t.tokens_in, t.tokens_out, t.cache_breaks), (40, 22, 1));
+    /// assert_eq!((t.latency_us_mean, t.latency_us_p50, t.latency_us_max), (6.0, 4, 8));
+    /// ```
+    pub fn of(rows: &[Row], budget: usize) -> Self {
+        let mut latencies: Vec<u64> = rows.iter().map(|r| r.latency_us).collect();
+        latencies.sort_unstable();
+        let count = |f: fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
+        Totals {
+            calls: rows.len(),
+            valid_rows: count(|r| r.valid),
+            over_budget_rows: rows.iter().filter(|r| r.tokens_out > budget).count(),
+            not_fitting_rows: count(|r| !r.fits),
+            tokens_in: rows.iter().map(|r| r.tokens_in).sum(),
+            tokens_out: rows.iter().map(|r| r.tokens_out).sum(),
+            cache_breaks: count(|r| r.cache_break),
+            summarizer_calls: rows.iter().map(|r| r.summarizer_calls).sum(),
+            summarizer_input_tokens: rows.iter().map(|r| r.summarizer_input_tokens).sum(),
+            summarizer_output_tokens: rows.iter().map(|r| r.summarizer_output_tokens).sum(),
+            latency_us_mean: if latencies.is_empty() {
+                0.0
+            } else {
+                latencies.iter().sum::<u64>() as f64 / latencies.len() as f64
+            },
+            latency_us_p50: latencies
+                .get(latencies.len().saturating_sub(1) / 2)
+                .copied()
+                .unwrap_or(0),
+            latency_us_max: latencies.last().copied().unwrap_or(0),
+        }
+    }
+}
+
+/// One input trajectory, as replayed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrajectoryInfo {
+    /// Its index (the rows' `trajectory`).
+    pub index: usize,
+    /// Its name in the file, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Messages replayed (after any repair).
+    pub messages: usize,
+    /// Fixes `--repair` made to it.
+    pub repairs: usize,
+}
+
+/// The whole report, as written by `--report FILE.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The input path as given.
+    pub input: String,
+    /// The detected input format.
+    pub format: String,
+    /// The pipeline spec as given.
+    pub pipeline: String,
+    /// The token counter's name.
+    pub counter: String,
+    /// The token budget.
+    pub budget: usize,
+    /// The trajectories replayed.
+    pub trajectories: Vec<TrajectoryInfo>,
+    /// Sums over `rows`.
+    pub totals: Totals,
+    /// One row per model call.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    /// A few lines for people: input, pipeline, budget, calls, mean tokens
+    /// in and out, cache breaks, invalid and not-fitting rows, latency.
+    ///
+    /// ```
+    /// let report = memory_cli::Report { input: "s.json".into(), budget: 100, ..Default::default() };
+    /// assert!(report.summary().starts_with("input:"));
+    /// ```
+    pub fn summary(&self) -> String {
+        let t = &self.totals;
+        let messages: usize = self.trajectories.iter().map(|t| t.messages).sum();
+        let repairs: usize = self.trajectories.iter().map(|t| t.repairs).sum();
+        let plural = |n: usize, one: &str, many: &str| {
+            if n == 1 {
+                format!("{n} {one}")
+            } else {
+                format!("{n} {many}")
+            }
+        };
+        let mean = |sum: usize| {
+            if t.calls == 0 {
+                0
+            } else {
+                (sum as f64 / t.calls as f64).round() as usize
+            }
+        };
+        let saved = if t.tokens_in == 0 {
+            0.0
+        } else {
+            100.0 * (1.0 - t.tokens_out as f64 / t.tokens_in as f64)
+        };
+        let mut lines = vec![
+            format!("input:        {}", self.input),
+            format!(
+                "format:       {} ({}, {})",
+                self.format,
+                plural(self.trajectories.len(), "trajectory", "trajectories"),
+                plural(messages, "message", "messages"),
+            ),
+            format!(
+                "pipeline:     {} (counter {}, budget {} tokens)",
+                self.pipeline, self.counter, self.budget
+            ),
+            format!(
+                "calls:        {}, tokens in -> out per call: mean {} -> {} ({saved:.0}% fewer)",
+                t.calls,
+                mean(t.tokens_in),
+                mean(t.tokens_out)
+            ),
+            format!("cache breaks: {} of {} calls", t.cache_breaks, t.calls),
+            format!(
+                "invalid rows: {}, not fitting: {}, over budget: {}",
+                t.calls - t.valid_rows,
+                t.not_fitting_rows,
+                t.over_budget_rows
+            ),
+        ];
+        if t.summarizer_calls > 0 {
+            lines.push(format!(
+                "summarizer:   {} calls, {} tokens in, {} out",
+                t.summarizer_calls, t.summarizer_input_tokens, t.summarizer_output_tokens
+            ));
+        }
+        if repairs > 0 {
+            lines.push(format!("repaired:     {}", plural(repairs, "fix", "fixes")));
+        }
+        lines.push(format!(
+            "latency:      mean {:.0} us, p50 {} us, max {} us",
+            t.latency_us_mean, t.latency_us_p50, t.latency_us_max
+        ));
+        lines.join("\n")
+    }
+}

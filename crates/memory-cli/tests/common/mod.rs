@@ -1,0 +1,60 @@
+//! Running the built `memory` binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What one run printed, and how it ended.
+pub struct Run {
+    /// The exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Everything printed on stdout.
+    pub stdout: String,
+    /// Everything printed on stderr.
+    pub stderr: String,
+}
+
+/// Runs `memory` with `args`.
+pub fn memory(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_memory"))
+        .args(args)
+        .output()
+        .expect("the memory binary runs");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The example session that ships in the repository.
+pub fn example_session() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data/agent-session.json")
+}
+
+/// Replays `input` at `budget` through `pipeline`, writes the report into
+/// `dir`, and returns the run and the parsed report.
+pub fn replay(
+    input: &Path,
+    budget: usize,
+    pipeline: &str,
+    dir: &Path,
+) -> (Run, memory_cli::Report) {
+    let report = dir.join(format!("report-{budget}.json"));
+    let run = memory(&[
+        "replay",
+        "--input",
+        &input.display().to_string(),
+        "--budget",
+        &budget.to_string(),
+        "--pipeline",
+        pipeline,
+        "--report",
+        &report.display().to_string(),
+    ]);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let text = std::fs::read_to_string(&report).expect("the report is written");
+    let parsed = serde_json::from_str(&text).expect("the report is valid JSON");
+    (run, parsed)
+}

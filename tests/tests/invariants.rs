@@ -1,0 +1,96 @@
+//! The invariants of the workspace, checked for every strategy and pipeline
+//! of `registry::strategies` at every budget of each generated scenario.
+
+use memory_tests::invariants::{self, Trimmed, for_every_trim};
+use memory_tests::registry;
+use memory_tests::scenario::{Scenario, scenarios};
+use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
+
+/// Cases per property: enough to reach the edge shapes (empty, huge, long
+/// agent rounds, floors above the budget) on every run, few enough that the
+/// suite stays quick in debug builds.
+const CASES: u32 = 96;
+
+fn check_all(
+    scenario: &Scenario,
+    check: impl Fn(&Trimmed<'_>) -> Result<(), String>,
+) -> Result<(), TestCaseError> {
+    for_every_trim(scenario, &registry::strategies(), check)
+}
+
+proptest! {
+    #![proptest_config(memory_tests::config(CASES))]
+
+    /// Invariant 1: no tool result without its call, no call without all its results.
+    #[test]
+    fn tool_pairing_holds(s in scenarios()) {
+        check_all(&s, invariants::tool_pairing)?;
+    }
+
+    /// Invariant 2: the output is a subsequence of the input, but for summaries.
+    #[test]
+    fn order_is_kept_and_nothing_invented(s in scenarios()) {
+        check_all(&s, invariants::order_kept)?;
+    }
+
+    /// Invariant 3: within the budget whenever the floor is; `fits: false` otherwise;
+    /// the counts are one per message and true.
+    #[test]
+    fn fits_whenever_the_floor_fits(s in scenarios()) {
+        check_all(&s, |t| {
+            invariants::fits_when_floor_fits(t)?;
+            invariants::true_counts(t)
+        })?;
+    }
+
+    /// Invariant 4: protected messages and summaries are never shed, and the result
+    /// says which they are.
+    #[test]
+    fn protected_and_summaries_are_never_shed(s in scenarios()) {
+        check_all(&s, invariants::protected_kept)?;
+    }
+
+    /// Invariant 6: trimming the result again changes nothing, byte for byte.
+    #[test]
+    fn trimming_again_changes_nothing(s in scenarios()) {
+        check_all(&s, invariants::stable)?;
+    }
+
+    /// Invariant 7: same input, same output.
+    #[test]
+    fn same_input_same_output(s in scenarios()) {
+        check_all(&s, invariants::deterministic)?;
+    }
+}
+
+/// Invariant 5: nothing is lost; for every model-calling strategy of
+/// `registry::summarizers`, a failed, empty, truncated or refused summary
+/// never replaces history, and the other invariants still hold. Runs nothing
+/// until a summarizing crate adds its entry.
+#[test]
+fn nothing_is_lost_when_the_summary_is_bad() {
+    let summarizers = registry::summarizers();
+    if summarizers.is_empty() {
+        return;
+    }
+    let mut runner = TestRunner::new(memory_tests::config(CASES / 2));
+    runner
+        .run(&scenarios(), |s| {
+            for (name, make) in &summarizers {
+                for (kind, reply) in registry::bad_replies() {
+                    let strategy = make(registry::always(reply));
+                    let entry: registry::Entry = (name, strategy);
+                    for_every_trim(&s, std::slice::from_ref(&entry), |t| {
+                        invariants::nothing_lost_on_bad_reply(t)
+                            .and_then(|()| invariants::tool_pairing(t))
+                            .and_then(|()| invariants::protected_kept(t))
+                            .and_then(|()| invariants::fits_when_floor_fits(t))
+                            .map_err(|e| format!("with a {kind} reply: {e}"))
+                    })?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}

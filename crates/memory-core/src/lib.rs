@@ -39,6 +39,7 @@ pub mod store;
 mod strategy;
 pub mod structure;
 pub mod summary;
+pub mod transcript;
 mod validate;
 
 pub use budget::Budget;

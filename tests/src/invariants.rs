@@ -116,6 +116,40 @@ pub fn may_be_invented(message: &Message) -> bool {
     summary::is_summary(message)
 }
 
+/// The core definition of a shrunk message, re-exported for the checks.
+pub use memory_core::is_shrunk_from;
+
+/// Whether the result shows some input message [shrunk](is_shrunk_from)
+/// rather than as it was.
+///
+/// ```
+/// use memory_core::{Budget, History, Message, Selection};
+/// use memory_tests::invariants::{shows_shrunk, Trimmed};
+///
+/// let input = [Message::user("q"), Message::tool_result("c", "a long output")];
+/// let history = History::new(&input, &[1, 4]).unwrap();
+/// let mut shown = Selection::new(&history);
+/// shown.keep(0..1);
+/// shown.push(Message::tool_result("c", "[cut]"), 2, false);
+/// let t = Trimmed {
+///     name: "shrink",
+///     strategy: &memory_window::WindowDrop::new(),
+///     history: &history,
+///     budget: Budget::tokens(3),
+///     result: shown.finish(false, true),
+/// };
+/// assert!(shows_shrunk(&t));
+/// ```
+pub fn shows_shrunk(t: &Trimmed<'_>) -> bool {
+    let Ok(sources) = sources(t.history.messages(), &t.result.messages) else {
+        return false;
+    };
+    sources
+        .iter()
+        .zip(&t.result.messages)
+        .any(|(s, m)| s.is_some_and(|i| t.history.messages()[i] != *m))
+}
+
 /// Invariant 1, tool pairing: the output is a valid transcript.
 ///
 /// # Errors
@@ -135,9 +169,10 @@ pub fn tool_pairing(t: &Trimmed<'_>) -> Result<(), String> {
 /// the strategy made, which [`may_be_invented`] must allow), provided the
 /// output keeps the input's order.
 ///
-/// Messages are matched to their earliest equal input message after the
-/// previous match; the suite's conversations hold no two equal messages, so
-/// the match is exact.
+/// Messages are matched to their earliest input message after the previous
+/// match that they are equal to or [shrunk from](is_shrunk_from); the
+/// suite's conversations hold no two equal messages (and no two tool
+/// messages with the same call ids), so the match is exact.
 ///
 /// # Errors
 ///
@@ -156,14 +191,14 @@ pub fn sources(input: &[Message], output: &[Message]) -> Result<Vec<Option<usize
     let mut next = 0;
     let mut found = Vec::with_capacity(output.len());
     for (k, m) in output.iter().enumerate() {
-        match input[next..].iter().position(|x| x == m) {
+        match input[next..].iter().position(|x| is_shrunk_from(x, m)) {
             Some(offset) => {
                 found.push(Some(next + offset));
                 next += offset + 1;
             }
             None if may_be_invented(m) => found.push(None),
             None => {
-                let why = if input.contains(m) {
+                let why = if input.iter().any(|x| is_shrunk_from(x, m)) {
                     "out of order"
                 } else {
                     "invented"
@@ -180,7 +215,7 @@ pub fn sources(input: &[Message], output: &[Message]) -> Result<Vec<Option<usize
 
 /// Invariant 2, order kept and nothing invented: the output is a
 /// subsequence of the input, apart from messages [`may_be_invented`]
-/// allows.
+/// allows; a message may be shown [shrunk](is_shrunk_from).
 ///
 /// # Errors
 ///
@@ -200,7 +235,11 @@ pub fn fits_when_floor_fits(t: &Trimmed<'_>) -> Result<(), String> {
     let (tokens, fits) = (t.result.tokens(), t.result.fits);
     match t.budget.max_tokens {
         Some(max) if floor > max => {
-            if fits {
+            // Folding the earlier summary into a new, shorter one can bring
+            // a result under a floor that held the earlier summary; so can
+            // shrinking the floor's own messages (cutting the newest tool
+            // output, say).
+            if fits && !(tokens <= max && (replaces_a_summary(t) || shows_shrunk(t))) {
                 return Err(format!(
                     "the floor ({floor} tokens) exceeds the budget ({max}) but the result says it fits"
                 ));
@@ -254,16 +293,33 @@ pub fn true_counts(t: &Trimmed<'_>) -> Result<(), String> {
 }
 
 /// Invariant 4, protected messages and summaries are never shed: each
-/// protected input message is in the output, and `result.protected` indexes
-/// exactly them and the summaries the strategy made.
+/// protected input message is in the output, unchanged (an earlier summary
+/// may instead be merged into a summary the strategy made), and
+/// `result.protected` indexes exactly them and the summaries the strategy
+/// made.
 ///
 /// # Errors
 ///
 /// The first protected message shed, or the two protected lists.
 pub fn protected_kept(t: &Trimmed<'_>) -> Result<(), String> {
     let sources = sources(t.history.messages(), &t.result.messages)?;
+    for (k, source) in sources.iter().enumerate() {
+        if let Some(i) = *source
+            && t.history.is_protected(i)
+            && t.result.messages[k] != t.history.messages()[i]
+        {
+            return Err(format!(
+                "protected input message {i} ({}) was changed",
+                t.history.messages()[i].role()
+            ));
+        }
+    }
+    let made_a_summary = sources.contains(&None);
     for &p in t.history.protected() {
-        if !sources.contains(&Some(p)) {
+        // An earlier summary may be folded into the summary the strategy
+        // made: replaced, not shed.
+        let merged = made_a_summary && summary::is_summary(&t.history.messages()[p]);
+        if !merged && !sources.contains(&Some(p)) {
             return Err(format!(
                 "protected input message {p} ({}) was shed",
                 t.history.messages()[p].role()
@@ -284,6 +340,40 @@ pub fn protected_kept(t: &Trimmed<'_>) -> Result<(), String> {
             t.result.protected
         ))
     }
+}
+
+/// Whether the result replaces a summary of the input with one the
+/// strategy made (a summarizer that merges the previous summary into the
+/// next one does).
+///
+/// ```
+/// use memory_core::{summary, Budget, History, Message, Selection};
+/// use memory_tests::invariants::{replaces_a_summary, Trimmed};
+///
+/// let input = [summary::message("old"), Message::user("q")];
+/// let history = History::new(&input, &[3, 1]).unwrap();
+/// let mut merged = Selection::new(&history);
+/// merged.push(summary::message("old and more"), 4, true);
+/// merged.keep(1..2);
+/// let t = Trimmed {
+///     name: "merge",
+///     strategy: &memory_window::WindowDrop::new(),
+///     history: &history,
+///     budget: Budget::tokens(5),
+///     result: merged.finish(true, true),
+/// };
+/// assert!(replaces_a_summary(&t));
+/// ```
+pub fn replaces_a_summary(t: &Trimmed<'_>) -> bool {
+    let Ok(sources) = sources(t.history.messages(), &t.result.messages) else {
+        return false;
+    };
+    sources.contains(&None)
+        && t.history
+            .messages()
+            .iter()
+            .enumerate()
+            .any(|(i, m)| summary::is_summary(m) && !sources.contains(&Some(i)))
 }
 
 /// Invariant 6, stable: trimming the output again (its own counts and

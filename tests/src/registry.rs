@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
+use memory_compact::Compact;
 use memory_core::{
     ChatResponse, FakeProvider, FakeReply, Message, Pipeline, ProviderError, StopReason,
     TrimStrategy, Usage,
 };
+use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+use memory_thrift::Thrift;
 use memory_window::WindowDrop;
 
 /// A strategy under test, with the name its failures are reported under.
@@ -37,6 +40,67 @@ pub fn strategies() -> Vec<Entry> {
                     .then(WindowDrop::new()),
             ),
         ),
+        (
+            "summarize(fake)",
+            Arc::new(SummarizeStrategy::new(always(FakeReply::Text(
+                "The user set up the task; the agent read the files and ran the tests.".into(),
+            )))),
+        ),
+        (
+            "summarize(extractive)",
+            Arc::new(SummarizeStrategy::new(ExtractiveSummarizer::new())),
+        ),
+        (
+            "summarize(extractive,chunked)",
+            Arc::new(
+                SummarizeStrategy::new(ExtractiveSummarizer::new())
+                    .with_summary_max_tokens(64)
+                    .with_max_input_tokens(400),
+            ),
+        ),
+        (
+            "pipeline(summarize(extractive),window)",
+            Arc::new(
+                Pipeline::new()
+                    .then(SummarizeStrategy::new(ExtractiveSummarizer::new()))
+                    .then(WindowDrop::new()),
+            ),
+        ),
+        (
+            "compact(fake)",
+            Arc::new(Compact::new(always(FakeReply::Text(
+                "## Goals\nThe user set a task.\n## State\nThe agent ran the tools.".into(),
+            )))),
+        ),
+        (
+            "compact(fake,eager)",
+            Arc::new(eager_compact(always(FakeReply::Text(
+                "## State\nEarlier turns, folded.".into(),
+            )))),
+        ),
+        (
+            "compact(failing)",
+            Arc::new(eager_compact(Arc::new(FakeProvider::new([])))),
+        ),
+        (
+            "pipeline(compact,thrift)",
+            Arc::new(
+                Pipeline::new()
+                    .then(eager_compact(always(FakeReply::Text(
+                        "## State\nEarlier turns, folded.".into(),
+                    ))))
+                    .then(Thrift::new()),
+            ),
+        ),
+        ("thrift", Arc::new(Thrift::new())),
+        (
+            "pipeline(window,thrift)",
+            Arc::new(Pipeline::new().then(WindowDrop::new()).then(Thrift::new())),
+        ),
+        (
+            "pipeline(thrift,window)",
+            Arc::new(Pipeline::new().then(Thrift::new()).then(WindowDrop::new())),
+        ),
     ]
 }
 
@@ -48,14 +112,55 @@ pub type SummarizerFactory = fn(Arc<FakeProvider>) -> Arc<dyn TrimStrategy>;
 /// is lost): each is run against providers that fail, reply with nothing,
 /// are cut off or refuse (see [`bad_replies`]).
 ///
-/// Empty until a summarizing crate joins the suite; it adds an entry such as
+/// A summarizing crate joins with an entry such as
 /// `("summarize", |provider| Arc::new(SummarizeStrategy::new(provider)))`.
 ///
 /// ```
 /// assert!(memory_tests::registry::summarizers().len() < 100);
 /// ```
 pub fn summarizers() -> Vec<(&'static str, SummarizerFactory)> {
-    Vec::new()
+    vec![
+        ("summarize", |provider| {
+            Arc::new(SummarizeStrategy::new(provider))
+        }),
+        ("summarize(chunked)", |provider| {
+            Arc::new(
+                SummarizeStrategy::new(provider)
+                    .with_summary_max_tokens(64)
+                    .with_max_input_tokens(400),
+            )
+        }),
+        ("compact", |provider| Arc::new(eager_compact(provider))),
+        ("pipeline(compact,thrift)", |provider| {
+            Arc::new(
+                Pipeline::new()
+                    .then(eager_compact(provider))
+                    .then(Thrift::new()),
+            )
+        }),
+        ("pipeline(summarize,window)", |provider| {
+            Arc::new(
+                Pipeline::new()
+                    .then(SummarizeStrategy::new(provider))
+                    .then(WindowDrop::new()),
+            )
+        }),
+    ]
+}
+
+/// [`Compact`] set to summarize as soon as the suite's small conversations
+/// give it something: older material past 30 tokens, one turn kept.
+///
+/// ```
+/// let compact = memory_tests::registry::eager_compact(memory_tests::registry::always(
+///     memory_core::FakeReply::Text("so far".into()),
+/// ));
+/// assert_eq!(compact.keep_verbatim(), 1);
+/// ```
+pub fn eager_compact(provider: Arc<FakeProvider>) -> Compact {
+    Compact::new(provider)
+        .with_summarise_at_tokens(30)
+        .with_keep_verbatim(1)
 }
 
 /// Replies no summary may be made from: a failed call, an empty reply, a

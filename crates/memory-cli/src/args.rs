@@ -11,9 +11,10 @@ use clap::{Args, Parser, Subcommand};
 /// let cli = memory_cli::Cli::try_parse_from([
 ///     "memory", "replay", "--input", "s.json", "--budget", "4000", "--pipeline", "window",
 /// ]).unwrap();
-/// let memory_cli::Command::Replay(args) = cli.command;
+/// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
 /// assert_eq!(args.budget, 4000);
 /// assert_eq!(args.counter, "chars");
+/// assert_eq!(args.pipeline, ["window"]);
 /// assert!(memory_cli::Cli::try_parse_from(["memory", "replay", "--input", "s.json", "--budget", "0", "--pipeline", "window"]).is_err());
 /// ```
 #[derive(Debug, Parser)]
@@ -31,14 +32,36 @@ pub enum Command {
     /// assistant message, and report what each model call would have been
     /// sent.
     Replay(ReplayArgs),
+    /// Evaluate pipelines against a benchmark.
+    #[command(subcommand)]
+    Eval(Eval),
 }
 
-/// Options of `memory replay`.
+/// The benchmarks of `memory eval`.
+///
+/// ```
+/// use clap::Parser;
+/// use memory_cli::{Cli, Command, Eval};
+/// let cli = Cli::try_parse_from([
+///     "memory", "eval", "locomo", "--input", "locomo.json", "--budget", "2000",
+///     "--pipeline", "window", "--pipeline", "window,window",
+/// ]).unwrap();
+/// let Command::Eval(Eval::Locomo(args)) = cli.command else { unreachable!() };
+/// assert_eq!(args.pipeline, ["window", "window,window"]);
+/// ```
+#[derive(Debug, Subcommand)]
+pub enum Eval {
+    /// Ask each LoCoMo question that has evidence after its whole
+    /// conversation, take the context at the budget, and report the share
+    /// of questions whose evidence utterances are all in it, verbatim
+    /// (evidence recall), overall and per category.
+    Locomo(LocomoArgs),
+}
+
+/// Options of `memory eval locomo`.
 #[derive(Debug, Clone, Args)]
-pub struct ReplayArgs {
-    /// Transcript file: OpenAI chat JSON (an array of messages, an array of
-    /// {"messages": [...]} trajectories) or JSONL (one message, or one
-    /// trajectory, per line).
+pub struct LocomoArgs {
+    /// LoCoMo JSON: an array of samples with `conversation` and `qa`.
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
 
@@ -46,11 +69,46 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", value_parser = parse_budget)]
     pub budget: usize,
 
-    /// Stage names joined by commas, run in order, e.g. `window`.
-    #[arg(long, value_name = "SPEC")]
-    pub pipeline: String,
+    /// Stage names joined by commas, run in order, e.g. `window`. Repeat the
+    /// option to compare pipelines side by side.
+    #[arg(long, value_name = "SPEC", required = true)]
+    pub pipeline: Vec<String>,
 
-    /// Token counter.
+    /// Token counter: chars, cl100k, o200k, or hf:FILE (a Hugging Face
+    /// tokenizer.json).
+    #[arg(long, value_name = "NAME", default_value = "chars")]
+    pub counter: String,
+
+    /// Write the full report (one row per question, and totals) as JSON.
+    #[arg(long, value_name = "FILE.json")]
+    pub report: Option<PathBuf>,
+
+    /// The model summarizing stages call.
+    #[command(flatten)]
+    pub model: SummarizerArgs,
+}
+
+/// Options of `memory replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// Transcript file: OpenAI chat JSON (an array of messages, an array of
+    /// {"messages": [...]} trajectories), JSONL (one message, or one
+    /// trajectory, per line), or LoCoMo JSON (each conversation replayed as
+    /// a chat).
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+
+    /// Token budget of every context (a positive whole number).
+    #[arg(long, value_name = "N", value_parser = parse_budget)]
+    pub budget: usize,
+
+    /// Stage names joined by commas, run in order, e.g. `window`. Repeat the
+    /// option to compare pipelines side by side.
+    #[arg(long, value_name = "SPEC", required = true)]
+    pub pipeline: Vec<String>,
+
+    /// Token counter: chars, cl100k, o200k, or hf:FILE (a Hugging Face
+    /// tokenizer.json).
     #[arg(long, value_name = "NAME", default_value = "chars")]
     pub counter: String,
 
@@ -58,10 +116,69 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE.json")]
     pub report: Option<PathBuf>,
 
+    /// Draw the tokens sent per model call, one line per pipeline, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
     /// Repair invalid transcripts (orphan or misplaced tool results, calls
     /// without results) instead of rejecting them; fixes go to stderr.
     #[arg(long)]
     pub repair: bool,
+
+    /// The model summarizing stages call.
+    #[command(flatten)]
+    pub model: SummarizerArgs,
+}
+
+/// Which model summarizing stages (`summarize`, `compact`) call.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = memory_cli::Cli::try_parse_from([
+///     "memory", "replay", "--input", "s.json", "--budget", "4000", "--pipeline", "summarize",
+///     "--summarizer", "openai", "--base-url", "http://127.0.0.1:8080/v1", "--model", "qwen3",
+/// ]).unwrap();
+/// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.model.summarizer, memory_cli::args::SummarizerKind::Openai);
+/// assert_eq!(args.model.api_key_env, "OPENAI_API_KEY");
+/// ```
+#[derive(Debug, Clone, Args)]
+pub struct SummarizerArgs {
+    /// `extractive` (offline, no model: picks the most informative lines) or
+    /// `openai` (any OpenAI-compatible Chat Completions endpoint).
+    #[arg(long, value_enum, default_value = "extractive")]
+    pub summarizer: SummarizerKind,
+
+    /// Base URL of the OpenAI-compatible endpoint, e.g.
+    /// `http://127.0.0.1:8080/v1`.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Model name to ask the endpoint for.
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+
+    /// Environment variable that holds the API key (never printed).
+    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
+    pub api_key_env: String,
+
+    /// Add this many milliseconds to every summarizer call, to measure the
+    /// hot path against a slow model.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub summarizer_latency_ms: u64,
+
+    /// Summarize in the background where a stage can (`compact`).
+    #[arg(long)]
+    pub background: bool,
+}
+
+/// The summarizers `--summarizer` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummarizerKind {
+    /// Offline extractive summaries, no model and no network.
+    Extractive,
+    /// An OpenAI-compatible Chat Completions endpoint.
+    Openai,
 }
 
 /// A token budget: a whole number of at least 1.

@@ -68,6 +68,18 @@ pub enum CliError {
         /// The known counter names, comma-separated.
         known: String,
     },
+    /// `--counter` names a known counter that cannot be built as given (a
+    /// missing argument, a tokenizer file that cannot be read).
+    #[error("--counter {spec}: {problem}")]
+    Counter {
+        /// The counter as given.
+        spec: String,
+        /// What is wrong, and what to do about it.
+        problem: String,
+    },
+    /// Options that do not go together, or one that is missing.
+    #[error("{0}")]
+    Usage(String),
     /// Recording or trimming failed while replaying good input.
     #[error("{file}: {position}: {source}")]
     Replay {
@@ -77,6 +89,14 @@ pub enum CliError {
         position: String,
         /// The memory's error.
         source: MemoryError,
+    },
+    /// The `--plot` picture could not be drawn or written.
+    #[error("{file}: cannot write the plot: {problem}")]
+    Plot {
+        /// The plot path as given.
+        file: String,
+        /// What went wrong.
+        problem: String,
     },
     /// The JSON report could not be written.
     #[error("{file}: cannot write the report: {source}")]
@@ -102,8 +122,12 @@ impl CliError {
             | CliError::Input { .. }
             | CliError::UnknownStage { .. }
             | CliError::Pipeline { .. }
-            | CliError::UnknownCounter { .. } => EXIT_BAD_INPUT,
-            CliError::Replay { .. } | CliError::Report { .. } => EXIT_FAILURE,
+            | CliError::UnknownCounter { .. }
+            | CliError::Counter { .. }
+            | CliError::Usage(_) => EXIT_BAD_INPUT,
+            CliError::Replay { .. } | CliError::Report { .. } | CliError::Plot { .. } => {
+                EXIT_FAILURE
+            }
         }
     }
 

@@ -8,11 +8,17 @@
 //! | a JSON array of objects with `messages` (or one such object) | [`Format::ChatTrajectories`] |
 //! | one message per line (JSONL) | [`Format::ChatMessages`], `lines: true` |
 //! | one trajectory object per line (JSONL) | [`Format::ChatTrajectories`], `lines: true` |
+//! | a JSON array of objects with `conversation` and `qa` | [`Format::Locomo`] |
 //!
 //! A new format adds a variant, a rule in `detect` and a loader module.
+//!
+//! A LoCoMo file replays as one transcript per conversation ([`parse`]);
+//! `memory eval locomo` loads its questions and evidence too
+//! ([`parse_locomo`]).
 
 mod check;
 mod json;
+mod locomo;
 mod openai;
 
 use std::path::Path;
@@ -23,6 +29,7 @@ use serde_json::Value;
 use crate::CliError;
 
 pub use check::{Repairs, Verdict, check};
+pub use locomo::{Evidence, Locomo, Question, Sample, parse_dia_id};
 
 /// A position in the input and what is wrong there, before the file name is
 /// attached.
@@ -81,6 +88,9 @@ pub enum Format {
         /// One trajectory per line (JSONL) rather than one JSON array.
         lines: bool,
     },
+    /// LoCoMo samples `{"conversation": {...}, "qa": [...], ...}`: one
+    /// transcript per conversation, `speaker_a` as the user.
+    Locomo,
 }
 
 impl std::fmt::Display for Format {
@@ -88,6 +98,7 @@ impl std::fmt::Display for Format {
         let (what, lines) = match self {
             Format::ChatMessages { lines } => ("messages", *lines),
             Format::ChatTrajectories { lines } => ("trajectories", *lines),
+            Format::Locomo => return f.write_str("LoCoMo JSON"),
         };
         let layout = if lines { "JSONL" } else { "JSON" };
         write!(f, "OpenAI chat {what}, {layout}")
@@ -109,6 +120,13 @@ enum Origin {
         line: usize,
         /// The trajectory's index.
         index: usize,
+    },
+    /// LoCoMo sample `index`, with the `dia_id` of each message.
+    Sample {
+        /// How the sample is named (`sample 2 (conv-41)`).
+        name: String,
+        /// The `dia_id` of each message.
+        dia_ids: Vec<String>,
     },
 }
 
@@ -143,6 +161,7 @@ impl Trajectory {
             Origin::Document | Origin::Lines(_) => "transcript".to_string(),
             Origin::Element(index) => format!("trajectory {index}"),
             Origin::Line { line, index } => format!("line {line} (trajectory {index})"),
+            Origin::Sample { name, .. } => name.clone(),
         }
     }
 
@@ -162,6 +181,10 @@ impl Trajectory {
             Origin::Element(_) | Origin::Line { .. } => {
                 format!("{}, message {index}", self.name())
             }
+            Origin::Sample { name, dia_ids } => match dia_ids.get(index) {
+                Some(id) => format!("{name}, utterance {id}"),
+                None => format!("{name}, message {index}"),
+            },
         }
     }
 }
@@ -222,17 +245,82 @@ pub fn parse(bytes: &[u8]) -> Result<Input, Located> {
     let text = json::decode(bytes)?;
     let records = json::records(text)?;
     let format = detect(&records)?;
-    let trajectories = openai::load(records, format)?;
+    let trajectories = match format {
+        Format::Locomo => locomo::load(records)?
+            .samples
+            .into_iter()
+            .enumerate()
+            .map(|(index, sample)| {
+                let origin = Origin::Sample {
+                    name: sample.name(index),
+                    dia_ids: sample.dia_ids,
+                };
+                Trajectory::new(sample.label, sample.messages, origin)
+            })
+            .collect(),
+        _ => openai::load(records, format)?,
+    };
     Ok(Input {
         format,
         trajectories,
     })
 }
 
+/// Reads and parses a LoCoMo file (see [`parse_locomo`]).
+///
+/// # Errors
+///
+/// [`CliError::Read`] when the file cannot be read, [`CliError::Input`] when
+/// its content is not LoCoMo.
+pub fn load_locomo(path: &Path) -> Result<Locomo, CliError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| CliError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    parse_locomo(&bytes).map_err(|l| l.in_file(file))
+}
+
+/// Parses a LoCoMo file with its questions and evidence.
+///
+/// # Errors
+///
+/// As [`parse`], and when the content is another format.
+///
+/// ```
+/// let e = memory_cli::input::parse_locomo(br#"[{"role": "user", "content": "hi"}]"#).unwrap_err();
+/// assert_eq!(e.position, "line 1");
+/// assert!(e.problem.contains("found OpenAI chat messages"), "{}", e.problem);
+/// ```
+pub fn parse_locomo(bytes: &[u8]) -> Result<Locomo, Located> {
+    let text = json::decode(bytes)?;
+    let records = json::records(text)?;
+    let line = records.first().map_or(1, |r| r.line);
+    match detect(&records) {
+        Ok(Format::Locomo) => locomo::load(records),
+        Ok(other) => Err(Located::new(
+            format!("line {line}"),
+            format!(
+                "expected LoCoMo JSON (an array of samples with `conversation` and `qa`), found {other}"
+            ),
+        )),
+        Err(e) => {
+            let what = e.problem.split("; expected").next().unwrap_or_default();
+            Err(Located::new(
+                e.position,
+                format!(
+                    "{what}; expected LoCoMo JSON (an array of samples with `conversation` and `qa`)"
+                ),
+            ))
+        }
+    }
+}
+
 /// What the records are. One record is a JSON document; several are JSONL.
 fn detect(records: &[json::Record]) -> Result<Format, Located> {
     const EXPECTED: &str = "expected OpenAI chat JSON: an array of messages, an array of \
-        {\"messages\": [...]} trajectories, or one message or trajectory object per line (JSONL)";
+        {\"messages\": [...]} trajectories, or one message or trajectory object per line (JSONL); \
+        or LoCoMo JSON: an array of samples with `conversation` and `qa`";
     match records {
         [] => Err(Located::new(
             "line 1",
@@ -244,11 +332,13 @@ fn detect(records: &[json::Record]) -> Result<Format, Located> {
                     format!("line {}", record.line),
                     format!("the array is empty; {EXPECTED}"),
                 )),
+                Some(first) if locomo::is_sample(first) => Ok(Format::Locomo),
                 Some(first) if openai::is_trajectory(first) => {
                     Ok(Format::ChatTrajectories { lines: false })
                 }
                 Some(_) => Ok(Format::ChatMessages { lines: false }),
             },
+            value if locomo::is_sample(value) => Ok(Format::Locomo),
             value if openai::is_trajectory(value) => Ok(Format::ChatTrajectories { lines: false }),
             value if openai::is_message(value) => Ok(Format::ChatMessages { lines: true }),
             value => Err(Located::new(
@@ -307,6 +397,30 @@ mod tests {
         let e = parse(br#"[{"messages":[]},{"instance_id":"x"}]"#).unwrap_err();
         assert_eq!(e.position, "trajectory 1");
         assert!(e.problem.starts_with("field `messages`: is missing"));
+    }
+
+    #[test]
+    fn locomo_is_detected_and_replays_one_transcript_per_sample() {
+        let bytes = br#"[{"sample_id": "c1", "qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}, {"speaker": "B", "dia_id": "D1:2", "text": "yo"}]}},
+            {"qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B"}}]"#;
+        let input = parse(bytes).unwrap();
+        assert_eq!(input.format, Format::Locomo);
+        assert_eq!(input.format.to_string(), "LoCoMo JSON");
+        assert_eq!(input.trajectories.len(), 2);
+        let t = &input.trajectories[0];
+        assert_eq!(t.label.as_deref(), Some("c1"));
+        assert_eq!(t.messages, [Message::user("hi"), Message::assistant("yo")]);
+        assert_eq!(t.position(1), "sample 0 (c1), utterance D1:2");
+        assert_eq!(input.trajectories[1].name(), "sample 1");
+        assert_eq!(parse_locomo(bytes).unwrap().samples.len(), 2);
+        let e = parse_locomo(b"[]").unwrap_err();
+        assert!(
+            e.problem
+                .starts_with("the array is empty; expected LoCoMo JSON"),
+            "{}",
+            e.problem
+        );
     }
 
     #[test]

@@ -1,33 +1,47 @@
 //! The `memory` command: replays transcripts through trim pipelines and
-//! reports what every model call would have been sent.
+//! reports what every model call would have been sent, and evaluates how
+//! much of the evidence a question needs survives the trim.
 //!
 //! ```text
-//! memory replay --input FILE --budget N --pipeline SPEC [--counter chars]
-//!               [--report FILE.json] [--repair]
+//! memory replay --input FILE --budget N --pipeline SPEC [--pipeline SPEC ...]
+//!               [--counter chars|cl100k|o200k|hf:FILE] [--report FILE.json]
+//!               [--plot FILE.svg] [--repair]
+//! memory eval locomo --input FILE --budget N --pipeline SPEC [--pipeline SPEC ...]
+//!               [--counter chars|cl100k|o200k|hf:FILE] [--report FILE.json]
 //! ```
 //!
 //! The binary is a thin shell over [`run`]; the modules are usable on their
-//! own: [`input`] loads and checks transcripts, [`registry`] maps stage and
-//! counter names to factories, [`replay`] runs the loop and measures each
-//! call, [`report`] holds the rows, totals and summary.
+//! own: [`input`] loads and checks transcripts and LoCoMo files,
+//! [`registry`] maps stage and counter names to factories, [`replay`] runs
+//! the loop and measures each call, [`report`] holds the rows, totals and
+//! summary, [`eval`] asks LoCoMo's questions and measures evidence recall,
+//! [`plot`] draws a replay, [`Table`] sets pipelines side by side and
+//! [`Progress`] shows how far a long run is.
 
 pub mod args;
 pub mod error;
+pub mod eval;
 pub mod input;
-pub mod meter;
+pub mod plot;
+pub mod progress;
 pub mod registry;
 pub mod replay;
 pub mod report;
+pub mod summarizer;
+pub mod table;
 
 use memory_core::Budget;
 
-pub use args::{Cli, Command, ReplayArgs};
+pub use args::{Cli, Command, Eval, LocomoArgs, ReplayArgs};
 pub use error::CliError;
-pub use meter::Meter;
-pub use report::{Report, Row, Totals};
+pub use eval::EvalReport;
+pub use progress::Progress;
+pub use report::{PipelineReport, Report, Row, Totals};
+pub use table::Table;
 
 /// Runs a parsed command line: prints the human summary on stdout, repair
-/// notes on stderr, and writes the JSON report when asked.
+/// notes and progress on stderr, and writes the JSON report (and the plot)
+/// when asked.
 ///
 /// # Errors
 ///
@@ -39,23 +53,41 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             println!("{}", report.summary());
             Ok(())
         }
+        Command::Eval(Eval::Locomo(args)) => {
+            let report = eval_locomo_command(&args).await?;
+            println!("{}", report.summary());
+            Ok(())
+        }
     }
 }
 
+/// The budget, counter and summarizer every stage of a run shares; every
+/// spec checked before anything is loaded.
+fn stage_config(
+    budget: usize,
+    counter: &str,
+    specs: &[String],
+    model: &args::SummarizerArgs,
+) -> Result<registry::StageConfig, CliError> {
+    let config = registry::StageConfig::new(Budget::tokens(budget), registry::counter(counter)?)
+        .with_summarizer(summarizer::build(model)?)
+        .with_background(model.background);
+    for spec in specs {
+        registry::pipeline(spec, &config)?;
+    }
+    Ok(config)
+}
+
 /// `memory replay`: checks the options, loads and checks the input, replays
-/// it and writes the report file when one is asked for.
+/// it through each pipeline and writes the report and plot files when they
+/// are asked for.
 ///
 /// # Errors
 ///
 /// Bad options or input ([`CliError::exit_code`] 2), a failing replay or an
-/// unwritable report (1).
+/// unwritable report or plot (1).
 pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
-    let config = registry::StageConfig {
-        budget: Budget::tokens(args.budget),
-        counter: registry::counter(&args.counter)?,
-        meter: Meter::new(),
-    };
-    registry::pipeline(&args.pipeline, &config)?;
+    let config = stage_config(args.budget, &args.counter, &args.pipeline, &args.model)?;
 
     let file = args.input.display().to_string();
     let mut input = input::load(&args.input)?;
@@ -81,16 +113,86 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         });
     }
 
-    let rows = replay::replay(&input, &file, &args.pipeline, &config).await?;
-    let report = Report {
+    let steps = input.message_count() as u64 * args.pipeline.len() as u64;
+    let progress = Progress::new(steps, "messages");
+    let mut sections = Vec::with_capacity(args.pipeline.len());
+    for spec in &args.pipeline {
+        progress.set_message(spec);
+        let rows = replay::replay_with_progress(&input, &file, spec, &config, &progress).await?;
+        sections.push(PipelineReport {
+            pipeline: spec.clone(),
+            totals: Totals::of(&rows, args.budget),
+            rows,
+        });
+    }
+    progress.finish();
+
+    let base = Report {
         input: file,
         format: input.format.to_string(),
-        pipeline: args.pipeline.clone(),
         counter: args.counter.clone(),
         budget: args.budget,
         trajectories,
-        totals: Totals::of(&rows, args.budget),
-        rows,
+        ..Report::default()
+    };
+    let report = Report::with_sections(base, sections);
+    if let Some(path) = &args.report {
+        write_report(&report, path)?;
+    }
+    if let Some(path) = &args.plot {
+        plot::tokens_per_call(&report, path)?;
+    }
+    Ok(report)
+}
+
+/// `memory eval locomo`: checks the options, loads the LoCoMo file, asks its
+/// questions through each pipeline and writes the report file when one is
+/// asked for.
+///
+/// # Errors
+///
+/// Bad options or input ([`CliError::exit_code`] 2), a failing trim or an
+/// unwritable report (1).
+pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliError> {
+    let config = stage_config(args.budget, &args.counter, &args.pipeline, &args.model)?;
+    let file = args.input.display().to_string();
+    let locomo = input::load_locomo(&args.input)?;
+    let samples: Vec<eval::SampleInfo> = locomo
+        .samples
+        .iter()
+        .enumerate()
+        .map(|(index, sample)| eval::SampleInfo::of(index, sample))
+        .collect();
+
+    let asked: usize = samples.iter().map(|s| s.questions).sum();
+    let progress = Progress::new(asked as u64 * args.pipeline.len() as u64, "questions");
+    progress.set_message(&args.pipeline.join(" | "));
+    let rows = eval::evaluate(&locomo, &file, &args.pipeline, &config, &progress).await?;
+    progress.finish();
+
+    let mut sections: Vec<eval::EvalSection> = args
+        .pipeline
+        .iter()
+        .zip(rows)
+        .map(|(spec, rows)| eval::EvalSection {
+            pipeline: spec.clone(),
+            totals: eval::EvalTotals::of(&rows, &samples),
+            rows,
+        })
+        .collect();
+    let pipelines = if sections.len() > 1 {
+        sections.clone()
+    } else {
+        Vec::new()
+    };
+    let report = EvalReport {
+        input: file,
+        format: input::Format::Locomo.to_string(),
+        counter: args.counter.clone(),
+        budget: args.budget,
+        samples,
+        result: sections.swap_remove(0),
+        pipelines,
     };
     if let Some(path) = &args.report {
         write_report(&report, path)?;
@@ -99,7 +201,7 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
 }
 
 /// Writes `report` as pretty JSON to `path`.
-fn write_report(report: &Report, path: &std::path::Path) -> Result<(), CliError> {
+fn write_report(report: &impl serde::Serialize, path: &std::path::Path) -> Result<(), CliError> {
     let failed = |source| CliError::Report {
         file: path.display().to_string(),
         source,

@@ -6,8 +6,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = memory_cli::Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
         .build()
     {
         Ok(runtime) => runtime,

@@ -7,10 +7,20 @@
 
 use std::sync::Arc;
 
-use memory_core::{Budget, CharTokenCounter, Pipeline, TokenCounter, TrimStrategy};
+use memory_compact::Compact;
+use memory_core::{
+    Budget, CharTokenCounter, MemoryError, Pipeline, Provider, TokenCounter, TrimStrategy,
+};
+use memory_summarize::{ExtractiveSummarizer, MeteredProvider, ProviderStats, SummarizeStrategy};
+use memory_thrift::Thrift;
+use memory_tokenizers::{CachedCounter, Cl100k, HfCounter, O200k};
 use memory_window::WindowDrop;
 
-use crate::{CliError, Meter};
+use crate::CliError;
+
+/// The summarizer every stage of a run calls, metered so the report can
+/// say what it cost.
+pub type Summarizer = Arc<MeteredProvider<Arc<dyn Provider>>>;
 
 /// What a stage factory may use to build its stage.
 #[derive(Clone)]
@@ -19,8 +29,77 @@ pub struct StageConfig {
     pub budget: Budget,
     /// The token counter of the replay.
     pub counter: Arc<dyn TokenCounter>,
-    /// Wraps any model provider a stage calls, so its calls are reported.
-    pub meter: Meter,
+    /// The model that summarizing stages call (by default the offline
+    /// extractive summarizer).
+    pub summarizer: Summarizer,
+    /// Whether stages that can summarize in the background do.
+    pub background: bool,
+}
+
+impl StageConfig {
+    /// A configuration with the offline extractive summarizer, in the
+    /// foreground.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let config = memory_cli::registry::StageConfig::new(
+    ///     memory_core::Budget::tokens(100),
+    ///     Arc::new(memory_core::CharTokenCounter),
+    /// );
+    /// assert_eq!(config.usage().calls, 0);
+    /// ```
+    pub fn new(budget: Budget, counter: Arc<dyn TokenCounter>) -> Self {
+        Self {
+            budget,
+            counter,
+            summarizer: Arc::new(MeteredProvider::new(Arc::new(ExtractiveSummarizer::new()))),
+            background: false,
+        }
+    }
+
+    /// Uses `provider` as the summarizer.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let config = memory_cli::registry::StageConfig::new(
+    ///     memory_core::Budget::tokens(100),
+    ///     Arc::new(memory_core::CharTokenCounter),
+    /// )
+    /// .with_summarizer(Arc::new(memory_core::FakeProvider::default()));
+    /// # let _ = config;
+    /// ```
+    pub fn with_summarizer(mut self, provider: Arc<dyn Provider>) -> Self {
+        self.summarizer = Arc::new(MeteredProvider::new(provider));
+        self
+    }
+
+    /// Summarizes in the background where a stage can.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// let config = memory_cli::registry::StageConfig::new(
+    ///     memory_core::Budget::tokens(100),
+    ///     Arc::new(memory_core::CharTokenCounter),
+    /// )
+    /// .with_background(true);
+    /// assert!(config.background);
+    /// ```
+    pub fn with_background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
+    /// The summarizer's calls and tokens so far.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let config = memory_cli::registry::StageConfig::new(
+    /// #     memory_core::Budget::tokens(100), Arc::new(memory_core::CharTokenCounter));
+    /// assert_eq!(config.usage().input_tokens, 0);
+    /// ```
+    pub fn usage(&self) -> ProviderStats {
+        self.summarizer.snapshot()
+    }
 }
 
 impl std::fmt::Debug for StageConfig {
@@ -50,43 +129,134 @@ pub struct Stage {
 /// ```
 /// assert!(memory_cli::registry::STAGES.iter().any(|s| s.name == "window"));
 /// ```
-pub const STAGES: &[Stage] = &[Stage {
-    name: "window",
-    about: "drop the oldest steps and rounds that do not fit (memory-window)",
-    build: window,
-}];
+pub const STAGES: &[Stage] = &[
+    Stage {
+        name: "window",
+        about: "drop the oldest steps and rounds that do not fit (memory-window)",
+        build: window,
+    },
+    Stage {
+        name: "thrift",
+        about: "shed low-signal content and irrelevant rounds, no model call (memory-thrift)",
+        build: thrift,
+    },
+    Stage {
+        name: "compact",
+        about: "rolling summary of older turns, in the background with --background (memory-compact)",
+        build: compact,
+    },
+    Stage {
+        name: "summarize",
+        about: "summarize what does not fit into one summary, falling back to window (memory-summarize)",
+        build: summarize,
+    },
+];
 
 fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     Ok(Arc::new(WindowDrop::new()))
 }
 
-/// Builds a counter.
-pub type CounterFactory = fn() -> Arc<dyn TokenCounter>;
+fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
+    Ok(Arc::new(
+        Compact::new(config.summarizer.clone()).with_background(config.background),
+    ))
+}
+
+fn thrift(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
+    Ok(Arc::new(Thrift::new()))
+}
+
+fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
+    Ok(Arc::new(SummarizeStrategy::new(config.summarizer.clone())))
+}
+
+/// Builds a counter from the text after `name:` (`FILE` in `hf:FILE`), or
+/// says what is wrong with it.
+pub type CounterFactory = fn(Option<&str>) -> Result<Arc<dyn TokenCounter>, String>;
 
 /// One registered token counter.
 #[derive(Debug, Clone, Copy)]
 pub struct Counter {
     /// The name used in `--counter`.
     pub name: &'static str,
+    /// What follows `name:` when the counter takes an argument (`FILE` for
+    /// `hf:FILE`); `None` when it takes none.
+    pub argument: Option<&'static str>,
     /// One line of help.
     pub about: &'static str,
     /// Builds it.
     pub build: CounterFactory,
 }
 
-/// Every counter `--counter` accepts.
+impl Counter {
+    /// How `--counter` spells it: `chars`, or `hf:FILE` for one that takes
+    /// an argument.
+    ///
+    /// ```
+    /// let usage: Vec<String> = memory_cli::registry::COUNTERS.iter().map(|c| c.usage()).collect();
+    /// assert!(usage.contains(&"hf:FILE".to_string()));
+    /// ```
+    pub fn usage(&self) -> String {
+        match self.argument {
+            Some(argument) => format!("{}:{argument}", self.name),
+            None => self.name.to_string(),
+        }
+    }
+}
+
+/// Every counter `--counter` accepts. The exact ones sit behind a
+/// [`CachedCounter`], since a replay counts every context again.
 ///
 /// ```
 /// assert_eq!(memory_cli::registry::COUNTERS[0].name, "chars");
 /// ```
-pub const COUNTERS: &[Counter] = &[Counter {
-    name: "chars",
-    about: "a CJK ideograph is 1 token, other characters 1/4 (CharTokenCounter)",
-    build: chars,
-}];
+pub const COUNTERS: &[Counter] = &[
+    Counter {
+        name: "chars",
+        argument: None,
+        about: "a CJK ideograph is 1 token, other characters 1/4 (CharTokenCounter)",
+        build: chars,
+    },
+    Counter {
+        name: "cl100k",
+        argument: None,
+        about: "OpenAI cl100k_base, exact (GPT-4, GPT-3.5)",
+        build: cl100k,
+    },
+    Counter {
+        name: "o200k",
+        argument: None,
+        about: "OpenAI o200k_base, exact (GPT-4o, GPT-4.1, GPT-5, o-series)",
+        build: o200k,
+    },
+    Counter {
+        name: "hf",
+        argument: Some("FILE"),
+        about: "a Hugging Face tokenizer.json at FILE, exact",
+        build: hf,
+    },
+];
 
-fn chars() -> Arc<dyn TokenCounter> {
-    Arc::new(CharTokenCounter)
+fn chars(_: Option<&str>) -> Result<Arc<dyn TokenCounter>, String> {
+    Ok(Arc::new(CharTokenCounter))
+}
+
+fn cl100k(_: Option<&str>) -> Result<Arc<dyn TokenCounter>, String> {
+    Ok(Arc::new(CachedCounter::new(Cl100k)))
+}
+
+fn o200k(_: Option<&str>) -> Result<Arc<dyn TokenCounter>, String> {
+    Ok(Arc::new(CachedCounter::new(O200k)))
+}
+
+fn hf(file: Option<&str>) -> Result<Arc<dyn TokenCounter>, String> {
+    let file = file.unwrap_or_default();
+    match HfCounter::from_file(file) {
+        Ok(counter) => Ok(Arc::new(CachedCounter::new(counter))),
+        // The loader's own sentence, without the generic counting advice.
+        Err(MemoryError::TokenCount(problem)) => Err(problem),
+        Err(other) => Err(other.to_string()),
+    }
 }
 
 /// The known stage names, comma-separated.
@@ -98,38 +268,63 @@ pub fn stage_names() -> String {
     STAGES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
 }
 
-/// The known counter names, comma-separated.
+/// The known counters as `--counter` spells them, comma-separated.
 ///
 /// ```
-/// assert_eq!(memory_cli::registry::counter_names(), "chars");
+/// assert_eq!(memory_cli::registry::counter_names(), "chars, cl100k, o200k, hf:FILE");
 /// ```
 pub fn counter_names() -> String {
     COUNTERS
         .iter()
-        .map(|c| c.name)
+        .map(Counter::usage)
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-/// The counter called `name`.
+/// The counter `spec` names: a name, or `name:ARGUMENT` for a counter that
+/// takes one (`hf:tokenizer.json`).
 ///
 /// # Errors
 ///
-/// [`CliError::UnknownCounter`], listing the known names.
+/// [`CliError::UnknownCounter`], listing the known names;
+/// [`CliError::Counter`] when the argument is missing, unexpected or
+/// unusable (a tokenizer file that cannot be read).
 ///
 /// ```
 /// assert!(memory_cli::registry::counter("chars").is_ok());
+/// assert!(memory_cli::registry::counter("cl100k").is_ok());
 /// assert!(memory_cli::registry::counter("words").is_err());
+/// let e = memory_cli::registry::counter("hf:no/such/tokenizer.json").err().unwrap();
+/// assert_eq!(e.exit_code(), 2);
+/// assert!(e.to_string().starts_with("--counter hf:no/such/tokenizer.json: cannot read"), "{e}");
 /// ```
-pub fn counter(name: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
-    COUNTERS
-        .iter()
-        .find(|c| c.name == name)
-        .map(|c| (c.build)())
-        .ok_or_else(|| CliError::UnknownCounter {
-            name: name.to_string(),
-            known: counter_names(),
-        })
+pub fn counter(spec: &str) -> Result<Arc<dyn TokenCounter>, CliError> {
+    let (name, argument) = match spec.split_once(':') {
+        Some((name, argument)) => (name, Some(argument)),
+        None => (spec, None),
+    };
+    let found =
+        COUNTERS
+            .iter()
+            .find(|c| c.name == name)
+            .ok_or_else(|| CliError::UnknownCounter {
+                name: name.to_string(),
+                known: counter_names(),
+            })?;
+    let problem = |problem: String| CliError::Counter {
+        spec: spec.to_string(),
+        problem,
+    };
+    match (found.argument, argument) {
+        (Some(what), None | Some("")) => Err(problem(format!(
+            "counter `{name}` needs a {what}: --counter {}",
+            found.usage()
+        ))),
+        (None, Some(_)) => Err(problem(format!(
+            "counter `{name}` takes no argument: --counter {name}"
+        ))),
+        _ => (found.build)(argument).map_err(problem),
+    }
 }
 
 /// The stages of `spec` (names joined by commas), checked but not built.
@@ -178,11 +373,7 @@ pub fn stages(spec: &str) -> Result<Vec<&'static Stage>, CliError> {
 /// ```
 /// use std::sync::Arc;
 /// use memory_cli::registry::{pipeline, StageConfig};
-/// let config = StageConfig {
-///     budget: memory_core::Budget::tokens(100),
-///     counter: Arc::new(memory_core::CharTokenCounter),
-///     meter: memory_cli::Meter::new(),
-/// };
+/// let config = StageConfig::new(memory_core::Budget::tokens(100), Arc::new(memory_core::CharTokenCounter));
 /// let p = pipeline("window", &config).unwrap();
 /// assert_eq!(p.len(), 1);
 /// let err = pipeline("window,nope", &config).unwrap_err();

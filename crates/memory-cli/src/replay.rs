@@ -9,10 +9,10 @@ use memory_core::{
 };
 use memory_window::WindowMemory;
 
-use crate::CliError;
 use crate::input::Input;
 use crate::registry::{self, StageConfig};
 use crate::report::Row;
+use crate::{CliError, Progress};
 
 /// Replays every trajectory of `input` through a fresh pipeline built from
 /// `spec`, under `config`'s budget and counter. `file` names the input in
@@ -32,11 +32,7 @@ use crate::report::Row;
 ///   {"role": "user", "content": "Run the tests."},
 ///   {"role": "assistant", "content": "All green."}
 /// ]"#).unwrap();
-/// let config = StageConfig {
-///     budget: memory_core::Budget::tokens(100),
-///     counter: Arc::new(memory_core::CharTokenCounter),
-///     meter: memory_cli::Meter::new(),
-/// };
+/// let config = StageConfig::new(memory_core::Budget::tokens(100), Arc::new(memory_core::CharTokenCounter));
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let rows = memory_cli::replay::replay(&input, "session.json", "window", &config).await.unwrap();
 /// assert_eq!(rows.len(), 1);
@@ -49,6 +45,36 @@ pub async fn replay(
     file: &str,
     spec: &str,
     config: &StageConfig,
+) -> Result<Vec<Row>, CliError> {
+    let progress = Progress::hidden(input.message_count() as u64);
+    replay_with_progress(input, file, spec, config, &progress).await
+}
+
+/// [`replay`], advancing `progress` by one step per recorded message.
+///
+/// # Errors
+///
+/// As [`replay`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_cli::{registry::StageConfig, Progress};
+///
+/// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"},
+///   {"role": "assistant", "content": "hello"}]"#).unwrap();
+/// let config = StageConfig::new(memory_core::Budget::tokens(100), Arc::new(memory_core::CharTokenCounter));
+/// let progress = Progress::hidden(2);
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// memory_cli::replay::replay_with_progress(&input, "s.json", "window", &config, &progress).await.unwrap();
+/// assert_eq!(progress.position(), 2);
+/// # });
+/// ```
+pub async fn replay_with_progress(
+    input: &Input,
+    file: &str,
+    spec: &str,
+    config: &StageConfig,
+    progress: &Progress,
 ) -> Result<Vec<Row>, CliError> {
     let mut rows = Vec::new();
     for (index, trajectory) in input.trajectories.iter().enumerate() {
@@ -63,6 +89,7 @@ pub async fn replay(
                     position: trajectory.position(turn),
                     source,
                 })?;
+            progress.inc(1);
         }
     }
     Ok(rows)
@@ -131,11 +158,11 @@ impl<'c> TrajectoryReplay<'c> {
 
     /// One model call: the context, timed and measured.
     async fn call(&mut self, turn: usize) -> Result<Row, MemoryError> {
-        let before = self.config.meter.read();
+        let before = self.config.usage();
         let started = Instant::now();
         let result = self.memory.trimmed().await?;
         let latency = started.elapsed();
-        let usage = self.config.meter.read().since(before);
+        let usage = self.config.usage().since(before);
 
         let context = result.messages;
         let context_counts =
@@ -246,13 +273,22 @@ fn check(call: &Call<'_>) -> Result<Checked, MemoryError> {
         structure::steps(&call.recorded[range.clone()])
             .map(move |step| range.start + step.start..range.start + step.end)
     });
+    // A subtractive stage may show a floor step shrunk (its oversized tool
+    // output cut, say), never without it.
+    let mut floor_shrunk = false;
     for step in floor_steps {
         let want = &call.recorded[step.clone()];
-        if !call.context.windows(want.len()).any(|w| w == want) {
-            problems.push(format!(
+        let shown = call.context.windows(want.len()).find(|w| {
+            w.iter()
+                .zip(want)
+                .all(|(got, was)| memory_core::is_shrunk_from(was, got))
+        });
+        match shown {
+            Some(w) => floor_shrunk |= w != want,
+            None => problems.push(format!(
                 "floor messages {}..{} (protected, current question or newest step) are not in the context whole",
                 step.start, step.end
-            ));
+            )),
         }
     }
 
@@ -274,7 +310,7 @@ fn check(call: &Call<'_>) -> Result<Checked, MemoryError> {
             ));
         }
     }
-    if floor.tokens > call.budget && call.fits {
+    if floor.tokens > call.budget && call.fits && !floor_shrunk {
         problems.push(format!(
             "the result says it fits, but the transcript's floor alone is {} tokens, over the budget of {}",
             floor.tokens, call.budget
@@ -294,15 +330,18 @@ fn check(call: &Call<'_>) -> Result<Checked, MemoryError> {
 /// Index of the first context message that breaks "a subsequence of the
 /// recorded messages"; summaries may appear anywhere. `None` when all hold.
 ///
-/// This is the one place that decides which messages a stage may add; a
-/// recognizer for truncation markers joins [`summary::is_summary`] here.
+/// A stage may add summaries and show a recorded message shrunk (see
+/// [`memory_core::is_shrunk_from`]); nothing else.
 fn first_not_from(context: &[Message], recorded: &[Message]) -> Option<usize> {
     let mut next = 0;
     for (k, message) in context.iter().enumerate() {
         if summary::is_summary(message) {
             continue;
         }
-        match recorded[next..].iter().position(|r| r == message) {
+        match recorded[next..]
+            .iter()
+            .position(|r| memory_core::is_shrunk_from(r, message))
+        {
             Some(offset) => next += offset + 1,
             None => return Some(k),
         }

@@ -1,7 +1,10 @@
 //! The replay report: one [`Row`] per model call, [`Totals`], and the short
-//! human summary printed on stdout.
+//! human summary printed on stdout (a side-by-side [`Table`] when several
+//! pipelines ran).
 
 use serde::{Deserialize, Serialize};
+
+use crate::Table;
 
 /// One model call of a replay: the context taken before an assistant
 /// message.
@@ -133,14 +136,29 @@ pub struct TrajectoryInfo {
     pub repairs: usize,
 }
 
+/// One pipeline's part of a report on several pipelines.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PipelineReport {
+    /// The pipeline spec as given.
+    pub pipeline: String,
+    /// Sums over `rows`.
+    pub totals: Totals,
+    /// One row per model call.
+    pub rows: Vec<Row>,
+}
+
 /// The whole report, as written by `--report FILE.json`.
+///
+/// The top-level `pipeline`, `totals` and `rows` are those of the first
+/// `--pipeline`; with several, `pipelines` holds one section per pipeline,
+/// in the order given (the first repeats the top level).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The input path as given.
     pub input: String,
     /// The detected input format.
     pub format: String,
-    /// The pipeline spec as given.
+    /// The (first) pipeline spec as given.
     pub pipeline: String,
     /// The token counter's name.
     pub counter: String,
@@ -152,27 +170,71 @@ pub struct Report {
     pub totals: Totals,
     /// One row per model call.
     pub rows: Vec<Row>,
+    /// With several `--pipeline`s, every pipeline's section; empty (and
+    /// left out of the JSON) with one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelines: Vec<PipelineReport>,
 }
 
 impl Report {
+    /// A report on the sections, in order: the first one's figures at the
+    /// top level, and `pipelines` filled when there is more than one.
+    ///
+    /// ```
+    /// use memory_cli::report::{PipelineReport, Report};
+    /// let one = |p: &str| PipelineReport { pipeline: p.into(), ..Default::default() };
+    /// let base = Report { budget: 100, ..Default::default() };
+    /// let r = Report::with_sections(base.clone(), vec![one("window")]);
+    /// assert_eq!((r.pipeline.as_str(), r.pipelines.len()), ("window", 0));
+    /// let r = Report::with_sections(base, vec![one("window"), one("window,window")]);
+    /// assert_eq!((r.pipeline.as_str(), r.pipelines.len()), ("window", 2));
+    /// ```
+    pub fn with_sections(mut base: Report, mut sections: Vec<PipelineReport>) -> Report {
+        if sections.len() > 1 {
+            base.pipelines = sections.clone();
+        }
+        if !sections.is_empty() {
+            let first = sections.swap_remove(0);
+            base.pipeline = first.pipeline;
+            base.totals = first.totals;
+            base.rows = first.rows;
+        }
+        base
+    }
+
+    /// Every pipeline's section: `pipelines`, or the top level alone.
+    ///
+    /// ```
+    /// let r = memory_cli::Report { pipeline: "window".into(), ..Default::default() };
+    /// assert_eq!(r.sections()[0].pipeline, "window");
+    /// ```
+    pub fn sections(&self) -> Vec<PipelineReport> {
+        if self.pipelines.is_empty() {
+            vec![PipelineReport {
+                pipeline: self.pipeline.clone(),
+                totals: self.totals.clone(),
+                rows: self.rows.clone(),
+            }]
+        } else {
+            self.pipelines.clone()
+        }
+    }
+
     /// A few lines for people: input, pipeline, budget, calls, mean tokens
     /// in and out, cache breaks, invalid and not-fitting rows, latency.
+    /// With several pipelines: the input, then a [`comparison`](Self::comparison).
     ///
     /// ```
     /// let report = memory_cli::Report { input: "s.json".into(), budget: 100, ..Default::default() };
     /// assert!(report.summary().starts_with("input:"));
     /// ```
     pub fn summary(&self) -> String {
+        if self.pipelines.len() > 1 {
+            return self.comparison();
+        }
         let t = &self.totals;
         let messages: usize = self.trajectories.iter().map(|t| t.messages).sum();
         let repairs: usize = self.trajectories.iter().map(|t| t.repairs).sum();
-        let plural = |n: usize, one: &str, many: &str| {
-            if n == 1 {
-                format!("{n} {one}")
-            } else {
-                format!("{n} {many}")
-            }
-        };
         let mean = |sum: usize| {
             if t.calls == 0 {
                 0
@@ -225,5 +287,96 @@ impl Report {
             t.latency_us_mean, t.latency_us_p50, t.latency_us_max
         ));
         lines.join("\n")
+    }
+}
+
+impl Report {
+    /// The input, then one column per pipeline: calls, tokens out (mean and
+    /// total), cache breaks, summarizer calls and tokens, invalid rows,
+    /// rows not fitting, mean latency.
+    ///
+    /// ```
+    /// use memory_cli::report::{PipelineReport, Report};
+    /// let one = |p: &str| PipelineReport { pipeline: p.into(), ..Default::default() };
+    /// let r = Report::with_sections(Report::default(), vec![one("window"), one("window,window")]);
+    /// let text = r.comparison();
+    /// assert!(text.lines().any(|l| l.contains("window") && l.contains("window,window")));
+    /// assert!(text.contains("cache breaks"));
+    /// ```
+    pub fn comparison(&self) -> String {
+        let sections = self.sections();
+        let messages: usize = self.trajectories.iter().map(|t| t.messages).sum();
+        let calls = sections.first().map_or(0, |s| s.totals.calls);
+        let tokens_in = sections.first().map_or(0, |s| s.totals.tokens_in);
+        let mut table = Table::new(sections.iter().map(|s| s.pipeline.clone()));
+        let column = |f: &dyn Fn(&Totals) -> String| -> Vec<String> {
+            sections.iter().map(|s| f(&s.totals)).collect()
+        };
+        table
+            .row("calls", column(&|t| t.calls.to_string()))
+            .row(
+                "tokens out, mean",
+                column(&|t| mean(t.tokens_out, t.calls).to_string()),
+            )
+            .row("tokens out, total", column(&|t| t.tokens_out.to_string()))
+            .row("cache breaks", column(&|t| t.cache_breaks.to_string()))
+            .row(
+                "summarizer calls",
+                column(&|t| t.summarizer_calls.to_string()),
+            )
+            .row(
+                "summarizer tokens in/out",
+                column(&|t| {
+                    format!(
+                        "{}/{}",
+                        t.summarizer_input_tokens, t.summarizer_output_tokens
+                    )
+                }),
+            )
+            .row(
+                "invalid rows",
+                column(&|t| (t.calls - t.valid_rows).to_string()),
+            )
+            .row("not fitting", column(&|t| t.not_fitting_rows.to_string()))
+            .row(
+                "latency, mean (us)",
+                column(&|t| format!("{:.0}", t.latency_us_mean)),
+            );
+        [
+            format!("input:        {}", self.input),
+            format!(
+                "format:       {} ({}, {})",
+                self.format,
+                plural(self.trajectories.len(), "trajectory", "trajectories"),
+                plural(messages, "message", "messages"),
+            ),
+            format!(
+                "budget:       {} tokens (counter {}); tokens in per call: mean {}",
+                self.budget,
+                self.counter,
+                mean(tokens_in, calls)
+            ),
+            String::new(),
+            table.to_string(),
+        ]
+        .join("\n")
+    }
+}
+
+/// `sum / n` rounded, 0 for no items.
+pub(crate) fn mean(sum: usize, n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        (sum as f64 / n as f64).round() as usize
+    }
+}
+
+/// `1 fix`, `2 fixes`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
     }
 }

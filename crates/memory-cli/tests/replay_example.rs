@@ -122,3 +122,91 @@ fn stages_chain_and_replay_alike() {
     };
     assert_eq!(strip(&once), strip(&twice));
 }
+
+#[test]
+fn two_pipelines_are_set_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("both.json");
+    let run = memory(&[
+        "replay",
+        "--input",
+        &example_session().display().to_string(),
+        "--budget",
+        "1000",
+        "--pipeline",
+        "window",
+        "--pipeline",
+        "window,window",
+        "--report",
+        &report_path.display().to_string(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let header = lines
+        .iter()
+        .find(|l| l.contains("window,window"))
+        .expect("a header naming both pipelines");
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["window", "window,window"]
+    );
+    let row = |label: &str| -> Vec<String> {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` row in:\n{}", run.stdout));
+        line[label.len()..]
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let report: memory_cli::Report =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    assert_eq!(report.pipelines.len(), 2);
+    assert_eq!(report.pipeline, "window");
+    assert_eq!(report.rows, report.pipelines[0].rows);
+    let t = &report.totals;
+    let twice = |v: String| vec![v.clone(), v];
+    assert_eq!(row("calls"), twice("15".into()));
+    assert_eq!(row("tokens out, total"), twice(t.tokens_out.to_string()));
+    assert_eq!(
+        row("tokens out, mean"),
+        twice(((t.tokens_out as f64 / 15.0).round() as usize).to_string())
+    );
+    assert_eq!(row("cache breaks"), twice(t.cache_breaks.to_string()));
+    assert_eq!(row("summarizer calls"), twice("0".into()));
+    assert_eq!(row("summarizer tokens in/out"), twice("0/0".into()));
+    assert_eq!(row("invalid rows"), twice("0".into()));
+    assert_eq!(row("not fitting"), twice(t.not_fitting_rows.to_string()));
+    assert_eq!(row("latency, mean (us)").len(), 2);
+    assert_eq!(report.pipelines[1].totals.tokens_out, t.tokens_out);
+}
+
+#[test]
+fn one_pipeline_keeps_the_report_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = replay(&example_session(), 1_000, "window", dir.path());
+    assert!(report.pipelines.is_empty());
+    let text = std::fs::read_to_string(dir.path().join("report-1000.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for key in [
+        "input",
+        "format",
+        "pipeline",
+        "counter",
+        "budget",
+        "trajectories",
+        "totals",
+        "rows",
+    ] {
+        assert!(keys.contains(&key), "{key} missing from {keys:?}");
+    }
+    assert!(!keys.contains(&"pipelines"), "{keys:?}");
+}

@@ -56,4 +56,6 @@ pub use provider::{
 };
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
-pub use validate::{MISSING_RESULT, RepairAction, Repaired, Violation, repair, validate};
+pub use validate::{
+    MISSING_RESULT, RepairAction, Repaired, Violation, is_shrunk_from, repair, validate,
+};

@@ -28,7 +28,7 @@
 //! );
 //! ```
 
-use crate::{summary, ContentBlock, Message};
+use crate::{ContentBlock, Message, summary};
 
 /// Renders `messages` as text, one entry per message, joined by newlines.
 pub fn to_text(messages: &[Message]) -> String {

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::{Message, structure};
+use crate::{CharTokenCounter, ContentBlock, Message, structure};
 
 /// One way a transcript breaks the invariants. Indices are message positions.
 ///
@@ -356,6 +356,73 @@ pub fn repair(messages: &[Message]) -> Repaired {
     Repaired {
         messages: out,
         actions,
+    }
+}
+
+/// Whether `shown` is `original` with some of its content shed, as a
+/// subtractive stage may show it (the one exception, besides summaries, to
+/// "nothing is invented"): the same message (same role, same tool call id
+/// and name, same tool calls, same reply text, same text blocks) whose
+/// reasoning was removed, whose image or pass-through blocks were replaced by
+/// text placeholders, or whose tool result text was replaced by a shorter one
+/// (cut with a truncation marker, or a placeholder), shorter as estimated by
+/// [`CharTokenCounter`]. A message is shrunk from itself. System messages
+/// (prompts, summaries) never are.
+///
+/// ```
+/// use memory_core::{is_shrunk_from, Message, ToolCall};
+/// let result = Message::tool_result("c1", "x".repeat(500));
+/// assert!(is_shrunk_from(&result, &Message::tool_result("c1", "[500 characters omitted]")));
+/// assert!(!is_shrunk_from(&result, &Message::tool_result("c2", "short")));
+/// let thought = Message::Assistant {
+///     content: "done".into(),
+///     reasoning: Some("because".into()),
+///     tool_calls: vec![ToolCall::new("c1", "ls", "{}")],
+/// };
+/// let plain = Message::assistant_with_tools("done", vec![ToolCall::new("c1", "ls", "{}")]);
+/// assert!(is_shrunk_from(&thought, &plain));
+/// assert!(!is_shrunk_from(&plain, &thought));
+/// ```
+pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
+    match (original, shown) {
+        (Message::System(a), Message::System(b)) => a == b,
+        (Message::User(a), Message::User(b)) => {
+            a.len() == b.len()
+                && a.iter().zip(b).all(|(x, y)| {
+                    x == y
+                        || (!matches!(x, ContentBlock::Text(_))
+                            && matches!(y, ContentBlock::Text(_)))
+                })
+        }
+        (
+            Message::Assistant {
+                content: c1,
+                reasoning: r1,
+                tool_calls: t1,
+            },
+            Message::Assistant {
+                content: c2,
+                reasoning: r2,
+                tool_calls: t2,
+            },
+        ) => c1 == c2 && t1 == t2 && (r2.is_none() || r1 == r2),
+        (
+            Message::ToolResult {
+                tool_call_id: i1,
+                content: c1,
+                name: n1,
+            },
+            Message::ToolResult {
+                tool_call_id: i2,
+                content: c2,
+                name: n2,
+            },
+        ) => {
+            i1 == i2
+                && n1 == n2
+                && (c1 == c2 || CharTokenCounter::estimate(c2) < CharTokenCounter::estimate(c1))
+        }
+        _ => false,
     }
 }
 

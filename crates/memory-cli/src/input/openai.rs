@@ -69,6 +69,10 @@ pub(crate) fn load(records: Vec<Record>, format: Format) -> Result<Vec<Trajector
             }
             Ok(out)
         }
+        Format::Locomo => Err(Located::new(
+            "line 1",
+            "LoCoMo JSON is not OpenAI chat JSON; load it as LoCoMo",
+        )),
         Format::ChatTrajectories { lines: true } => records
             .into_iter()
             .enumerate()

@@ -33,6 +33,45 @@ pub fn example_session() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/data/agent-session.json")
 }
 
+/// The small LoCoMo-shaped fixture: one sample, two sessions, eight
+/// questions (one with a malformed id only, one without evidence).
+pub fn locomo_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/locomo-mini.json")
+}
+
+/// Runs `memory eval locomo` on `input` at `budget` with one `--pipeline`
+/// per entry of `pipelines`, writes the report into `dir`, and returns the
+/// run and the parsed report.
+pub fn eval_locomo(
+    input: &Path,
+    budget: usize,
+    pipelines: &[&str],
+    dir: &Path,
+) -> (Run, memory_cli::EvalReport) {
+    let report = dir.join(format!("eval-{budget}.json"));
+    let input = input.display().to_string();
+    let budget_text = budget.to_string();
+    let report_text = report.display().to_string();
+    let mut args = vec![
+        "eval",
+        "locomo",
+        "--input",
+        &input,
+        "--budget",
+        &budget_text,
+        "--report",
+        &report_text,
+    ];
+    for pipeline in pipelines {
+        args.extend(["--pipeline", pipeline]);
+    }
+    let run = memory(&args);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let text = std::fs::read_to_string(&report).expect("the report is written");
+    let parsed = serde_json::from_str(&text).expect("the report is valid JSON");
+    (run, parsed)
+}
+
 /// Replays `input` at `budget` through `pipeline`, writes the report into
 /// `dir`, and returns the run and the parsed report.
 pub fn replay(

@@ -1,0 +1,53 @@
+//! `--pipeline compact` and `compact,thrift`, in the foreground and in the
+//! background.
+
+mod common;
+
+use common::{example_session, memory, replay};
+
+#[test]
+fn compact_replays_are_valid_and_call_the_summarizer() {
+    let dir = tempfile::tempdir().unwrap();
+    for pipeline in ["compact", "compact,thrift"] {
+        let (_, report) = replay(&example_session(), 1_000, pipeline, dir.path());
+        assert_eq!(report.totals.valid_rows, report.totals.calls, "{pipeline}");
+        assert!(report.totals.summarizer_calls > 0, "{pipeline}");
+        for row in &report.rows {
+            if row.fits {
+                assert!(row.tokens_out <= 1_000, "{pipeline}: {row:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn in_the_background_no_call_waits_for_a_slow_summarizer() {
+    let input = example_session().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let run = memory(&[
+        "replay",
+        "--input",
+        &input,
+        "--budget",
+        "1000",
+        "--pipeline",
+        "compact,thrift",
+        "--background",
+        "--summarizer-latency-ms",
+        "2000",
+        "--report",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report: memory_cli::Report =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(report.totals.valid_rows, report.totals.calls);
+    for row in &report.rows {
+        assert!(
+            row.latency_us < 2_000_000,
+            "a call waited for the summarizer: {row:?}"
+        );
+        assert!(row.fits && row.tokens_out <= 1_000, "{row:?}");
+    }
+}

@@ -1,0 +1,248 @@
+//! `memory eval locomo` on the LoCoMo-shaped fixture: exact recall figures.
+//!
+//! The fixture's conversation, counted in chars/4 tokens: session 1 is
+//! 24 + 23 + 23 + 23, session 2 is 23 + 23 + 24 + 24 (187 in all). Six
+//! questions are asked (5 + 5 + 12 + 6 + 9 + 8 tokens, mean 7.5); one names
+//! only a malformed id (`D:1:3`) and one has no evidence, so both are
+//! skipped; one names a missing id (`D9:9`) beside a good one.
+
+mod common;
+
+use common::{eval_locomo, locomo_fixture, memory};
+
+/// (questions, recalled) per category "1" to "5".
+fn categories(report: &memory_cli::EvalReport) -> Vec<(String, usize, usize)> {
+    report
+        .result
+        .totals
+        .by_category
+        .iter()
+        .map(|(c, r)| (c.clone(), r.questions, r.recalled))
+        .collect()
+}
+
+fn cats(figures: [(usize, usize); 5]) -> Vec<(String, usize, usize)> {
+    figures
+        .iter()
+        .enumerate()
+        .map(|(i, (n, r))| ((i + 1).to_string(), *n, *r))
+        .collect()
+}
+
+#[test]
+fn a_large_budget_recalls_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = eval_locomo(&locomo_fixture(), 10_000, &["window"], dir.path());
+    let t = &report.result.totals;
+    assert_eq!(
+        (t.questions, t.skipped_questions, t.skipped_evidence_ids),
+        (6, 2, 2)
+    );
+    assert_eq!((t.recalled, t.evidence_recall), (6, 1.0));
+    assert_eq!(
+        categories(&report),
+        cats([(1, 1), (1, 1), (1, 1), (1, 1), (2, 2)])
+    );
+    assert_eq!(t.context_tokens_mean, 194.5);
+    assert_eq!(t.not_fitting, 0);
+    assert_eq!(report.result.rows.len(), 6);
+    assert!(report.pipelines.is_empty());
+    assert_eq!(report.format, "LoCoMo JSON");
+    assert_eq!(report.samples[0].label.as_deref(), Some("mini-1"));
+    assert_eq!(
+        (report.samples[0].sessions, report.samples[0].messages),
+        (2, 8)
+    );
+    assert!(
+        run.stdout
+            .contains("evidence recall: 1.000 (6 of 6 questions)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "questions:    6 asked, 2 skipped (no usable evidence id); 2 evidence ids skipped"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.is_empty(),
+        "no progress bar off a terminal: {}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_tiny_budget_keeps_only_the_last_round() {
+    // 60 tokens hold the question and the last round (D2:3, D2:4: 48
+    // tokens), never the round before it.
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = eval_locomo(&locomo_fixture(), 60, &["window"], dir.path());
+    let t = &report.result.totals;
+    assert_eq!((t.questions, t.recalled), (6, 2));
+    assert!((t.evidence_recall - 2.0 / 6.0).abs() < 1e-12);
+    assert_eq!(
+        categories(&report),
+        cats([(1, 0), (1, 1), (1, 0), (1, 0), (2, 1)])
+    );
+    assert_eq!(t.context_tokens_mean, 55.5);
+    let recalled: Vec<(usize, bool)> = report
+        .result
+        .rows
+        .iter()
+        .map(|r| (r.question, r.recalled))
+        .collect();
+    assert_eq!(
+        recalled,
+        [
+            (0, false),
+            (1, true),
+            (2, false),
+            (4, false),
+            (5, true),
+            (6, false)
+        ]
+    );
+    // The two-utterance question finds one of its two.
+    assert_eq!(
+        (report.result.rows[2].evidence, report.result.rows[2].found),
+        (2, 1)
+    );
+    assert!(
+        run.stdout
+            .contains("evidence recall: 0.333 (2 of 6 questions)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  category 5:   0.500 (1 of 2)"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn a_budget_below_the_question_recalls_nothing_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = eval_locomo(&locomo_fixture(), 10, &["window"], dir.path());
+    let t = &report.result.totals;
+    assert_eq!((t.questions, t.recalled, t.evidence_recall), (6, 0, 0.0));
+    assert_eq!(t.not_fitting, 1, "only the 12-token question is over 10");
+    assert!(report.result.rows.iter().all(|r| r.messages_out == 1));
+}
+
+#[test]
+fn two_pipelines_are_set_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = eval_locomo(
+        &locomo_fixture(),
+        60,
+        &["window", "window,window"],
+        dir.path(),
+    );
+    assert_eq!(report.pipelines.len(), 2);
+    assert_eq!(report.pipelines[0].pipeline, "window");
+    assert_eq!(report.pipelines[1].pipeline, "window,window");
+    assert_eq!(report.result, report.pipelines[0]);
+    for section in &report.pipelines {
+        assert_eq!(section.totals.recalled, 2);
+        assert_eq!(section.rows.len(), 6);
+    }
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let header = lines
+        .iter()
+        .find(|l| l.contains("window,window"))
+        .expect("a header naming both pipelines");
+    assert!(header.trim_start().starts_with("window "), "{header}");
+    let row = |label: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` row in:\n{}", run.stdout))
+            .split_whitespace()
+            .rev()
+            .take(2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(row("evidence recall"), ["0.333", "0.333"]);
+    assert_eq!(row("  category 2"), ["1.000", "1.000"]);
+    assert_eq!(row("  category 5"), ["0.500", "0.500"]);
+    assert_eq!(row("context tokens, mean"), ["56", "56"]);
+    assert_eq!(row("questions asked"), ["6", "6"]);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+}
+
+#[test]
+fn a_locomo_file_replays_as_a_chat() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = common::replay(&locomo_fixture(), 60, "window", dir.path());
+    assert_eq!(report.format, "LoCoMo JSON");
+    assert_eq!(report.trajectories[0].label.as_deref(), Some("mini-1"));
+    assert_eq!(report.trajectories[0].messages, 8);
+    // One model call before each of Tomas's four utterances.
+    let turns: Vec<usize> = report.rows.iter().map(|r| r.turn).collect();
+    assert_eq!(turns, [1, 3, 5, 7]);
+    assert_eq!(report.totals.valid_rows, 4);
+    assert!(report.rows.iter().all(|r| r.tokens_out <= 60));
+    assert!(
+        run.stdout
+            .contains("LoCoMo JSON (1 trajectory, 8 messages)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn other_formats_and_broken_samples_are_rejected_with_their_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let eval = |file: &str| {
+        memory(&[
+            "eval",
+            "locomo",
+            "--input",
+            file,
+            "--budget",
+            "100",
+            "--pipeline",
+            "window",
+        ])
+    };
+    let chat = dir.path().join("chat.json");
+    std::fs::write(&chat, r#"[{"role": "user", "content": "hi"}]"#).unwrap();
+    let chat = chat.display().to_string();
+    let run = eval(&chat);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "memory: {chat}: line 1: expected LoCoMo JSON (an array of samples with `conversation` and `qa`), found OpenAI chat messages, JSON"
+        )
+    );
+
+    let broken = dir.path().join("broken.json");
+    std::fs::write(
+        &broken,
+        r#"[{"sample_id": "x", "qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",
+            "session_1": [{"speaker": "A", "dia_id": "D1:1"}]}}]"#,
+    )
+    .unwrap();
+    let broken = broken.display().to_string();
+    let run = eval(&broken);
+    assert_eq!(run.code, Some(2));
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!("memory: {broken}: sample 0 (x), session 1, utterance 0: field `text`: is missing")
+    );
+    assert!(run.stdout.is_empty());
+
+    let missing = dir.path().join("absent.json").display().to_string();
+    let run = eval(&missing);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr
+            .starts_with(&format!("memory: {missing}: cannot read the file: "))
+    );
+    assert_eq!(run.stderr.lines().count(), 1);
+}

@@ -1,0 +1,39 @@
+//! `--pipeline thrift` in replays and evaluations.
+
+mod common;
+
+use common::{eval_locomo, example_session, locomo_fixture, replay};
+
+#[test]
+fn thrift_replays_are_valid_and_fit_where_they_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    for pipeline in ["thrift", "window,thrift", "summarize,thrift"] {
+        for budget in [300, 1_000, 2_000] {
+            let (_, report) = replay(&example_session(), budget, pipeline, dir.path());
+            assert_eq!(
+                report.totals.valid_rows, report.totals.calls,
+                "{pipeline} at {budget}"
+            );
+            for row in &report.rows {
+                if row.fits {
+                    assert!(row.tokens_out <= budget, "{pipeline} at {budget}: {row:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn thrift_recalls_more_evidence_than_the_newest_turns_at_a_tight_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = eval_locomo(&locomo_fixture(), 60, &["window", "thrift"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let window = &report.result.totals;
+    let thrift = &report.pipelines[1].totals;
+    assert!(
+        thrift.evidence_recall >= window.evidence_recall,
+        "thrift {} < window {}",
+        thrift.evidence_recall,
+        window.evidence_recall
+    );
+}

@@ -1,0 +1,87 @@
+//! The rolling summary as a message: how [`Compact`](crate::Compact) writes
+//! it and recognizes its own.
+//!
+//! The summary is a core summary message ([`memory_core::summary::message`],
+//! so every stage recognizes and keeps it) whose body is [`HEADER`], the
+//! summary text, and the [file sections](crate::files). The header tells
+//! Compact's own summaries, which it folds into the next one, from other
+//! summaries (another strategy's, an imported one), which it keeps in place
+//! like any protected message.
+//!
+//! ```
+//! use memory_compact::{body, FileOps};
+//! use memory_core::summary;
+//!
+//! let mut files = FileOps::new();
+//! files.modified.insert("src/lib.rs".into());
+//! let message = body::message("## Goals\nShip the parser.", &files);
+//! assert!(summary::is_summary(&message) && body::is_compact_summary(&message));
+//! assert_eq!(body::text(&message).as_deref(), Some("## Goals\nShip the parser."));
+//! assert_eq!(body::files(&message), Some(files));
+//! assert!(!body::is_compact_summary(&summary::message("someone else's")));
+//! ```
+
+use memory_core::{Message, summary};
+
+use crate::FileOps;
+
+/// The first line of the body of every summary Compact writes.
+pub const HEADER: &str = "[rolling summary: earlier turns, folded in as the conversation grew]";
+
+/// The body of a summary: the header, the text, the file sections.
+///
+/// ```
+/// let body = memory_compact::body::compose("Done.", &memory_compact::FileOps::new());
+/// assert_eq!(body, format!("{}\nDone.", memory_compact::body::HEADER));
+/// ```
+pub fn compose(text: &str, files: &FileOps) -> String {
+    let text = FileOps::strip(text);
+    let files = files.render();
+    if files.is_empty() {
+        format!("{HEADER}\n{text}")
+    } else {
+        format!("{HEADER}\n{text}\n\n{files}")
+    }
+}
+
+/// The summary message for `text` and `files`.
+///
+/// ```
+/// let m = memory_compact::body::message("x", &memory_compact::FileOps::new());
+/// assert!(m.is_system());
+/// ```
+pub fn message(text: &str, files: &FileOps) -> Message {
+    summary::message(compose(text, files))
+}
+
+/// Whether `message` is a summary Compact wrote.
+///
+/// ```
+/// use memory_core::Message;
+/// assert!(!memory_compact::body::is_compact_summary(&Message::system(memory_compact::body::HEADER)));
+/// ```
+pub fn is_compact_summary(message: &Message) -> bool {
+    summary::body(message).is_some_and(|body| body.starts_with(HEADER))
+}
+
+/// The text of a summary Compact wrote, without the header and the file
+/// sections; `None` for other messages.
+///
+/// ```
+/// use memory_core::Message;
+/// assert_eq!(memory_compact::body::text(&Message::user("hi")), None);
+/// ```
+pub fn text(message: &Message) -> Option<String> {
+    let body = summary::body(message)?.strip_prefix(HEADER)?;
+    Some(FileOps::strip(body))
+}
+
+/// The files listed in a summary Compact wrote; `None` for other messages.
+///
+/// ```
+/// use memory_core::Message;
+/// assert_eq!(memory_compact::body::files(&Message::assistant("x")), None);
+/// ```
+pub fn files(message: &Message) -> Option<FileOps> {
+    is_compact_summary(message).then(|| FileOps::parse(summary::body(message).unwrap_or("")))
+}

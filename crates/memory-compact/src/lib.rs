@@ -1,0 +1,70 @@
+//! [`Compact`]: the newest turns verbatim, the older history folded into one
+//! rolling summary by a model once it grows past a threshold; a failed,
+//! empty, cut-off or refused summary never replaces anything.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)), foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
+//! | [`CompactEvent`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost |
+//! | [`CompactHook`], [`HookDecision`], [`Preparation`] | the `before_compaction` hook: go ahead, decline, or supply the summary |
+//! | [`Failure`], [`accept_reply`] | why no summary was used; when a reply may become one |
+//! | [`FileOps`], [`files`] | the files tool calls read and modified, carried from summary to summary |
+//! | [`body`] | the summary message: how Compact writes and recognizes its own |
+//! | [`BackgroundStatus`] | where the background summary stands |
+//! | [`DEFAULT_PROMPT`] and the other `DEFAULT_*` constants | the defaults |
+//!
+//! Compact goes upstream; a subtractive stage downstream fits the final
+//! budget and keeps the summary (every stage keeps what
+//! [`memory_core::summary`] recognizes):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use memory_compact::Compact;
+//! use memory_core::{summary, Budget, CharTokenCounter, FakeProvider, FakeReply, Message, Pipeline, TrimStrategy};
+//! use memory_window::WindowDrop;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let model = FakeProvider::new([FakeReply::Text("## Goals\nPort the parser to Rust.".into())]);
+//! let pipeline = Pipeline::new()
+//!     .then(Compact::new(model).with_summarise_at_tokens(30))
+//!     .then(WindowDrop::new());
+//! let mut history = vec![Message::system("You are a coding agent.")];
+//! for i in 1..=6 {
+//!     history.push(Message::user(format!("Step {i}: port module_{i} and run its tests.")));
+//!     history.push(Message::assistant(format!("Ported module_{i}; its tests pass.")));
+//! }
+//! let result = pipeline.trim(&history, &Budget::tokens(90), &CharTokenCounter).await.unwrap();
+//! assert!(result.fits);
+//! assert!(result.messages.iter().any(summary::is_summary));
+//! // What is stored is the compacted history: the summary and the newest rounds.
+//! let stored = result.to_store().unwrap();
+//! assert!(summary::is_summary(&stored.messages[1]));
+//! # });
+//! ```
+
+mod background;
+pub mod body;
+mod call;
+mod compact;
+mod covering;
+mod event;
+mod failure;
+pub mod files;
+mod foreground;
+mod hook;
+mod prepare;
+mod prompt;
+mod settle;
+mod state;
+mod turns;
+
+pub use compact::{
+    Compact, DEFAULT_BACKOFF, DEFAULT_KEEP_VERBATIM, DEFAULT_RETRIES, DEFAULT_SUMMARISE_AT_TOKENS,
+    DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
+};
+pub use event::{CompactCost, CompactEvent, CompactObserver, EventLog, FallbackReason};
+pub use failure::{Failure, accept_reply};
+pub use files::FileOps;
+pub use hook::{CompactHook, HookDecision, Preparation};
+pub use prompt::{DEFAULT_MAX_INPUT_CHARS, DEFAULT_PROMPT};
+pub use state::BackgroundStatus;

@@ -1,0 +1,318 @@
+//! [`OpenAiProvider`]: a [`Provider`] over HTTP for any OpenAI-compatible
+//! Chat Completions endpoint.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
+use reqwest::header::{
+    AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
+};
+
+use crate::error::{classify_status, classify_transport};
+use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::wire::{parse_reply, request_body};
+
+/// The default limit on one attempt.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where the API key comes from.
+#[derive(Clone)]
+enum ApiKey {
+    None,
+    Env(String),
+    Given(String),
+}
+
+/// A chat model behind an OpenAI-compatible `/chat/completions` endpoint:
+/// OpenAI, vLLM, the llama.cpp server, Ollama, gateways.
+///
+/// - The API key, if any, goes in an `Authorization: Bearer` header. It is
+///   read from an environment variable at each call
+///   ([`with_api_key_env`](Self::with_api_key_env), so a rotated key is
+///   picked up) or given ([`with_api_key`](Self::with_api_key)); it is never
+///   printed: `Debug` shows `<redacted>`.
+/// - Headers set with [`with_header`](Self::with_header) go with every call,
+///   and a request's [`ModelOptions::headers`](memory_core::ModelOptions)
+///   after them (they win).
+/// - Each attempt is limited by [`with_timeout`](Self::with_timeout)
+///   (120 s by default). Network errors, timeouts, 429 and 5xx are retried
+///   as [`RetryPolicy`] says (3 retries from 500 ms by default), waiting what
+///   a `Retry-After` header asks when there is one.
+/// - `finish_reason` becomes the [`StopReason`](memory_core::StopReason)
+///   (`content_filter` a refusal), `usage` the
+///   [`Usage`](memory_core::Usage); failures are classified into
+///   [`ProviderError`]s that say what to do (see
+///   [`classify_status`](crate::classify_status)).
+///
+/// ```no_run
+/// use memory_core::{ChatRequest, Message, Provider};
+/// use memory_openai::OpenAiProvider;
+///
+/// # async fn run() -> Result<(), memory_core::ProviderError> {
+/// // A local llama.cpp or vLLM server needs no key; OpenAI does.
+/// let local = OpenAiProvider::new("http://127.0.0.1:8080/v1", "qwen2.5-7b-instruct");
+/// let openai = OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
+///     .with_api_key_env("OPENAI_API_KEY");
+/// let reply = openai.chat(ChatRequest::new(vec![Message::user("Say hi")])).await?;
+/// println!("{}", reply.message.text());
+/// # let _ = local;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    /// The client, or why it could not be set up (reported at each call).
+    client: Result<reqwest::Client, String>,
+    base_url: String,
+    model: String,
+    api_key: ApiKey,
+    headers: BTreeMap<String, String>,
+    timeout: Duration,
+    retry: RetryPolicy,
+    max_tokens_field: &'static str,
+}
+
+impl fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = match &self.api_key {
+            ApiKey::None => "none".to_string(),
+            ApiKey::Env(var) => format!("from ${var} (<redacted>)"),
+            ApiKey::Given(_) => "<redacted>".to_string(),
+        };
+        // Header values may hold credentials too: names only.
+        let headers: Vec<&str> = self.headers.keys().map(String::as_str).collect();
+        f.debug_struct("OpenAiProvider")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &key)
+            .field("headers", &headers)
+            .field("timeout", &self.timeout)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl OpenAiProvider {
+    /// Calls `model` at `base_url` (the part before `/chat/completions`,
+    /// e.g. `https://api.openai.com/v1`), without a key.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:11434/v1/", "llama3.2");
+    /// assert_eq!(p.endpoint(), "http://127.0.0.1:11434/v1/chat/completions");
+    /// ```
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            client: reqwest::Client::builder()
+                .build()
+                .map_err(|e| e.to_string()),
+            base_url: base_url.into().trim_end_matches('/').to_string(),
+            model: model.into(),
+            api_key: ApiKey::None,
+            headers: BTreeMap::new(),
+            timeout: DEFAULT_TIMEOUT,
+            retry: RetryPolicy::default(),
+            max_tokens_field: "max_tokens",
+        }
+    }
+
+    /// Reads the API key from environment variable `var` at each call (no
+    /// key is sent while it is unset or empty).
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
+    ///     .with_api_key_env("OPENAI_API_KEY");
+    /// assert!(format!("{p:?}").contains("OPENAI_API_KEY"));
+    /// ```
+    pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.api_key = ApiKey::Env(var.into());
+        self
+    }
+
+    /// Uses `key` as the API key.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
+    ///     .with_api_key("sk-secret");
+    /// assert!(!format!("{p:?}").contains("sk-secret"));
+    /// ```
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = ApiKey::Given(key.into());
+        self
+    }
+
+    /// Sends header `name: value` with every call.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:4000/v1", "m")
+    ///     .with_header("x-route", "summarizer");
+    /// assert!(format!("{p:?}").contains("x-route"));
+    /// ```
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(name.into(), value.into());
+        self
+    }
+
+    /// Limits each attempt to `timeout`.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:8080/v1", "m")
+    ///     .with_timeout(std::time::Duration::from_secs(30));
+    /// # let _ = p;
+    /// ```
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Retries as `policy` says ([`RetryPolicy::none`] for no retries).
+    ///
+    /// ```
+    /// use memory_openai::{OpenAiProvider, RetryPolicy};
+    /// let p = OpenAiProvider::new("http://127.0.0.1:8080/v1", "m").with_retry(RetryPolicy::none());
+    /// # let _ = p;
+    /// ```
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
+        self
+    }
+
+    /// Sends the reply cap as `max_completion_tokens`, which OpenAI's
+    /// reasoning models require, instead of `max_tokens`, which
+    /// OpenAI-compatible servers understand.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("https://api.openai.com/v1", "o3-mini")
+    ///     .with_max_completion_tokens();
+    /// # let _ = p;
+    /// ```
+    pub fn with_max_completion_tokens(mut self) -> Self {
+        self.max_tokens_field = "max_completion_tokens";
+        self
+    }
+
+    /// The URL requests are posted to.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini");
+    /// assert_eq!(p.endpoint(), "https://api.openai.com/v1/chat/completions");
+    /// ```
+    pub fn endpoint(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
+    }
+
+    /// The model name sent with each request.
+    ///
+    /// ```
+    /// assert_eq!(memory_openai::OpenAiProvider::new("http://x/v1", "m1").model(), "m1");
+    /// ```
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    fn api_key(&self) -> Option<String> {
+        match &self.api_key {
+            ApiKey::None => None,
+            ApiKey::Env(var) => std::env::var(var).ok().filter(|k| !k.trim().is_empty()),
+            ApiKey::Given(key) => Some(key.clone()),
+        }
+    }
+
+    fn headers(&self, request: &ChatRequest) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = self.api_key() {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
+                    ProviderError::Authentication(
+                        "the API key holds characters a header cannot carry; check its value"
+                            .into(),
+                    )
+                })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        for (name, value) in self.headers.iter().chain(&request.options.headers) {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                ProviderError::Other(format!(
+                    "`{name}` is not a valid header name; fix the header options"
+                ))
+            })?;
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                ProviderError::Other(format!(
+                    "the value of header `{name}` is not valid in a header; fix the header options"
+                ))
+            })?;
+            headers.insert(name, value);
+        }
+        Ok(headers)
+    }
+
+    /// One attempt: the reply, or the error and what the server asked to
+    /// wait before the next.
+    async fn attempt(
+        &self,
+        headers: HeaderMap,
+        body: &serde_json::Value,
+    ) -> Result<ChatResponse, (ProviderError, Option<Duration>)> {
+        let client = self.client.as_ref().map_err(|e| {
+            let error = ProviderError::Other(format!(
+                "the HTTP client could not be set up: {e}; check the system's TLS configuration"
+            ));
+            (error, None)
+        })?;
+        let sent = client
+            .post(self.endpoint())
+            .headers(headers)
+            .timeout(self.timeout)
+            .json(body)
+            .send()
+            .await;
+        let response = sent.map_err(|e| (classify_transport(&e, self.timeout), None))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let text = response
+            .text()
+            .await
+            .map_err(|e| (classify_transport(&e, self.timeout), None))?;
+        if status.is_success() {
+            parse_reply(&text).map_err(|e| (e, None))
+        } else {
+            Err((
+                classify_status(status.as_u16(), retry_after, &text),
+                retry_after,
+            ))
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for OpenAiProvider {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let headers = self.headers(&request)?;
+        let body = request_body(&self.model, &request, self.max_tokens_field);
+        let mut attempt = 1;
+        loop {
+            match self.attempt(headers.clone(), &body).await {
+                Ok(reply) => return Ok(reply),
+                Err((error, retry_after)) if self.retry.should_retry(&error, attempt) => {
+                    let delay = self.retry.delay(attempt, retry_after);
+                    tracing::info!(
+                        attempt,
+                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                        %error,
+                        "chat completion failed; retrying"
+                    );
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                Err((error, _)) => return Err(error),
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! [`PostgresStore`]: a [`Store`](memory_core::Store) in PostgreSQL for many
+//! agent workers sharing sessions.
+//!
+//! Every message ever appended stays in the session's append-only history
+//! with its token count and protected flag. Appends from any number of
+//! processes are serialized per session by the session's row lock: none is
+//! lost or duplicated, and their order is the commit order. A compaction
+//! commits only against the version it read (optimistic concurrency): when
+//! two workers compact one session at once, one commits and the other gets
+//! [`StoreError::Conflict`](memory_core::StoreError::Conflict), and
+//! [`WindowMemory`](https://docs.rs/memory-window) reloads and carries on.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use memory_core::{Memory, Message, Store};
+//! use memory_postgres::PostgresStore;
+//! use memory_window::WindowMemory;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let url = std::env::var("MEMORY_POSTGRES_URL")?;
+//! let store = PostgresStore::connect(&url).await?;
+//! let store: Arc<dyn Store> = Arc::new(store.with_tenant("acme"));
+//! let mut memory = WindowMemory::new(8_000).with_store(store, "session-1");
+//! memory.record(Message::user("Run the tests.")).await?;
+//! let context = memory.context().await?;
+//! # let _ = context; Ok(()) }
+//! ```
+//!
+//! # Schema
+//!
+//! Created or migrated on [`PostgresStore::connect`], under an advisory
+//! lock, and versioned in `memory_schema_version`. Every table is keyed by
+//! `(tenant, session)`; the tenant is `''` unless the store was namespaced
+//! with [`PostgresStore::with_tenant`].
+//!
+//! | table | holds |
+//! |---|---|
+//! | `memory_sessions` | one row per session: `version` (grows with every append and compaction), `length` (messages in the history), `generation` (compactions so far), `base` (history length when the current view was committed) |
+//! | `memory_messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON text, byte for byte), `tokens`, `protected` |
+//! | `memory_compactions` | one row per compaction: its `generation`, the `base` it was committed at and the `version` it produced |
+//! | `memory_view_messages` | the view each compaction committed, `pos` by `pos` |
+//!
+//! The current view is the rows of `memory_view_messages` of the session's
+//! generation followed by the messages appended since (`seq > base`). The
+//! view compaction `g` replaced is the view of generation `g - 1` followed
+//! by the messages between the two compactions. Nothing is ever deleted or
+//! updated but the `memory_sessions` row. All statements are parameterized.
+
+mod codec;
+mod schema;
+mod store;
+
+pub use schema::SCHEMA_VERSION;
+pub use store::{DEFAULT_MAX_CONNECTIONS, PostgresStore};

@@ -1,0 +1,192 @@
+//! PostgresStore against a real server: schema migration, secrets kept out
+//! of `Debug` and logs. The `Store` contract itself is checked by the
+//! cross-crate suite (`tests/tests/store_contract.rs`).
+//!
+//! Reads `MEMORY_POSTGRES_URL`; each test skips with a notice when unset.
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memory_core::{Message, Store, StoredMessage};
+use memory_postgres::{PostgresStore, SCHEMA_VERSION};
+
+fn url() -> Option<String> {
+    let url = std::env::var("MEMORY_POSTGRES_URL").ok();
+    if url.is_none() {
+        eprintln!(
+            "skipping: MEMORY_POSTGRES_URL is unset (source .ci/postgres.sh to start a server)"
+        );
+    }
+    url
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}_{}_{nanos}", std::process::id())
+}
+
+/// A PostgreSQL schema of its own for a test, dropped at the end: `url`
+/// with `search_path` pointing at it.
+struct Scratch {
+    client: tokio_postgres::Client,
+    name: String,
+    url: String,
+}
+
+impl Scratch {
+    async fn new(url: &str) -> Self {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect to MEMORY_POSTGRES_URL");
+        tokio::spawn(connection);
+        let name = unique("memory_test");
+        // An identifier cannot be a parameter; this one is made here, of
+        // letters, digits and underscores.
+        client
+            .batch_execute(&format!("CREATE SCHEMA {name}"))
+            .await
+            .unwrap();
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let url = format!("{url}{separator}options=-csearch_path%3D{name}");
+        Self { client, name, url }
+    }
+
+    async fn drop(self) {
+        self.client
+            .batch_execute(&format!("DROP SCHEMA {} CASCADE", self.name))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_starting_at_once_migrate_the_schema_once() {
+    let Some(url) = url() else { return };
+    let scratch = Scratch::new(&url).await;
+    let connects: Vec<_> = (0..8)
+        .map(|_| {
+            let url = scratch.url.clone();
+            tokio::spawn(async move { PostgresStore::connect_with(&url, 2).await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for connect in connects {
+        stores.push(connect.await.unwrap().expect("every worker connects"));
+    }
+    let versions = scratch
+        .client
+        .query(
+            &format!("SELECT version FROM {}.memory_schema_version", scratch.name),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(versions.len(), 1);
+    assert_eq!(versions[0].get::<_, i32>(0), SCHEMA_VERSION);
+    // The tables are in the scratch schema and work.
+    let v = stores[3]
+        .append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)])
+        .await
+        .unwrap();
+    assert_eq!(stores[5].load("s").await.unwrap().version, v);
+    drop(stores);
+    scratch.drop().await;
+}
+
+#[tokio::test]
+async fn a_newer_schema_is_refused() {
+    let Some(url) = url() else { return };
+    let scratch = Scratch::new(&url).await;
+    drop(PostgresStore::connect(&scratch.url).await.unwrap());
+    scratch
+        .client
+        .batch_execute(&format!(
+            "UPDATE {}.memory_schema_version SET version = 99",
+            scratch.name
+        ))
+        .await
+        .unwrap();
+    let err = PostgresStore::connect(&scratch.url).await.unwrap_err();
+    assert!(err.to_string().contains("upgrade memory-postgres"), "{err}");
+    scratch.drop().await;
+}
+
+/// Collects every event and span field, as any log sink would see them.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<String>>);
+
+struct Fields<'a>(&'a mut String);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let _ = write!(self.0, " {}={value:?}", field.name());
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        span.record(&mut Fields(&mut self.0.lock().unwrap()));
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        values.record(&mut Fields(&mut self.0.lock().unwrap()));
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut log = self.0.lock().unwrap();
+        log.push('\n');
+        log.push_str(event.metadata().target());
+        event.record(&mut Fields(&mut log));
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn the_password_stays_out_of_debug_output_errors_and_logs() {
+    let Some(url) = url() else { return };
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let Some(password) = config
+        .get_password()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+    else {
+        eprintln!("skipping: MEMORY_POSTGRES_URL has no password to hide");
+        return;
+    };
+    let capture = Capture::default();
+    let _guard = tracing::dispatcher::set_default(&tracing::Dispatch::new(capture.clone()));
+
+    let store = PostgresStore::connect(&url).await.unwrap();
+    let tenant = store.with_tenant(unique("debug"));
+    tenant
+        .append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)])
+        .await
+        .unwrap();
+    let conflict = tenant.compact("s", 0, vec![]).await.unwrap_err();
+    // A wrong password: the server refuses, the message names the target.
+    let wrong = url.replacen(&password, "not-the-password", 1);
+    let refused = PostgresStore::connect(&wrong).await.unwrap_err();
+
+    let shown = format!("{store:?} {tenant:?} {conflict} {conflict:?} {refused} {refused:?}");
+    assert!(shown.contains(":***@"), "{shown}");
+    assert!(!shown.contains(&password), "{shown}");
+    assert!(
+        refused
+            .to_string()
+            .contains("password authentication failed"),
+        "{refused}"
+    );
+    let logged = capture.0.lock().unwrap().clone();
+    assert!(
+        logged.contains("memory_postgres"),
+        "nothing was logged: {logged}"
+    );
+    assert!(!logged.contains(&password), "{logged}");
+    assert!(!logged.contains("not-the-password"), "{logged}");
+}

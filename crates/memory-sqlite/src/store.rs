@@ -1,0 +1,639 @@
+//! [`SqliteStore`]: many sessions in one SQLite file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
+use rusqlite::{
+    Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior, params,
+};
+
+use crate::codec::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
+use crate::schema;
+
+/// How long a write waits for another process's write to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The connection, shared by every handle of one opened file.
+struct Shared {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+}
+
+/// Sessions in a SQLite file: embedded and durable.
+///
+/// Every write is one transaction, committed synchronously in WAL mode: an
+/// append or compaction that returned `Ok` is on disk. Compactions take the
+/// write lock (`BEGIN IMMEDIATE`), check the session's version and write
+/// the new view in the same transaction, so a compaction against a stale
+/// version changes nothing and returns [`StoreError::Conflict`]. Several
+/// processes may open the same file; their writes queue on SQLite's lock,
+/// each waiting up to 10 seconds.
+///
+/// SQLite is blocking: each call runs on tokio's blocking threads (inline
+/// when there is no tokio runtime), one at a time per opened file. Clones
+/// and [`with_tenant`](SqliteStore::with_tenant) handles share the file's
+/// connection.
+///
+/// ```
+/// use memory_core::{Message, Store, StoredMessage, summary};
+/// use memory_sqlite::SqliteStore;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = SqliteStore::open_in_memory().unwrap();
+/// let v = store.append("s1", vec![
+///     StoredMessage::new(Message::user("What failed?"), 4, false),
+///     StoredMessage::new(Message::assistant("The parser test."), 5, false),
+/// ]).await.unwrap();
+/// let summary = StoredMessage::new(summary::message("The parser test failed."), 8, true);
+/// store.compact("s1", v, vec![summary.clone()]).await.unwrap();
+///
+/// assert_eq!(store.load("s1").await.unwrap().messages, vec![summary]);
+/// assert_eq!(store.history("s1").await.unwrap().len(), 2);
+/// assert_eq!(store.replaced("s1").await.unwrap()[0].len(), 2);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+    tenant: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.shared.path)
+            .field("tenant", &self.tenant)
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database file at `path`, switches it to WAL
+    /// mode and migrates its schema to [`SCHEMA_VERSION`](crate::SCHEMA_VERSION).
+    ///
+    /// This blocks while the file is opened and migrated; call it before
+    /// serving, or inside `spawn_blocking`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] when the file cannot be opened or written,
+    /// is not a SQLite database, or has a schema newer than this library.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let store = memory_sqlite::SqliteStore::open(dir.path().join("memory.db")).unwrap();
+    /// assert!(store.path().is_some());
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let conn = Connection::open(path).map_err(|e| {
+            StoreError::Backend(format!(
+                "cannot open the SQLite file {}: {e}",
+                path.display()
+            ))
+        })?;
+        // Before anything that takes a lock another process may hold.
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        let journal: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(|e| {
+                StoreError::Backend(format!(
+                    "cannot switch {} to WAL mode (is it a SQLite database?): {e}",
+                    path.display()
+                ))
+            })?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Backend(format!(
+                "{} stays in journal mode {journal}, not WAL: use a file on a local file system",
+                path.display()
+            )));
+        }
+        Self::setup(conn, Some(path.to_path_buf()))
+    }
+
+    /// A private database in memory, gone when the last handle is dropped:
+    /// for tests.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Backend`] if SQLite cannot allocate it.
+    ///
+    /// ```
+    /// let store = memory_sqlite::SqliteStore::open_in_memory().unwrap();
+    /// assert!(store.path().is_none());
+    /// ```
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        let conn = Connection::open_in_memory().map_err(backend)?;
+        Self::setup(conn, None)
+    }
+
+    fn setup(mut conn: Connection, path: Option<PathBuf>) -> Result<Self, StoreError> {
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(backend)?;
+        schema::migrate(&mut conn).map_err(StoreError::Backend)?;
+        Ok(Self {
+            shared: Arc::new(Shared {
+                conn: Mutex::new(conn),
+                path,
+            }),
+            tenant: None,
+        })
+    }
+
+    /// A handle on the same file whose sessions live in `tenant`'s
+    /// namespace: session `s` of tenant `acme` is another session than `s`
+    /// of any other tenant or of the store without a tenant, and can only
+    /// be reached through a handle of `acme`.
+    ///
+    /// A tenant follows the rules of session ids (non-empty, no control
+    /// characters); every call through a handle with another tenant fails
+    /// with [`StoreError::InvalidSession`].
+    ///
+    /// ```
+    /// use memory_core::{Message, Store, StoredMessage};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let store = memory_sqlite::SqliteStore::open_in_memory().unwrap();
+    /// let acme = store.with_tenant("acme");
+    /// acme.append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)]).await.unwrap();
+    /// assert_eq!(acme.load("s").await.unwrap().messages.len(), 1);
+    /// assert!(store.with_tenant("globex").load("s").await.unwrap().messages.is_empty());
+    /// assert!(store.load("s").await.unwrap().messages.is_empty());
+    /// # });
+    /// ```
+    pub fn with_tenant(&self, tenant: impl Into<String>) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+            tenant: Some(Arc::from(tenant.into())),
+        }
+    }
+
+    /// The tenant of this handle, if any.
+    ///
+    /// ```
+    /// let store = memory_sqlite::SqliteStore::open_in_memory().unwrap();
+    /// assert_eq!(store.tenant(), None);
+    /// assert_eq!(store.with_tenant("acme").tenant(), Some("acme"));
+    /// ```
+    pub fn tenant(&self) -> Option<&str> {
+        self.tenant.as_deref()
+    }
+
+    /// The database file, `None` for [`open_in_memory`](Self::open_in_memory).
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("m.db");
+    /// let store = memory_sqlite::SqliteStore::open(&path).unwrap();
+    /// assert_eq!(store.path(), Some(path.as_path()));
+    /// ```
+    pub fn path(&self) -> Option<&Path> {
+        self.shared.path.as_deref()
+    }
+
+    /// Runs `job` on the connection, on a blocking thread when there is a
+    /// tokio runtime.
+    async fn run<R, F>(&self, session: &str, job: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection, &Key) -> Result<R, StoreError> + Send + 'static,
+    {
+        let key = Key::new(self.tenant.as_deref(), session)?;
+        let shared = Arc::clone(&self.shared);
+        let job = move || {
+            let mut conn = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            job(&mut conn, &key)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.spawn_blocking(job).await.map_err(|e| {
+                StoreError::Backend(format!("the SQLite worker thread failed: {e}"))
+            })?,
+            Err(_) => job(),
+        }
+    }
+}
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) {
+        StoreError::Backend(format!(
+            "the SQLite file stayed locked by another writer for over {} s; retry later ({e})",
+            BUSY_TIMEOUT.as_secs()
+        ))
+    } else {
+        StoreError::Backend(format!("sqlite: {e}"))
+    }
+}
+
+/// A session's row in `sessions`; all zero for a session never written.
+#[derive(Debug, Clone, Copy, Default)]
+struct State {
+    version: i64,
+    length: i64,
+    generation: i64,
+    base: i64,
+}
+
+fn read_state(tx: &Transaction<'_>, key: &Key) -> Result<Option<State>, StoreError> {
+    tx.prepare_cached(
+        "SELECT version, length, generation, base FROM sessions WHERE tenant = ?1 AND session = ?2",
+    )
+    .and_then(|mut stmt| {
+        stmt.query_row(params![key.tenant, key.session], |row| {
+            Ok(State {
+                version: row.get(0)?,
+                length: row.get(1)?,
+                generation: row.get(2)?,
+                base: row.get(3)?,
+            })
+        })
+        .optional()
+    })
+    .map_err(backend)
+}
+
+fn write_state(tx: &Transaction<'_>, key: &Key, state: &State) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "INSERT INTO sessions (tenant, session, version, length, generation, base) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+         ON CONFLICT (tenant, session) DO UPDATE SET version = excluded.version, \
+         length = excluded.length, generation = excluded.generation, base = excluded.base",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            key.tenant,
+            key.session,
+            state.version,
+            state.length,
+            state.generation,
+            state.base
+        ])
+    })
+    .map(drop)
+    .map_err(backend)
+}
+
+/// Messages of the history with `after < seq <= upto`, in order.
+fn log_rows(
+    tx: &Transaction<'_>,
+    key: &Key,
+    after: i64,
+    upto: i64,
+) -> Result<Vec<Row>, StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT body, tokens, protected FROM messages \
+             WHERE tenant = ?1 AND session = ?2 AND seq > ?3 AND seq <= ?4 ORDER BY seq",
+        )
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map(params![key.tenant, key.session, after, upto], |row| {
+            Ok(Row {
+                body: row.get(0)?,
+                tokens: row.get(1)?,
+                protected: row.get(2)?,
+            })
+        })
+        .map_err(backend)?;
+    rows.collect::<Result<_, _>>().map_err(backend)
+}
+
+/// The committed views of generations `from..to`, each in order.
+fn view_rows(
+    tx: &Transaction<'_>,
+    key: &Key,
+    from: i64,
+    to: i64,
+) -> Result<BTreeMap<i64, Vec<Row>>, StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT generation, body, tokens, protected FROM view_messages \
+             WHERE tenant = ?1 AND session = ?2 AND generation >= ?3 AND generation < ?4 \
+             ORDER BY generation, pos",
+        )
+        .map_err(backend)?;
+    let rows = stmt
+        .query_map(params![key.tenant, key.session, from, to], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                Row {
+                    body: row.get(1)?,
+                    tokens: row.get(2)?,
+                    protected: row.get(3)?,
+                },
+            ))
+        })
+        .map_err(backend)?;
+    let mut views: BTreeMap<i64, Vec<Row>> = BTreeMap::new();
+    for row in rows {
+        let (generation, row) = row.map_err(backend)?;
+        views.entry(generation).or_default().push(row);
+    }
+    Ok(views)
+}
+
+fn insert_log(
+    tx: &Transaction<'_>,
+    key: &Key,
+    first_seq: i64,
+    rows: &[Row],
+) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO messages (tenant, session, seq, body, tokens, protected) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(backend)?;
+    for (seq, row) in (first_seq..).zip(rows) {
+        stmt.execute(params![
+            key.tenant,
+            key.session,
+            seq,
+            row.body,
+            row.tokens,
+            row.protected
+        ])
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn insert_view(
+    tx: &Transaction<'_>,
+    key: &Key,
+    generation: i64,
+    rows: &[Row],
+) -> Result<(), StoreError> {
+    let mut stmt = tx
+        .prepare_cached(
+            "INSERT INTO view_messages (tenant, session, generation, pos, body, tokens, protected) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(backend)?;
+    for (pos, row) in (0_i64..).zip(rows) {
+        stmt.execute(params![
+            key.tenant,
+            key.session,
+            generation,
+            pos,
+            row.body,
+            row.tokens,
+            row.protected
+        ])
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn load(conn: &mut Connection, key: &Key) -> Result<Snapshot, StoreError> {
+    // One read transaction: the view and the tail come from one snapshot.
+    let tx = conn.transaction().map_err(backend)?;
+    let Some(state) = read_state(&tx, key)? else {
+        return Ok(Snapshot::default());
+    };
+    let mut rows = view_rows(&tx, key, state.generation, state.generation + 1)?
+        .remove(&state.generation)
+        .unwrap_or_default();
+    rows.extend(log_rows(&tx, key, state.base, state.length)?);
+    tx.commit().map_err(backend)?;
+    Ok(Snapshot {
+        messages: decode_all(rows)?,
+        version: to_u64(state.version, "version")?,
+    })
+}
+
+fn append(conn: &mut Connection, key: &Key, rows: &[Row]) -> Result<Version, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    let state = read_state(&tx, key)?.unwrap_or_default();
+    insert_log(&tx, key, state.length + 1, rows)?;
+    let next = State {
+        version: state.version + 1,
+        length: state.length + to_i64(rows.len() as u64, "message count")?,
+        ..state
+    };
+    write_state(&tx, key, &next)?;
+    tx.commit().map_err(backend)?;
+    to_u64(next.version, "version")
+}
+
+fn compact(
+    conn: &mut Connection,
+    key: &Key,
+    expected: Version,
+    rows: &[Row],
+) -> Result<Version, StoreError> {
+    // The write lock first, then the check: nothing can come between them.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    let state = read_state(&tx, key)?.unwrap_or_default();
+    let actual = to_u64(state.version, "version")?;
+    if actual != expected {
+        return Err(StoreError::Conflict {
+            session: key.session.clone(),
+            expected,
+            actual,
+        });
+    }
+    let next = State {
+        version: state.version + 1,
+        length: state.length,
+        generation: state.generation + 1,
+        base: state.length,
+    };
+    tx.prepare_cached(
+        "INSERT INTO compactions (tenant, session, generation, base, version) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            key.tenant,
+            key.session,
+            next.generation,
+            next.base,
+            next.version
+        ])
+    })
+    .map_err(backend)?;
+    insert_view(&tx, key, next.generation, rows)?;
+    write_state(&tx, key, &next)?;
+    tx.commit().map_err(backend)?;
+    to_u64(next.version, "version")
+}
+
+fn history(conn: &mut Connection, key: &Key) -> Result<Vec<Message>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT body FROM messages WHERE tenant = ?1 AND session = ?2 ORDER BY seq")
+        .map_err(backend)?;
+    let bodies = stmt
+        .query_map(params![key.tenant, key.session], |row| {
+            row.get::<_, String>(0)
+        })
+        .map_err(backend)?;
+    bodies
+        .map(|body| decode_message(&body.map_err(backend)?))
+        .collect()
+}
+
+fn replaced(conn: &mut Connection, key: &Key) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
+    let tx = conn.transaction().map_err(backend)?;
+    let Some(state) = read_state(&tx, key)? else {
+        return Ok(Vec::new());
+    };
+    let bases: Vec<i64> = {
+        let mut stmt = tx
+            .prepare_cached(
+                "SELECT base FROM compactions WHERE tenant = ?1 AND session = ?2 \
+                 ORDER BY generation",
+            )
+            .map_err(backend)?;
+        let bases = stmt
+            .query_map(params![key.tenant, key.session], |row| row.get(0))
+            .map_err(backend)?;
+        bases.collect::<Result<_, _>>().map_err(backend)?
+    };
+    let views = view_rows(&tx, key, 0, state.generation)?;
+    let log = log_rows(&tx, key, 0, state.base)?;
+    tx.commit().map_err(backend)?;
+    assemble(bases, views, log)
+}
+
+#[async_trait::async_trait]
+impl Store for SqliteStore {
+    async fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
+        self.run(session, load).await
+    }
+
+    async fn append(
+        &self,
+        session: &str,
+        messages: Vec<StoredMessage>,
+    ) -> Result<Version, StoreError> {
+        let rows = Row::encode_all(&messages)?;
+        self.run(session, move |conn, key| append(conn, key, &rows))
+            .await
+    }
+
+    async fn compact(
+        &self,
+        session: &str,
+        expected: Version,
+        view: Vec<StoredMessage>,
+    ) -> Result<Version, StoreError> {
+        let rows = Row::encode_all(&view)?;
+        self.run(session, move |conn, key| {
+            compact(conn, key, expected, &rows)
+        })
+        .await
+    }
+
+    async fn history(&self, session: &str) -> Result<Vec<Message>, StoreError> {
+        self.run(session, history).await
+    }
+
+    async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
+        self.run(session, replaced).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::summary;
+
+    use super::*;
+
+    fn m(text: &str) -> StoredMessage {
+        StoredMessage::new(Message::user(text), 1, false)
+    }
+
+    fn pragma(store: &SqliteStore, name: &str) -> String {
+        let conn = store.shared.conn.lock().unwrap();
+        conn.query_row(&format!("PRAGMA {name}"), [], |row| {
+            row.get::<_, rusqlite::types::Value>(0)
+        })
+        .map(|v| format!("{v:?}"))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_file_is_in_wal_mode_with_synchronous_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("m.db")).unwrap();
+        assert_eq!(pragma(&store, "journal_mode"), r#"Text("wal")"#);
+        assert_eq!(pragma(&store, "synchronous"), "Integer(2)");
+        assert_eq!(pragma(&store, "busy_timeout"), "Integer(10000)");
+        assert_eq!(pragma(&store, "user_version"), "Integer(1)");
+    }
+
+    #[test]
+    fn calls_work_without_a_tokio_runtime() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let version = futures_lite_block_on(store.append("s", vec![m("a")])).unwrap();
+        assert_eq!(version, 1);
+    }
+
+    /// Polls a future that never waits (no runtime: the store runs inline).
+    fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                return out;
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_sqlite_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("not.db");
+        std::fs::write(&path, b"this is not a database, just some text here......").unwrap();
+        let err = SqliteStore::open(&path).unwrap_err();
+        assert!(err.to_string().contains("not.db"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn several_compactions_keep_each_replaced_view() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let s1 = StoredMessage::new(summary::message("1-2"), 2, true);
+        let s2 = StoredMessage::new(summary::message("1-4"), 2, true);
+        let v = store.append("s", vec![m("1"), m("2")]).await.unwrap();
+        store.compact("s", v, vec![s1.clone()]).await.unwrap();
+        store.append("s", vec![m("3")]).await.unwrap();
+        let v = store.append("s", vec![m("4")]).await.unwrap();
+        let v = store.compact("s", v, vec![s2.clone()]).await.unwrap();
+        // A compaction with nothing appended since the last one.
+        let v = store
+            .compact("s", v, vec![s2.clone(), m("x")])
+            .await
+            .unwrap();
+        store.append("s", vec![m("5")]).await.unwrap();
+        assert_eq!(v, 6);
+        assert_eq!(
+            store.replaced("s").await.unwrap(),
+            vec![
+                vec![m("1"), m("2")],
+                vec![s1, m("3"), m("4")],
+                vec![s2.clone()],
+            ]
+        );
+        let snapshot = store.load("s").await.unwrap();
+        assert_eq!(snapshot.messages, vec![s2, m("x"), m("5")]);
+        assert_eq!(snapshot.version, 7);
+        assert_eq!(store.history("s").await.unwrap().len(), 5);
+    }
+
+    #[test]
+    fn debug_names_the_file_and_tenant() {
+        let store = SqliteStore::open_in_memory().unwrap().with_tenant("acme");
+        assert_eq!(
+            format!("{store:?}"),
+            r#"SqliteStore { path: None, tenant: Some("acme") }"#
+        );
+    }
+}

@@ -1,0 +1,479 @@
+//! [`ExtractiveSummarizer`]: a summarizer that needs no model.
+
+use std::collections::HashSet;
+
+use memory_core::{
+    CharTokenCounter, ChatRequest, ChatResponse, Message, Provider, ProviderError, StopReason,
+    Usage,
+};
+
+/// How [`memory_core::transcript`] opens a previous summary.
+const PREVIOUS_SUMMARY: &str = "previous summary:";
+
+/// What the first line of every extractive summary starts with.
+///
+/// ```
+/// assert!(memory_summarize::EXTRACTIVE_HEADER.contains("no model"));
+/// ```
+pub const EXTRACTIVE_HEADER: &str = "Extractive summary (no model):";
+
+/// The reply cap when a request sets no `max_tokens`.
+const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+/// Longest line kept whole, in characters; longer ones are cut.
+const MAX_LINE_CHARS: usize = 240;
+
+/// Words that mark a decision or a plan.
+const DECISION_WORDS: &[&str] = &[
+    "decided",
+    "decide",
+    "decision",
+    "agreed",
+    "agree",
+    "chose",
+    "choose",
+    "chosen",
+    "will",
+    "must",
+    "should",
+    "plan",
+    "instead",
+    "because",
+    "fixed",
+    "fix",
+    "use",
+    "using",
+    "switch",
+    "switched",
+    "prefer",
+    "require",
+    "required",
+    "constraint",
+    "never",
+    "always",
+];
+
+/// Words that mark something left open.
+const OPEN_WORDS: &[&str] = &[
+    "todo",
+    "open",
+    "pending",
+    "next",
+    "unresolved",
+    "blocked",
+    "remaining",
+    "unknown",
+    "unclear",
+    "later",
+    "failing",
+    "fails",
+    "failed",
+    "error",
+];
+
+/// A summarizer that runs offline: it picks the most informative lines of
+/// the transcript it is sent and returns them, in their original order, as
+/// the summary.
+///
+/// It reads the user messages of a request (the transcript; the system
+/// prompt is an instruction it cannot follow and is ignored) line by line
+/// and scores each line: file paths and URLs, identifiers (`snake_case`,
+/// `CamelCase`, `a::b`, calls), numbers, decisions ("decided", "must",
+/// "instead"...), open questions and problems ("?", "TODO", "failing"...),
+/// and what the user said count in its favour; lines of a previous summary
+/// count most, so that merged summaries keep what they held. Repeated lines
+/// are taken once; very long lines are cut.
+///
+/// The best lines are kept while the reply stays within the request's
+/// `max_tokens` (estimated with [`CharTokenCounter`]; 1024 when unset). The
+/// reply's first line says that it is extractive. Same request, same reply:
+/// it is deterministic. It reports [`Usage`] estimated the same way and
+/// [`StopReason::Stop`]; a cap too small for the first line and one line of
+/// the transcript gives an empty reply cut off at [`StopReason::Length`],
+/// which a
+/// [`SummarizeStrategy`](crate::SummarizeStrategy) rejects.
+///
+/// ```
+/// use memory_core::{ChatRequest, Message, Provider};
+/// use memory_summarize::ExtractiveSummarizer;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let transcript = "user: hello there\n\
+///                   user: the build fails in src/parser.rs at line 212\n\
+///                   assistant: ok";
+/// let reply = ExtractiveSummarizer::new()
+///     .chat(ChatRequest::new(vec![Message::system("Summarize."), Message::user(transcript)]))
+///     .await
+///     .unwrap();
+/// let text = reply.message.text();
+/// assert!(text.starts_with("Extractive summary (no model):"));
+/// assert!(text.contains("src/parser.rs at line 212"));
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExtractiveSummarizer;
+
+impl ExtractiveSummarizer {
+    /// The summarizer.
+    ///
+    /// ```
+    /// let summarizer = memory_summarize::ExtractiveSummarizer::new();
+    /// # let _ = summarizer;
+    /// ```
+    pub fn new() -> Self {
+        ExtractiveSummarizer
+    }
+
+    /// The summary of `transcript` within `max_tokens`, or `None` when not
+    /// even the first line and one line of the transcript fit.
+    ///
+    /// ```
+    /// use memory_summarize::ExtractiveSummarizer;
+    /// let text = ExtractiveSummarizer::new().summarize("user: open question: use v2?", 50).unwrap();
+    /// assert!(text.ends_with("- user: open question: use v2?"));
+    /// assert_eq!(ExtractiveSummarizer::new().summarize("anything", 2), None);
+    /// ```
+    pub fn summarize(&self, transcript: &str, max_tokens: usize) -> Option<String> {
+        let lines = candidate_lines(transcript);
+        let total = lines.len();
+        // The header is sized for its largest count, so picking lines never
+        // makes it grow.
+        let widest = header(total, total);
+        let mut budget = max_tokens.checked_sub(CharTokenCounter::estimate(&widest))?;
+
+        let mut order: Vec<usize> = (0..total).collect();
+        order.sort_by(|&a, &b| {
+            lines[b]
+                .score
+                .cmp(&lines[a].score)
+                .then(lines[b].position.cmp(&lines[a].position))
+        });
+        let mut chosen = Vec::new();
+        for k in order {
+            // Each line costs its own estimate plus its newline and bullet:
+            // estimates add up to at least the estimate of the whole.
+            let cost = CharTokenCounter::estimate(&format!("\n- {}", lines[k].text));
+            if cost <= budget {
+                budget -= cost;
+                chosen.push(k);
+            }
+        }
+        if chosen.is_empty() && total > 0 {
+            // Not one line fits: a reply of the header alone would say
+            // nothing.
+            return None;
+        }
+        chosen.sort_unstable();
+        let mut out = header(chosen.len(), total);
+        for k in chosen {
+            out.push_str("\n- ");
+            out.push_str(&lines[k].text);
+        }
+        Some(out)
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for ExtractiveSummarizer {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        let input_tokens: usize = request
+            .messages
+            .iter()
+            .map(|m| CharTokenCounter::estimate(&m.text()))
+            .sum();
+        let transcript = request
+            .messages
+            .iter()
+            .filter(|m| m.is_user())
+            .map(Message::text)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let max_tokens = request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
+        let (content, stop_reason) = match self.summarize(&transcript, max_tokens) {
+            Some(text) => (text, StopReason::Stop),
+            None => (String::new(), StopReason::Length),
+        };
+        Ok(ChatResponse {
+            usage: Usage {
+                input_tokens: input_tokens as u64,
+                output_tokens: CharTokenCounter::estimate(&content) as u64,
+            },
+            message: Message::assistant(content),
+            stop_reason,
+        })
+    }
+}
+
+fn header(kept: usize, total: usize) -> String {
+    format!("{EXTRACTIVE_HEADER} {kept} of {total} lines kept.")
+}
+
+/// A line of the transcript worth considering.
+struct Line {
+    text: String,
+    score: u32,
+    position: usize,
+}
+
+/// The transcript's distinct, non-blank lines with their scores, in order;
+/// the headers and markers of earlier summaries left out.
+fn candidate_lines(transcript: &str) -> Vec<Line> {
+    let mut seen = HashSet::new();
+    let mut lines = Vec::new();
+    let mut in_previous = false;
+    for raw in transcript.lines() {
+        let mut raw = raw.trim();
+        if let Some(rest) = raw.strip_prefix(PREVIOUS_SUMMARY) {
+            in_previous = true;
+            raw = rest.trim();
+        } else if is_role_tagged(raw) {
+            // A message of the transcript ends the previous summary, whose
+            // own lines are bullets or free text without a role tag.
+            in_previous = false;
+        }
+        let line = raw.strip_prefix("- ").unwrap_or(raw).trim();
+        if line.is_empty() || line.starts_with(EXTRACTIVE_HEADER) {
+            continue;
+        }
+        let text = cut(line);
+        if !seen.insert(text.clone()) {
+            continue;
+        }
+        let score = score(line) + if in_previous { 6 } else { 0 };
+        lines.push(Line {
+            text,
+            score,
+            position: lines.len(),
+        });
+    }
+    lines
+}
+
+/// Whether `line` opens a message of the transcript.
+fn is_role_tagged(line: &str) -> bool {
+    [
+        "system:",
+        "user:",
+        "assistant:",
+        "assistant called ",
+        "tool result",
+    ]
+    .iter()
+    .any(|tag| line.starts_with(tag))
+}
+
+/// `line`, cut to [`MAX_LINE_CHARS`] characters.
+fn cut(line: &str) -> String {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// How informative a line is.
+fn score(line: &str) -> u32 {
+    let mut score = 0;
+    let lower = line.to_lowercase();
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '"' | '\'' | '`' | '(' | ')'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.iter().any(|w| is_path(w)) {
+        score += 3;
+    }
+    if lower.contains("http://") || lower.contains("https://") {
+        score += 2;
+    }
+    if words.iter().any(|w| is_identifier(w)) {
+        score += 2;
+    }
+    if line.chars().any(|c| c.is_ascii_digit()) {
+        score += 2;
+    }
+    let lower_words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if lower_words.iter().any(|w| DECISION_WORDS.contains(w)) {
+        score += 3;
+    }
+    if line.contains('?') || lower_words.iter().any(|w| OPEN_WORDS.contains(w)) {
+        score += 3;
+    }
+    if line.starts_with("user:") {
+        score += 1;
+    }
+    if words.len() < 3 && score == 0 {
+        return 0;
+    }
+    score + 1
+}
+
+/// `src/lib.rs`, `./run.sh`, `Cargo.toml`: a slash between name characters,
+/// or a short extension after a dot.
+fn is_path(word: &str) -> bool {
+    let word = word.trim_end_matches(['.', ':', ',']);
+    if word.contains("://") {
+        return false;
+    }
+    if word.len() > 2 && word.contains('/') && word.chars().any(char::is_alphanumeric) {
+        return true;
+    }
+    match word.rsplit_once('.') {
+        Some((stem, ext)) => {
+            !stem.is_empty()
+                && (2..=5).contains(&ext.len())
+                && ext.chars().all(|c| c.is_ascii_lowercase())
+                && stem
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+                && stem.chars().any(char::is_alphabetic)
+        }
+        None => false,
+    }
+}
+
+/// `snake_case`, `CamelCase`, `mixedCase`, `a::b` and `call()` shapes.
+fn is_identifier(word: &str) -> bool {
+    if word.contains("::") || word.contains("()") {
+        return true;
+    }
+    let body = word.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+    if body.len() < 3 || !body.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return false;
+    }
+    let inner_upper = body.chars().skip(1).any(char::is_uppercase);
+    let has_lower = body.chars().any(char::is_lowercase);
+    (body.contains('_') && body.chars().any(char::is_alphabetic)) || (inner_upper && has_lower)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::ModelOptions;
+
+    const TRANSCRIPT: &str = "\
+user: hi
+assistant: Hello! How can I help?
+user: The test parse_header fails on input 0x1F in src/header.rs
+assistant: ok
+assistant called shell {\"cmd\":\"cargo test parse_header\"}
+tool result (c1): test parse_header ... FAILED (line 88)
+assistant: We decided to use the nom crate instead of regex.
+assistant: sure
+user: Should we also support gzip? Still open.
+assistant: fine";
+
+    fn request(max_tokens: Option<u32>) -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message::system("Summarize."), Message::user(TRANSCRIPT)],
+            tools: Vec::new(),
+            options: ModelOptions {
+                max_tokens,
+                ..ModelOptions::default()
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn keeps_paths_numbers_identifiers_decisions_and_open_questions() {
+        let reply = ExtractiveSummarizer.chat(request(Some(200))).await.unwrap();
+        let text = reply.message.text();
+        assert!(text.starts_with(EXTRACTIVE_HEADER), "{text}");
+        for kept in [
+            "src/header.rs",
+            "line 88",
+            "nom crate instead",
+            "support gzip?",
+        ] {
+            assert!(text.contains(kept), "{kept} missing from\n{text}");
+        }
+        assert_eq!(reply.stop_reason, StopReason::Stop);
+    }
+
+    #[tokio::test]
+    async fn a_tight_cap_keeps_the_best_lines_in_their_order() {
+        let reply = ExtractiveSummarizer.chat(request(Some(40))).await.unwrap();
+        let text = reply.message.text();
+        assert!(CharTokenCounter::estimate(&text) <= 40, "{text}");
+        assert!(!text.contains("assistant: fine"));
+        assert!(!text.contains("user: hi\n") && !text.ends_with("user: hi"));
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert!(!lines.is_empty());
+        let positions: Vec<usize> = lines
+            .iter()
+            .map(|l| TRANSCRIPT.find(l.trim_start_matches("- ")).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
+    }
+
+    #[tokio::test]
+    async fn every_cap_is_respected_and_the_output_is_deterministic() {
+        for cap in 0..120 {
+            let a = ExtractiveSummarizer.chat(request(Some(cap))).await.unwrap();
+            let b = ExtractiveSummarizer.chat(request(Some(cap))).await.unwrap();
+            assert_eq!(a, b);
+            let text = a.message.text();
+            assert!(
+                CharTokenCounter::estimate(&text) <= cap as usize,
+                "cap {cap}: {text}"
+            );
+            if text.is_empty() {
+                assert_eq!(a.stop_reason, StopReason::Length);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn usage_is_estimated() {
+        let reply = ExtractiveSummarizer.chat(request(None)).await.unwrap();
+        let input =
+            CharTokenCounter::estimate("Summarize.") + CharTokenCounter::estimate(TRANSCRIPT);
+        assert_eq!(reply.usage.input_tokens, input as u64);
+        assert_eq!(
+            reply.usage.output_tokens,
+            CharTokenCounter::estimate(&reply.message.text()) as u64
+        );
+    }
+
+    #[test]
+    fn a_previous_summary_survives_merging() {
+        let first = ExtractiveSummarizer
+            .summarize("user: the goal is a CSV parser in src/csv.rs", 100)
+            .unwrap();
+        let transcript = format!(
+            "{}\nuser: and a writer for src/csv_out.rs with 3 modes",
+            memory_core::transcript::message_to_text(&memory_core::summary::message(&first))
+        );
+        let second = ExtractiveSummarizer.summarize(&transcript, 100).unwrap();
+        assert_eq!(second.matches(EXTRACTIVE_HEADER).count(), 1, "{second}");
+        assert!(second.contains("CSV parser in src/csv.rs"), "{second}");
+        assert!(second.contains("src/csv_out.rs"), "{second}");
+        // Merged lines are not re-bulleted.
+        assert!(!second.contains("- - "), "{second}");
+    }
+
+    #[test]
+    fn shapes() {
+        for p in ["src/lib.rs", "Cargo.toml", "./run.sh", "a/b", "README.md:"] {
+            assert!(is_path(p), "{p}");
+        }
+        for p in ["e.g", "3.14", "https://x.y/z", "end."] {
+            assert!(!is_path(p), "{p}");
+        }
+        for i in [
+            "parse_header",
+            "HashMap",
+            "serde_json::Value",
+            "run()",
+            "fooBar",
+        ] {
+            assert!(is_identifier(i), "{i}");
+        }
+        for i in ["Hello", "the", "ok", "__"] {
+            assert!(!is_identifier(i), "{i}");
+        }
+        let long = "é".repeat(300);
+        assert_eq!(cut(&long).chars().count(), MAX_LINE_CHARS + 1);
+    }
+}

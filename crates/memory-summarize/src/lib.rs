@@ -1,0 +1,46 @@
+//! [`SummarizeStrategy`]: when the history exceeds the budget, the older part
+//! is folded into one summary by a model and the newest part is kept
+//! verbatim; a failed, empty, cut-off or refused summary never replaces
+//! history. And [`ExtractiveSummarizer`], a summarizer that needs no model.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`SummarizeStrategy`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)) |
+//! | [`ExtractiveSummarizer`] | an offline [`Provider`](memory_core::Provider) that keeps the most informative lines |
+//! | [`MeteredProvider`], [`ProviderStats`] | a provider wrapper that counts calls and tokens |
+//! | [`accept_reply`], [`Rejection`] | when a reply may become a summary |
+//! | [`DEFAULT_PROMPT`], [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults |
+//!
+//! ```
+//! use memory_core::{summary, Memory, Message};
+//! use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+//! use memory_window::WindowMemory;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(40);
+//! let mut memory = WindowMemory::new(80).with_strategy(strategy);
+//! memory.record_protected(Message::system("You are a coding agent.")).await.unwrap();
+//! for i in 1..=8 {
+//!     memory.record(Message::user(format!("Rename field_{i} in src/model.rs"))).await.unwrap();
+//!     memory.record(Message::assistant(format!("Renamed field_{i}."))).await.unwrap();
+//! }
+//! let context = memory.context().await.unwrap();
+//! assert_eq!(context[0], Message::system("You are a coding agent."));
+//! assert!(summary::is_summary(&context[1]));
+//! assert_eq!(context.last(), Some(&Message::assistant("Renamed field_8.")));
+//! # });
+//! ```
+
+mod extractive;
+mod fold;
+mod metered;
+mod plan;
+mod prompt;
+mod reply;
+mod strategy;
+
+pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
+pub use metered::{MeteredProvider, ProviderStats};
+pub use prompt::DEFAULT_PROMPT;
+pub use reply::{Rejection, accept_reply};
+pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS, SummarizeStrategy};

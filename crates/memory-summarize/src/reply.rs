@@ -1,0 +1,126 @@
+//! Whether a summarizer's reply may become a summary.
+//!
+//! A summary replaces the history it covers, so a reply is checked before it
+//! may: it must be an assistant message without tool calls, it must have
+//! ended normally ([`StopReason::is_complete`]: not cut off at the token
+//! limit, not refused, not failed), and its text must not be blank.
+
+use memory_core::{ChatResponse, Message, StopReason};
+
+/// Why a reply was not taken as a summary.
+///
+/// ```
+/// use memory_core::{ChatResponse, StopReason};
+/// use memory_summarize::{accept_reply, Rejection};
+///
+/// let mut reply = ChatResponse::text("The user wants a parser and the");
+/// reply.stop_reason = StopReason::Length;
+/// assert_eq!(accept_reply(&reply), Err(Rejection::Incomplete(StopReason::Length)));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The reply was not an assistant message.
+    #[error(
+        "the summarizer replied with a {0} message instead of an assistant message; check the summarizer's provider"
+    )]
+    NotAssistant(&'static str),
+    /// The reply asked for tools instead of writing a summary.
+    #[error(
+        "the summarizer asked for tools instead of writing a summary; use a model or prompt that answers in text"
+    )]
+    ToolCalls,
+    /// The reply did not end normally.
+    #[error(
+        "the summary did not end normally (stop reason {0:?}); a cut-off or refused summary would lose history, raise the summary cap or change the prompt"
+    )]
+    Incomplete(StopReason),
+    /// The reply held no text.
+    #[error("the summarizer replied with no text; check the model and the prompt")]
+    Empty,
+}
+
+/// The summary text of `reply`, trimmed, or why it cannot be one.
+///
+/// # Errors
+///
+/// A [`Rejection`] for a reply that is not an assistant message, asks for
+/// tools, did not end normally, or is blank.
+///
+/// ```
+/// use memory_core::{ChatResponse, Message};
+/// use memory_summarize::{accept_reply, Rejection};
+///
+/// assert_eq!(accept_reply(&ChatResponse::text("  Tests pass.\n")), Ok("Tests pass."));
+/// assert_eq!(accept_reply(&ChatResponse::text(" \n ")), Err(Rejection::Empty));
+/// let mut user = ChatResponse::text("x");
+/// user.message = Message::user("x");
+/// assert_eq!(accept_reply(&user), Err(Rejection::NotAssistant("user")));
+/// ```
+pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Rejection> {
+    let Message::Assistant {
+        content,
+        tool_calls,
+        ..
+    } = &reply.message
+    else {
+        return Err(Rejection::NotAssistant(reply.message.role()));
+    };
+    if !tool_calls.is_empty() {
+        return Err(Rejection::ToolCalls);
+    }
+    if !reply.stop_reason.is_complete() {
+        return Err(Rejection::Incomplete(reply.stop_reason));
+    }
+    let text = content.trim();
+    if text.is_empty() {
+        return Err(Rejection::Empty);
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::ToolCall;
+
+    fn stopped(reason: StopReason) -> ChatResponse {
+        let mut reply = ChatResponse::text("A plausible summary");
+        reply.stop_reason = reason;
+        reply
+    }
+
+    #[test]
+    fn only_a_complete_blank_free_assistant_text_is_accepted() {
+        assert_eq!(
+            accept_reply(&stopped(StopReason::Stop)),
+            Ok("A plausible summary")
+        );
+        for reason in [StopReason::Length, StopReason::Refusal, StopReason::Error] {
+            assert_eq!(
+                accept_reply(&stopped(reason)),
+                Err(Rejection::Incomplete(reason))
+            );
+        }
+        let mut tools = ChatResponse::text("");
+        tools.message =
+            Message::assistant_with_tools("summary", vec![ToolCall::new("c", "t", "{}")]);
+        assert_eq!(accept_reply(&tools), Err(Rejection::ToolCalls));
+        let mut system = ChatResponse::text("");
+        system.message = Message::system("a summary");
+        assert_eq!(
+            accept_reply(&system),
+            Err(Rejection::NotAssistant("system"))
+        );
+        assert_eq!(
+            accept_reply(&ChatResponse::text("\t\n")),
+            Err(Rejection::Empty)
+        );
+    }
+
+    #[test]
+    fn rejections_say_what_to_do() {
+        let text = Rejection::Incomplete(StopReason::Length).to_string();
+        assert!(text.contains("raise the summary cap"));
+    }
+}

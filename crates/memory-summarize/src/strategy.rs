@@ -1,0 +1,387 @@
+//! [`SummarizeStrategy`]: older history folded into one summary by a model.
+
+use std::fmt;
+use std::sync::Arc;
+
+use memory_core::{
+    Budget, History, MemoryError, Message, ModelOptions, Provider, Selection, TokenCounter,
+    TrimResult, TrimStrategy, structure, summary, transcript,
+};
+use memory_window::WindowDrop;
+
+use crate::fold::{Fold, FoldError};
+use crate::plan::{Plan, plan};
+use crate::prompt::DEFAULT_PROMPT;
+
+/// The default cap on a summary, in tokens; also what is reserved for it in
+/// the budget.
+///
+/// ```
+/// assert_eq!(memory_summarize::DEFAULT_SUMMARY_MAX_TOKENS, 1024);
+/// ```
+pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1024;
+
+/// The default limit on one summarizer call's input (prompt, running
+/// summary and transcript), in tokens of the strategy's counter.
+///
+/// ```
+/// assert_eq!(memory_summarize::DEFAULT_MAX_INPUT_TOKENS, 100_000);
+/// ```
+pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
+
+/// Summarizes the older history into one summary message when the history
+/// exceeds the budget, and keeps the newest verbatim.
+///
+/// # What is kept, what is summarized
+///
+/// - A history within the budget (tokens and rounds) is returned unchanged,
+///   and no call is made.
+/// - The newest rounds stay verbatim: the newest round, then older ones
+///   while they fit the budget less the summary reservation
+///   ([`with_summary_max_tokens`](Self::with_summary_max_tokens)) and the
+///   rounds limit.
+/// - When the newest round alone does not fit (an agent working through one
+///   long task), its user message and newest steps stay verbatim, whole
+///   steps within the budget less the reservation, the newest always; its
+///   older steps are summarized with everything before it.
+/// - Protected messages stay verbatim where they are, with their steps, and
+///   are never sent to the summarizer. The previous summary is the
+///   exception: it is sent with the older history and the new summary
+///   replaces it, so summaries merge and are never summarized on their own.
+/// - Everything else before the kept part is rendered as a
+///   [`transcript`](memory_core::transcript) (reasoning left out; tool
+///   calls by name and arguments; tool results; placeholders for images and
+///   pass-through blocks; the previous summary marked as such) and sent after the prompt. The reply becomes one
+///   [`summary::message`], placed where the first summarized message was,
+///   and is materialized (`replace: true`). Tool calls and their results
+///   are never separated: the cut falls between steps.
+///
+/// # What a summary call carries
+///
+/// The options set with [`with_options`](Self::with_options) (headers,
+/// temperature, extra fields) travel with every call; `max_tokens` is the
+/// summary cap, or less when the budget has less room left for the summary
+/// (the room less what the summary's prefix costs).
+/// A transcript larger than [`with_max_input_tokens`](Self::with_max_input_tokens)
+/// is summarized in chunks split between steps, each folded into the
+/// running summary; a context overflow reported by the summarizer halves
+/// the chunks.
+///
+/// # Failure never destroys history
+///
+/// A failed call, a reply that is not an assistant message, asks for tools,
+/// is blank, or did not end normally (cut off at the token limit, refused,
+/// failed: see [`accept_reply`](crate::accept_reply)), in any chunk, gives
+/// [`WindowDrop`]'s projection instead: storage is unchanged
+/// (`replace: false`), one `warn` is logged, and the next over-budget call
+/// tries again. No call is made when there is nothing new to summarize (one
+/// round, or only a summary before it) or when the budget leaves no room
+/// for a summary; the projection is returned then too.
+///
+/// A summary that turns out larger than the room left (a model that
+/// overruns its cap, a counter that disagrees with the model's tokenizer)
+/// is still stored, and what is shown is [`WindowDrop`]'s view of the
+/// stored history ([`TrimResult::write_back`]); if even that cannot fit,
+/// the summary is dropped as above.
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_core::{summary, FakeProvider, FakeReply, Memory, Message};
+/// use memory_summarize::SummarizeStrategy;
+/// use memory_window::WindowMemory;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let model = Arc::new(FakeProvider::new([FakeReply::Text("Rounds 1-3: setup done.".into())]));
+/// let mut memory = WindowMemory::new(30).with_strategy(SummarizeStrategy::new(model.clone()));
+/// for i in 1..=4 {
+///     memory.record(Message::user(format!("Question from round {i}"))).await.unwrap();
+///     memory.record(Message::assistant(format!("Answer from round {i}"))).await.unwrap();
+/// }
+/// // 44 tokens in a budget of 30: rounds 1-3 become one summary.
+/// let context = memory.context().await.unwrap();
+/// assert_eq!(context[0], summary::message("Rounds 1-3: setup done."));
+/// assert_eq!(&context[1..], &[Message::user("Question from round 4"), Message::assistant("Answer from round 4")]);
+/// assert_eq!(model.requests().len(), 1);
+/// # });
+/// ```
+pub struct SummarizeStrategy {
+    provider: Arc<dyn Provider>,
+    prompt: String,
+    summary_max_tokens: u32,
+    max_input_tokens: usize,
+    options: ModelOptions,
+}
+
+impl fmt::Debug for SummarizeStrategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SummarizeStrategy")
+            .field("prompt_chars", &self.prompt.chars().count())
+            .field("summary_max_tokens", &self.summary_max_tokens)
+            .field("max_input_tokens", &self.max_input_tokens)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SummarizeStrategy {
+    /// Summarizes with `provider`, the [`DEFAULT_PROMPT`], a summary cap of
+    /// [`DEFAULT_SUMMARY_MAX_TOKENS`] and an input limit of
+    /// [`DEFAULT_MAX_INPUT_TOKENS`]. Pass an `Arc` to keep a handle on the
+    /// provider.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new());
+    /// assert_eq!(strategy.summary_max_tokens(), 1024);
+    /// ```
+    pub fn new(provider: impl Provider + 'static) -> Self {
+        Self {
+            provider: Arc::new(provider),
+            prompt: DEFAULT_PROMPT.to_string(),
+            summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
+            max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
+            options: ModelOptions::default(),
+        }
+    }
+
+    /// Replaces the instruction sent before the transcript.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new())
+    ///     .with_prompt("Summarize for a support agent; keep ticket numbers.");
+    /// assert!(strategy.prompt().contains("ticket numbers"));
+    /// ```
+    pub fn with_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = prompt.into();
+        self
+    }
+
+    /// Caps the summary at `max_tokens` and reserves as much of the budget
+    /// for it: the rounds kept verbatim fit the budget less this. A smaller
+    /// cap keeps more history verbatim. The cap overrides any `max_tokens`
+    /// given with [`with_options`](Self::with_options).
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(256);
+    /// assert_eq!(strategy.summary_max_tokens(), 256);
+    /// ```
+    pub fn with_summary_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.summary_max_tokens = max_tokens;
+        self
+    }
+
+    /// Limits one call's input (prompt, running summary and transcript) to
+    /// `max_tokens` of the strategy's counter; a longer transcript is
+    /// summarized in chunks. Set it below the summarizer's context window
+    /// less the summary cap.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_max_input_tokens(6_000);
+    /// assert_eq!(strategy.max_input_tokens(), 6_000);
+    /// ```
+    pub fn with_max_input_tokens(mut self, max_tokens: usize) -> Self {
+        self.max_input_tokens = max_tokens;
+        self
+    }
+
+    /// Options for every summarizer call: headers (a gateway's route or
+    /// tenant), sampling, extra body fields. The strategy builds its own
+    /// requests, so whatever the endpoint needs on every call must be set
+    /// here. `max_tokens` is replaced by the summary cap.
+    ///
+    /// ```
+    /// use memory_core::ModelOptions;
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    ///
+    /// let mut options = ModelOptions::default();
+    /// options.headers.insert("x-tenant".into(), "acme".into());
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_options(options);
+    /// assert_eq!(strategy.options().headers["x-tenant"], "acme");
+    /// ```
+    pub fn with_options(mut self, options: ModelOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The instruction sent before the transcript.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy, DEFAULT_PROMPT};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).prompt(), DEFAULT_PROMPT);
+    /// ```
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    /// The summary cap and reservation.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).summary_max_tokens(), 1024);
+    /// ```
+    pub fn summary_max_tokens(&self) -> u32 {
+        self.summary_max_tokens
+    }
+
+    /// The limit on one call's input.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).max_input_tokens(), 100_000);
+    /// ```
+    pub fn max_input_tokens(&self) -> usize {
+        self.max_input_tokens
+    }
+
+    /// The options every call carries.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// assert!(SummarizeStrategy::new(ExtractiveSummarizer::new()).options().headers.is_empty());
+    /// ```
+    pub fn options(&self) -> &ModelOptions {
+        &self.options
+    }
+
+    /// The summary of what `plan` replaces, or why there is none.
+    async fn summarize(
+        &self,
+        history: &History<'_>,
+        plan: &Plan,
+        max_tokens: u32,
+        counter: &dyn TokenCounter,
+    ) -> Result<String, FoldError> {
+        let messages = history.messages();
+        let parts: Vec<String> = plan
+            .summarized
+            .iter()
+            .flat_map(|range| {
+                let slice = &messages[range.clone()];
+                structure::steps(slice).map(move |step| transcript::to_text(&slice[step]))
+            })
+            .collect();
+        Fold {
+            provider: self.provider.as_ref(),
+            counter,
+            prompt: &self.prompt,
+            options: &self.options,
+            max_tokens,
+            max_input_tokens: Some(self.max_input_tokens),
+        }
+        .run(&parts)
+        .await
+    }
+}
+
+#[async_trait::async_trait]
+impl TrimStrategy for SummarizeStrategy {
+    fn name(&self) -> &str {
+        "summarize"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        if history.is_empty()
+            || (budget.admits_tokens(history.total()) && rounds_within(history, budget))
+        {
+            return Ok(TrimResult::unchanged(history, budget));
+        }
+        let fallback = || WindowDrop::new().window(history, budget);
+        let plan = plan(history, budget, self.summary_max_tokens as usize);
+        if !plan.has_new_material(history) {
+            return Ok(fallback());
+        }
+        let room = budget
+            .max_tokens
+            .map_or(usize::MAX, |max| max.saturating_sub(plan.kept_tokens));
+        // What the summary message costs beyond its body.
+        let overhead = counter.count(summary::PREFIX).await?;
+        let Some(allowance) = room.checked_sub(overhead).filter(|&a| a > 0) else {
+            tracing::debug!(
+                room,
+                "the budget leaves no room for a summary; showing the newest history"
+            );
+            return Ok(fallback());
+        };
+        let max_tokens = u32::try_from(allowance)
+            .unwrap_or(u32::MAX)
+            .min(self.summary_max_tokens);
+
+        let body = match self.summarize(history, &plan, max_tokens, counter).await {
+            Ok(body) => body,
+            Err(FoldError::Count(error)) => return Err(error),
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    "summarization failed; showing the newest history instead (storage unchanged, retried on the next call over budget)"
+                );
+                return Ok(fallback());
+            }
+        };
+        let message = summary::message(&body);
+        let tokens = counter.count_message(&message).await?;
+        let stored = assemble(history, &plan, message, tokens, budget);
+        if stored.fits {
+            return Ok(stored);
+        }
+        // The summary overran its room: store it, show the window of it.
+        let mut view = WindowDrop::new().window(&stored.as_history()?, budget);
+        if view.fits {
+            view.replace = false;
+            view.write_back = Some(Box::new(stored));
+            return Ok(view);
+        }
+        tracing::warn!(
+            summary_tokens = tokens,
+            room,
+            "the summary does not fit the budget even with the newest history alone; dropped (storage unchanged)"
+        );
+        Ok(fallback())
+    }
+}
+
+/// The history with what `plan` summarizes replaced by `summary`, to store.
+fn assemble(
+    history: &History<'_>,
+    plan: &Plan,
+    summary: Message,
+    tokens: usize,
+    budget: &Budget,
+) -> TrimResult {
+    let at = plan.insert_at();
+    let mut selection = Selection::new(history);
+    let mut summary = Some(summary);
+    for range in &plan.kept {
+        if range.start >= at
+            && let Some(s) = summary.take()
+        {
+            selection.push(s, tokens, true);
+        }
+        selection.keep(range.clone());
+    }
+    if let Some(s) = summary {
+        selection.push(s, tokens, true);
+    }
+    let fits = budget.admits_tokens(plan.kept_tokens + tokens);
+    selection.finish(true, fits)
+}
+
+/// Whether the history holds no more rounds than the budget allows.
+fn rounds_within(history: &History<'_>, budget: &Budget) -> bool {
+    budget.round_limit().is_none_or(|limit| {
+        history
+            .messages()
+            .iter()
+            .rev()
+            .filter(|m| m.is_user())
+            .nth(limit)
+            .is_none()
+    })
+}

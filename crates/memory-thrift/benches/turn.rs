@@ -1,0 +1,85 @@
+//! One turn of `Thrift` over a 10k-message history (chat rounds and agent
+//! steps with tool output), budget 8,000 tokens, counts already known, with
+//! `WindowDrop` on the same history as the baseline.
+//!
+//! `cargo bench -p memory-thrift --bench turn`
+
+use criterion::{BenchmarkId, Criterion, criterion_main};
+use memory_core::{
+    Budget, CharTokenCounter, History, Message, ToolCall, TrimStrategy, count_messages,
+};
+use memory_thrift::Thrift;
+use memory_window::WindowDrop;
+
+const TOPICS: [&str; 8] = [
+    "deploy", "database", "billing", "parser", "kernel", "garden", "travel", "invoice",
+];
+
+/// `n` messages: rounds of a question, a tool step and an answer, on
+/// rotating topics; the last question asks about an early topic.
+fn history(n: usize) -> Vec<Message> {
+    let mut messages = vec![Message::system("You are a helpful agent.")];
+    let mut i = 0;
+    while messages.len() + 4 <= n {
+        let topic = TOPICS[i % TOPICS.len()];
+        let id = format!("call-{i}");
+        messages.push(Message::user(format!(
+            "round {i}: what about the {topic} settings?"
+        )));
+        messages.push(Message::assistant_with_tools(
+            "",
+            vec![ToolCall::new(
+                &id,
+                "search",
+                format!(r#"{{"q":"{topic} {i}"}}"#),
+            )],
+        ));
+        messages.push(Message::tool_result(
+            &id,
+            format!("{topic} result {i}: ").repeat(12),
+        ));
+        messages.push(Message::assistant(format!(
+            "The {topic} settings for round {i} look fine."
+        )));
+        i += 1;
+    }
+    messages.push(Message::user(
+        "What did we decide about the billing settings?",
+    ));
+    messages
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let messages = history(10_000);
+    let counts = rt
+        .block_on(count_messages(&CharTokenCounter, &messages))
+        .expect("counting");
+    let history = History::new(&messages, &counts)
+        .expect("history")
+        .protect(&[0]);
+    let budget = Budget::tokens(8_000);
+    let mut group = c.benchmark_group("turn-10k");
+    group.sample_size(20);
+    let thrift = Thrift::new();
+    group.bench_function(BenchmarkId::new("thrift", messages.len()), |b| {
+        b.iter(|| {
+            rt.block_on(thrift.trim_with_counts(&history, &budget, &CharTokenCounter))
+                .expect("trim")
+        })
+    });
+    group.bench_function(BenchmarkId::new("window", messages.len()), |b| {
+        b.iter(|| {
+            rt.block_on(WindowDrop::new().trim_with_counts(&history, &budget, &CharTokenCounter))
+                .expect("trim")
+        })
+    });
+    group.finish();
+}
+
+mod group {
+    criterion::criterion_group!(benches, super::bench);
+}
+criterion_main!(group::benches);

@@ -1,0 +1,77 @@
+//! The short texts that stand in for shed content: an earlier tool result,
+//! an image, a pass-through block.
+//!
+//! Each says what was there and how large it was, so the model knows that
+//! something was omitted (and can ask for it again) rather than seeing it
+//! vanish.
+//!
+//! ```
+//! use memory_thrift::placeholder;
+//!
+//! let text = placeholder::tool_result("total 48\ndrwxr-xr-x ...");
+//! assert!(placeholder::is_placeholder(&text));
+//! ```
+
+use memory_core::ImageContent;
+
+const TOOL_RESULT: &str = "[earlier tool result omitted: ";
+const IMAGE: &str = "[image omitted: ";
+const ATTACHMENT: &str = "[attachment omitted";
+
+/// The placeholder for an earlier tool result whose text was `original`;
+/// the length it states is that of the text before any
+/// [cut](crate::cut::cut_middle).
+///
+/// ```
+/// assert_eq!(
+///     memory_thrift::placeholder::tool_result("0123456789"),
+///     "[earlier tool result omitted: 10 characters]"
+/// );
+/// ```
+pub fn tool_result(original: &str) -> String {
+    format!(
+        "{TOOL_RESULT}{} characters]",
+        crate::cut::original_len(original)
+    )
+}
+
+/// The placeholder for an image block.
+///
+/// ```
+/// use memory_core::ImageContent;
+/// let image = ImageContent::new("image/png", vec![0; 2048]);
+/// assert_eq!(memory_thrift::placeholder::image(&image), "[image omitted: image/png, 2048 bytes]");
+/// ```
+pub fn image(image: &ImageContent) -> String {
+    format!("{IMAGE}{}, {} bytes]", image.mime_type, image.data.len())
+}
+
+/// The placeholder for a pass-through (wire) block: names its `type` when
+/// it has one.
+///
+/// ```
+/// use serde_json::json;
+/// use memory_thrift::placeholder::wire;
+/// assert_eq!(wire(&json!({"type": "input_audio", "input_audio": {}})), "[attachment omitted: input_audio]");
+/// assert_eq!(wire(&json!(42)), "[attachment omitted]");
+/// ```
+pub fn wire(block: &serde_json::Value) -> String {
+    match block.get("type").and_then(serde_json::Value::as_str) {
+        Some(kind) if kind.len() <= 64 => format!("{ATTACHMENT}: {kind}]"),
+        _ => format!("{ATTACHMENT}]"),
+    }
+}
+
+/// Whether `text` is one of these placeholders.
+///
+/// ```
+/// use memory_thrift::placeholder::is_placeholder;
+/// assert!(is_placeholder("[attachment omitted]"));
+/// assert!(!is_placeholder("cargo test: 3 passed"));
+/// ```
+pub fn is_placeholder(text: &str) -> bool {
+    text.ends_with(']')
+        && (text.starts_with(TOOL_RESULT)
+            || text.starts_with(IMAGE)
+            || text.starts_with(ATTACHMENT))
+}

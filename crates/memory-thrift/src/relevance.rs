@@ -1,0 +1,495 @@
+//! How relevant a piece of history is to the current question, without a
+//! model or the network.
+//!
+//! Texts are reduced to **terms**: the words `[a-z][a-z0-9]{3,}` of the
+//! lowercased text, each passed through a light [`stem`]mer so that
+//! "clusters", "clustered" and "cluster" are one term. A document's score is
+//! the share of the question's terms it holds, each term weighted by its
+//! inverse document frequency over a corpus: a rare word of the question
+//! that an old round shares counts for more than a word every round holds.
+//! Without weights and stemming this is the plain word-overlap share
+//! ([`overlap`]), the baseline it improves on.
+//!
+//! The work is linear: one pass over each text, one map from the
+//! question's terms to their document frequency.
+//!
+//! ```
+//! use memory_thrift::relevance::rank;
+//!
+//! let question = "Which kubernetes version did we pin for the staging cluster again?";
+//! let rounds = [
+//!     "We pinned Kubernetes 1.29 on the staging clusters.",
+//!     "Again the tests failed; which version of the linter did we use again?",
+//!     "Which version again? The version we use for the linter, again.",
+//! ];
+//! let scores = rank(question, &rounds);
+//! assert!(scores[0] > scores[1] && scores[0] > scores[2]);
+//! ```
+
+use std::collections::HashMap;
+
+/// Calls `f` with each term of `text`, in order (repeats included).
+///
+/// ```
+/// let mut seen = Vec::new();
+/// memory_thrift::relevance::for_each_term("Running 3 TESTS in src/main.rs", |t| seen.push(t.to_string()));
+/// assert_eq!(seen, ["run", "test", "main"]);
+/// ```
+pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
+    let mut word = String::new();
+    for_each_word(text, &mut word, |w| {
+        stem_in_place(w);
+        f(w);
+    });
+}
+
+/// The terms of `text`, in order.
+///
+/// ```
+/// assert_eq!(memory_thrift::relevance::terms("The flies were flying"), ["fly", "wer", "fly"]);
+/// ```
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_term(text, |t| out.push(t.to_string()));
+    out
+}
+
+/// Scans the words `[a-z][a-z0-9]{3,}` of the lowercased text into `word`,
+/// calling `f` on each.
+fn for_each_word(text: &str, word: &mut String, mut f: impl FnMut(&mut String)) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        // A match starts at the run's first letter and takes the rest of it.
+        let Some(first) = bytes[start..i].iter().position(u8::is_ascii_alphabetic) else {
+            continue;
+        };
+        let run = &bytes[start + first..i];
+        if run.len() >= 4 {
+            word.clear();
+            word.extend(run.iter().map(|b| char::from(b.to_ascii_lowercase())));
+            f(word);
+        }
+    }
+}
+
+/// Reduces a lowercase word to its stem: plurals (`-s`, `-es`, `-ies`),
+/// `-ing`, `-ed` and `-ly` are removed, a doubled final consonant left by
+/// them is undoubled and a final `e` dropped, so that the forms of one word
+/// meet. It is deliberately light: consistent rather than linguistically
+/// exact.
+///
+/// ```
+/// use memory_thrift::relevance::stem;
+/// assert_eq!(stem("running"), "run");
+/// assert_eq!(stem("runs"), "run");
+/// assert_eq!(stem("clusters"), stem("cluster"));
+/// assert_eq!(stem("deployed"), stem("deploying"));
+/// assert_eq!(stem("quickly"), "quick");
+/// assert_eq!(stem("replies"), stem("replied"));
+/// assert_eq!(stem("status"), "status");
+/// ```
+pub fn stem(word: &str) -> String {
+    let mut w = word.to_ascii_lowercase();
+    stem_in_place(&mut w);
+    w
+}
+
+fn stem_in_place(w: &mut String) {
+    let n = w.len();
+    if n > 4 && w.ends_with("ies") {
+        w.truncate(n - 3);
+        w.push('y');
+    } else if w.ends_with("sses") {
+        w.truncate(n - 2);
+    } else if n > 3
+        && w.ends_with('s')
+        && !w.ends_with("ss")
+        && !w.ends_with("us")
+        && !w.ends_with("is")
+    {
+        w.truncate(n - 1);
+    }
+    let n = w.len();
+    if n >= 6 && w.ends_with("ing") {
+        w.truncate(n - 3);
+        undouble(w);
+    } else if n >= 5 && w.ends_with("ied") {
+        w.truncate(n - 3);
+        w.push('y');
+    } else if n >= 5 && w.ends_with("ed") {
+        w.truncate(n - 2);
+        undouble(w);
+    } else if n >= 6 && w.ends_with("ly") {
+        w.truncate(n - 2);
+        if w.ends_with('i') {
+            w.pop();
+            w.push('y');
+        }
+    }
+    if w.len() > 3 && w.ends_with('e') {
+        w.pop();
+    }
+}
+
+fn undouble(w: &mut String) {
+    let b = w.as_bytes();
+    let n = b.len();
+    if n >= 4 && b[n - 1] == b[n - 2] && !b"aeioulsz".contains(&b[n - 1]) {
+        w.pop();
+    }
+}
+
+/// The baseline: the share of the question's distinct words (`[a-z][a-z0-9]{3,}`,
+/// lowercased, not stemmed) that `text` holds, every word weighing the same.
+///
+/// ```
+/// use memory_thrift::relevance::overlap;
+/// assert_eq!(overlap("deploy the cluster", "the cluster is down"), 0.5);
+/// assert_eq!(overlap("", "anything"), 0.0);
+/// ```
+pub fn overlap(query: &str, text: &str) -> f64 {
+    let mut buffer = String::new();
+    let mut index: HashMap<String, bool> = HashMap::new();
+    for_each_word(query, &mut buffer, |w| {
+        index.entry(w.clone()).or_insert(false);
+    });
+    if index.is_empty() {
+        return 0.0;
+    }
+    for_each_word(text, &mut buffer, |w| {
+        if let Some(seen) = index.get_mut(w.as_str()) {
+            *seen = true;
+        }
+    });
+    index.values().filter(|&&s| s).count() as f64 / index.len() as f64
+}
+
+/// The least score a unit of history needs to count as relevant when
+/// `pressure` (0 to 1) of the candidates must go: `0.125 + 0.305 * pressure²`.
+/// Under light pressure a weak match counts; under heavy pressure only a
+/// strong one does.
+///
+/// ```
+/// use memory_thrift::relevance::keep_floor;
+/// assert_eq!(keep_floor(0.0), 0.125);
+/// assert!((keep_floor(1.0) - 0.43).abs() < 1e-9);
+/// assert_eq!(keep_floor(7.0), keep_floor(1.0));
+/// ```
+pub fn keep_floor(pressure: f64) -> f64 {
+    let p = if pressure.is_nan() {
+        1.0
+    } else {
+        pressure.clamp(0.0, 1.0)
+    };
+    0.125 + 0.305 * p * p
+}
+
+/// The question's terms present in one text, as positions in the
+/// question's term list (sorted, distinct).
+///
+/// ```
+/// let mut rel = memory_thrift::relevance::Relevance::new("disk quota exceeded");
+/// let m = rel.matches(["the quota was raised"]);
+/// assert_eq!(m.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Matches(Vec<u32>);
+
+impl Matches {
+    /// Number of distinct question terms matched.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::relevance::Matches::default().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no question term matched.
+    ///
+    /// ```
+    /// assert!(memory_thrift::relevance::Matches::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Scores texts against a question, with term weights (inverse document
+/// frequency) learned from the documents [added](Relevance::add_document).
+///
+/// Use: [`matches`](Relevance::matches) for every text, `add_document` for
+/// those that form the corpus, then [`score`](Relevance::score). Scores are
+/// in `[0, 1]`: the weighted share of the question's terms a text holds,
+/// counting only the terms some matched text holds (a word of the question
+/// that nothing holds cannot tell texts apart, and would only shrink every
+/// score alike).
+///
+/// ```
+/// use memory_thrift::relevance::Relevance;
+///
+/// let mut rel = Relevance::new("what did the flaky parser test print");
+/// let docs = [
+///     "what did you print? what did it say?",
+///     "what a day, what did the build print",
+///     "the parser tests are flaky",
+/// ];
+/// let matches: Vec<_> = docs.iter().map(|d| rel.matches([*d])).collect();
+/// for m in &matches {
+///     rel.add_document(m);
+/// }
+/// let scores: Vec<f64> = matches.iter().map(|m| rel.score(m)).collect();
+/// assert!(scores[2] > scores[0] && scores[2] > scores[1]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Relevance {
+    index: HashMap<String, u32>,
+    df: Vec<usize>,
+    seen: Vec<bool>,
+    documents: usize,
+}
+
+impl Relevance {
+    /// A scorer for `question`.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::relevance::Relevance::new("Tests are failing, tests!").len(), 2);
+    /// ```
+    pub fn new(question: &str) -> Self {
+        let mut index = HashMap::new();
+        for_each_term(question, |t| {
+            let next = u32::try_from(index.len()).unwrap_or(u32::MAX);
+            index.entry(t.to_string()).or_insert(next);
+        });
+        let df = vec![0; index.len()];
+        let seen = vec![false; index.len()];
+        Self {
+            index,
+            df,
+            seen,
+            documents: 0,
+        }
+    }
+
+    /// Number of distinct terms of the question.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::relevance::Relevance::new("").len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether the question has no terms (then every score is 0).
+    ///
+    /// ```
+    /// assert!(memory_thrift::relevance::Relevance::new("ok?").is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The question's terms that `texts` hold, taken together. They count
+    /// towards every score from now on.
+    ///
+    /// ```
+    /// let mut rel = memory_thrift::relevance::Relevance::new("parse the config");
+    /// assert_eq!(rel.matches(["configs", "parsing"]).len(), 2);
+    /// ```
+    pub fn matches<'t>(&mut self, texts: impl IntoIterator<Item = &'t str>) -> Matches {
+        if self.index.is_empty() {
+            return Matches::default();
+        }
+        let mut seen = vec![false; self.index.len()];
+        let mut found = Vec::new();
+        for text in texts {
+            for_each_term(text, |t| {
+                if let Some(&k) = self.index.get(t)
+                    && !std::mem::replace(&mut seen[k as usize], true)
+                {
+                    found.push(k);
+                }
+            });
+        }
+        found.sort_unstable();
+        for &k in &found {
+            self.seen[k as usize] = true;
+        }
+        Matches(found)
+    }
+
+    /// Counts one document of the corpus the weights are learned from.
+    ///
+    /// ```
+    /// let mut rel = memory_thrift::relevance::Relevance::new("cache");
+    /// let m = rel.matches(["the cache"]);
+    /// rel.add_document(&m);
+    /// assert_eq!(rel.documents(), 1);
+    /// ```
+    pub fn add_document(&mut self, matches: &Matches) {
+        self.documents += 1;
+        for &k in &matches.0 {
+            self.df[k as usize] += 1;
+        }
+    }
+
+    /// Number of documents added.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::relevance::Relevance::new("x").documents(), 0);
+    /// ```
+    pub fn documents(&self) -> usize {
+        self.documents
+    }
+
+    /// The weight of the question's term at position `k`: BM25's inverse
+    /// document frequency, `ln(1 + (N - df + 0.5) / (df + 0.5))`, always
+    /// positive; rare terms weigh more.
+    fn weight(&self, k: usize) -> f64 {
+        let n = self.documents as f64;
+        let df = (self.df[k] as f64).min(n);
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// The weighted share of the question's terms in `matches`, in `[0, 1]`
+    /// (of the terms some matched text holds).
+    ///
+    /// ```
+    /// let mut rel = memory_thrift::relevance::Relevance::new("alpha beta gamma");
+    /// let both = rel.matches(["alpha and beta"]);
+    /// let one = rel.matches(["beta"]);
+    /// let none = rel.matches(["delta"]);
+    /// assert_eq!(rel.score(&both), 1.0); // nothing holds "gamma"
+    /// assert_eq!(rel.score(&one), 0.5);
+    /// assert_eq!(rel.score(&none), 0.0);
+    /// ```
+    pub fn score(&self, matches: &Matches) -> f64 {
+        self.score_with_total(matches, self.total())
+    }
+
+    /// Like [`score`](Relevance::score), with the total weight precomputed.
+    pub(crate) fn score_with_total(&self, matches: &Matches, total: f64) -> f64 {
+        if total <= 0.0 || matches.is_empty() {
+            return 0.0;
+        }
+        let got: f64 = matches.0.iter().map(|&k| self.weight(k as usize)).sum();
+        (got / total).clamp(0.0, 1.0)
+    }
+
+    /// The weights of the question's terms that some text holds, summed; a
+    /// caller that scores many texts computes it once.
+    pub(crate) fn total(&self) -> f64 {
+        (0..self.df.len())
+            .filter(|&k| self.seen[k])
+            .map(|k| self.weight(k))
+            .sum()
+    }
+}
+
+/// Scores each of `documents` against `question`, the documents being the
+/// corpus too.
+///
+/// ```
+/// let scores = memory_thrift::relevance::rank("rotate the signing keys", &["keys rotated", "hello"]);
+/// assert!(scores[0] > 0.0 && scores[1] == 0.0);
+/// ```
+pub fn rank(question: &str, documents: &[&str]) -> Vec<f64> {
+    let mut rel = Relevance::new(question);
+    let matches: Vec<Matches> = documents.iter().map(|d| rel.matches([*d])).collect();
+    for m in &matches {
+        rel.add_document(m);
+    }
+    let total = rel.total();
+    matches
+        .iter()
+        .map(|m| rel.score_with_total(m, total))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_follow_the_pattern() {
+        assert_eq!(
+            terms("a abc abcd 12ab 1abcd x9yz"),
+            ["abcd", "abcd", "x9yz"]
+        );
+        assert_eq!(
+            terms("CamelCase and snake_case"),
+            ["camelcas", "snak", "cas"]
+        );
+        assert!(terms("日本語のテキスト").is_empty());
+    }
+
+    #[test]
+    fn forms_of_a_word_meet() {
+        for group in [
+            ["test", "tests", "tested", "testing"],
+            ["deploy", "deploys", "deployed", "deploying"],
+            ["stop", "stops", "stopped", "stopping"],
+            ["move", "moves", "moved", "moving"],
+            ["query", "queries", "queried", "query"],
+        ] {
+            let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
+            assert!(
+                stems.windows(2).all(|w| w[0] == w[1]),
+                "{group:?} -> {stems:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn rare_terms_weigh_more_than_common_ones() {
+        let mut rel = Relevance::new("common rare");
+        let common = rel.matches(["common"]);
+        let rare = rel.matches(["rare"]);
+        for _ in 0..9 {
+            rel.add_document(&common);
+        }
+        rel.add_document(&rare);
+        assert!(rel.score(&rare) > 0.7, "{}", rel.score(&rare));
+        assert!(rel.score(&common) < 0.3, "{}", rel.score(&common));
+        assert!((rel.score(&rare) + rel.score(&common) - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn without_a_corpus_every_term_weighs_the_same() {
+        let mut rel = Relevance::new("alpha beta gamma delta");
+        let half = rel.matches(["alpha beta"]);
+        rel.matches(["gamma delta"]);
+        assert_eq!(rel.score(&half), 0.5);
+    }
+
+    #[test]
+    fn terms_nothing_holds_do_not_count() {
+        let mut rel = Relevance::new("alpha omega");
+        let m = rel.matches(["alpha"]);
+        assert_eq!(rel.score(&m), 1.0);
+    }
+
+    #[test]
+    fn idf_with_stemming_beats_plain_overlap_on_a_rare_word() {
+        // The question's rare word ("postgres", as "Postgres") appears in
+        // one old round only; its common words appear everywhere.
+        let question = "What did we say about the postgres migrations? What did we say?";
+        let evidence = "I ran the Postgres migration last night.";
+        let chatter = "What did you say about lunch? We said what we say every day.";
+        let mut docs = vec![evidence];
+        docs.extend(std::iter::repeat_n(chatter, 6));
+        let weighted = rank(question, &docs);
+        assert!(weighted[0] > weighted[1], "{weighted:?}");
+        // The plain share prefers the chatter.
+        assert!(overlap(question, chatter) > overlap(question, evidence));
+    }
+}

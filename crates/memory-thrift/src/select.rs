@@ -1,0 +1,252 @@
+//! The drop stage: whole rounds and steps, chosen by relevance to the
+//! current question and by recency.
+//!
+//! The candidates are everything outside the floor, in units that are kept
+//! or dropped whole: each earlier round (its protected messages stay
+//! whatever happens), each step of the newest round before the newest step,
+//! and each step before the first user message. The stage fills the tokens
+//! left beside the floor greedily, most valuable unit first, and keeps the
+//! original order. A unit is valuable when it is relevant (its score reaches
+//! [`keep_floor`] of the pressure) and, among equals, when its score plus
+//! the recency bonus is higher.
+
+use std::ops::Range;
+
+use memory_core::{Budget, ContentBlock, Message, structure};
+
+use crate::layout::Layout;
+use crate::relevance::{Matches, Relevance, keep_floor};
+use crate::sticky;
+use crate::trace::{Shed, Tally};
+use crate::work::Work;
+
+/// One candidate: kept or dropped whole.
+struct Unit {
+    range: Range<usize>,
+    /// Tokens of its messages outside the floor (what dropping it saves).
+    cost: usize,
+    /// An earlier round (else a step).
+    round: bool,
+    /// Keeping it adds a user message, so it counts against a rounds limit.
+    counts_round: bool,
+    /// A step of the newest round: scored, but not part of the corpus.
+    newest: bool,
+}
+
+/// What the stage did.
+pub(crate) struct Dropped {
+    pub rounds: Shed,
+    pub steps: Shed,
+    /// The total it aimed at, when it dropped to meet the token limit.
+    pub target: Option<usize>,
+}
+
+/// How the stage weighs and aims.
+pub(crate) struct Aim {
+    pub granule: usize,
+    pub recency_weight: f64,
+}
+
+/// Runs the stage when `run`, else only takes stock.
+pub(crate) fn drop_units(
+    work: &mut Work<'_, '_>,
+    layout: &Layout,
+    budget: &Budget,
+    aim: &Aim,
+    run: bool,
+) -> Dropped {
+    let units = units(work, layout);
+    let tally = |keep: &dyn Fn(usize) -> bool, round: bool| Tally {
+        count: (0..units.len())
+            .filter(|&k| units[k].round == round && keep(k))
+            .count(),
+        tokens: (0..units.len())
+            .filter(|&k| units[k].round == round && keep(k))
+            .map(|k| units[k].cost)
+            .sum(),
+    };
+    let all = |_: usize| true;
+    let mut dropped = Dropped {
+        rounds: Shed {
+            before: tally(&all, true),
+            after: tally(&all, true),
+        },
+        steps: Shed {
+            before: tally(&all, false),
+            after: tally(&all, false),
+        },
+        target: None,
+    };
+    if !run || units.is_empty() {
+        return dropped;
+    }
+    let total_cost: usize = units.iter().map(|u| u.cost).sum();
+    let beside = work.total() - total_cost;
+    let mut fill = usize::MAX;
+    if let Some(max) = budget.max_tokens
+        && work.total() > max
+    {
+        let target = sticky::target(work.total(), max, aim.granule);
+        dropped.target = Some(target);
+        fill = target.saturating_sub(beside);
+    }
+    let mut rounds_left = budget.round_limit().map_or(usize::MAX, |limit| {
+        limit.saturating_sub(
+            usize::from(layout.question.is_some()) + layout.floor_users(work.history().messages()),
+        )
+    });
+    let counting = units.iter().filter(|u| u.counts_round).count();
+    if total_cost <= fill && counting <= rounds_left {
+        return dropped;
+    }
+
+    let scores = scores(work, layout, &units);
+    let pressure = if total_cost == 0 {
+        0.0
+    } else {
+        1.0 - fill.min(total_cost) as f64 / total_cost as f64
+    };
+    let threshold = keep_floor(pressure);
+    let m = units.len() as f64;
+    let value = |k: usize| scores[k] + aim.recency_weight * (k + 1) as f64 / m;
+    let relevant = |k: usize| scores[k] > 0.0 && scores[k] >= threshold;
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by(|&a, &b| {
+        relevant(b)
+            .cmp(&relevant(a))
+            .then_with(|| value(b).total_cmp(&value(a)))
+            .then_with(|| b.cmp(&a))
+    });
+
+    let mut keep = vec![false; units.len()];
+    let mut left = fill;
+    for k in order {
+        let unit = &units[k];
+        if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
+            keep[k] = true;
+            left -= unit.cost;
+            rounds_left -= usize::from(unit.counts_round);
+        }
+    }
+    for (unit, &kept) in units.iter().zip(&keep) {
+        if !kept {
+            for i in unit.range.clone() {
+                if !layout.floor.contains(i) {
+                    work.drop_message(i);
+                }
+            }
+        }
+    }
+    let kept = |k: usize| keep[k];
+    dropped.rounds.after = tally(&kept, true);
+    dropped.steps.after = tally(&kept, false);
+    dropped
+}
+
+/// The candidates, in order.
+fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
+    let messages = work.history().messages();
+    let n = messages.len();
+    let mut units = Vec::new();
+    let mut push = |range: Range<usize>, round: bool, newest: bool| {
+        let mut cost = 0;
+        let mut outside = false;
+        for i in range.clone() {
+            if !layout.floor.contains(i) {
+                outside = true;
+                cost += work.count(i);
+            }
+        }
+        if outside {
+            let counts_round = round && !layout.floor.contains(range.start);
+            units.push(Unit {
+                range,
+                cost,
+                round,
+                counts_round,
+                newest,
+            });
+        }
+    };
+    let steps_of = |range: Range<usize>| {
+        let base = range.start;
+        structure::steps(&messages[range]).map(move |s| base + s.start..base + s.end)
+    };
+    match layout.question {
+        None => {
+            for step in steps_of(0..layout.newest_step) {
+                push(step, false, true);
+            }
+        }
+        Some(q) => {
+            let rounds = structure::rounds(messages);
+            for step in steps_of(rounds.head.clone()) {
+                push(step, false, false);
+            }
+            for round in rounds.rounds.iter().filter(|r| r.start < q) {
+                push(round.clone(), true, false);
+            }
+            let end = layout.newest_step.max(q + 1).min(n);
+            for step in steps_of(q + 1..end) {
+                push(step, false, true);
+            }
+        }
+    }
+    units
+}
+
+/// Each unit's relevance to the current question, with term weights learned
+/// from the units before the newest round (so that they do not shift while
+/// an agent works through one long round).
+fn scores(work: &Work<'_, '_>, layout: &Layout, units: &[Unit]) -> Vec<f64> {
+    let question = layout
+        .question
+        .map(|q| work.message(q).text())
+        .unwrap_or_default();
+    let mut relevance = Relevance::new(&question);
+    if relevance.is_empty() {
+        return vec![0.0; units.len()];
+    }
+    let mut matches: Vec<Matches> = Vec::with_capacity(units.len());
+    let mut texts = Vec::new();
+    for unit in units {
+        texts.clear();
+        for i in unit.range.clone() {
+            if !layout.floor.contains(i) {
+                texts_of(work.message(i), &mut texts);
+            }
+        }
+        matches.push(relevance.matches(texts.iter().copied()));
+    }
+    for (unit, m) in units.iter().zip(&matches) {
+        if !unit.newest {
+            relevance.add_document(m);
+        }
+    }
+    let total = relevance.total();
+    matches
+        .iter()
+        .map(|m| relevance.score_with_total(m, total))
+        .collect()
+}
+
+/// Every text a message sends to the model.
+fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
+    match message {
+        Message::System(text) => out.push(text),
+        Message::User(blocks) => out.extend(blocks.iter().filter_map(ContentBlock::as_text)),
+        Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+        } => {
+            out.push(content);
+            out.extend(reasoning.as_deref());
+            for call in tool_calls {
+                out.push(&call.name);
+                out.push(&call.arguments);
+            }
+        }
+        Message::ToolResult { content, .. } => out.push(content),
+    }
+}

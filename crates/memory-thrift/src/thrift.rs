@@ -1,0 +1,354 @@
+//! [`Thrift`]: fit a history into the budget without calling a model.
+
+use memory_core::{
+    Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
+};
+
+use crate::layout::{Layout, rounds_within};
+use crate::select::{Aim, drop_units};
+use crate::trace::ThriftTrace;
+use crate::work::Work;
+use crate::{sticky, tiers};
+
+/// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
+///
+/// ```
+/// assert_eq!(memory_thrift::Thrift::new().low_watermark(), memory_thrift::DEFAULT_LOW_WATERMARK);
+/// ```
+pub const DEFAULT_LOW_WATERMARK: f32 = 0.8;
+/// Default [`Thrift::with_keep_recent_results`]: the newest 3 results of the
+/// newest round stay whole.
+///
+/// ```
+/// assert_eq!(memory_thrift::DEFAULT_KEEP_RECENT_RESULTS, 3);
+/// ```
+pub const DEFAULT_KEEP_RECENT_RESULTS: usize = 3;
+/// Default [`Thrift::with_max_tool_output_tokens`].
+///
+/// ```
+/// assert_eq!(memory_thrift::Thrift::new().max_tool_output_tokens(), memory_thrift::DEFAULT_MAX_TOOL_OUTPUT_TOKENS);
+/// ```
+pub const DEFAULT_MAX_TOOL_OUTPUT_TOKENS: usize = 1024;
+/// Default [`Thrift::with_recency_weight`].
+///
+/// ```
+/// assert_eq!(memory_thrift::Thrift::new().recency_weight(), memory_thrift::DEFAULT_RECENCY_WEIGHT);
+/// ```
+pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
+
+/// Sheds the lowest-signal content first until the history fits, and never
+/// calls a model. A projection: storage keeps everything.
+///
+/// A history within the budget is returned unchanged, byte for byte.
+/// Otherwise these stages run in order, each only while the total is still
+/// over the token limit, each oldest first:
+///
+/// 1. the **reasoning** of earlier steps is removed (the newest step's
+///    stays);
+/// 2. **long tool outputs** of earlier steps (over
+///    [`max_tool_output_tokens`](Thrift::with_max_tool_output_tokens)) are
+///    cut to their head and tail around a marker line
+///    (see [`cut`](crate::cut));
+/// 3. **earlier tool results** are replaced by a short
+///    [placeholder](crate::placeholder) that keeps their `tool_call_id`:
+///    all of earlier rounds, and of the newest round all but the newest
+///    [`keep_recent_results`](Thrift::with_keep_recent_results) (the newest
+///    result is never touched);
+/// 4. **image and pass-through blocks** of earlier user messages are
+///    replaced by text placeholders, where the counter prices them higher;
+/// 5. **rounds and steps are dropped**, whole: the candidates are the
+///    earlier rounds, the steps of the newest round before its newest step
+///    and the steps before the first user message. The tokens left beside
+///    the floor are filled greedily with the candidates most
+///    [relevant](crate::relevance) to the current question (plus a recency
+///    bonus; the least relevant and then the oldest go first), kept in
+///    their original order. A rounds limit is honoured here.
+/// 6. As a last resort, the **newest step's tool outputs** are cut, head
+///    and tail, to the longest length that fits.
+///
+/// The floor is never shed: protected messages and summaries (never even
+/// changed), the current question and the newest step. When it does not
+/// fit even after the last resort, the result is as small as Thrift can
+/// make it and says `fits: false`.
+///
+/// Counts of changed messages are recounted with the counter given. Once
+/// it must shed, Thrift sheds down to about the
+/// [low watermark](Thrift::with_low_watermark) rather than to the budget,
+/// in fixed steps, so that the following turns append to an unchanged
+/// prefix until the budget is crossed again.
+///
+/// ```
+/// use memory_core::{Budget, CharTokenCounter, Message, ToolCall, TrimStrategy};
+/// use memory_thrift::Thrift;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let history = vec![
+///     Message::system("You are a coding agent."),
+///     Message::user("Why does the build fail?"),
+///     Message::assistant_with_tools("", vec![ToolCall::new("c1", "shell", r#"{"cmd":"cargo build"}"#)]),
+///     Message::tool_result("c1", "Compiling...\n".repeat(300)),
+///     Message::assistant_with_tools("", vec![ToolCall::new("c2", "read", r#"{"path":"lib.rs"}"#)]),
+///     Message::tool_result("c2", "pub fn parse() {}"),
+/// ];
+/// let thrift = Thrift::new().with_keep_recent_results(1);
+/// let result = thrift.trim(&history, &Budget::tokens(100), &CharTokenCounter).await.unwrap();
+/// assert!(result.fits && !result.replace);
+/// assert_eq!(result.messages.len(), history.len()); // nothing dropped...
+/// assert!(result.messages[3].text().starts_with("[earlier tool result omitted")); // ...one result replaced
+/// assert!(memory_core::validate(&result.messages).is_empty());
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thrift {
+    low_watermark: f32,
+    keep_recent_results: usize,
+    max_tool_output_tokens: usize,
+    recency_weight: f32,
+}
+
+impl Default for Thrift {
+    fn default() -> Self {
+        Self {
+            low_watermark: DEFAULT_LOW_WATERMARK,
+            keep_recent_results: DEFAULT_KEEP_RECENT_RESULTS,
+            max_tool_output_tokens: DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
+            recency_weight: DEFAULT_RECENCY_WEIGHT,
+        }
+    }
+}
+
+impl Thrift {
+    /// Thrift with the defaults: watermark 0.8, the newest 3 results kept,
+    /// tool outputs over 1,024 tokens cut, recency weight 0.02.
+    ///
+    /// ```
+    /// let thrift = memory_thrift::Thrift::new();
+    /// assert_eq!(thrift.low_watermark(), 0.8);
+    /// assert_eq!(thrift.keep_recent_results(), 3);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Once Thrift has to shed, it sheds down to about `share` of the token
+    /// budget (0 to 1; default 0.8), in steps of the budget's share above
+    /// it, so that the next turns only append until the budget is crossed
+    /// again. 1 sheds exactly what each turn's excess demands (the cut then
+    /// moves on every turn).
+    ///
+    /// ```
+    /// let thrift = memory_thrift::Thrift::new().with_low_watermark(0.6);
+    /// assert_eq!(thrift.low_watermark(), 0.6);
+    /// assert_eq!(memory_thrift::Thrift::new().with_low_watermark(3.0).low_watermark(), 1.0);
+    /// ```
+    pub fn with_low_watermark(mut self, share: f32) -> Self {
+        self.low_watermark = if share.is_nan() {
+            DEFAULT_LOW_WATERMARK
+        } else {
+            share.clamp(0.0, 1.0)
+        };
+        self
+    }
+
+    /// Of the newest round's tool results, the newest `count` are never
+    /// replaced by placeholders (default 3; the newest one never is, even
+    /// with 0).
+    ///
+    /// ```
+    /// let thrift = memory_thrift::Thrift::new().with_keep_recent_results(5);
+    /// assert_eq!(thrift.keep_recent_results(), 5);
+    /// ```
+    pub fn with_keep_recent_results(mut self, count: usize) -> Self {
+        self.keep_recent_results = count;
+        self
+    }
+
+    /// Earlier tool outputs longer than `tokens` are cut to about that many
+    /// tokens, head and tail (default 1,024).
+    ///
+    /// ```
+    /// let thrift = memory_thrift::Thrift::new().with_max_tool_output_tokens(256);
+    /// assert_eq!(thrift.max_tool_output_tokens(), 256);
+    /// ```
+    pub fn with_max_tool_output_tokens(mut self, tokens: usize) -> Self {
+        self.max_tool_output_tokens = tokens;
+        self
+    }
+
+    /// How much recency counts beside relevance when choosing the rounds
+    /// and steps to keep: the newest candidate gets `weight` added to its
+    /// relevance score (in 0 to 1), older ones proportionally less
+    /// (default 0.02; 0 lets recency only break ties).
+    ///
+    /// ```
+    /// let thrift = memory_thrift::Thrift::new().with_recency_weight(0.0);
+    /// assert_eq!(thrift.recency_weight(), 0.0);
+    /// ```
+    pub fn with_recency_weight(mut self, weight: f32) -> Self {
+        self.recency_weight = if weight.is_nan() {
+            DEFAULT_RECENCY_WEIGHT
+        } else {
+            weight.max(0.0)
+        };
+        self
+    }
+
+    /// The low watermark, a share of the budget.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::Thrift::new().low_watermark(), memory_thrift::DEFAULT_LOW_WATERMARK);
+    /// ```
+    pub fn low_watermark(&self) -> f32 {
+        self.low_watermark
+    }
+
+    /// How many of the newest round's results are never replaced.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::Thrift::new().with_keep_recent_results(0).keep_recent_results(), 0);
+    /// ```
+    pub fn keep_recent_results(&self) -> usize {
+        self.keep_recent_results
+    }
+
+    /// The length above which earlier tool outputs are cut, in tokens.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::Thrift::new().max_tool_output_tokens(), 1024);
+    /// ```
+    pub fn max_tool_output_tokens(&self) -> usize {
+        self.max_tool_output_tokens
+    }
+
+    /// The weight of recency beside relevance.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::Thrift::new().recency_weight(), 0.02);
+    /// ```
+    pub fn recency_weight(&self) -> f32 {
+        self.recency_weight
+    }
+
+    /// Trims `history` like [`trim_with_counts`](TrimStrategy::trim_with_counts)
+    /// and says what each stage shed.
+    ///
+    /// # Errors
+    ///
+    /// Counting errors of `counter` (it counts the messages Thrift changes).
+    ///
+    /// ```
+    /// use memory_core::{count_messages, Budget, CharTokenCounter, History, Message};
+    /// use memory_thrift::Thrift;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let messages: Vec<Message> = (0..10)
+    ///     .flat_map(|i| [Message::user(format!("question {i}")), Message::assistant(format!("answer {i}"))])
+    ///     .collect();
+    /// let counts = count_messages(&CharTokenCounter, &messages).await.unwrap();
+    /// let history = History::new(&messages, &counts).unwrap();
+    /// let (result, trace) = Thrift::new()
+    ///     .trim_traced(&history, &Budget::tokens(20), &CharTokenCounter)
+    ///     .await
+    ///     .unwrap();
+    /// assert!(result.tokens() <= 20);
+    /// assert!(trace.rounds_dropped.shed() > 0);
+    /// assert_eq!(trace.tokens_after, result.tokens());
+    /// # });
+    /// ```
+    pub async fn trim_traced(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        let mut trace = ThriftTrace {
+            budget: budget.max_tokens,
+            max_rounds: budget.round_limit(),
+            tokens_before: history.total(),
+            messages_before: history.len(),
+            ..ThriftTrace::default()
+        };
+        let limit = budget.round_limit();
+        if history.is_empty()
+            || (budget.admits_tokens(history.total()) && rounds_within(history.messages(), limit))
+        {
+            let result = TrimResult::unchanged(history, budget);
+            trace.floor_tokens = structure::floor(history).tokens;
+            return Ok(finish(result, trace));
+        }
+        let layout = Layout::new(history, self.keep_recent_results);
+        trace.floor_tokens = layout.floor.tokens;
+        let mut work = Work::new(history);
+        let over = |work: &Work<'_, '_>| !budget.admits_tokens(work.total());
+
+        // Stages 1-4: every message stays, some shrink.
+        let stop_at = budget.max_tokens.filter(|_| over(&work)).map(|max| {
+            let granule = sticky::granule(max, self.low_watermark);
+            sticky::target(history.total(), max, granule)
+        });
+        trace.target = stop_at;
+        let active = |work: &Work<'_, '_>| stop_at.filter(|_| over(work));
+        let stage = active(&work);
+        trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter).await?;
+        let (stage, max) = (active(&work), self.max_tool_output_tokens);
+        trace.tool_outputs_cut =
+            tiers::long_outputs(&mut work, &layout, max, stage, counter).await?;
+        let stage = active(&work);
+        trace.tool_results_replaced =
+            tiers::earlier_results(&mut work, &layout, stage, counter).await?;
+        let stage = active(&work);
+        trace.media_replaced = tiers::media(&mut work, &layout, stage, counter).await?;
+
+        // Stage 5: whole rounds and steps.
+        let aim = Aim {
+            granule: budget
+                .max_tokens
+                .map_or(1, |max| sticky::granule(max, self.low_watermark)),
+            recency_weight: f64::from(self.recency_weight),
+        };
+        let run = over(&work) || !rounds_within(history.messages(), limit);
+        let dropped = drop_units(&mut work, &layout, budget, &aim, run);
+        trace.rounds_dropped = dropped.rounds;
+        trace.steps_dropped = dropped.steps;
+        if dropped.target.is_some() {
+            trace.target = dropped.target;
+        }
+
+        // Stage 6: the newest step's outputs.
+        let last_resort = budget.max_tokens.filter(|_| over(&work));
+        trace.newest_outputs_cut =
+            tiers::newest_outputs(&mut work, &layout, last_resort, counter).await?;
+
+        let fits = !over(&work);
+        Ok(finish(work.finish(fits), trace))
+    }
+}
+
+fn finish(result: TrimResult, mut trace: ThriftTrace) -> (TrimResult, ThriftTrace) {
+    trace.tokens_after = result.tokens();
+    trace.messages_after = result.messages.len();
+    trace.fits = result.fits;
+    tracing::debug!(
+        tokens_before = trace.tokens_before,
+        tokens_after = trace.tokens_after,
+        fits = trace.fits,
+        "thrift trimmed"
+    );
+    (result, trace)
+}
+
+#[async_trait::async_trait]
+impl TrimStrategy for Thrift {
+    fn name(&self) -> &str {
+        "thrift"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        Ok(self.trim_traced(history, budget, counter).await?.0)
+    }
+}

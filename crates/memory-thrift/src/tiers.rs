@@ -1,0 +1,338 @@
+//! The subtractive stages that keep every message: reasoning removed, long
+//! outputs cut, earlier results and media replaced by placeholders; and the
+//! last resort, the newest step's outputs cut.
+//!
+//! Each stage walks its items oldest first and stops as soon as the total is
+//! down to `stop_at`; given no `stop_at` it only takes stock (for the trace).
+
+use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
+
+use crate::cut;
+use crate::layout::Layout;
+use crate::placeholder;
+use crate::trace::{Shed, Tally};
+use crate::work::Work;
+
+/// Stock of `items` (message indices) and the [`Shed`] that starts from it.
+fn stock(work: &Work<'_, '_>, items: &[usize], count: impl Fn(usize) -> usize) -> Shed {
+    let tally = Tally {
+        count: items.iter().map(|&i| count(i)).sum(),
+        tokens: items.iter().map(|&i| work.count(i)).sum(),
+    };
+    Shed {
+        before: tally,
+        after: tally,
+    }
+}
+
+fn record(shed: &mut Shed, items: usize, (before, after): (usize, usize)) {
+    shed.after.count -= items;
+    shed.after.tokens -= before - after;
+}
+
+/// Reasoning of earlier steps (the newest step's stays).
+pub(crate) async fn reasoning(
+    work: &mut Work<'_, '_>,
+    layout: &Layout,
+    stop_at: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Result<Shed, MemoryError> {
+    let history = work.history();
+    let items: Vec<usize> = (0..layout.newest_step)
+        .filter(|&i| {
+            !work.is_dropped(i)
+                && layout.shrinkable(history, i)
+                && matches!(work.message(i), Message::Assistant { reasoning: Some(r), .. } if !r.is_empty())
+        })
+        .collect();
+    let mut shed = stock(work, &items, |_| 1);
+    let Some(stop_at) = stop_at else {
+        return Ok(shed);
+    };
+    for i in items {
+        if work.total() <= stop_at {
+            break;
+        }
+        let Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } = work.message(i).clone()
+        else {
+            continue;
+        };
+        let without = Message::Assistant {
+            content,
+            reasoning: None,
+            tool_calls,
+        };
+        if let Some(change) = work.shrink(i, without, counter).await? {
+            record(&mut shed, 1, change);
+        }
+    }
+    Ok(shed)
+}
+
+/// Tool results of earlier steps over `max_tokens`, cut to about that many
+/// tokens, head and tail.
+pub(crate) async fn long_outputs(
+    work: &mut Work<'_, '_>,
+    layout: &Layout,
+    max_tokens: usize,
+    stop_at: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Result<Shed, MemoryError> {
+    let history = work.history();
+    let items: Vec<usize> = (0..layout.newest_step)
+        .filter(|&i| {
+            !work.is_dropped(i)
+                && layout.shrinkable(history, i)
+                && Some(i) != layout.newest_result
+                && work.count(i) > max_tokens
+                && matches!(work.message(i), Message::ToolResult { content, .. }
+                    if !cut::is_cut(content) && !placeholder::is_placeholder(content))
+        })
+        .collect();
+    let mut shed = stock(work, &items, |_| 1);
+    let Some(stop_at) = stop_at else {
+        return Ok(shed);
+    };
+    for i in items {
+        if work.total() <= stop_at {
+            break;
+        }
+        let Some(shorter) = cut_result(work.message(i), work.count(i), max_tokens) else {
+            continue;
+        };
+        if let Some(change) = work.shrink(i, shorter, counter).await? {
+            record(&mut shed, 1, change);
+        }
+    }
+    Ok(shed)
+}
+
+/// A tool result of `tokens` tokens cut to about `max_tokens`, estimating
+/// characters per token from the result itself; `None` when the cut would
+/// change nothing.
+fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
+    let Message::ToolResult {
+        tool_call_id,
+        content,
+        name,
+    } = message
+    else {
+        return None;
+    };
+    let chars = content.chars().count();
+    let keep = chars_for(max_tokens, chars, tokens);
+    match cut::cut_middle(content, keep) {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(shorter) => Some(Message::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: shorter,
+            name: name.clone(),
+        }),
+    }
+}
+
+/// Characters that make about `tokens_wanted` tokens, for a text of `chars`
+/// characters counted as `tokens` tokens.
+fn chars_for(tokens_wanted: usize, chars: usize, tokens: usize) -> usize {
+    if tokens == 0 {
+        return chars;
+    }
+    let keep = (tokens_wanted as u128 * chars as u128) / tokens as u128;
+    usize::try_from(keep).unwrap_or(usize::MAX)
+}
+
+/// Tool results before the recent ones, replaced by a placeholder that
+/// keeps their call id; oldest first.
+pub(crate) async fn earlier_results(
+    work: &mut Work<'_, '_>,
+    layout: &Layout,
+    stop_at: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Result<Shed, MemoryError> {
+    let history = work.history();
+    let items: Vec<usize> = (0..layout.recent_results_from.min(layout.newest_step))
+        .filter(|&i| {
+            !work.is_dropped(i)
+                && layout.shrinkable(history, i)
+                && Some(i) != layout.newest_result
+                && matches!(work.message(i), Message::ToolResult { content, .. }
+                    if !placeholder::is_placeholder(content))
+        })
+        .collect();
+    let mut shed = stock(work, &items, |_| 1);
+    let Some(stop_at) = stop_at else {
+        return Ok(shed);
+    };
+    for i in items {
+        if work.total() <= stop_at {
+            break;
+        }
+        let Message::ToolResult {
+            tool_call_id,
+            content,
+            name,
+        } = work.message(i)
+        else {
+            continue;
+        };
+        let replaced = Message::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: placeholder::tool_result(content),
+            name: name.clone(),
+        };
+        if let Some(change) = work.shrink(i, replaced, counter).await? {
+            record(&mut shed, 1, change);
+        }
+    }
+    Ok(shed)
+}
+
+/// Image and pass-through blocks of earlier user messages, replaced by text
+/// placeholders (only where the counter prices them above the placeholder).
+pub(crate) async fn media(
+    work: &mut Work<'_, '_>,
+    layout: &Layout,
+    stop_at: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Result<Shed, MemoryError> {
+    let history = work.history();
+    let blocks = |m: &Message| match m {
+        Message::User(blocks) => blocks
+            .iter()
+            .filter(|b| !matches!(b, ContentBlock::Text(_)))
+            .count(),
+        _ => 0,
+    };
+    let items: Vec<usize> = (0..layout.newest_step)
+        .filter(|&i| {
+            !work.is_dropped(i) && layout.shrinkable(history, i) && blocks(work.message(i)) > 0
+        })
+        .collect();
+    let mut shed = stock(work, &items, |i| blocks(work.message(i)));
+    let Some(stop_at) = stop_at else {
+        return Ok(shed);
+    };
+    for i in items {
+        if work.total() <= stop_at {
+            break;
+        }
+        let Message::User(original) = work.message(i) else {
+            continue;
+        };
+        let n = blocks(work.message(i));
+        let replaced = Message::User(
+            original
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Text(_) => b.clone(),
+                    ContentBlock::Image(image) => ContentBlock::Text(placeholder::image(image)),
+                    ContentBlock::Wire(value) => ContentBlock::Text(placeholder::wire(value)),
+                })
+                .collect(),
+        );
+        if let Some(change) = work.shrink(i, replaced, counter).await? {
+            record(&mut shed, n, change);
+        }
+    }
+    Ok(shed)
+}
+
+/// The last resort: the newest step's tool results, all cut to the longest
+/// head and tail that brings the total within `budget`; to the marker alone
+/// when nothing does.
+pub(crate) async fn newest_outputs(
+    work: &mut Work<'_, '_>,
+    layout: &Layout,
+    budget: Option<usize>,
+    counter: &dyn TokenCounter,
+) -> Result<Shed, MemoryError> {
+    let history = work.history();
+    let n = history.len();
+    let items: Vec<usize> = (layout.newest_step..n)
+        .filter(|&i| {
+            !work.is_dropped(i) && !history.is_protected(i) && work.message(i).is_tool_result()
+        })
+        .collect();
+    let mut shed = stock(work, &items, |_| 1);
+    let Some(budget) = budget else {
+        return Ok(shed);
+    };
+    if work.total() <= budget || items.is_empty() {
+        return Ok(shed);
+    }
+    let current: usize = items.iter().map(|&i| work.count(i)).sum();
+    let rest = work.total() - current;
+    let longest = items
+        .iter()
+        .map(|&i| work.message(i).text().chars().count())
+        .max()
+        .unwrap_or(0);
+    // Binary search for the longest keep that fits: `low` fits (or is 0),
+    // `high` does not.
+    let (mut low, mut high) = (0usize, longest);
+    let mut best = cut_all(work, &items, 0, counter).await?;
+    if rest + best.iter().map(|(_, t)| t).sum::<usize>() <= budget {
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            let candidate = cut_all(work, &items, mid, counter).await?;
+            if rest + candidate.iter().map(|(_, t)| t).sum::<usize>() <= budget {
+                low = mid;
+                best = candidate;
+            } else {
+                high = mid;
+            }
+        }
+    }
+    for (&i, (message, tokens)) in items.iter().zip(best) {
+        if let Some(message) = message {
+            let before = work.count(i);
+            work.set(i, message, tokens);
+            record(&mut shed, 1, (before, tokens));
+        }
+    }
+    Ok(shed)
+}
+
+/// Each of `items` cut to `keep` characters: the new message where it
+/// changed, and its count.
+async fn cut_all(
+    work: &Work<'_, '_>,
+    items: &[usize],
+    keep: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<(Option<Message>, usize)>, MemoryError> {
+    let mut out = Vec::with_capacity(items.len());
+    for &i in items {
+        let message = work.message(i);
+        let Message::ToolResult {
+            tool_call_id,
+            content,
+            name,
+        } = message
+        else {
+            out.push((None, work.count(i)));
+            continue;
+        };
+        match cut::cut_middle(content, keep) {
+            std::borrow::Cow::Borrowed(_) => out.push((None, work.count(i))),
+            std::borrow::Cow::Owned(shorter) => {
+                let shorter = Message::ToolResult {
+                    tool_call_id: tool_call_id.clone(),
+                    content: shorter,
+                    name: name.clone(),
+                };
+                let tokens = counter.count_message(&shorter).await?;
+                if tokens < work.count(i) {
+                    out.push((Some(shorter), tokens));
+                } else {
+                    out.push((None, work.count(i)));
+                }
+            }
+        }
+    }
+    Ok(out)
+}

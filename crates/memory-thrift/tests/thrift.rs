@@ -1,0 +1,853 @@
+//! Thrift's behaviour, stage by stage, and the promises it keeps.
+
+use memory_core::{
+    Budget, CharTokenCounter, ContentBlock, History, ImageContent, MemoryError, Message,
+    TokenCounter, ToolCall, TrimResult, TrimStrategy, count_messages, structure, summary, validate,
+};
+use memory_thrift::{Thrift, ThriftTrace, cut, placeholder, relevance};
+
+// ---------------------------------------------------------------- helpers
+
+/// Trims `messages` (with `protected` indices) and returns the result and
+/// the trace.
+async fn trim(
+    thrift: &Thrift,
+    messages: &[Message],
+    protected: &[usize],
+    budget: Budget,
+) -> (TrimResult, ThriftTrace) {
+    trim_counted(thrift, messages, protected, budget, &CharTokenCounter).await
+}
+
+async fn trim_counted(
+    thrift: &Thrift,
+    messages: &[Message],
+    protected: &[usize],
+    budget: Budget,
+    counter: &dyn TokenCounter,
+) -> (TrimResult, ThriftTrace) {
+    let counts = count_messages(counter, messages).await.unwrap();
+    let history = History::new(messages, &counts).unwrap().protect(protected);
+    thrift
+        .trim_traced(&history, &budget, counter)
+        .await
+        .unwrap()
+}
+
+/// Trims the result again, with its own counts and protection.
+async fn again(thrift: &Thrift, result: &TrimResult, budget: Budget) -> TrimResult {
+    let history = result.as_history().unwrap();
+    thrift
+        .trim_with_counts(&history, &budget, &CharTokenCounter)
+        .await
+        .unwrap()
+}
+
+fn bytes(messages: &[Message]) -> Vec<u8> {
+    serde_json::to_vec(messages).unwrap()
+}
+
+fn call(id: &str, name: &str) -> Message {
+    Message::assistant_with_tools("", vec![ToolCall::new(id, name, "{}")])
+}
+
+fn thinking(content: &str, reasoning: &str, calls: Vec<ToolCall>) -> Message {
+    Message::Assistant {
+        content: content.into(),
+        reasoning: Some(reasoning.into()),
+        tool_calls: calls,
+    }
+}
+
+/// A long tool output whose lines are numbered.
+fn output(lines: usize) -> String {
+    (1..=lines)
+        .map(|i| format!("output line {i:04}\n"))
+        .collect()
+}
+
+/// An agent task: a protected system prompt, one request, and `steps` tool
+/// steps whose results hold `lines` numbered lines each.
+fn agent_task(steps: usize, lines: usize) -> Vec<Message> {
+    let mut m = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Find why the parser rejects empty input."),
+    ];
+    for s in 0..steps {
+        let id = format!("c{s}");
+        m.push(call(&id, "read_file"));
+        m.push(Message::tool_result(id, output(lines)));
+    }
+    m
+}
+
+// ------------------------------------------------------- fitting histories
+
+#[tokio::test]
+async fn a_history_within_the_budget_comes_back_byte_for_byte() {
+    let m = agent_task(5, 20);
+    let budget = Budget::tokens(total_of(&m).await);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert_eq!(bytes(&result.messages), bytes(&m));
+    assert!(result.fits && !result.replace);
+    assert_eq!(trace.saved(), 0);
+    assert!(trace.stages().iter().all(|(_, s)| !s.changed()));
+    assert_eq!(trace.target, None);
+}
+
+async fn total_of(messages: &[Message]) -> usize {
+    count_messages(&CharTokenCounter, messages)
+        .await
+        .unwrap()
+        .iter()
+        .sum()
+}
+
+// ---------------------------------------------------------- stage 1
+
+#[tokio::test]
+async fn reasoning_of_earlier_steps_goes_first_and_the_newest_keeps_its_own() {
+    let long = "I should look at the parser module first. ".repeat(10);
+    let m = vec![
+        Message::user("Fix the parser."),
+        thinking("", &long, vec![ToolCall::new("a", "read", "{}")]),
+        Message::tool_result("a", output(30)),
+        thinking("", &long, vec![ToolCall::new("b", "read", "{}")]),
+        Message::tool_result("b", output(30)),
+        thinking("Done.", &long, vec![]),
+    ];
+    let full = total_of(&m).await;
+    // Room for everything but about one reasoning block.
+    let (result, trace) = trim(&Thrift::new(), &m, &[], Budget::tokens(full - 50)).await;
+    assert!(result.fits);
+    assert_eq!(result.messages.len(), m.len());
+    // The oldest reasoning went (and, the watermark asking for a margin,
+    // the next one too); the newest step's stays.
+    assert!(matches!(
+        &result.messages[1],
+        Message::Assistant {
+            reasoning: None,
+            ..
+        }
+    ));
+    assert_eq!(result.messages[5], m[5]);
+    assert!(trace.reasoning.shed() >= 1);
+    // Nothing else was touched.
+    for (k, shed) in trace.stages().iter().skip(1) {
+        assert!(!shed.changed(), "{k} changed: {shed:?}");
+    }
+    assert_eq!(result.messages[2], m[2]);
+    assert_eq!(result.messages[4], m[4]);
+}
+
+// ---------------------------------------------------------- stage 2
+
+#[tokio::test]
+async fn long_tool_outputs_are_cut_head_and_tail_with_a_marker() {
+    let m = vec![
+        Message::user("Read both logs."),
+        call("a", "read"),
+        Message::tool_result("a", output(200)), // ~1000 tokens
+        call("b", "read"),
+        Message::tool_result("b", output(5)),
+        Message::assistant("Both read."),
+    ];
+    let thrift = Thrift::new().with_max_tool_output_tokens(100);
+    let full = total_of(&m).await;
+    let (result, trace) = trim(&thrift, &m, &[], Budget::tokens(full - 300)).await;
+    assert!(result.fits);
+    assert_eq!(trace.tool_outputs_cut.shed(), 1);
+    assert_eq!(trace.tool_results_replaced.shed(), 0);
+    let Message::ToolResult {
+        tool_call_id,
+        content,
+        ..
+    } = &result.messages[2]
+    else {
+        panic!("not a tool result: {:?}", result.messages[2]);
+    };
+    assert_eq!(tool_call_id, "a");
+    assert!(content.starts_with("output line 0001\n"));
+    assert!(content.ends_with("output line 0200\n"));
+    assert!(cut::is_cut(content));
+    assert_eq!(cut::original_len(content), output(200).chars().count());
+    // About the configured size, counted again.
+    assert!(result.counts[2] <= 115, "{}", result.counts[2]);
+    // The cut is idempotent.
+    assert_eq!(cut::cut_middle(content, 400), content.as_str());
+}
+
+// ---------------------------------------------------------- stage 3
+
+#[tokio::test]
+async fn earlier_results_become_placeholders_oldest_first_keeping_their_ids() {
+    let m = agent_task(8, 40); // each result ~200 tokens
+    let full = total_of(&m).await;
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], Budget::tokens(full - 500)).await;
+    assert!(result.fits);
+    assert_eq!(result.messages.len(), m.len(), "nothing is dropped");
+    let replaced: Vec<usize> = (0..m.len())
+        .filter(|&i| result.messages[i] != m[i])
+        .collect();
+    // Oldest first: a prefix of the results.
+    let results: Vec<usize> = (0..m.len()).filter(|&i| m[i].is_tool_result()).collect();
+    assert_eq!(replaced, results[..replaced.len()].to_vec());
+    assert_eq!(trace.tool_results_replaced.shed(), replaced.len());
+    for &i in &replaced {
+        assert_eq!(result.messages[i].tool_call_id(), m[i].tool_call_id());
+        assert!(placeholder::is_placeholder(&result.messages[i].text()));
+    }
+    assert!(validate(&result.messages).is_empty());
+}
+
+#[tokio::test]
+async fn the_newest_results_of_the_round_stay() {
+    let m = agent_task(8, 40);
+    // A budget nothing but dropping can meet: every replaceable result is.
+    let (result, _) = trim(&Thrift::new(), &m, &[0], Budget::tokens(400)).await;
+    let kept_results: Vec<&Message> = result
+        .messages
+        .iter()
+        .filter(|x| x.is_tool_result())
+        .collect();
+    // The newest three results of the round are whole, if kept at all.
+    for r in &kept_results {
+        let original = m
+            .iter()
+            .find(|x| x.tool_call_id() == r.tool_call_id())
+            .unwrap();
+        let id: usize = r.tool_call_id().unwrap()[1..].parse().unwrap();
+        if id >= 5 {
+            assert_eq!(*r, original, "recent result c{id} was changed");
+        } else {
+            assert!(placeholder::is_placeholder(&r.text()), "c{id} kept whole");
+        }
+    }
+    // The newest is the newest step's: always there.
+    assert_eq!(result.messages.last(), m.last());
+
+    // With none kept by choice, the newest still is.
+    let thrift = Thrift::new().with_keep_recent_results(0);
+    let (result, _) = trim(&thrift, &m, &[0], Budget::tokens(400)).await;
+    assert_eq!(result.messages.last(), m.last());
+}
+
+// ---------------------------------------------------------- stage 4
+
+/// Prices each image at 300 tokens, text as [`CharTokenCounter`] does.
+struct PricedImages;
+
+#[async_trait::async_trait]
+impl TokenCounter for PricedImages {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(CharTokenCounter::estimate(text))
+    }
+
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        let text = CharTokenCounter.count_message(message).await?;
+        let images = match message {
+            Message::User(blocks) => blocks
+                .iter()
+                .filter(|b| !matches!(b, ContentBlock::Text(_)))
+                .count(),
+            _ => 0,
+        };
+        Ok(text + 300 * images)
+    }
+}
+
+#[tokio::test]
+async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
+    let image = ContentBlock::Image(ImageContent::new("image/png", vec![7; 4096]));
+    let wire = ContentBlock::Wire(serde_json::json!({"type": "input_audio", "data": "..."}));
+    let m = vec![
+        Message::user_blocks(vec![
+            ContentBlock::Text("What is in this picture?".into()),
+            image.clone(),
+        ]),
+        Message::assistant("A cat."),
+        Message::user_blocks(vec![ContentBlock::Text("And this recording?".into()), wire]),
+        Message::assistant("A dog barking."),
+        Message::user_blocks(vec![
+            ContentBlock::Text("Compare them with this one.".into()),
+            image,
+        ]),
+    ];
+    let full: usize = count_messages(&PricedImages, &m)
+        .await
+        .unwrap()
+        .iter()
+        .sum();
+    let (result, trace) = trim_counted(
+        &Thrift::new(),
+        &m,
+        &[],
+        Budget::tokens(full - 400),
+        &PricedImages,
+    )
+    .await;
+    assert!(result.fits);
+    assert_eq!(result.messages.len(), m.len(), "nothing is dropped");
+    assert_eq!(trace.media_replaced.shed(), 2);
+    let Message::User(first) = &result.messages[0] else {
+        panic!()
+    };
+    assert_eq!(
+        first[1],
+        ContentBlock::Text("[image omitted: image/png, 4096 bytes]".into())
+    );
+    let Message::User(second) = &result.messages[2] else {
+        panic!()
+    };
+    assert_eq!(
+        second[1],
+        ContentBlock::Text("[attachment omitted: input_audio]".into())
+    );
+    // The current question keeps its image.
+    assert_eq!(result.messages[4], m[4]);
+    // Counts of the changed messages come from the counter given.
+    let truth = count_messages(&PricedImages, &result.messages)
+        .await
+        .unwrap();
+    assert_eq!(result.counts, truth);
+
+    // Under a counter that prices images at nothing, a placeholder would
+    // only cost more: they stay.
+    let (result, trace) = trim(&Thrift::new(), &m, &[], Budget::tokens(20)).await;
+    assert_eq!(trace.media_replaced.shed(), 0);
+    assert!(result.messages.iter().all(|x| {
+        match x {
+            Message::User(b) => b
+                .iter()
+                .all(|b| !b.as_text().is_some_and(placeholder::is_placeholder)),
+            _ => true,
+        }
+    }));
+}
+
+// ---------------------------------------------------------- stage 5
+
+fn chat(rounds: &[(&str, &str)], question: &str) -> Vec<Message> {
+    let mut m = vec![Message::system("You are a helpful assistant.")];
+    for (q, a) in rounds {
+        m.push(Message::user(*q));
+        m.push(Message::assistant(*a));
+    }
+    m.push(Message::user(question));
+    m
+}
+
+#[tokio::test]
+async fn a_rare_word_of_the_question_brings_back_an_old_round() {
+    let evidence = (
+        "How should we size the Postgres connection pool?",
+        "Run pgbouncer in front of Postgres with a pool of 20 connections.",
+    );
+    let chatter = [
+        (
+            "What do you think about the weather again?",
+            "I think it is sunny, what a day.",
+        ),
+        (
+            "What do you think about lunch again?",
+            "I think soup, what do you think?",
+        ),
+        (
+            "What do you think about the match again?",
+            "I think it was close, what a game.",
+        ),
+        (
+            "What do you think about my plan again?",
+            "I think it is sound, what else?",
+        ),
+    ];
+    let mut rounds = vec![evidence];
+    rounds.extend(chatter);
+    let question = "What do you think, how big was the postgres pool again?";
+    let m = chat(&rounds, question);
+    // The plain word-overlap baseline prefers the chatter.
+    let round_text = |k: usize| format!("{} {}", m[1 + 2 * k].text(), m[2 + 2 * k].text());
+    let plain: Vec<f64> = (0..5)
+        .map(|k| relevance::overlap(question, &round_text(k)))
+        .collect();
+    assert!(plain[1..].iter().all(|&s| s > plain[0]), "{plain:?}");
+
+    // Room for the floor and about one more round.
+    let floor = total_of(&[m[0].clone(), m[m.len() - 1].clone()]).await;
+    let one_round = total_of(&m[1..3]).await;
+    let budget = Budget::tokens(floor + one_round + one_round / 2);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(result.fits);
+    assert_eq!(result.messages[0], m[0]);
+    assert_eq!(result.messages[1], m[1], "the Postgres round is kept");
+    assert_eq!(result.messages[2], m[2]);
+    assert_eq!(result.messages.last(), m.last());
+    assert!(trace.rounds_dropped.shed() >= 3);
+}
+
+#[tokio::test]
+async fn without_relevance_the_oldest_rounds_go_first() {
+    let rounds: Vec<(String, String)> = (0..8)
+        .map(|i| (format!("q{i}"), format!("a{i} {}", "x ".repeat(20))))
+        .collect();
+    let refs: Vec<(&str, &str)> = rounds
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let m = chat(&refs, "ok?");
+    let full = total_of(&m).await;
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], Budget::tokens(full / 2)).await;
+    assert!(result.fits);
+    // A suffix of the rounds is kept, whole.
+    let kept = (result.messages.len() - 2) / 2;
+    assert!(kept >= 2, "{kept}");
+    assert_eq!(result.messages[1..], m[m.len() - 1 - 2 * kept..]);
+    assert_eq!(trace.rounds_dropped.shed(), 8 - kept);
+}
+
+#[tokio::test]
+async fn inside_one_long_round_older_steps_are_dropped_whole() {
+    let mut m = vec![Message::user("Refactor the lexer.")];
+    for s in 0..12 {
+        let ids: Vec<ToolCall> = (0..3)
+            .map(|k| ToolCall::new(format!("s{s}k{k}"), "grep", "{}"))
+            .collect();
+        m.push(Message::assistant_with_tools("", ids));
+        for k in (0..3).rev() {
+            m.push(Message::tool_result(
+                format!("s{s}k{k}"),
+                format!("hit {s}.{k}"),
+            ));
+        }
+    }
+    m.push(Message::assistant("The lexer is refactored."));
+    let full = total_of(&m).await;
+    let (result, trace) = trim(&Thrift::new(), &m, &[], Budget::tokens(full / 3)).await;
+    assert!(result.fits);
+    assert!(validate(&result.messages).is_empty());
+    assert_eq!(result.messages[0], m[0]);
+    assert_eq!(result.messages.last(), m.last());
+    assert!(trace.steps_dropped.shed() > 0);
+    assert_eq!(trace.rounds_dropped.before.count, 0);
+    // Every parallel call that is kept has all three results right after it.
+    for (i, x) in result.messages.iter().enumerate() {
+        if !x.tool_calls().is_empty() {
+            assert!(
+                result.messages[i + 1..i + 4]
+                    .iter()
+                    .all(Message::is_tool_result)
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_rounds_limit_keeps_the_most_relevant_rounds() {
+    let m = chat(
+        &[
+            (
+                "Tell me about sourdough starters.",
+                "Feed the starter daily.",
+            ),
+            ("Tell me about tides.", "The moon drives them."),
+            ("Tell me about compilers.", "They translate programs."),
+        ],
+        "Back to sourdough: how often should I feed it?",
+    );
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], Budget::rounds(2)).await;
+    assert_eq!(result.messages.iter().filter(|x| x.is_user()).count(), 2);
+    assert_eq!(result.messages[1], m[1]);
+    assert_eq!(trace.rounds_dropped.shed(), 2);
+    assert!(result.fits);
+}
+
+// ------------------------------------------------------------ the order
+
+#[tokio::test]
+async fn each_stage_starts_only_once_the_earlier_ones_are_spent() {
+    let mut m = vec![
+        Message::system("Be careful."),
+        Message::user_blocks(vec![
+            ContentBlock::Text("Here is a screenshot.".into()),
+            ContentBlock::Image(ImageContent::new("image/png", vec![1; 64])),
+        ]),
+        Message::assistant("Seen."),
+    ];
+    for round in 0..3 {
+        m.push(Message::user(format!("Task {round}: check the build.")));
+        for s in 0..4 {
+            let id = format!("r{round}s{s}");
+            m.push(thinking(
+                "",
+                &"hmm, let me check. ".repeat(8),
+                vec![ToolCall::new(&id, "sh", "{}")],
+            ));
+            m.push(Message::tool_result(
+                id,
+                output(if s == 0 { 120 } else { 12 }),
+            ));
+        }
+        m.push(Message::assistant(format!("Task {round} done.")));
+    }
+    let thrift = Thrift::new().with_max_tool_output_tokens(100);
+    let counts = count_messages(&PricedImages, &m).await.unwrap();
+    let full: usize = counts.iter().sum();
+    let mut seen_stages = std::collections::BTreeSet::new();
+    for budget in (0..=full).rev().step_by(37) {
+        let (result, trace) =
+            trim_counted(&thrift, &m, &[0], Budget::tokens(budget), &PricedImages).await;
+        let stages = trace.stages();
+        for (k, (name, shed)) in stages.iter().enumerate() {
+            if !shed.changed() {
+                continue;
+            }
+            seen_stages.insert(*name);
+            for (earlier, before) in &stages[..k] {
+                // Cheap stages before a later one that ran have shed all
+                // they could.
+                if k <= 4 || *earlier != "rounds_dropped" && *earlier != "steps_dropped" {
+                    assert_eq!(
+                        before.after.count, 0,
+                        "at budget {budget}, {name} ran while {earlier} had {before:?} left"
+                    );
+                }
+            }
+        }
+        assert!(validate(&result.messages).is_empty());
+        assert_eq!(result.fits, result.tokens() <= budget);
+    }
+    for stage in [
+        "reasoning",
+        "tool_outputs_cut",
+        "tool_results_replaced",
+        "media_replaced",
+        "rounds_dropped",
+        "steps_dropped",
+    ] {
+        assert!(
+            seen_stages.contains(stage),
+            "{stage} never ran: {seen_stages:?}"
+        );
+    }
+}
+
+// ------------------------------------------------------------- the floor
+
+#[tokio::test]
+async fn the_floor_is_never_shed_and_protected_messages_never_change() {
+    let m = vec![
+        Message::system("Standing rules."),
+        summary::message("Earlier, the user set up the repository."),
+        Message::user("Old question."),
+        thinking(
+            "",
+            &"pondering ".repeat(30),
+            vec![ToolCall::new("p", "read", "{}")],
+        ),
+        Message::tool_result("p", output(100)),
+        Message::user("Current question?"),
+        call("n", "read"),
+        Message::tool_result("n", "short answer"),
+    ];
+    // Message 3 (and so its step) is protected.
+    let protected = [0, 3];
+    let (result, _) = trim(&Thrift::new(), &m, &protected, Budget::tokens(1)).await;
+    assert!(!result.fits);
+    for i in [0, 1, 3, 5, 6, 7] {
+        assert!(
+            result.messages.contains(&m[i]),
+            "message {i} was shed or changed"
+        );
+    }
+    assert!(!result.messages.contains(&m[2]));
+    // The protected step's result is not protected itself: it may shrink.
+    assert!(
+        result
+            .messages
+            .iter()
+            .any(|x| x.tool_call_id() == Some("p"))
+    );
+    assert_eq!(result.protected.len(), 3);
+}
+
+#[tokio::test]
+async fn when_the_floor_does_not_fit_the_result_says_so_and_is_stable() {
+    let m = vec![
+        Message::system("Rules. ".repeat(100)),
+        Message::user("old"),
+        Message::assistant("old answer"),
+        Message::user("new"),
+        Message::assistant("new answer"),
+    ];
+    let budget = Budget::tokens(50);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(!result.fits && !trace.fits);
+    assert_eq!(
+        result.messages,
+        vec![m[0].clone(), m[3].clone(), m[4].clone()],
+        "as small as it gets: the floor"
+    );
+    let second = again(&Thrift::new(), &result, budget).await;
+    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    assert!(!second.fits);
+}
+
+#[tokio::test]
+async fn the_last_resort_cuts_the_newest_output_to_fit() {
+    let m = vec![
+        Message::system("Be brief."),
+        Message::user("Show me the log."),
+        call("log", "cat"),
+        Message::tool_result("log", output(500)), // ~2500 tokens
+    ];
+    let budget = Budget::tokens(300);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(result.fits, "{} tokens", result.tokens());
+    assert!(result.tokens() <= 300);
+    assert!(
+        result.tokens() > 250,
+        "it keeps as much as fits: {}",
+        result.tokens()
+    );
+    assert_eq!(trace.newest_outputs_cut.shed(), 1);
+    let text = result.messages[3].text();
+    assert!(cut::is_cut(&text));
+    assert!(text.starts_with("output line 0001"));
+    assert!(text.ends_with("output line 0500\n"));
+    assert_eq!(result.messages[3].tool_call_id(), Some("log"));
+    let second = again(&Thrift::new(), &result, budget).await;
+    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+
+    // When nothing can make it fit, the output is cut to its marker and the
+    // result says it does not fit.
+    let m = vec![
+        Message::system("Rules. ".repeat(200)),
+        Message::user("Show me the log."),
+        call("log", "cat"),
+        Message::tool_result("log", output(500)),
+    ];
+    let (result, _) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(!result.fits);
+    assert_eq!(
+        result.messages[3].text(),
+        format!("\n{}\n", cut::marker(output(500).len()))
+    );
+    let second = again(&Thrift::new(), &result, budget).await;
+    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+}
+
+// ------------------------------------------------------------- the trace
+
+#[tokio::test]
+async fn the_trace_accounts_for_every_token_and_serializes() {
+    let mut m = agent_task(6, 60);
+    m.insert(2, thinking("Plan.", &"think ".repeat(40), vec![]));
+    let thrift = Thrift::new().with_max_tool_output_tokens(200);
+    for budget in [2000, 1200, 600, 200, 50] {
+        let (result, trace) = trim(&thrift, &m, &[0], Budget::tokens(budget)).await;
+        assert_eq!(trace.tokens_before, total_of(&m).await);
+        assert_eq!(trace.tokens_after, result.tokens());
+        assert_eq!(trace.messages_after, result.messages.len());
+        assert_eq!(trace.fits, result.fits);
+        assert_eq!(
+            trace.tokens_before - trace.tokens_after,
+            trace.saved(),
+            "at {budget}: {trace:#?}"
+        );
+        for (name, shed) in trace.stages() {
+            assert!(shed.after.count <= shed.before.count, "{name}");
+            assert!(shed.after.tokens <= shed.before.tokens, "{name}");
+        }
+        let json = serde_json::to_string(&trace).unwrap();
+        let back: ThriftTrace = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, trace);
+    }
+    let (_, trace) = trim(&thrift, &m, &[0], Budget::tokens(600)).await;
+    assert!(trace.target.is_some_and(|t| t <= 600));
+    assert_eq!(trace.reasoning.before.count, 1);
+    assert_eq!(trace.reasoning.after.count, 0);
+}
+
+// -------------------------------------------- stability and determinism
+
+/// A mixed history: a protected prompt, chat rounds, an image, reasoning,
+/// parallel calls, long outputs and a long final round.
+fn mixed() -> Vec<Message> {
+    let mut m = vec![Message::system("You are a coding agent.")];
+    m.push(Message::user_blocks(vec![
+        ContentBlock::Text("This screenshot shows the failing test.".into()),
+        ContentBlock::Image(ImageContent::new("image/png", vec![0; 32])),
+    ]));
+    m.push(thinking(
+        "I see the failure.",
+        "The assertion on line 3.",
+        vec![],
+    ));
+    m.push(Message::user("What do the logs of the parser say?"));
+    m.push(Message::assistant_with_tools(
+        "",
+        vec![
+            ToolCall::new("l1", "read", r#"{"path":"parser.log"}"#),
+            ToolCall::new("l2", "read", r#"{"path":"lexer.log"}"#),
+        ],
+    ));
+    m.push(Message::tool_result("l2", output(300)));
+    m.push(Message::tool_result("l1", output(40)));
+    m.push(Message::assistant("The parser log shows an empty token."));
+    m.push(Message::user(
+        "Fix the parser so that empty input is accepted.",
+    ));
+    for s in 0..10 {
+        let id = format!("f{s}");
+        m.push(thinking(
+            "",
+            &format!("step {s} reasoning "),
+            vec![ToolCall::new(&id, "edit", "{}")],
+        ));
+        m.push(Message::tool_result(id, output(10 + 15 * (s % 4))));
+    }
+    m
+}
+
+#[tokio::test]
+async fn trimming_the_result_again_changes_nothing() {
+    let m = mixed();
+    let full = total_of(&m).await;
+    for protected in [vec![], vec![0], vec![0, 4]] {
+        for budget in (0..=full + 10).step_by(53) {
+            for b in [
+                Budget::tokens(budget),
+                Budget::both(budget, 2),
+                Budget::both(budget, 1),
+            ] {
+                for thrift in [
+                    Thrift::new(),
+                    Thrift::new()
+                        .with_low_watermark(1.0)
+                        .with_keep_recent_results(0),
+                ] {
+                    let (result, _) = trim(&thrift, &m, &protected, b).await;
+                    let second = again(&thrift, &result, b).await;
+                    assert_eq!(
+                        bytes(&second.messages),
+                        bytes(&result.messages),
+                        "unstable at {b:?}, protected {protected:?}"
+                    );
+                    assert!(validate(&result.messages).is_empty());
+                    let floor = {
+                        let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+                        let h = History::new(&m, &counts).unwrap().protect(&protected);
+                        structure::floor(&h).tokens
+                    };
+                    if floor <= budget {
+                        assert!(result.fits && result.tokens() <= budget, "{b:?}");
+                    }
+                    assert_eq!(result.fits, result.tokens() <= budget);
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_same_input_gives_the_same_output() {
+    let m = mixed();
+    let full = total_of(&m).await;
+    for budget in (0..full).step_by(97) {
+        let (a, ta) = trim(&Thrift::new(), &m, &[0], Budget::tokens(budget)).await;
+        let (b, tb) = trim(&Thrift::new(), &m, &[0], Budget::tokens(budget)).await;
+        assert_eq!(a, b);
+        assert_eq!(ta, tb);
+    }
+}
+
+#[tokio::test]
+async fn changed_messages_are_counted_with_the_counter_given() {
+    let m = mixed();
+    for budget in [100, 400, 900] {
+        let (result, _) = trim_counted(
+            &Thrift::new(),
+            &m,
+            &[0],
+            Budget::tokens(budget),
+            &PricedImages,
+        )
+        .await;
+        let truth = count_messages(&PricedImages, &result.messages)
+            .await
+            .unwrap();
+        assert_eq!(result.counts, truth, "at {budget}");
+    }
+}
+
+// ------------------------------------------------------------ sticky cuts
+
+/// How many times the context is not an extension of the previous one, as
+/// a chat grows turn by turn; and the largest context right after a break.
+async fn cache_breaks(thrift: &Thrift, budget: usize) -> (usize, Vec<usize>) {
+    let mut m = vec![Message::system("You are a helpful assistant.")];
+    let mut previous: Option<Vec<Message>> = None;
+    let mut breaks = 0;
+    let mut after_break = Vec::new();
+    for turn in 0..80 {
+        m.push(Message::user(format!("q{turn}")));
+        let (result, _) = trim(thrift, &m, &[0], Budget::tokens(budget)).await;
+        assert!(result.fits);
+        if let Some(prev) = &previous
+            && !result.messages.starts_with(prev)
+        {
+            breaks += 1;
+            after_break.push(result.tokens());
+        }
+        previous = Some(result.messages);
+        m.push(Message::assistant(format!(
+            "a{turn} {}",
+            "word ".repeat(6 + turn % 5)
+        )));
+    }
+    (breaks, after_break)
+}
+
+#[tokio::test]
+async fn the_low_watermark_makes_cuts_sticky() {
+    let budget = 400;
+    let (sticky, sizes) = cache_breaks(&Thrift::new(), budget).await;
+    let (eager, _) = cache_breaks(&Thrift::new().with_low_watermark(1.0), budget).await;
+    // Without a margin every turn over the budget moves the cut.
+    assert!(eager >= 40, "{eager}");
+    assert!(sticky * 3 <= eager, "sticky {sticky}, eager {eager}");
+    // Right after a cut the context is down at about the watermark (plus at
+    // most one round).
+    let round = 20;
+    assert!(
+        sizes.iter().all(|&s| s <= budget * 8 / 10 + round),
+        "{sizes:?}"
+    );
+}
+
+#[tokio::test]
+async fn placeholders_too_are_replaced_in_steps() {
+    // An agent adds one ~100-token result per turn.
+    let thrift = Thrift::new();
+    let eager = Thrift::new().with_low_watermark(1.0);
+    let budget = Budget::tokens(2000);
+    let mut breaks = [0, 0];
+    let mut previous: [Option<Vec<Message>>; 2] = [None, None];
+    for steps in 10..40 {
+        let m = agent_task(steps, 20);
+        for (k, t) in [thrift, eager].iter().enumerate() {
+            let (result, trace) = trim(t, &m, &[0], budget).await;
+            assert!(result.fits);
+            assert_eq!(trace.steps_dropped.shed(), 0, "placeholders suffice here");
+            if let Some(prev) = &previous[k] {
+                // Compare all but the newest step, which the next turn follows.
+                let stable = prev.len() - 2;
+                if result.messages[..stable] != prev[..stable] {
+                    breaks[k] += 1;
+                }
+            }
+            previous[k] = Some(result.messages);
+        }
+    }
+    assert!(breaks[0] * 2 <= breaks[1], "{breaks:?}");
+}

@@ -1,0 +1,166 @@
+//! OpenAI's `cl100k_base` and `o200k_base` encodings.
+//!
+//! The vocabularies are compiled into the binary by `bpe-openai`, decoded once
+//! per process on first use and shared by every counter value. Text is cut
+//! into the pieces of the encoding's pre-tokenizer (see [`Pieces`]); a piece
+//! that is a whole vocabulary entry counts as one token (see
+//! [`SingleTokens`]), any other is counted by `bpe-openai`'s byte-pair
+//! encoder. Counts equal tiktoken's `encode_ordinary` on the same text:
+//! special-token markers such as `<|endoftext|>` in a message are counted as
+//! the plain text they are.
+
+use std::sync::LazyLock;
+
+use memory_core::{MemoryError, TokenCounter};
+
+use crate::pretokenize::{Pattern, Pieces};
+use crate::singles::SingleTokens;
+
+/// One encoding: bpe-openai's tokenizer and the set of its whole tokens.
+struct Encoding {
+    tokenizer: &'static bpe_openai::Tokenizer,
+    pattern: Pattern,
+    singles: SingleTokens,
+}
+
+impl Encoding {
+    fn new(tokenizer: &'static bpe_openai::Tokenizer, pattern: Pattern) -> Self {
+        Self {
+            tokenizer,
+            pattern,
+            singles: SingleTokens::new(&tokenizer.bpe),
+        }
+    }
+
+    fn count(&self, text: &str) -> usize {
+        // A no-op for these two encodings (they do not normalize), kept so
+        // the pieces are always those of the tokenizer's own input.
+        let text = self.tokenizer.normalize(text);
+        Pieces::new(text.as_str(), self.pattern, self.tokenizer)
+            .map(|piece| {
+                let piece = piece.as_bytes();
+                if self.singles.contains(piece) {
+                    1
+                } else {
+                    self.tokenizer.bpe.count(piece)
+                }
+            })
+            .sum()
+    }
+}
+
+static CL100K: LazyLock<Encoding> =
+    LazyLock::new(|| Encoding::new(bpe_openai::cl100k_base(), Pattern::Cl100k));
+static O200K: LazyLock<Encoding> =
+    LazyLock::new(|| Encoding::new(bpe_openai::o200k_base(), Pattern::O200k));
+
+/// Exact counts in `cl100k_base`, the encoding of GPT-4, GPT-3.5 and
+/// `text-embedding-3`.
+///
+/// A zero-sized handle on a process-wide encoder: copy it freely.
+///
+/// ```
+/// use memory_core::{Message, TokenCounter};
+/// use memory_tokenizers::Cl100k;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// assert_eq!(Cl100k.count("hello world").await.unwrap(), 2);
+/// let n = Cl100k.count_message(&Message::user("hello world")).await.unwrap();
+/// assert_eq!(n, 2);
+/// # });
+/// ```
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cl100k;
+
+impl Cl100k {
+    /// The count, synchronously.
+    ///
+    /// ```
+    /// assert_eq!(memory_tokenizers::Cl100k.count_text("tiktoken is great!"), 6);
+    /// ```
+    pub fn count_text(&self, text: &str) -> usize {
+        CL100K.count(text)
+    }
+
+    /// Builds the shared encoder now (tens of milliseconds) rather than on
+    /// the first count, say before the first turn of a latency-sensitive agent.
+    ///
+    /// ```
+    /// memory_tokenizers::Cl100k::preload();
+    /// ```
+    pub fn preload() {
+        LazyLock::force(&CL100K);
+    }
+}
+
+#[async_trait::async_trait]
+impl TokenCounter for Cl100k {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(self.count_text(text))
+    }
+}
+
+/// Exact counts in `o200k_base`, the encoding of GPT-4o, GPT-4.1, GPT-5 and
+/// the `o` series.
+///
+/// A zero-sized handle on a process-wide encoder: copy it freely.
+///
+/// ```
+/// use memory_core::TokenCounter;
+/// use memory_tokenizers::O200k;
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// assert_eq!(O200k.count("hello world").await.unwrap(), 2);
+/// # });
+/// ```
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct O200k;
+
+impl O200k {
+    /// The count, synchronously.
+    ///
+    /// ```
+    /// assert_eq!(memory_tokenizers::O200k.count_text("tiktoken is great!"), 6);
+    /// ```
+    pub fn count_text(&self, text: &str) -> usize {
+        O200K.count(text)
+    }
+
+    /// Builds the shared encoder now rather than on the first count.
+    ///
+    /// ```
+    /// memory_tokenizers::O200k::preload();
+    /// ```
+    pub fn preload() {
+        LazyLock::force(&O200K);
+    }
+}
+
+#[async_trait::async_trait]
+impl TokenCounter for O200k {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(self.count_text(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_counts() {
+        assert_eq!(Cl100k.count_text(""), 0);
+        assert_eq!(O200k.count_text(""), 0);
+        assert_eq!(Cl100k.count_text("hello world"), 2);
+        // Special-token markers are ordinary text.
+        assert!(Cl100k.count_text("<|endoftext|>") > 1);
+        assert!(O200k.count_text("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn encodings_differ_where_they_should() {
+        // o200k has whole-word tokens for much non-English text.
+        let text = "नमस्ते दुनिया, यह एक परीक्षण है";
+        assert!(O200k.count_text(text) < Cl100k.count_text(text));
+    }
+}

@@ -1,0 +1,684 @@
+//! The `Store` contract, run against every store: the in-memory store, SQLite
+//! and PostgreSQL (when `MEMORY_POSTGRES_URL` names a server; skipped with a
+//! notice otherwise).
+//!
+//! Each case is a function over a [`Backend`]: a way to open handles on one
+//! body of data, as a restarted process would. A new store joins by adding
+//! one `contract!` line.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memory_core::{
+    Budget, CharTokenCounter, ContentBlock, History, ImageContent, InMemoryStore, Memory,
+    MemoryError, Message, Selection, Snapshot, Store, StoreError, StoredMessage, TokenCounter,
+    ToolCall, TrimResult, TrimStrategy, structure, summary, validate,
+};
+use memory_postgres::PostgresStore;
+use memory_sqlite::SqliteStore;
+use memory_window::WindowMemory;
+use serde_json::json;
+
+/// Where a store's data lives.
+#[async_trait::async_trait]
+trait Backend: Send + Sync {
+    /// A new handle on the same data, as a restarted process opens it.
+    async fn open(&self) -> Arc<dyn Store>;
+
+    /// Handles of tenants `a` and `b` and one without a tenant, on the same
+    /// data; `None` for a store without tenants.
+    async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]>;
+}
+
+struct InMemory(Arc<InMemoryStore>);
+
+#[async_trait::async_trait]
+impl Backend for InMemory {
+    async fn open(&self) -> Arc<dyn Store> {
+        self.0.clone()
+    }
+    async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]> {
+        None
+    }
+}
+
+struct Sqlite {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Sqlite {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("memory.db");
+        Self { _dir: dir, path }
+    }
+
+    fn store(&self) -> SqliteStore {
+        SqliteStore::open(&self.path).expect("open the SQLite file")
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for Sqlite {
+    async fn open(&self) -> Arc<dyn Store> {
+        Arc::new(self.store())
+    }
+    async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]> {
+        let store = self.store();
+        Some([
+            Arc::new(store.with_tenant("a")),
+            Arc::new(store.with_tenant("b")),
+            Arc::new(store),
+        ])
+    }
+}
+
+/// Each test works in a tenant of its own, so runs sharing a database never
+/// meet.
+struct Postgres {
+    url: String,
+    tenant: String,
+}
+
+impl Postgres {
+    fn from_env() -> Option<Self> {
+        match std::env::var("MEMORY_POSTGRES_URL") {
+            Ok(url) => Some(Self {
+                url,
+                tenant: unique("contract"),
+            }),
+            Err(_) => {
+                eprintln!(
+                    "skipping the PostgreSQL store contract: MEMORY_POSTGRES_URL is unset \
+                     (source .ci/postgres.sh to start a server)"
+                );
+                None
+            }
+        }
+    }
+
+    async fn store(&self) -> PostgresStore {
+        PostgresStore::connect_with(&self.url, 4)
+            .await
+            .expect("connect to MEMORY_POSTGRES_URL")
+    }
+}
+
+#[async_trait::async_trait]
+impl Backend for Postgres {
+    async fn open(&self) -> Arc<dyn Store> {
+        Arc::new(self.store().await.with_tenant(&self.tenant))
+    }
+    async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]> {
+        let store = self.store().await;
+        Some([
+            Arc::new(store.with_tenant(format!("{}-a", self.tenant))),
+            Arc::new(store.with_tenant(format!("{}-b", self.tenant))),
+            Arc::new(store),
+        ])
+    }
+}
+
+/// A name no other run uses.
+fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{prefix}-{}-{nanos}", std::process::id())
+}
+
+fn user(text: &str) -> StoredMessage {
+    StoredMessage::new(Message::user(text), text.len(), false)
+}
+
+fn summary_of(text: &str) -> StoredMessage {
+    StoredMessage::new(summary::message(text), 7, true)
+}
+
+fn plain(stored: &[StoredMessage]) -> Vec<Message> {
+    stored.iter().map(|s| s.message.clone()).collect()
+}
+
+async fn append_load_and_versions(backend: &dyn Backend) {
+    let store = backend.open().await;
+    assert_eq!(store.load("s").await.unwrap(), Snapshot::default());
+    assert!(store.history("s").await.unwrap().is_empty());
+    assert!(store.replaced("s").await.unwrap().is_empty());
+
+    let system = StoredMessage::new(Message::system("rules"), 2, true);
+    let v1 = store.append("s", vec![system.clone()]).await.unwrap();
+    let v2 = store
+        .append("s", vec![user("one"), user("two")])
+        .await
+        .unwrap();
+    assert_eq!((v1, v2), (1, 2));
+
+    let snapshot = store.load("s").await.unwrap();
+    assert_eq!(snapshot.version, 2);
+    assert_eq!(snapshot.messages, vec![system, user("one"), user("two")]);
+    assert_eq!(store.history("s").await.unwrap(), plain(&snapshot.messages));
+
+    // Another handle (another process, after a restart) sees the same.
+    let reopened = backend.open().await;
+    assert_eq!(reopened.load("s").await.unwrap(), snapshot);
+    assert_eq!(reopened.append("s", vec![user("3")]).await.unwrap(), 3);
+    assert_eq!(store.load("s").await.unwrap().version, 3);
+}
+
+async fn sessions_are_isolated(backend: &dyn Backend) {
+    let store = backend.open().await;
+    // Ids that differ by a character, a case, or look like SQL are all
+    // plain, distinct ids.
+    let ids = [
+        "a",
+        "A",
+        "a ",
+        "a/b",
+        "a%",
+        "a_",
+        "x'; DROP TABLE messages; --",
+        "日本",
+    ];
+    for (i, id) in ids.iter().enumerate() {
+        store
+            .append(id, vec![user(&format!("in {i}"))])
+            .await
+            .unwrap();
+    }
+    let v = store.load("a").await.unwrap().version;
+    store
+        .compact("a", v, vec![summary_of("a only")])
+        .await
+        .unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        let snapshot = store.load(id).await.unwrap();
+        let history = store.history(id).await.unwrap();
+        assert_eq!(history, vec![Message::user(format!("in {i}"))], "{id}");
+        if i == 0 {
+            assert_eq!(snapshot.messages, vec![summary_of("a only")]);
+            assert_eq!(snapshot.version, 2);
+        } else {
+            assert_eq!(snapshot.messages, vec![user(&format!("in {i}"))], "{id}");
+            assert_eq!(snapshot.version, 1, "{id}");
+            assert!(store.replaced(id).await.unwrap().is_empty(), "{id}");
+        }
+    }
+    assert!(store.load("a'").await.unwrap().messages.is_empty());
+}
+
+async fn tenants_are_isolated(backend: &dyn Backend) {
+    let Some([a, b, none]) = backend.tenants().await else {
+        return;
+    };
+    let session = unique("shared");
+    a.append(&session, vec![user("for a")]).await.unwrap();
+    b.append(&session, vec![user("for b"), user("b again")])
+        .await
+        .unwrap();
+    assert_eq!(
+        a.load(&session).await.unwrap().messages,
+        vec![user("for a")]
+    );
+    assert_eq!(b.load(&session).await.unwrap().version, 1);
+    assert_eq!(b.history(&session).await.unwrap().len(), 2);
+    assert_eq!(none.load(&session).await.unwrap(), Snapshot::default());
+
+    // A's version says nothing about b's session: compacting b at a's
+    // version conflicts only if the numbers differ, and changes only b.
+    b.append(&session, vec![user("b3")]).await.unwrap();
+    let err = b
+        .compact(&session, 1, vec![summary_of("b")])
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::Conflict {
+            expected: 1,
+            actual: 2,
+            ..
+        }
+    ));
+    a.compact(&session, 1, vec![summary_of("a")]).await.unwrap();
+    assert_eq!(b.load(&session).await.unwrap().messages.len(), 3);
+    assert!(b.replaced(&session).await.unwrap().is_empty());
+    assert_eq!(
+        a.replaced(&session).await.unwrap(),
+        vec![vec![user("for a")]]
+    );
+    assert!(none.history(&session).await.unwrap().is_empty());
+}
+
+async fn a_stale_compaction_conflicts_and_changes_nothing(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let read = store.append("s", vec![user("1")]).await.unwrap();
+    store.append("s", vec![user("2")]).await.unwrap();
+    let before = (
+        store.load("s").await.unwrap(),
+        store.history("s").await.unwrap(),
+        store.replaced("s").await.unwrap(),
+    );
+    for expected in [read, read + 5, 0] {
+        let err = store
+            .compact("s", expected, vec![summary_of("1")])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            StoreError::Conflict {
+                session: "s".into(),
+                expected,
+                actual: 2
+            }
+        );
+    }
+    let after = (
+        store.load("s").await.unwrap(),
+        store.history("s").await.unwrap(),
+        store.replaced("s").await.unwrap(),
+    );
+    assert_eq!(after, before);
+    // Against the version it holds, the compaction commits.
+    assert_eq!(
+        store
+            .compact("s", 2, vec![summary_of("1, 2")])
+            .await
+            .unwrap(),
+        3
+    );
+    // A session never written is at version 0.
+    assert_eq!(
+        store
+            .compact("new", 0, vec![summary_of("x")])
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(matches!(
+        store.compact("newer", 1, vec![]).await,
+        Err(StoreError::Conflict { actual: 0, .. })
+    ));
+}
+
+async fn of_two_racing_compactions_one_commits(backend: &dyn Backend) {
+    let (first, second) = (backend.open().await, backend.open().await);
+    let v = first
+        .append("s", vec![user("1"), user("2"), user("3")])
+        .await
+        .unwrap();
+    for round in 0..5 {
+        let v = first.load("s").await.unwrap().version;
+        let (x, y) = tokio::join!(
+            first.compact("s", v, vec![summary_of(&format!("first {round}"))]),
+            second.compact("s", v, vec![summary_of(&format!("second {round}"))]),
+        );
+        let won = match (&x, &y) {
+            (Ok(w), Err(StoreError::Conflict { actual, .. }))
+            | (Err(StoreError::Conflict { actual, .. }), Ok(w)) => {
+                assert_eq!(*w, v + 1);
+                assert!(*actual == v + 1, "{actual}");
+                if x.is_ok() { "first" } else { "second" }
+            }
+            other => panic!("expected one commit and one conflict, got {other:?}"),
+        };
+        assert_eq!(
+            first.load("s").await.unwrap().messages,
+            vec![summary_of(&format!("{won} {round}"))]
+        );
+    }
+    assert_eq!(first.load("s").await.unwrap().version, v + 5);
+    assert_eq!(first.replaced("s").await.unwrap().len(), 5);
+    assert_eq!(first.history("s").await.unwrap().len(), 3);
+}
+
+async fn compaction_keeps_replaced_readable_and_history_intact(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let system = StoredMessage::new(Message::system("rules"), 2, true);
+    let v = store
+        .append("s", vec![system.clone(), user("1"), user("2"), user("3")])
+        .await
+        .unwrap();
+    let first = vec![system.clone(), summary_of("1, 2"), user("3")];
+    assert_eq!(store.compact("s", v, first.clone()).await.unwrap(), v + 1);
+    store.append("s", vec![user("4")]).await.unwrap();
+    let v = store.append("s", vec![user("5")]).await.unwrap();
+    let second = vec![system.clone(), summary_of("1-4"), user("5")];
+    let v = store.compact("s", v, second.clone()).await.unwrap();
+    store.append("s", vec![user("6")]).await.unwrap();
+
+    let snapshot = store.load("s").await.unwrap();
+    assert_eq!(snapshot.version, v + 1);
+    assert_eq!(
+        snapshot.messages,
+        [second.clone(), vec![user("6")]].concat()
+    );
+    assert_eq!(
+        store.history("s").await.unwrap(),
+        [
+            vec![Message::system("rules")],
+            (1..=6).map(|i| Message::user(i.to_string())).collect(),
+        ]
+        .concat()
+    );
+    assert_eq!(
+        store.replaced("s").await.unwrap(),
+        vec![
+            vec![system, user("1"), user("2"), user("3")],
+            [first, vec![user("4"), user("5")]].concat(),
+        ]
+    );
+    // And after a restart.
+    let reopened = backend.open().await;
+    assert_eq!(reopened.load("s").await.unwrap(), snapshot);
+    assert_eq!(reopened.replaced("s").await.unwrap().len(), 2);
+}
+
+async fn invalid_session_ids_are_refused(backend: &dyn Backend) {
+    let store = backend.open().await;
+    store.append("ok", vec![user("kept")]).await.unwrap();
+    for id in ["", "a\nb", "nul\0", "tab\there", "\u{7f}"] {
+        let refused = |r: Result<(), StoreError>| {
+            assert!(
+                matches!(r, Err(StoreError::InvalidSession(ref s)) if s.contains(id)),
+                "{id:?}: {r:?}"
+            );
+        };
+        refused(store.load(id).await.map(drop));
+        refused(store.append(id, vec![user("x")]).await.map(drop));
+        refused(store.compact(id, 0, vec![]).await.map(drop));
+        refused(store.history(id).await.map(drop));
+        refused(store.replaced(id).await.map(drop));
+    }
+    if let Some([a, _, _]) = backend.tenants().await {
+        assert!(matches!(
+            a.load("").await,
+            Err(StoreError::InvalidSession(_))
+        ));
+    }
+    assert_eq!(
+        store.history("ok").await.unwrap(),
+        vec![Message::user("kept")]
+    );
+    assert_eq!(store.load("ok").await.unwrap().version, 1);
+}
+
+fn every_shape() -> Vec<StoredMessage> {
+    let image = ImageContent::new("image/png", (0..=255).collect());
+    let wire = json!({
+        "type": "input_audio",
+        "input_audio": {"data": "UklGRg==", "format": "wav"},
+        "numbers": [0.1, 1e300, -2.5e-308, 42, -7, 18446744073709551615_u64],
+        "z": null, "a": true, "nested": {"b": {}, "a": []},
+        "text": "quote \" backslash \\ nul \u{0} emoji 🦀"
+    });
+    vec![
+        StoredMessage::new(Message::system("You are terse. ✓ 日本語"), 9, true),
+        StoredMessage::new(
+            Message::user_blocks(vec![
+                ContentBlock::Text("look at this".into()),
+                ContentBlock::Image(image),
+                ContentBlock::Wire(wire),
+                ContentBlock::Wire(json!("a bare string")),
+            ]),
+            1_000,
+            false,
+        ),
+        StoredMessage::new(Message::user_blocks(vec![]), 0, false),
+        StoredMessage::new(
+            Message::Assistant {
+                content: String::new(),
+                reasoning: Some("think\n  step by step\r\n".into()),
+                tool_calls: vec![
+                    ToolCall::new("c1", "read", r#"{"path": "a b.rs"}"#),
+                    ToolCall::new("c2", "shell", "not json { at all"),
+                ],
+            },
+            31,
+            false,
+        ),
+        StoredMessage::new(
+            Message::ToolResult {
+                tool_call_id: "c1".into(),
+                content: "line 1\r\nline 2\t\u{0}end".into(),
+                name: Some("read".into()),
+            },
+            12,
+            false,
+        ),
+        StoredMessage::new(Message::tool_result("c2", ""), 0, false),
+        StoredMessage::new(
+            Message::assistant("'; DROP TABLE messages; -- $1 ?1 %s {}"),
+            5,
+            false,
+        ),
+        StoredMessage::new(Message::user("x".repeat(300_000)), 1 << 40, true),
+        StoredMessage::new(summary::message("so far: 🦀"), 6, true),
+    ]
+}
+
+async fn messages_of_every_shape_round_trip(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let shapes = every_shape();
+    assert!(validate(&plain(&shapes)).is_empty());
+    let v = store.append("s", shapes.clone()).await.unwrap();
+    for one in &shapes {
+        store.append("one by one", vec![one.clone()]).await.unwrap();
+    }
+    let reopened = backend.open().await;
+    for id in ["s", "one by one"] {
+        assert_eq!(reopened.load(id).await.unwrap().messages, shapes);
+        assert_eq!(reopened.history(id).await.unwrap(), plain(&shapes));
+    }
+    // In a compacted view and in what a compaction replaced, too.
+    let view: Vec<StoredMessage> = shapes.iter().rev().cloned().collect();
+    store.compact("s", v, view.clone()).await.unwrap();
+    let reopened = backend.open().await;
+    assert_eq!(reopened.load("s").await.unwrap().messages, view);
+    assert_eq!(reopened.replaced("s").await.unwrap(), vec![shapes]);
+}
+
+async fn many_appends_keep_order(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let mut expected = Vec::new();
+    let mut versions = Vec::new();
+    for i in 0..150 {
+        let m = user(&format!("single {i}"));
+        expected.push(m.message.clone());
+        versions.push(store.append("s", vec![m]).await.unwrap());
+    }
+    for batch in 0..3 {
+        let ms: Vec<StoredMessage> = (0..100)
+            .map(|i| user(&format!("batch {batch} {i}")))
+            .collect();
+        expected.extend(plain(&ms));
+        versions.push(store.append("s", ms).await.unwrap());
+    }
+    assert_eq!(versions, (1..=153).collect::<Vec<u64>>());
+    assert_eq!(store.history("s").await.unwrap(), expected);
+    assert_eq!(plain(&store.load("s").await.unwrap().messages), expected);
+
+    // Four writers at once: each one's messages in its order, none lost.
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut versions = Vec::new();
+                for i in 0..25 {
+                    let m = user(&format!("w{w} {i}"));
+                    versions.push(store.append("shared", vec![m]).await.unwrap());
+                }
+                versions
+            })
+        })
+        .collect();
+    let mut versions = Vec::new();
+    for writer in writers {
+        versions.extend(writer.await.unwrap());
+    }
+    versions.sort_unstable();
+    assert_eq!(versions, (1..=100).collect::<Vec<u64>>());
+    let history = store.history("shared").await.unwrap();
+    assert_eq!(history.len(), 100);
+    for w in 0..4 {
+        let mine: Vec<String> = history
+            .iter()
+            .map(Message::text)
+            .filter(|t| t.starts_with(&format!("w{w} ")))
+            .collect();
+        let wanted: Vec<String> = (0..25).map(|i| format!("w{w} {i}")).collect();
+        assert_eq!(mine, wanted);
+    }
+}
+
+/// Counts how often a message is counted.
+#[derive(Default)]
+struct Counting(AtomicUsize);
+
+#[async_trait::async_trait]
+impl TokenCounter for Counting {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        CharTokenCounter.count(text).await
+    }
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        CharTokenCounter.count_message(message).await
+    }
+}
+
+/// When over budget, replaces everything between the leading protected
+/// message and the two newest steps by a summary (materializes).
+struct FoldOld;
+
+#[async_trait::async_trait]
+impl TrimStrategy for FoldOld {
+    fn name(&self) -> &str {
+        "fold-old"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        _counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        let messages = history.messages();
+        let steps: Vec<Range<usize>> = structure::steps(messages).collect();
+        let head = usize::from(
+            history.is_protected(0) && !messages.first().is_some_and(summary::is_summary),
+        );
+        let keep_from = steps
+            .len()
+            .checked_sub(2)
+            .map_or(head, |i| steps[i].start.max(head));
+        if budget.admits_tokens(history.total()) || keep_from <= head + 1 {
+            return Ok(TrimResult::unchanged(history, budget));
+        }
+        let mut selection = Selection::new(history);
+        selection.keep(0..head);
+        selection.push(
+            summary::message(format!("{} earlier messages", keep_from - head)),
+            6,
+            true,
+        );
+        selection.keep(keep_from..messages.len());
+        let mut result = selection.finish(true, true);
+        result.fits = budget.admits_tokens(result.tokens());
+        Ok(result)
+    }
+}
+
+async fn window_memory_reopens_without_recounting(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let mut memory = WindowMemory::new(60)
+        .with_strategy(FoldOld)
+        .with_store(store.clone(), "agent");
+    memory
+        .record_protected(Message::system("You are a coding agent."))
+        .await
+        .unwrap();
+    for i in 0..10 {
+        memory
+            .record(Message::user(format!("question number {i}")))
+            .await
+            .unwrap();
+        memory
+            .record(Message::assistant_with_tools(
+                "",
+                vec![ToolCall::new(format!("c{i}"), "shell", "{}")],
+            ))
+            .await
+            .unwrap();
+        memory
+            .record(Message::tool_result(format!("c{i}"), "ok"))
+            .await
+            .unwrap();
+        let context = memory.context().await.unwrap();
+        assert!(validate(&context).is_empty());
+    }
+    let before = memory.context().await.unwrap();
+    let tokens = memory.total_tokens();
+    drop(memory);
+    assert!(!store.replaced("agent").await.unwrap().is_empty());
+    assert!(before.iter().any(summary::is_summary));
+
+    let counter = Arc::new(Counting::default());
+    let mut reopened = WindowMemory::new(60)
+        .with_strategy(FoldOld)
+        .with_token_counter(counter.clone())
+        .with_store(backend.open().await, "agent");
+    assert_eq!(reopened.context().await.unwrap(), before);
+    assert_eq!(reopened.total_tokens(), tokens);
+    assert_eq!(counter.0.load(Ordering::SeqCst), 0, "nothing recounted");
+    reopened.record(Message::user("one more")).await.unwrap();
+    assert_eq!(counter.0.load(Ordering::SeqCst), 1, "only the new message");
+    assert_eq!(reopened.history().await.unwrap().len(), 1 + 30 + 1);
+}
+
+/// One test per case and store.
+macro_rules! contract {
+    ($store:ident, $backend:expr) => {
+        mod $store {
+            use super::*;
+
+            async fn backend() -> Option<Box<dyn Backend>> {
+                $backend
+            }
+
+            contract!(@cases
+                append_load_and_versions,
+                sessions_are_isolated,
+                tenants_are_isolated,
+                a_stale_compaction_conflicts_and_changes_nothing,
+                of_two_racing_compactions_one_commits,
+                compaction_keeps_replaced_readable_and_history_intact,
+                invalid_session_ids_are_refused,
+                messages_of_every_shape_round_trip,
+                many_appends_keep_order,
+                window_memory_reopens_without_recounting
+            );
+        }
+    };
+    (@cases $($case:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                if let Some(backend) = backend().await {
+                    super::$case(&*backend).await;
+                }
+            }
+        )*
+    };
+}
+
+contract!(
+    in_memory,
+    Some(Box::new(InMemory(Arc::new(InMemoryStore::new()))))
+);
+contract!(sqlite, Some(Box::new(Sqlite::new())));
+contract!(
+    postgres,
+    Postgres::from_env().map(|p| Box::new(p) as Box<dyn Backend>)
+);

@@ -128,6 +128,18 @@ pub struct ReplayArgs {
     /// The model summarizing stages call.
     #[command(flatten)]
     pub model: SummarizerArgs,
+
+    /// Where the replayed sessions are kept: `memory` (in process, the
+    /// default), `sqlite:PATH` or `postgres:URL`. A session that already
+    /// holds the start of the transcript is resumed after it.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    pub store: String,
+
+    /// Session id prefix in the store: each pipeline's replay is kept as
+    /// `ID/PIPELINE`, or `ID/PIPELINE/N` for trajectory N of an input that
+    /// holds several.
+    #[arg(long, value_name = "ID", default_value = "replay")]
+    pub session: String,
 }
 
 /// Which model summarizing stages (`summarize`, `compact`) call.

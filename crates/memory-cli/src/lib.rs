@@ -27,6 +27,7 @@ pub mod progress;
 pub mod registry;
 pub mod replay;
 pub mod report;
+pub mod store;
 pub mod summarizer;
 pub mod table;
 
@@ -87,7 +88,10 @@ fn stage_config(
 /// Bad options or input ([`CliError::exit_code`] 2), a failing replay or an
 /// unwritable report or plot (1).
 pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
-    let config = stage_config(args.budget, &args.counter, &args.pipeline, &args.model)?;
+    let mut config = stage_config(args.budget, &args.counter, &args.pipeline, &args.model)?;
+    if args.store != "memory" || args.session != "replay" {
+        config = config.with_store(store::open(&args.store).await?, &args.session);
+    }
 
     let file = args.input.display().to_string();
     let mut input = input::load(&args.input)?;

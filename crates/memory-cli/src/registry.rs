@@ -34,6 +34,8 @@ pub struct StageConfig {
     pub summarizer: Summarizer,
     /// Whether stages that can summarize in the background do.
     pub background: bool,
+    /// Where replayed sessions are kept, and the session id they start from.
+    pub store: Option<(Arc<dyn memory_core::Store>, String)>,
 }
 
 impl StageConfig {
@@ -54,7 +56,25 @@ impl StageConfig {
             counter,
             summarizer: Arc::new(MeteredProvider::new(Arc::new(ExtractiveSummarizer::new()))),
             background: false,
+            store: None,
         }
+    }
+
+    /// Keeps replayed sessions in `store`, under `session` (see
+    /// [`ReplayArgs::session`](crate::ReplayArgs::session)).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// let config = memory_cli::registry::StageConfig::new(
+    ///     memory_core::Budget::tokens(100),
+    ///     Arc::new(memory_core::CharTokenCounter),
+    /// )
+    /// .with_store(Arc::new(memory_core::InMemoryStore::new()), "s1");
+    /// assert!(config.store.is_some());
+    /// ```
+    pub fn with_store(mut self, store: Arc<dyn memory_core::Store>, session: &str) -> Self {
+        self.store = Some((store, session.to_string()));
+        self
     }
 
     /// Uses `provider` as the summarizer.

@@ -7,6 +7,9 @@ use std::time::Instant;
 use memory_core::{
     History, Memory, MemoryError, Message, Pipeline, TokenCounter, structure, summary, validate,
 };
+use std::sync::Arc;
+
+use memory_core::Store;
 use memory_window::WindowMemory;
 
 use crate::input::Input;
@@ -77,18 +80,50 @@ pub async fn replay_with_progress(
     progress: &Progress,
 ) -> Result<Vec<Row>, CliError> {
     let mut rows = Vec::new();
+    let several = input.trajectories.len() > 1;
     for (index, trajectory) in input.trajectories.iter().enumerate() {
         let pipeline = registry::pipeline(spec, config)?;
-        let mut replay = TrajectoryReplay::new(index, pipeline, config);
-        for (turn, message) in trajectory.messages.iter().enumerate() {
-            replay
-                .step(turn, message, &mut rows)
+        let failed = |turn: usize| {
+            let position = trajectory.position(turn);
+            move |source| CliError::Replay {
+                file: file.to_string(),
+                position,
+                source,
+            }
+        };
+        let mut resume_at = 0;
+        let mut persist = None;
+        if let Some((store, session)) = &config.store {
+            let session = if several {
+                format!("{session}/{spec}/{index}")
+            } else {
+                format!("{session}/{spec}")
+            };
+            let stored = store
+                .history(&session)
                 .await
-                .map_err(|source| CliError::Replay {
-                    file: file.to_string(),
-                    position: trajectory.position(turn),
-                    source,
-                })?;
+                .map_err(|e| failed(0)(e.into()))?;
+            if stored.len() > trajectory.messages.len()
+                || stored[..] != trajectory.messages[..stored.len()]
+            {
+                return Err(CliError::Usage(format!(
+                    "session `{session}` holds another transcript ({} messages that are not the start of this one); choose another --session",
+                    stored.len()
+                )));
+            }
+            resume_at = stored.len();
+            persist = Some((store.clone(), session));
+        }
+        let mut replay = TrajectoryReplay::new(index, pipeline, config, persist);
+        for (turn, message) in trajectory.messages.iter().enumerate() {
+            if turn < resume_at {
+                replay.account(message).await.map_err(failed(turn))?;
+            } else {
+                replay
+                    .step(turn, message, &mut rows)
+                    .await
+                    .map_err(failed(turn))?;
+            }
             progress.inc(1);
         }
     }
@@ -112,11 +147,19 @@ struct TrajectoryReplay<'c> {
 }
 
 impl<'c> TrajectoryReplay<'c> {
-    fn new(index: usize, pipeline: Pipeline, config: &'c StageConfig) -> Self {
+    fn new(
+        index: usize,
+        pipeline: Pipeline,
+        config: &'c StageConfig,
+        store: Option<(Arc<dyn Store>, String)>,
+    ) -> Self {
         let budget = config.budget.max_tokens.unwrap_or(usize::MAX);
-        let memory = WindowMemory::with_budget(config.budget)
+        let mut memory = WindowMemory::with_budget(config.budget)
             .with_strategy(pipeline)
             .with_token_counter(config.counter.clone());
+        if let Some((store, session)) = store {
+            memory = memory.with_store(store, session);
+        }
         Self {
             index,
             config,
@@ -129,6 +172,20 @@ impl<'c> TrajectoryReplay<'c> {
             in_head: true,
             previous: None,
         }
+    }
+
+    /// Books a message the store already holds (a resumed session): the
+    /// bookkeeping of [`step`](Self::step) without recording or measuring.
+    async fn account(&mut self, message: &Message) -> Result<(), MemoryError> {
+        let count = self.config.counter.count_message(message).await?;
+        self.in_head &= message.is_system();
+        if self.in_head {
+            self.protected += 1;
+        }
+        self.recorded.push(message.clone());
+        self.counts.push(count);
+        self.total += count;
+        Ok(())
     }
 
     /// Takes a measured context first when `message` is an assistant

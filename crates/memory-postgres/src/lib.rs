@@ -46,7 +46,6 @@
 //! by the messages between the two compactions. Nothing is ever deleted or
 //! updated but the `memory_sessions` row. All statements are parameterized.
 
-mod codec;
 mod schema;
 mod store;
 

@@ -11,8 +11,8 @@ use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, IsolationLevel, NoTls};
 
-use crate::codec::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 use crate::schema;
+use memory_core::backend::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 
 /// Connections a store opens at most unless told otherwise.
 ///

@@ -51,7 +51,6 @@
 //! by the messages between the two compactions. Nothing is ever deleted or
 //! updated but the `sessions` row.
 
-mod codec;
 mod schema;
 mod store;
 

@@ -10,8 +10,8 @@ use rusqlite::{
     Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior, params,
 };
 
-use crate::codec::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 use crate::schema;
+use memory_core::backend::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -27,6 +27,30 @@
 //! ```
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// FNV-1a: a fast hash for the short words looked up on every scan (the
+/// keys are the question's own terms, so flooding is no concern).
+#[derive(Debug, Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
 
 /// Calls `f` with each term of `text`, in order (repeats included).
 ///
@@ -36,10 +60,11 @@ use std::collections::HashMap;
 /// assert_eq!(seen, ["run", "test", "main"]);
 /// ```
 pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
-    let mut word = String::new();
-    for_each_word(text, &mut word, |w| {
-        stem_in_place(w);
-        f(w);
+    let mut word = Vec::new();
+    for_each_word(text, |run| {
+        lower_into(run, &mut word);
+        stem_bytes(&mut word);
+        f(as_str(&word));
     });
 }
 
@@ -54,9 +79,9 @@ pub fn terms(text: &str) -> Vec<String> {
     out
 }
 
-/// Scans the words `[a-z][a-z0-9]{3,}` of the lowercased text into `word`,
-/// calling `f` on each.
-fn for_each_word(text: &str, word: &mut String, mut f: impl FnMut(&mut String)) {
+/// Calls `f` with each word `[a-z][a-z0-9]{3,}` of the lowercased text, as
+/// the ASCII bytes of `text` (not yet lowercased).
+fn for_each_word(text: &str, mut f: impl FnMut(&[u8])) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -74,11 +99,20 @@ fn for_each_word(text: &str, word: &mut String, mut f: impl FnMut(&mut String)) 
         };
         let run = &bytes[start + first..i];
         if run.len() >= 4 {
-            word.clear();
-            word.extend(run.iter().map(|b| char::from(b.to_ascii_lowercase())));
-            f(word);
+            f(run);
         }
     }
+}
+
+/// `run` lowercased into `word`.
+fn lower_into(run: &[u8], word: &mut Vec<u8>) {
+    word.clear();
+    word.extend(run.iter().map(u8::to_ascii_lowercase));
+}
+
+/// The bytes of a word, which are ASCII.
+fn as_str(word: &[u8]) -> &str {
+    std::str::from_utf8(word).unwrap_or_default()
 }
 
 /// Reduces a lowercase word to its stem: plurals (`-s`, `-es`, `-ies`),
@@ -98,52 +132,55 @@ fn for_each_word(text: &str, word: &mut String, mut f: impl FnMut(&mut String)) 
 /// assert_eq!(stem("status"), "status");
 /// ```
 pub fn stem(word: &str) -> String {
-    let mut w = word.to_ascii_lowercase();
-    stem_in_place(&mut w);
-    w
+    let mut w = word.to_ascii_lowercase().into_bytes();
+    stem_bytes(&mut w);
+    // Stemming only removes ASCII suffixes and appends ASCII letters.
+    String::from_utf8(w).unwrap_or_default()
 }
 
-fn stem_in_place(w: &mut String) {
+/// Most bytes [`stem_bytes`] removes from a word.
+const MAX_STEM_CUT: usize = 8;
+
+fn stem_bytes(w: &mut Vec<u8>) {
     let n = w.len();
-    if n > 4 && w.ends_with("ies") {
+    if n > 4 && w.ends_with(b"ies") {
         w.truncate(n - 3);
-        w.push('y');
-    } else if w.ends_with("sses") {
+        w.push(b'y');
+    } else if w.ends_with(b"sses") {
         w.truncate(n - 2);
     } else if n > 3
-        && w.ends_with('s')
-        && !w.ends_with("ss")
-        && !w.ends_with("us")
-        && !w.ends_with("is")
+        && w.ends_with(b"s")
+        && !w.ends_with(b"ss")
+        && !w.ends_with(b"us")
+        && !w.ends_with(b"is")
     {
         w.truncate(n - 1);
     }
     let n = w.len();
-    if n >= 6 && w.ends_with("ing") {
+    if n >= 6 && w.ends_with(b"ing") {
         w.truncate(n - 3);
         undouble(w);
-    } else if n >= 5 && w.ends_with("ied") {
+    } else if n >= 5 && w.ends_with(b"ied") {
         w.truncate(n - 3);
-        w.push('y');
-    } else if n >= 5 && w.ends_with("ed") {
+        w.push(b'y');
+    } else if n >= 5 && w.ends_with(b"ed") {
         w.truncate(n - 2);
         undouble(w);
-    } else if n >= 6 && w.ends_with("ly") {
+    } else if n >= 6 && w.ends_with(b"ly") {
         w.truncate(n - 2);
-        if w.ends_with('i') {
+        if w.ends_with(b"i") {
             w.pop();
-            w.push('y');
+            w.push(b'y');
         }
     }
-    if w.len() > 3 && w.ends_with('e') {
+    if w.len() > 3 && w.ends_with(b"e") {
         w.pop();
     }
 }
 
-fn undouble(w: &mut String) {
-    let b = w.as_bytes();
-    let n = b.len();
-    if n >= 4 && b[n - 1] == b[n - 2] && !b"aeioulsz".contains(&b[n - 1]) {
+fn undouble(w: &mut Vec<u8>) {
+    let n = w.len();
+    if n >= 4 && w[n - 1] == w[n - 2] && !b"aeioulsz".contains(&w[n - 1]) {
         w.pop();
     }
 }
@@ -157,16 +194,18 @@ fn undouble(w: &mut String) {
 /// assert_eq!(overlap("", "anything"), 0.0);
 /// ```
 pub fn overlap(query: &str, text: &str) -> f64 {
-    let mut buffer = String::new();
-    let mut index: HashMap<String, bool> = HashMap::new();
-    for_each_word(query, &mut buffer, |w| {
-        index.entry(w.clone()).or_insert(false);
+    let mut buffer = Vec::new();
+    let mut index: HashMap<Vec<u8>, bool> = HashMap::new();
+    for_each_word(query, |run| {
+        lower_into(run, &mut buffer);
+        index.entry(buffer.clone()).or_insert(false);
     });
     if index.is_empty() {
         return 0.0;
     }
-    for_each_word(text, &mut buffer, |w| {
-        if let Some(seen) = index.get_mut(w.as_str()) {
+    for_each_word(text, |run| {
+        lower_into(run, &mut buffer);
+        if let Some(seen) = index.get_mut(buffer.as_slice()) {
             *seen = true;
         }
     });
@@ -252,7 +291,9 @@ impl Matches {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Relevance {
-    index: HashMap<String, u32>,
+    index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
+    /// The longest term of the question: longer words cannot stem to one.
+    longest: usize,
     df: Vec<usize>,
     seen: Vec<bool>,
     documents: usize,
@@ -265,15 +306,18 @@ impl Relevance {
     /// assert_eq!(memory_thrift::relevance::Relevance::new("Tests are failing, tests!").len(), 2);
     /// ```
     pub fn new(question: &str) -> Self {
-        let mut index = HashMap::new();
+        let mut index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>> = HashMap::default();
+        let mut longest = 0;
         for_each_term(question, |t| {
             let next = u32::try_from(index.len()).unwrap_or(u32::MAX);
-            index.entry(t.to_string()).or_insert(next);
+            longest = longest.max(t.len());
+            index.entry(t.as_bytes().to_vec()).or_insert(next);
         });
         let df = vec![0; index.len()];
         let seen = vec![false; index.len()];
         Self {
             index,
+            longest,
             df,
             seen,
             documents: 0,
@@ -311,9 +355,16 @@ impl Relevance {
         }
         let mut seen = vec![false; self.index.len()];
         let mut found = Vec::new();
+        let mut word = Vec::new();
+        let too_long = self.longest + MAX_STEM_CUT;
         for text in texts {
-            for_each_term(text, |t| {
-                if let Some(&k) = self.index.get(t)
+            for_each_word(text, |run| {
+                if run.len() > too_long {
+                    return;
+                }
+                lower_into(run, &mut word);
+                stem_bytes(&mut word);
+                if let Some(&k) = self.index.get(word.as_slice())
                     && !std::mem::replace(&mut seen[k as usize], true)
                 {
                     found.push(k);

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use memory_core::{ChatResponse, Message, ProviderError, StopReason};
+use memory_core::{ChatResponse, ProviderError, Rejection, StopReason};
 
 /// Why a compaction left the history as it was. Each message says what to do.
 ///
@@ -80,31 +80,24 @@ pub enum Failure {
 /// assert_eq!(accept_reply(&user), Err(Failure::NotAssistant("user")));
 /// ```
 pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Failure> {
-    let Message::Assistant {
-        content,
-        tool_calls,
-        ..
-    } = &reply.message
-    else {
-        return Err(Failure::NotAssistant(reply.message.role()));
-    };
-    if !tool_calls.is_empty() || reply.stop_reason == StopReason::ToolCalls {
-        return Err(Failure::ToolCalls);
+    memory_core::accept_reply(reply).map_err(Failure::from)
+}
+
+impl From<Rejection> for Failure {
+    fn from(rejection: Rejection) -> Self {
+        match rejection {
+            Rejection::NotAssistant(role) => Failure::NotAssistant(role),
+            Rejection::ToolCalls => Failure::ToolCalls,
+            Rejection::Incomplete(reason) => Failure::Incomplete(reason),
+            _ => Failure::Empty,
+        }
     }
-    if !reply.stop_reason.is_complete() {
-        return Err(Failure::Incomplete(reply.stop_reason));
-    }
-    let text = content.trim();
-    if text.is_empty() {
-        return Err(Failure::Empty);
-    }
-    Ok(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::ToolCall;
+    use memory_core::{Message, ToolCall};
 
     fn stopped(reason: StopReason) -> ChatResponse {
         let mut reply = ChatResponse::text("## Goals\nA parser.");

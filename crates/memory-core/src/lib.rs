@@ -36,6 +36,7 @@ mod message;
 pub mod openai;
 mod pipeline;
 mod provider;
+mod reply;
 pub mod store;
 mod strategy;
 pub mod structure;
@@ -55,6 +56,7 @@ pub use pipeline::Pipeline;
 pub use provider::{
     ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
 };
+pub use reply::{Rejection, accept_reply};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 pub use validate::{

@@ -15,7 +15,7 @@ use memory_core::{
     summary, transcript,
 };
 
-use crate::reply::{Rejection, accept_reply};
+use memory_core::{Rejection, accept_reply};
 
 /// How many times a context overflow may halve the input limit before the
 /// fold gives up.

@@ -36,11 +36,10 @@ mod fold;
 mod metered;
 mod plan;
 mod prompt;
-mod reply;
 mod strategy;
 
 pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
+pub use memory_core::{Rejection, accept_reply};
 pub use metered::{MeteredProvider, ProviderStats};
 pub use prompt::DEFAULT_PROMPT;
-pub use reply::{Rejection, accept_reply};
 pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS, SummarizeStrategy};

@@ -5,13 +5,13 @@
 //! ended normally ([`StopReason::is_complete`]: not cut off at the token
 //! limit, not refused, not failed), and its text must not be blank.
 
-use memory_core::{ChatResponse, Message, StopReason};
+use crate::{ChatResponse, Message, StopReason};
 
 /// Why a reply was not taken as a summary.
 ///
 /// ```
 /// use memory_core::{ChatResponse, StopReason};
-/// use memory_summarize::{accept_reply, Rejection};
+/// use memory_core::{accept_reply, Rejection};
 ///
 /// let mut reply = ChatResponse::text("The user wants a parser and the");
 /// reply.stop_reason = StopReason::Length;
@@ -45,11 +45,12 @@ pub enum Rejection {
 /// # Errors
 ///
 /// A [`Rejection`] for a reply that is not an assistant message, asks for
-/// tools, did not end normally, or is blank.
+/// tools, did not end normally, or is blank. Every strategy that makes a
+/// summary from a model's reply asks this first.
 ///
 /// ```
 /// use memory_core::{ChatResponse, Message};
-/// use memory_summarize::{accept_reply, Rejection};
+/// use memory_core::{accept_reply, Rejection};
 ///
 /// assert_eq!(accept_reply(&ChatResponse::text("  Tests pass.\n")), Ok("Tests pass."));
 /// assert_eq!(accept_reply(&ChatResponse::text(" \n ")), Err(Rejection::Empty));
@@ -66,7 +67,7 @@ pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Rejection> {
     else {
         return Err(Rejection::NotAssistant(reply.message.role()));
     };
-    if !tool_calls.is_empty() {
+    if !tool_calls.is_empty() || reply.stop_reason == StopReason::ToolCalls {
         return Err(Rejection::ToolCalls);
     }
     if !reply.stop_reason.is_complete() {
@@ -82,7 +83,7 @@ pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Rejection> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::ToolCall;
+    use crate::ToolCall;
 
     fn stopped(reason: StopReason) -> ChatResponse {
         let mut reply = ChatResponse::text("A plausible summary");

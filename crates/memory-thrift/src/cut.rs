@@ -36,11 +36,18 @@ struct Parts<'t> {
 
 /// Splits a cut text at its marker (the first line that is one).
 fn parse(text: &str) -> Option<Parts<'_>> {
-    let needle = "\n[... ";
+    // Looks for each `[` (a fast byte search), then for the newline before
+    // it and the rest of the marker.
+    let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(offset) = text[from..].find(needle) {
-        let newline = from + offset;
-        let digits_at = newline + needle.len();
+    while let Some(offset) = text[from..].find('[') {
+        let open = from + offset;
+        from = open + 1;
+        if open == 0 || bytes[open - 1] != b'\n' || !text[open..].starts_with(OPEN) {
+            continue;
+        }
+        let newline = open - 1;
+        let digits_at = open + OPEN.len();
         let rest = &text[digits_at..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 && rest[digits..].starts_with(CLOSE) {
@@ -55,7 +62,6 @@ fn parse(text: &str) -> Option<Parts<'_>> {
                 });
             }
         }
-        from = newline + 1;
     }
     None
 }

@@ -12,13 +12,21 @@ pub(crate) struct Layout {
     /// Start of the newest step (it ends at the end of the history).
     pub newest_step: usize,
     /// Results at or after this index, inside the newest round, are the
-    /// recent ones that are never replaced by a placeholder.
+    /// recent ones that are never replaced by a placeholder: the newest
+    /// `keep` to `2 * keep - 1` of them (see [`Layout::new`]).
     pub recent_results_from: usize,
-    /// The newest tool result of the newest round: never cut or replaced
-    /// (but for the newest step's last resort).
+    /// The tool results of the newest round, in order.
+    round_results: Vec<usize>,
+    /// How many of them are replaced together: `keep_recent_results`, at
+    /// least 1.
+    batch: usize,
+    /// The newest tool result of the newest round: never replaced (but cut
+    /// like any long output, and by the newest step's last resort).
     pub newest_result: Option<usize>,
     /// What may never be dropped.
     pub floor: Floor,
+    /// For each message, whether it lies in the floor.
+    in_floor: Vec<bool>,
 }
 
 impl Layout {
@@ -33,27 +41,55 @@ impl Layout {
             structure::step_start(messages, n)
         };
         let newest_round = question.unwrap_or(0);
+        // The recent results are the newest `keep` or more: the boundary
+        // moves back in jumps of `keep` results, so that the turns of an
+        // agent loop replace earlier results `keep` at a time, not one
+        // every turn (each replacement rewrites the prompt's prefix).
         let keep = keep_recent_results.max(1);
-        let mut seen = 0;
-        let mut recent_results_from = newest_round;
-        let mut newest_result = None;
-        for i in (newest_round..n).rev() {
-            if messages[i].is_tool_result() {
-                newest_result.get_or_insert(i);
-                seen += 1;
-                if seen == keep {
-                    recent_results_from = i;
-                    break;
-                }
-            }
+        let results: Vec<usize> = (newest_round..n)
+            .filter(|&i| messages[i].is_tool_result())
+            .collect();
+        let newest_result = results.last().copied();
+        let recent = if results.len() <= keep {
+            results.len()
+        } else {
+            keep + (results.len() - keep) % keep
+        };
+        let recent_results_from = match recent {
+            0 => newest_round,
+            r => results[results.len() - r],
+        };
+        let floor = structure::floor(history);
+        let mut in_floor = vec![false; n];
+        for range in &floor.ranges {
+            in_floor[range.clone()].fill(true);
         }
         Self {
             question,
             newest_step,
             recent_results_from,
+            round_results: results,
+            batch: keep,
             newest_result,
-            floor: structure::floor(history),
+            floor,
+            in_floor,
         }
+    }
+
+    /// The batch of a tool result of the newest round: its results are
+    /// numbered from the round's start and taken `batch` at a time, so a
+    /// batch holds the same results on every turn of the round. `None`
+    /// for a result of an earlier round.
+    pub fn result_batch(&self, i: usize) -> Option<usize> {
+        self.round_results
+            .binary_search(&i)
+            .ok()
+            .map(|k| k / self.batch)
+    }
+
+    /// Whether message `i` lies in the floor (constant time).
+    pub fn in_floor(&self, i: usize) -> bool {
+        self.in_floor[i]
     }
 
     /// Whether a cheap stage may change message `i`: it is not protected,

@@ -29,26 +29,40 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// FNV-1a: a fast hash for the short words looked up on every scan (the
-/// keys are the question's own terms, so flooding is no concern).
-#[derive(Debug, Clone, Copy)]
-struct Fnv(u64);
+/// A fast multiplicative hash for the short words looked up on every scan,
+/// eight bytes at a time (the keys are the question's own terms, so
+/// flooding is no concern).
+#[derive(Debug, Clone, Copy, Default)]
+struct WordHasher(u64);
 
-impl Default for Fnv {
-    fn default() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
-impl Hasher for Fnv {
+impl Hasher for WordHasher {
     fn finish(&self) -> u64 {
         self.0
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
         }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
     }
 }
 
@@ -83,25 +97,60 @@ pub fn terms(text: &str) -> Vec<String> {
 /// the ASCII bytes of `text` (not yet lowercased).
 fn for_each_word(text: &str, mut f: impl FnMut(&[u8])) {
     let bytes = text.as_bytes();
+    let n = bytes.len();
     let mut i = 0;
-    while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() {
-            i += 1;
+    while i < n {
+        let class = CLASS[usize::from(bytes[i])];
+        i += 1;
+        if class == OTHER {
             continue;
         }
-        let start = i;
-        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+        // A run of letters and digits; a match starts at its first letter
+        // and takes the rest of it.
+        let mut first = (class == LETTER).then_some(i - 1);
+        while i < n {
+            let class = CLASS[usize::from(bytes[i])];
+            if class == OTHER {
+                break;
+            }
+            if class == LETTER && first.is_none() {
+                first = Some(i);
+            }
             i += 1;
         }
-        // A match starts at the run's first letter and takes the rest of it.
-        let Some(first) = bytes[start..i].iter().position(u8::is_ascii_alphabetic) else {
-            continue;
-        };
-        let run = &bytes[start + first..i];
-        if run.len() >= 4 {
-            f(run);
+        if let Some(first) = first
+            && i - first >= 4
+        {
+            f(&bytes[first..i]);
         }
     }
+}
+
+const OTHER: u8 = 0;
+const DIGIT: u8 = 1;
+const LETTER: u8 = 2;
+
+/// The class of each byte: an ASCII letter, an ASCII digit or other.
+static CLASS: [u8; 256] = {
+    let mut table = [OTHER; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = if c.is_ascii_alphabetic() {
+            LETTER
+        } else if c.is_ascii_digit() {
+            DIGIT
+        } else {
+            OTHER
+        };
+        b += 1;
+    }
+    table
+};
+
+/// The bit of a word's first letter (any case) in [`Relevance`]'s initials.
+fn initial(letter: u8) -> u32 {
+    1 << (letter.to_ascii_lowercase().wrapping_sub(b'a') % 32)
 }
 
 /// `run` lowercased into `word`.
@@ -291,11 +340,21 @@ impl Matches {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Relevance {
-    index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>>,
-    /// The longest term of the question: longer words cannot stem to one.
-    longest: usize,
+    index: HashMap<Vec<u8>, u32, BuildHasherDefault<WordHasher>>,
+    /// Lengths of the words that may stem to a term of the question: a stem
+    /// is never longer than its word, nor more than [`MAX_STEM_CUT`] shorter.
+    lengths: std::ops::RangeInclusive<usize>,
+    /// Bit `c - b'a'` is set for each first letter of a term (stemming keeps
+    /// the first letter): other words are passed over unstemmed.
+    initials: u32,
     df: Vec<usize>,
     seen: Vec<bool>,
+    /// Per term, the number of the [`matches`](Relevance::matches) call that
+    /// last found it: what that call has found so far, without clearing.
+    found_in: Vec<u32>,
+    call: u32,
+    /// Scratch space for the word being stemmed.
+    word: Vec<u8>,
     documents: usize,
 }
 
@@ -306,20 +365,27 @@ impl Relevance {
     /// assert_eq!(memory_thrift::relevance::Relevance::new("Tests are failing, tests!").len(), 2);
     /// ```
     pub fn new(question: &str) -> Self {
-        let mut index: HashMap<Vec<u8>, u32, BuildHasherDefault<Fnv>> = HashMap::default();
-        let mut longest = 0;
+        let mut index: HashMap<Vec<u8>, u32, BuildHasherDefault<WordHasher>> = HashMap::default();
+        let (mut shortest, mut longest, mut initials) = (usize::MAX, 0, 0u32);
         for_each_term(question, |t| {
             let next = u32::try_from(index.len()).unwrap_or(u32::MAX);
+            shortest = shortest.min(t.len());
             longest = longest.max(t.len());
+            initials |= initial(t.as_bytes()[0]);
             index.entry(t.as_bytes().to_vec()).or_insert(next);
         });
         let df = vec![0; index.len()];
         let seen = vec![false; index.len()];
+        let found_in = vec![0; index.len()];
         Self {
             index,
-            longest,
+            lengths: shortest..=longest.saturating_add(MAX_STEM_CUT),
+            initials,
             df,
             seen,
+            found_in,
+            call: 0,
+            word: Vec::new(),
             documents: 0,
         }
     }
@@ -350,32 +416,73 @@ impl Relevance {
     /// assert_eq!(rel.matches(["configs", "parsing"]).len(), 2);
     /// ```
     pub fn matches<'t>(&mut self, texts: impl IntoIterator<Item = &'t str>) -> Matches {
-        if self.index.is_empty() {
-            return Matches::default();
-        }
-        let mut seen = vec![false; self.index.len()];
         let mut found = Vec::new();
-        let mut word = Vec::new();
-        let too_long = self.longest + MAX_STEM_CUT;
+        self.match_into(texts, &mut found);
+        Matches(found)
+    }
+
+    /// Like [`matches`](Relevance::matches), appending the positions found
+    /// (sorted, distinct) to `out`.
+    pub(crate) fn match_into<'t>(
+        &mut self,
+        texts: impl IntoIterator<Item = &'t str>,
+        out: &mut Vec<u32>,
+    ) {
+        if self.index.is_empty() {
+            return;
+        }
+        self.call = self.call.wrapping_add(1);
+        if self.call == 0 {
+            self.found_in.fill(0);
+            self.call = 1;
+        }
+        let call = self.call;
+        let start = out.len();
+        let word = &mut self.word;
         for text in texts {
             for_each_word(text, |run| {
-                if run.len() > too_long {
+                if !self.lengths.contains(&run.len()) || initial(run[0]) & self.initials == 0 {
                     return;
                 }
-                lower_into(run, &mut word);
-                stem_bytes(&mut word);
+                lower_into(run, word);
+                stem_bytes(word);
                 if let Some(&k) = self.index.get(word.as_slice())
-                    && !std::mem::replace(&mut seen[k as usize], true)
+                    && std::mem::replace(&mut self.found_in[k as usize], call) != call
                 {
-                    found.push(k);
+                    out.push(k);
                 }
             });
         }
-        found.sort_unstable();
-        for &k in &found {
+        out[start..].sort_unstable();
+        for &k in &out[start..] {
             self.seen[k as usize] = true;
         }
-        Matches(found)
+    }
+
+    /// Counts one document given as positions found by
+    /// [`match_into`](Relevance::match_into).
+    pub(crate) fn add_terms(&mut self, terms: &[u32]) {
+        self.documents += 1;
+        for &k in terms {
+            self.df[k as usize] += 1;
+        }
+    }
+
+    /// Scores documents given as positions, with the weights as they stand
+    /// (computed once).
+    pub(crate) fn scorer(&self) -> impl Fn(&[u32]) -> f64 + '_ {
+        let weights: Vec<f64> = (0..self.df.len()).map(|k| self.weight(k)).collect();
+        let total: f64 = (0..self.df.len())
+            .filter(|&k| self.seen[k])
+            .map(|k| weights[k])
+            .sum();
+        move |terms: &[u32]| {
+            if total <= 0.0 || terms.is_empty() {
+                return 0.0;
+            }
+            let got: f64 = terms.iter().map(|&k| weights[k as usize]).sum();
+            (got / total).clamp(0.0, 1.0)
+        }
     }
 
     /// Counts one document of the corpus the weights are learned from.

@@ -15,7 +15,7 @@ use std::ops::Range;
 use memory_core::{Budget, ContentBlock, Message, structure};
 
 use crate::layout::Layout;
-use crate::relevance::{Matches, Relevance, keep_floor};
+use crate::relevance::{Relevance, keep_floor};
 use crate::sticky;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
@@ -44,6 +44,10 @@ pub(crate) struct Dropped {
 /// How the stage weighs and aims.
 pub(crate) struct Aim {
     pub granule: usize,
+    /// The sticky total the earlier stages shed down to, reached from the
+    /// whole history's total: the drop stage aims at the same one, so that
+    /// what it keeps moves only when that target does.
+    pub target: Option<usize>,
     pub recency_weight: f64,
 }
 
@@ -86,7 +90,9 @@ pub(crate) fn drop_units(
     if let Some(max) = budget.max_tokens
         && work.total() > max
     {
-        let target = sticky::target(work.total(), max, aim.granule);
+        let target = aim
+            .target
+            .unwrap_or_else(|| sticky::target(work.total(), max, aim.granule));
         dropped.target = Some(target);
         fill = target.saturating_sub(beside);
     }
@@ -100,38 +106,60 @@ pub(crate) fn drop_units(
         return dropped;
     }
 
-    let scores = scores(work, layout, &units);
-    let pressure = if total_cost == 0 {
-        0.0
-    } else {
-        1.0 - fill.min(total_cost) as f64 / total_cost as f64
-    };
-    let threshold = keep_floor(pressure);
-    let m = units.len() as f64;
-    let value = |k: usize| scores[k] + aim.recency_weight * (k + 1) as f64 / m;
-    let relevant = |k: usize| scores[k] > 0.0 && scores[k] >= threshold;
-    let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_by(|&a, &b| {
-        relevant(b)
-            .cmp(&relevant(a))
-            .then_with(|| value(b).total_cmp(&value(a)))
-            .then_with(|| b.cmp(&a))
-    });
-
     let mut keep = vec![false; units.len()];
     let mut left = fill;
-    for k in order {
-        let unit = &units[k];
-        if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
-            keep[k] = true;
-            left -= unit.cost;
-            rounds_left -= usize::from(unit.counts_round);
+    // The steps of the newest round first, newest first, as long as they
+    // fit: they serve the current question, and the steps dropped are the
+    // oldest ones, so what is dropped only grows as the round does.
+    for k in (0..units.len()).rev().filter(|&k| units[k].newest) {
+        if units[k].cost > left {
+            break;
+        }
+        keep[k] = true;
+        left -= units[k].cost;
+    }
+
+    // Then the earlier rounds (and the head's steps), by relevance.
+    let earlier: Vec<usize> = (0..units.len()).filter(|&k| !units[k].newest).collect();
+    if !earlier.is_empty() {
+        let scores = scores(work, layout, &units, &earlier);
+        let earlier_cost: usize = earlier.iter().map(|&k| units[k].cost).sum();
+        let pressure = if earlier_cost == 0 {
+            0.0
+        } else {
+            1.0 - left.min(earlier_cost) as f64 / earlier_cost as f64
+        };
+        let threshold = keep_floor(pressure);
+        let m = units.len() as f64;
+        // Relevant units first, then by value (relevance plus the recency
+        // bonus), then the newest.
+        let mut order: Vec<(bool, f64, usize)> = earlier
+            .iter()
+            .zip(&scores)
+            .map(|(&k, &score)| {
+                let relevant = score > 0.0 && score >= threshold;
+                let value = score + aim.recency_weight * (k + 1) as f64 / m;
+                (relevant, value, k)
+            })
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| b.1.total_cmp(&a.1))
+                .then_with(|| b.2.cmp(&a.2))
+        });
+        for (_, _, k) in order {
+            let unit = &units[k];
+            if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
+                keep[k] = true;
+                left -= unit.cost;
+                rounds_left -= usize::from(unit.counts_round);
+            }
         }
     }
     for (unit, &kept) in units.iter().zip(&keep) {
         if !kept {
             for i in unit.range.clone() {
-                if !layout.floor.contains(i) {
+                if !layout.in_floor(i) {
                     work.drop_message(i);
                 }
             }
@@ -152,13 +180,13 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
         let mut cost = 0;
         let mut outside = false;
         for i in range.clone() {
-            if !layout.floor.contains(i) {
+            if !layout.in_floor(i) {
                 outside = true;
                 cost += work.count(i);
             }
         }
         if outside {
-            let counts_round = round && !layout.floor.contains(range.start);
+            let counts_round = round && !layout.in_floor(range.start);
             units.push(Unit {
                 range,
                 cost,
@@ -195,38 +223,45 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
     units
 }
 
-/// Each unit's relevance to the current question, with term weights learned
-/// from the units before the newest round (so that they do not shift while
-/// an agent works through one long round).
-fn scores(work: &Work<'_, '_>, layout: &Layout, units: &[Unit]) -> Vec<f64> {
+/// The relevance of each of the units `which` (earlier rounds and the
+/// head's steps, the corpus the term weights are learned from) to the
+/// current question.
+fn scores(work: &Work<'_, '_>, layout: &Layout, units: &[Unit], which: &[usize]) -> Vec<f64> {
     let question = layout
         .question
         .map(|q| work.message(q).text())
         .unwrap_or_default();
     let mut relevance = Relevance::new(&question);
     if relevance.is_empty() {
-        return vec![0.0; units.len()];
+        return vec![0.0; which.len()];
     }
-    let mut matches: Vec<Matches> = Vec::with_capacity(units.len());
+    // The terms each unit holds, one after the other.
+    let mut terms = Vec::new();
+    let mut ends = Vec::with_capacity(which.len());
     let mut texts = Vec::new();
-    for unit in units {
+    for &k in which {
         texts.clear();
-        for i in unit.range.clone() {
-            if !layout.floor.contains(i) {
+        for i in units[k].range.clone() {
+            if !layout.in_floor(i) {
                 texts_of(work.message(i), &mut texts);
             }
         }
-        matches.push(relevance.matches(texts.iter().copied()));
+        relevance.match_into(texts.iter().copied(), &mut terms);
+        ends.push(terms.len());
     }
-    for (unit, m) in units.iter().zip(&matches) {
-        if !unit.newest {
-            relevance.add_document(m);
-        }
+    let mut start = 0;
+    for &end in &ends {
+        relevance.add_terms(&terms[start..end]);
+        start = end;
     }
-    let total = relevance.total();
-    matches
-        .iter()
-        .map(|m| relevance.score_with_total(m, total))
+    let score = relevance.scorer();
+    let mut start = 0;
+    ends.iter()
+        .map(|&end| {
+            let s = score(&terms[start..end]);
+            start = end;
+            s
+        })
         .collect()
 }
 

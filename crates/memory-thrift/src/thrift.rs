@@ -45,24 +45,33 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 ///
 /// 1. the **reasoning** of earlier steps is removed (the newest step's
 ///    stays);
-/// 2. **long tool outputs** of earlier steps (over
+/// 2. **long tool outputs** (over
 ///    [`max_tool_output_tokens`](Thrift::with_max_tool_output_tokens)) are
 ///    cut to their head and tail around a marker line
-///    (see [`cut`](crate::cut));
+///    (see [`cut`](crate::cut)); the newest step's last, and to the same
+///    length as the earlier ones, so that it reads the same once it is no
+///    longer the newest;
 /// 3. **earlier tool results** are replaced by a short
 ///    [placeholder](crate::placeholder) that keeps their `tool_call_id`:
 ///    all of earlier rounds, and of the newest round all but the newest
-///    [`keep_recent_results`](Thrift::with_keep_recent_results) (the newest
-///    result is never touched);
+///    [`keep_recent_results`](Thrift::with_keep_recent_results) or more:
+///    the boundary moves back `keep_recent_results` results at a time, and
+///    the newest round's results are replaced in batches of that many
+///    (counted from the round's start), so that an agent loop rewrites its
+///    prompt's prefix once per batch rather than once per turn (the newest
+///    result is never replaced);
 /// 4. **image and pass-through blocks** of earlier user messages are
 ///    replaced by text placeholders, where the counter prices them higher;
 /// 5. **rounds and steps are dropped**, whole: the candidates are the
 ///    earlier rounds, the steps of the newest round before its newest step
 ///    and the steps before the first user message. The tokens left beside
-///    the floor are filled greedily with the candidates most
-///    [relevant](crate::relevance) to the current question (plus a recency
-///    bonus; the least relevant and then the oldest go first), kept in
-///    their original order. A rounds limit is honoured here.
+///    the floor go first to the steps of the newest round, newest first,
+///    as long as they fit (so only its oldest steps are dropped, and what
+///    is dropped only grows as the round does); then to the candidates
+///    most [relevant](crate::relevance) to the current question (plus a
+///    recency bonus; the least relevant and then the oldest go first).
+///    What is kept keeps its original order. A rounds limit is honoured
+///    here.
 /// 6. As a last resort, the **newest step's tool outputs** are cut, head
 ///    and tail, to the longest length that fits.
 ///
@@ -75,7 +84,8 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 /// it must shed, Thrift sheds down to about the
 /// [low watermark](Thrift::with_low_watermark) rather than to the budget,
 /// in fixed steps, so that the following turns append to an unchanged
-/// prefix until the budget is crossed again.
+/// prefix until the budget is crossed again; every stage, the drop stage
+/// included, aims at that one target.
 ///
 /// ```
 /// use memory_core::{Budget, CharTokenCounter, Message, ToolCall, TrimStrategy};
@@ -291,8 +301,7 @@ impl Thrift {
         let stage = active(&work);
         trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter).await?;
         let (stage, max) = (active(&work), self.max_tool_output_tokens);
-        trace.tool_outputs_cut =
-            tiers::long_outputs(&mut work, &layout, max, stage, counter).await?;
+        trace.tool_outputs_cut = tiers::long_outputs(&mut work, max, stage, counter).await?;
         let stage = active(&work);
         trace.tool_results_replaced =
             tiers::earlier_results(&mut work, &layout, stage, counter).await?;
@@ -304,6 +313,7 @@ impl Thrift {
             granule: budget
                 .max_tokens
                 .map_or(1, |max| sticky::granule(max, self.low_watermark)),
+            target: stop_at,
             recency_weight: f64::from(self.recency_weight),
         };
         let run = over(&work) || !rounds_within(history.messages(), limit);

@@ -40,9 +40,9 @@ pub(crate) async fn reasoning(
     let history = work.history();
     let items: Vec<usize> = (0..layout.newest_step)
         .filter(|&i| {
-            !work.is_dropped(i)
+            matches!(work.message(i), Message::Assistant { reasoning: Some(r), .. } if !r.is_empty())
+                && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
-                && matches!(work.message(i), Message::Assistant { reasoning: Some(r), .. } if !r.is_empty())
         })
         .collect();
     let mut shed = stock(work, &items, |_| 1);
@@ -73,22 +73,24 @@ pub(crate) async fn reasoning(
     Ok(shed)
 }
 
-/// Tool results of earlier steps over `max_tokens`, cut to about that many
-/// tokens, head and tail.
+/// Tool results over `max_tokens`, cut to about that many tokens, head and
+/// tail; oldest first, the newest step's last.
 pub(crate) async fn long_outputs(
     work: &mut Work<'_, '_>,
-    layout: &Layout,
     max_tokens: usize,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
-    let items: Vec<usize> = (0..layout.newest_step)
+    // The newest step's outputs too: cut now to the length they will have
+    // once the step is no longer the newest, so that its aging leaves the
+    // prompt's prefix as it is.
+    let items: Vec<usize> = (0..history.len())
         .filter(|&i| {
-            !work.is_dropped(i)
-                && layout.shrinkable(history, i)
-                && Some(i) != layout.newest_result
-                && work.count(i) > max_tokens
+            work.count(i) > max_tokens
+                && work.message(i).is_tool_result()
+                && !work.is_dropped(i)
+                && !history.is_protected(i)
                 && matches!(work.message(i), Message::ToolResult { content, .. }
                     if !cut::is_cut(content) && !placeholder::is_placeholder(content))
         })
@@ -146,7 +148,8 @@ fn chars_for(tokens_wanted: usize, chars: usize, tokens: usize) -> usize {
 }
 
 /// Tool results before the recent ones, replaced by a placeholder that
-/// keeps their call id; oldest first.
+/// keeps their call id; oldest first, those of the newest round a batch at
+/// a time.
 pub(crate) async fn earlier_results(
     work: &mut Work<'_, '_>,
     layout: &Layout,
@@ -156,21 +159,27 @@ pub(crate) async fn earlier_results(
     let history = work.history();
     let items: Vec<usize> = (0..layout.recent_results_from.min(layout.newest_step))
         .filter(|&i| {
-            !work.is_dropped(i)
+            matches!(work.message(i), Message::ToolResult { content, .. }
+                    if !placeholder::is_placeholder(content))
+                && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
                 && Some(i) != layout.newest_result
-                && matches!(work.message(i), Message::ToolResult { content, .. }
-                    if !placeholder::is_placeholder(content))
         })
         .collect();
     let mut shed = stock(work, &items, |_| 1);
     let Some(stop_at) = stop_at else {
         return Ok(shed);
     };
+    // The newest round's results go a whole batch at a time, so that the
+    // turns of an agent loop, whose results each exceed the sticky step,
+    // move this frontier once per batch rather than once per turn.
+    let mut batch = None;
     for i in items {
-        if work.total() <= stop_at {
+        let this = layout.result_batch(i);
+        if work.total() <= stop_at && (this.is_none() || this != batch) {
             break;
         }
+        batch = this;
         let Message::ToolResult {
             tool_call_id,
             content,
@@ -209,7 +218,7 @@ pub(crate) async fn media(
     };
     let items: Vec<usize> = (0..layout.newest_step)
         .filter(|&i| {
-            !work.is_dropped(i) && layout.shrinkable(history, i) && blocks(work.message(i)) > 0
+            blocks(work.message(i)) > 0 && !work.is_dropped(i) && layout.shrinkable(history, i)
         })
         .collect();
     let mut shed = stock(work, &items, |i| blocks(work.message(i)));

@@ -128,7 +128,7 @@ pub struct ThriftTrace {
     pub fits: bool,
     /// Reasoning of earlier steps, removed.
     pub reasoning: Shed,
-    /// Long tool outputs of earlier steps, cut to head and tail.
+    /// Long tool outputs, cut to head and tail.
     pub tool_outputs_cut: Shed,
     /// Earlier tool results, replaced by a placeholder.
     pub tool_results_replaced: Shed,

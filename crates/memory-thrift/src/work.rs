@@ -1,14 +1,14 @@
 //! The working copy of a trim: the history with the changes made so far.
 
-use std::collections::BTreeMap;
-
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
 /// The history, the messages changed so far (with their new counts) and the
 /// messages dropped.
 pub(crate) struct Work<'h, 'a> {
     history: &'h History<'a>,
-    changed: BTreeMap<usize, Message>,
+    /// For each message, its place in `changed` plus one (0: unchanged).
+    slot: Vec<u32>,
+    changed: Vec<Message>,
     counts: Vec<usize>,
     dropped: Vec<bool>,
     total: usize,
@@ -18,7 +18,8 @@ impl<'h, 'a> Work<'h, 'a> {
     pub fn new(history: &'h History<'a>) -> Self {
         Self {
             history,
-            changed: BTreeMap::new(),
+            slot: vec![0; history.len()],
+            changed: Vec::new(),
             counts: history.counts().to_vec(),
             dropped: vec![false; history.len()],
             total: history.total(),
@@ -31,7 +32,10 @@ impl<'h, 'a> Work<'h, 'a> {
 
     /// Message `i` as it stands now.
     pub fn message(&self, i: usize) -> &Message {
-        self.changed.get(&i).unwrap_or(&self.history.messages()[i])
+        match self.slot[i] {
+            0 => &self.history.messages()[i],
+            k => &self.changed[k as usize - 1],
+        }
     }
 
     /// Tokens of message `i` as it stands now.
@@ -69,7 +73,13 @@ impl<'h, 'a> Work<'h, 'a> {
     pub fn set(&mut self, i: usize, message: Message, tokens: usize) {
         self.total = self.total - self.counts[i] + tokens;
         self.counts[i] = tokens;
-        self.changed.insert(i, message);
+        match self.slot[i] {
+            0 => {
+                self.changed.push(message);
+                self.slot[i] = u32::try_from(self.changed.len()).unwrap_or(u32::MAX);
+            }
+            k => self.changed[k as usize - 1] = message,
+        }
     }
 
     /// Drops message `i`.
@@ -87,17 +97,20 @@ impl<'h, 'a> Work<'h, 'a> {
         let mut changed = self.changed;
         let mut run = 0;
         for i in 0..n {
-            let keep_original = !self.dropped[i] && !changed.contains_key(&i);
-            if keep_original {
+            let slot = self.slot[i];
+            if !self.dropped[i] && slot == 0 {
                 continue;
             }
             if run < i {
                 selection.keep(run..i);
             }
             run = i + 1;
-            if !self.dropped[i]
-                && let Some(message) = changed.remove(&i)
-            {
+            if !self.dropped[i] {
+                // Taken out, leaving an empty message that is dropped unused.
+                let message = std::mem::replace(
+                    &mut changed[slot as usize - 1],
+                    Message::System(String::new()),
+                );
                 // Protected messages are never changed, so this is not one.
                 selection.push(message, self.counts[i], false);
             }

@@ -181,7 +181,7 @@ async fn long_tool_outputs_are_cut_head_and_tail_with_a_marker() {
 
 #[tokio::test]
 async fn earlier_results_become_placeholders_oldest_first_keeping_their_ids() {
-    let m = agent_task(8, 40); // each result ~200 tokens
+    let m = agent_task(9, 40); // each result ~200 tokens; the newest 3 stay
     let full = total_of(&m).await;
     let (result, trace) = trim(&Thrift::new(), &m, &[0], Budget::tokens(full - 500)).await;
     assert!(result.fits);
@@ -849,5 +849,52 @@ async fn placeholders_too_are_replaced_in_steps() {
             previous[k] = Some(result.messages);
         }
     }
-    assert!(breaks[0] * 2 <= breaks[1], "{breaks:?}");
+    // Batches of results already spare most turns; the watermark still
+    // spares more.
+    assert!(breaks[0] < breaks[1] && breaks[0] <= 5, "{breaks:?}");
+}
+
+#[tokio::test]
+async fn an_agent_loop_with_long_outputs_mostly_appends() {
+    // Each step's output (~1,400 tokens) is over the 1,024-token cut: the
+    // newest is cut as it will stay once it ages, and earlier results are
+    // replaced three at a time, so most turns only append.
+    let budget = Budget::tokens(6000);
+    let mut previous: Option<Vec<Message>> = None;
+    let (mut breaks, mut turns) = (0, 0);
+    for steps in 4..40 {
+        let m = agent_task(steps, 300);
+        let (result, _) = trim(&Thrift::new(), &m, &[0], budget).await;
+        assert!(result.fits);
+        assert!(validate(&result.messages).is_empty());
+        if let Some(prev) = &previous {
+            turns += 1;
+            if !result.messages.starts_with(prev) {
+                breaks += 1;
+            }
+        }
+        previous = Some(result.messages);
+    }
+    // About one turn in three rewrites the prefix (each time a batch of
+    // three results is replaced); shedding each turn's excess one result
+    // at a time would rewrite it on almost every turn.
+    assert!(breaks * 5 <= turns * 2, "{breaks} breaks in {turns} turns");
+}
+
+#[tokio::test]
+async fn the_newest_output_is_cut_to_the_length_it_keeps_once_it_ages() {
+    let thrift = Thrift::new();
+    let budget = Budget::tokens(3000);
+    let m = agent_task(3, 300);
+    let (now, _) = trim(&thrift, &m, &[0], budget).await;
+    let newest = now.messages.last().unwrap();
+    assert!(cut::is_cut(&newest.text()), "the newest output is cut");
+    let later = agent_task(4, 300);
+    let (next, _) = trim(&thrift, &later, &[0], budget).await;
+    let aged = next
+        .messages
+        .iter()
+        .find(|x| x.tool_call_id() == newest.tool_call_id())
+        .unwrap();
+    assert_eq!(aged, newest);
 }

@@ -12,7 +12,7 @@ use memory_core::{
     Budget, CharTokenCounter, MemoryError, Pipeline, Provider, TokenCounter, TrimStrategy,
 };
 use memory_summarize::{ExtractiveSummarizer, MeteredProvider, ProviderStats, SummarizeStrategy};
-use memory_thrift::Thrift;
+use memory_thrift::{Thrift, ThriftTrace};
 use memory_tokenizers::{CachedCounter, Cl100k, HfCounter, O200k};
 use memory_window::WindowDrop;
 
@@ -36,6 +36,8 @@ pub struct StageConfig {
     pub background: bool,
     /// Where replayed sessions are kept, and the session id they start from.
     pub store: Option<(Arc<dyn memory_core::Store>, String)>,
+    /// The trace of the last `thrift` stage that ran, for the report.
+    pub thrift_trace: Arc<std::sync::Mutex<Option<ThriftTrace>>>,
 }
 
 impl StageConfig {
@@ -57,7 +59,25 @@ impl StageConfig {
             summarizer: Arc::new(MeteredProvider::new(Arc::new(ExtractiveSummarizer::new()))),
             background: false,
             store: None,
+            thrift_trace: Arc::default(),
         }
+    }
+
+    /// Takes the trace the last `thrift` stage left, if any.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// let config = memory_cli::registry::StageConfig::new(
+    ///     memory_core::Budget::tokens(100),
+    ///     Arc::new(memory_core::CharTokenCounter),
+    /// );
+    /// assert!(config.take_thrift_trace().is_none());
+    /// ```
+    pub fn take_thrift_trace(&self) -> Option<ThriftTrace> {
+        self.thrift_trace
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Keeps replayed sessions in `store`, under `session` (see
@@ -182,8 +202,35 @@ fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     ))
 }
 
-fn thrift(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
-    Ok(Arc::new(Thrift::new()))
+fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
+    Ok(Arc::new(Traced {
+        thrift: Thrift::new(),
+        sink: config.thrift_trace.clone(),
+    }))
+}
+
+/// [`Thrift`], leaving the trace of each trim where the report finds it.
+struct Traced {
+    thrift: Thrift,
+    sink: Arc<std::sync::Mutex<Option<ThriftTrace>>>,
+}
+
+#[async_trait::async_trait]
+impl TrimStrategy for Traced {
+    fn name(&self) -> &str {
+        self.thrift.name()
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &memory_core::History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<memory_core::TrimResult, MemoryError> {
+        let (result, trace) = self.thrift.trim_traced(history, budget, counter).await?;
+        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(trace);
+        Ok(result)
+    }
 }
 
 fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {

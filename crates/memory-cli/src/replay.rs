@@ -215,6 +215,7 @@ impl<'c> TrajectoryReplay<'c> {
 
     /// One model call: the context, timed and measured.
     async fn call(&mut self, turn: usize) -> Result<Row, MemoryError> {
+        self.config.take_thrift_trace();
         let before = self.config.usage();
         let started = Instant::now();
         let result = self.memory.trimmed().await?;
@@ -260,6 +261,7 @@ impl<'c> TrajectoryReplay<'c> {
             valid: checked.problems.is_empty(),
             fits: result.fits,
             problems: checked.problems,
+            thrift: self.config.take_thrift_trace(),
         };
         self.previous = Some(context);
         Ok(row)

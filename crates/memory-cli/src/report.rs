@@ -46,6 +46,10 @@ pub struct Row {
     /// What broke, when `valid` is false.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// What a `thrift` stage shed in this call, per kind (tokens and counts
+    /// before and after), when the pipeline has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thrift: Option<memory_thrift::ThriftTrace>,
 }
 
 /// Sums over all rows.

@@ -37,3 +37,26 @@ fn thrift_recalls_more_evidence_than_the_newest_turns_at_a_tight_budget() {
         window.evidence_recall
     );
 }
+
+#[test]
+fn the_report_carries_what_thrift_shed_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = replay(&example_session(), 1_000, "thrift", dir.path());
+    assert!(report.rows.iter().all(|r| r.thrift.is_some()));
+    let shed: Vec<_> = report
+        .rows
+        .iter()
+        .filter_map(|r| r.thrift.as_ref())
+        .filter(|t| t.tokens_after < t.tokens_before)
+        .collect();
+    assert!(!shed.is_empty(), "a 1,000-token budget makes thrift shed");
+    for (row, trace) in report
+        .rows
+        .iter()
+        .zip(report.rows.iter().map(|r| r.thrift.as_ref().unwrap()))
+    {
+        assert_eq!(trace.tokens_after, row.tokens_out, "{row:?}");
+    }
+    let (_, window) = replay(&example_session(), 1_000, "window", dir.path());
+    assert!(window.rows.iter().all(|r| r.thrift.is_none()));
+}

@@ -69,7 +69,8 @@ pub struct LocomoArgs {
     #[arg(long, value_name = "N", value_parser = parse_budget)]
     pub budget: usize,
 
-    /// Stage names joined by commas, run in order, e.g. `window`. Repeat the
+    /// Stage names joined by commas, run in order: `window`, `thrift`,
+    /// `summarize`, `compact` (e.g. `compact,thrift`). Repeat the
     /// option to compare pipelines side by side.
     #[arg(long, value_name = "SPEC", required = true)]
     pub pipeline: Vec<String>,
@@ -102,7 +103,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "N", value_parser = parse_budget)]
     pub budget: usize,
 
-    /// Stage names joined by commas, run in order, e.g. `window`. Repeat the
+    /// Stage names joined by commas, run in order: `window`, `thrift`,
+    /// `summarize`, `compact` (e.g. `compact,thrift`). Repeat the
     /// option to compare pipelines side by side.
     #[arg(long, value_name = "SPEC", required = true)]
     pub pipeline: Vec<String>,

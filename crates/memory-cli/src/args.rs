@@ -184,6 +184,12 @@ pub struct SummarizerArgs {
     /// Summarize in the background where a stage can (`compact`).
     #[arg(long)]
     pub background: bool,
+
+    /// Wait this many milliseconds after each measured call, as the agent's
+    /// own model call would, so background summaries have time to finish
+    /// (`replay` only; the wait is not part of `latency_us`).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub turn_delay_ms: u64,
 }
 
 /// The summarizers `--summarizer` accepts.

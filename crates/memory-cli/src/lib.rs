@@ -73,6 +73,10 @@ fn stage_config(
     let config = registry::StageConfig::new(Budget::tokens(budget), registry::counter(counter)?)
         .with_summarizer(summarizer::build(model)?)
         .with_background(model.background);
+    let config = registry::StageConfig {
+        turn_delay: std::time::Duration::from_millis(model.turn_delay_ms),
+        ..config
+    };
     for spec in specs {
         registry::pipeline(spec, &config)?;
     }

@@ -36,6 +36,9 @@ pub struct StageConfig {
     pub background: bool,
     /// Where replayed sessions are kept, and the session id they start from.
     pub store: Option<(Arc<dyn memory_core::Store>, String)>,
+    /// How long the agent's own model call takes after each measured call
+    /// (simulated; gives background work the time it would have).
+    pub turn_delay: std::time::Duration,
     /// The trace of the last `thrift` stage that ran, for the report.
     pub thrift_trace: Arc<std::sync::Mutex<Option<ThriftTrace>>>,
 }
@@ -59,6 +62,7 @@ impl StageConfig {
             summarizer: Arc::new(MeteredProvider::new(Arc::new(ExtractiveSummarizer::new()))),
             background: false,
             store: None,
+            turn_delay: std::time::Duration::ZERO,
             thrift_trace: Arc::default(),
         }
     }

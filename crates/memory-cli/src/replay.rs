@@ -144,6 +144,8 @@ struct TrajectoryReplay<'c> {
     /// Whether the leading run of system messages is still going.
     in_head: bool,
     previous: Option<Vec<Message>>,
+    /// The summarizer's totals when the previous call was measured.
+    usage: memory_summarize::ProviderStats,
 }
 
 impl<'c> TrajectoryReplay<'c> {
@@ -171,6 +173,7 @@ impl<'c> TrajectoryReplay<'c> {
             protected: 0,
             in_head: true,
             previous: None,
+            usage: config.usage(),
         }
     }
 
@@ -198,6 +201,10 @@ impl<'c> TrajectoryReplay<'c> {
     ) -> Result<(), MemoryError> {
         if message.is_assistant() && !self.recorded.is_empty() {
             rows.push(self.call(turn).await?);
+            if !self.config.turn_delay.is_zero() {
+                // The model call the agent would make now.
+                tokio::time::sleep(self.config.turn_delay).await;
+            }
         }
         let count = self.config.counter.count_message(message).await?;
         self.in_head &= message.is_system();
@@ -216,11 +223,13 @@ impl<'c> TrajectoryReplay<'c> {
     /// One model call: the context, timed and measured.
     async fn call(&mut self, turn: usize) -> Result<Row, MemoryError> {
         self.config.take_thrift_trace();
-        let before = self.config.usage();
         let started = Instant::now();
         let result = self.memory.trimmed().await?;
         let latency = started.elapsed();
-        let usage = self.config.usage().since(before);
+        // Since the previous call: background summaries finish between calls.
+        let now = self.config.usage();
+        let usage = now.since(self.usage);
+        self.usage = now;
 
         let context = result.messages;
         let context_counts =

@@ -51,3 +51,36 @@ fn in_the_background_no_call_waits_for_a_slow_summarizer() {
         assert!(row.fits && row.tokens_out <= 1_000, "{row:?}");
     }
 }
+
+#[test]
+fn background_summaries_land_when_turns_take_as_long_as_model_calls() {
+    let input = example_session().display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.json");
+    let run = memory(&[
+        "replay",
+        "--input",
+        &input,
+        "--budget",
+        "1000",
+        "--pipeline",
+        "compact,thrift",
+        "--background",
+        "--summarizer-latency-ms",
+        "20",
+        "--turn-delay-ms",
+        "60",
+        "--report",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report: memory_cli::Report =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(report.totals.valid_rows, report.totals.calls);
+    assert!(report.totals.summarizer_calls > 0);
+    assert!(
+        report.totals.summarizer_input_tokens > 0,
+        "finished background summaries are reported: {:?}",
+        report.totals
+    );
+}

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{example_session, memory, replay};
+use common::{example_session, memory_report, replay};
 
 #[test]
 fn compact_replays_are_valid_and_call_the_summarizer() {
@@ -24,24 +24,21 @@ fn compact_replays_are_valid_and_call_the_summarizer() {
 fn in_the_background_no_call_waits_for_a_slow_summarizer() {
     let input = example_session().display().to_string();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.json");
-    let run = memory(&[
-        "replay",
-        "--input",
-        &input,
-        "--budget",
-        "1000",
-        "--pipeline",
-        "compact,thrift",
-        "--background",
-        "--summarizer-latency-ms",
-        "2000",
-        "--report",
-        &path.display().to_string(),
-    ]);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let report: memory_cli::Report =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (_, report) = memory_report(
+        &[
+            "replay",
+            "--input",
+            &input,
+            "--budget",
+            "1000",
+            "--pipeline",
+            "compact,thrift",
+            "--background",
+            "--summarizer-latency-ms",
+            "2000",
+        ],
+        dir.path(),
+    );
     assert_eq!(report.totals.valid_rows, report.totals.calls);
     for row in &report.rows {
         assert!(
@@ -56,26 +53,23 @@ fn in_the_background_no_call_waits_for_a_slow_summarizer() {
 fn background_summaries_land_when_turns_take_as_long_as_model_calls() {
     let input = example_session().display().to_string();
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("r.json");
-    let run = memory(&[
-        "replay",
-        "--input",
-        &input,
-        "--budget",
-        "1000",
-        "--pipeline",
-        "compact,thrift",
-        "--background",
-        "--summarizer-latency-ms",
-        "20",
-        "--turn-delay-ms",
-        "60",
-        "--report",
-        &path.display().to_string(),
-    ]);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let report: memory_cli::Report =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (_, report) = memory_report(
+        &[
+            "replay",
+            "--input",
+            &input,
+            "--budget",
+            "1000",
+            "--pipeline",
+            "compact,thrift",
+            "--background",
+            "--summarizer-latency-ms",
+            "20",
+            "--turn-delay-ms",
+            "60",
+        ],
+        dir.path(),
+    );
     assert_eq!(report.totals.valid_rows, report.totals.calls);
     assert!(report.totals.summarizer_calls > 0);
     assert!(

@@ -97,3 +97,17 @@ pub fn replay(
     let parsed = serde_json::from_str(&text).expect("the report is valid JSON");
     (run, parsed)
 }
+
+/// Runs `memory` with `args` plus `--report` into `dir`, expects success,
+/// and returns the run and the parsed report.
+pub fn memory_report(args: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
+    let path = dir.join("report.json");
+    let path_text = path.display().to_string();
+    let mut all = args.to_vec();
+    all.extend(["--report", path_text.as_str()]);
+    let run = memory(&all);
+    assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
+    let text = std::fs::read_to_string(&path).expect("the report is written");
+    let report = serde_json::from_str(&text).expect("the report is valid JSON");
+    (run, report)
+}

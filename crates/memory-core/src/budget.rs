@@ -1,5 +1,7 @@
 //! [`Budget`]: how much context a trim may keep.
 
+use crate::Message;
+
 /// The limits a trimmed context must respect.
 ///
 /// `None` means unlimited. A rounds limit of 0 is taken as 1: the newest
@@ -79,6 +81,28 @@ impl Budget {
     pub fn admits(&self, tokens: usize, rounds: usize) -> bool {
         self.max_tokens.is_none_or(|t| tokens <= t)
             && self.round_limit().is_none_or(|r| rounds <= r)
+    }
+
+    /// Whether `messages` hold no more rounds (user messages) than the
+    /// limit; counts from the newest back and stops at the limit, so the
+    /// cost is that of the kept window, not of the history.
+    ///
+    /// ```
+    /// use memory_core::{Budget, Message};
+    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// assert!(Budget::rounds(2).admits_rounds(&m));
+    /// assert!(!Budget::rounds(1).admits_rounds(&m));
+    /// assert!(Budget::tokens(1).admits_rounds(&m));
+    /// ```
+    pub fn admits_rounds(&self, messages: &[Message]) -> bool {
+        self.round_limit().is_none_or(|limit| {
+            messages
+                .iter()
+                .rev()
+                .filter(|m| m.is_user())
+                .nth(limit)
+                .is_none()
+        })
     }
 
     /// Whether `tokens` are within the token limit.

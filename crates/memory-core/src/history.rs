@@ -187,6 +187,20 @@ impl<'a> History<'a> {
         self.messages.is_empty()
     }
 
+    /// Whether the history is within `budget` as it is (tokens and
+    /// rounds): a strategy returns such a history unchanged.
+    ///
+    /// ```
+    /// # use memory_core::{Budget, History, Message};
+    /// # let m = [Message::user("a"), Message::user("b")];
+    /// let h = History::new(&m, &[3, 4]).unwrap();
+    /// assert!(h.fits(&Budget::tokens(7)));
+    /// assert!(!h.fits(&Budget::both(7, 1)));
+    /// ```
+    pub fn fits(&self, budget: &crate::Budget) -> bool {
+        budget.admits_tokens(self.total) && budget.admits_rounds(self.messages)
+    }
+
     /// Tokens of `range`.
     ///
     /// ```

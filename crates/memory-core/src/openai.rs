@@ -225,7 +225,12 @@ pub fn message_from_value(value: &Value, index: usize) -> Result<Message, Import
     }
 }
 
-fn kind(value: &Value) -> &'static str {
+/// How a JSON value is named in error messages ("a string", "null", ...).
+///
+/// ```
+/// assert_eq!(memory_core::openai::kind(&serde_json::json!([1])), "an array");
+/// ```
+pub fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

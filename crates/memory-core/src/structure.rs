@@ -291,8 +291,14 @@ pub fn floor(history: &History<'_>) -> Floor {
     Floor { ranges, tokens }
 }
 
-/// Sorts and merges overlapping and adjacent ranges.
-pub(crate) fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+/// Sorts and merges overlapping and adjacent ranges; empty ones go.
+///
+/// ```
+/// use memory_core::structure::merge;
+/// assert_eq!(merge(vec![4..6, 0..2, 1..3, 3..3, 6..7]), vec![0..3, 4..7]);
+/// ```
+pub fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.retain(|r| r.start < r.end);
     ranges.sort_by_key(|r| r.start);
     let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
     for r in ranges {

@@ -64,7 +64,7 @@ pub(crate) fn plan(history: &History<'_>, budget: &Budget, reserve: usize) -> Pl
     }
     let newest_step = structure::step_start(messages, n)..n;
     base.push(newest_step.clone());
-    let base = merge(base);
+    let base = structure::merge(base);
     let base_tokens = base.iter().map(|r| history.tokens(r.clone())).sum();
     let mut tail = Tail {
         history,
@@ -110,7 +110,7 @@ pub(crate) fn plan(history: &History<'_>, budget: &Budget, reserve: usize) -> Pl
     } = tail;
     let mut kept_ranges = base.ranges;
     kept_ranges.extend(kept);
-    let kept = merge(kept_ranges);
+    let kept = structure::merge(kept_ranges);
     let summarized = complement(&kept, n);
     Plan {
         kept,
@@ -142,20 +142,6 @@ impl Tail<'_, '_> {
             _ => false,
         }
     }
-}
-
-/// Sorts and merges overlapping and adjacent ranges.
-fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
-    ranges.retain(|r| r.start < r.end);
-    ranges.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
-    for r in ranges {
-        match out.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => out.push(r),
-        }
-    }
-    out
 }
 
 /// The parts of `0..n` outside the sorted, disjoint `ranges`.

@@ -288,9 +288,7 @@ impl TrimStrategy for SummarizeStrategy {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        if history.is_empty()
-            || (budget.admits_tokens(history.total()) && rounds_within(history, budget))
-        {
+        if history.is_empty() || history.fits(budget) {
             return Ok(TrimResult::unchanged(history, budget));
         }
         let fallback = || WindowDrop::new().window(history, budget);
@@ -371,17 +369,4 @@ fn assemble(
     }
     let fits = budget.admits_tokens(plan.kept_tokens + tokens);
     selection.finish(true, fits)
-}
-
-/// Whether the history holds no more rounds than the budget allows.
-fn rounds_within(history: &History<'_>, budget: &Budget) -> bool {
-    budget.round_limit().is_none_or(|limit| {
-        history
-            .messages()
-            .iter()
-            .rev()
-            .filter(|m| m.is_user())
-            .nth(limit)
-            .is_none()
-    })
 }

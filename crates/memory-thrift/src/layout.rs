@@ -109,17 +109,3 @@ impl Layout {
             .count()
     }
 }
-
-/// Whether `messages` hold no more rounds than `limit` allows; stops counting
-/// at the limit.
-pub(crate) fn rounds_within(messages: &[Message], limit: Option<usize>) -> bool {
-    let Some(limit) = limit else {
-        return true;
-    };
-    messages
-        .iter()
-        .rev()
-        .filter(|m| m.is_user())
-        .nth(limit)
-        .is_none()
-}

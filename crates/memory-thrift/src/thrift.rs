@@ -4,7 +4,7 @@ use memory_core::{
     Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
 };
 
-use crate::layout::{Layout, rounds_within};
+use crate::layout::Layout;
 use crate::select::{Aim, drop_units};
 use crate::trace::ThriftTrace;
 use crate::work::Work;
@@ -278,10 +278,7 @@ impl Thrift {
             messages_before: history.len(),
             ..ThriftTrace::default()
         };
-        let limit = budget.round_limit();
-        if history.is_empty()
-            || (budget.admits_tokens(history.total()) && rounds_within(history.messages(), limit))
-        {
+        if history.is_empty() || history.fits(budget) {
             let result = TrimResult::unchanged(history, budget);
             trace.floor_tokens = structure::floor(history).tokens;
             return Ok(finish(result, trace));
@@ -316,7 +313,7 @@ impl Thrift {
             target: stop_at,
             recency_weight: f64::from(self.recency_weight),
         };
-        let run = over(&work) || !rounds_within(history.messages(), limit);
+        let run = over(&work) || !budget.admits_rounds(history.messages());
         let dropped = drop_units(&mut work, &layout, budget, &aim, run);
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;

@@ -61,9 +61,7 @@ impl WindowDrop {
     /// ```
     pub fn window(&self, history: &History<'_>, budget: &Budget) -> TrimResult {
         let messages = history.messages();
-        if messages.is_empty()
-            || (budget.admits_tokens(history.total()) && rounds_within(history, budget))
-        {
+        if messages.is_empty() || history.fits(budget) {
             return TrimResult::unchanged(history, budget);
         }
         let floor = structure::floor(history);
@@ -151,21 +149,6 @@ impl Fill<'_, '_> {
         self.kept.push(range);
         true
     }
-}
-
-/// Whether the history holds no more rounds than the budget allows; stops
-/// counting at the limit.
-fn rounds_within(history: &History<'_>, budget: &Budget) -> bool {
-    let Some(limit) = budget.round_limit() else {
-        return true;
-    };
-    history
-        .messages()
-        .iter()
-        .rev()
-        .filter(|m| m.is_user())
-        .nth(limit)
-        .is_none()
 }
 
 fn select(history: &History<'_>, mut ranges: Vec<Range<usize>>, fits: bool) -> TrimResult {

@@ -151,14 +151,4 @@ fn problem(e: &ImportError) -> String {
     }
 }
 
-/// How a JSON value is named in messages.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use memory_core::openai::kind;

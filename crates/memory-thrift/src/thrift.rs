@@ -271,6 +271,36 @@ impl Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        let (mut result, mut trace) = self.pass(history, budget, counter).await?;
+        // When even the floor does not fit, a pass over a result that lost
+        // whole steps can see a different newest round (fewer results, so
+        // other recent ones) and shed more. Passes repeat until one changes
+        // nothing, so that trimming the result again is a no-op too. Each
+        // pass only sheds, so this ends; the bound is a guard.
+        for _ in 0..MAX_PASSES {
+            if result.fits {
+                break;
+            }
+            let (next, next_trace) = {
+                let again = result.as_history()?;
+                self.pass(&again, budget, counter).await?
+            };
+            if next.messages == result.messages {
+                break;
+            }
+            trace.absorb(&next_trace);
+            result = next;
+        }
+        Ok(finish(result, trace))
+    }
+
+    /// One pass of every stage.
+    async fn pass(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let mut trace = ThriftTrace {
             budget: budget.max_tokens,
             max_rounds: budget.round_limit(),
@@ -330,6 +360,10 @@ impl Thrift {
         Ok(finish(work.finish(fits), trace))
     }
 }
+
+/// Most extra passes [`Thrift::trim_traced`] makes when the floor does not
+/// fit.
+const MAX_PASSES: usize = 8;
 
 fn finish(result: TrimResult, mut trace: ThriftTrace) -> (TrimResult, ThriftTrace) {
     trace.tokens_after = result.tokens();

@@ -144,6 +144,22 @@ pub struct ThriftTrace {
 }
 
 impl ThriftTrace {
+    /// Folds in a further pass over this trace's result: each stage's
+    /// "after" becomes that pass's.
+    pub(crate) fn absorb(&mut self, next: &ThriftTrace) {
+        for (mine, theirs) in [
+            (&mut self.reasoning, &next.reasoning),
+            (&mut self.tool_outputs_cut, &next.tool_outputs_cut),
+            (&mut self.tool_results_replaced, &next.tool_results_replaced),
+            (&mut self.media_replaced, &next.media_replaced),
+            (&mut self.rounds_dropped, &next.rounds_dropped),
+            (&mut self.steps_dropped, &next.steps_dropped),
+            (&mut self.newest_outputs_cut, &next.newest_outputs_cut),
+        ] {
+            mine.after = theirs.after;
+        }
+    }
+
     /// The stages by name, in the order they run.
     ///
     /// ```

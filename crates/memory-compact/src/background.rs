@@ -71,6 +71,10 @@ impl Compact {
                 reason = FallbackReason::Failed;
                 if ready.covering.fingerprint.matches(&work) {
                     let applied = ready.covering.apply(&work, counter).await?;
+                    if !self.shrinks(raw, work.total(), &applied.result, ready.cost) {
+                        self.back_off(&work, &Plan::new(&work, self.keep_verbatim));
+                        return self.settle_known(raw, known, budget, reason);
+                    }
                     let report = Report {
                         cost: ready.cost,
                         from_hook: ready.from_hook,

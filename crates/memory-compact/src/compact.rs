@@ -95,7 +95,7 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 /// memory.record_protected(Message::system("You are a coding agent.")).await.unwrap();
 /// for i in 1..=4 {
 ///     memory.record(Message::user(format!("Rename field_{i} in src/model.rs, please."))).await.unwrap();
-///     memory.record(Message::assistant(format!("Renamed field_{i}."))).await.unwrap();
+///     memory.record(Message::assistant(format!("Renamed field_{i}; its serde name and the tests that use it are unchanged."))).await.unwrap();
 /// }
 /// let context = memory.context().await.unwrap();
 /// // The system prompt, the summary of rounds 1 and 2, rounds 3 and 4 verbatim.

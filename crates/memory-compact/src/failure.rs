@@ -47,6 +47,17 @@ pub enum Failure {
         "the history changed while the background summary was made (another compaction or an edit); it was discarded and a new one will be made"
     )]
     Stale,
+    /// The history with the summary is no smaller than without it (a
+    /// summary as long as the text it covers); nothing was replaced.
+    #[error(
+        "the summary is no shorter than what it covers ({after} tokens with it, {before} without); nothing was replaced"
+    )]
+    NotSmaller {
+        /// Tokens of the history before.
+        before: usize,
+        /// Tokens with the summary in place.
+        after: usize,
+    },
     /// With the summary, what may never be shed exceeds the budget.
     #[error(
         "with the summary, the messages that may never be shed hold {floor} tokens, over the budget of {budget}; lower with_summary_max_tokens or raise the budget"

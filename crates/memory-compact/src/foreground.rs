@@ -40,6 +40,10 @@ impl Compact {
             {
                 Made::Compacted(made) => {
                     let (compacted, report, covering) = *made;
+                    if !self.shrinks(raw, work.total(), &compacted, report.cost) {
+                        self.back_off(&work, &plan);
+                        return self.settle_known(raw, known, budget, FallbackReason::Failed);
+                    }
                     // Remembered even when it cannot be shown at this
                     // budget: it is not paid for again.
                     self.remember(covering);

@@ -152,6 +152,28 @@ impl Compact {
     /// # Errors
     ///
     /// Never for results built by this crate.
+    /// Whether `compacted` is smaller than the `before` tokens it was made
+    /// from; a summary no shorter than what it covers is refused, and the
+    /// refusal reported.
+    pub(crate) fn shrinks(
+        &self,
+        raw: &History<'_>,
+        before: usize,
+        compacted: &TrimResult,
+        cost: CompactCost,
+    ) -> bool {
+        let after = compacted.tokens();
+        if after < before {
+            return true;
+        }
+        self.emit(CompactEvent::Failed {
+            tokens_before: raw.total(),
+            failure: Failure::NotSmaller { before, after },
+            cost,
+        });
+        false
+    }
+
     pub(crate) fn accept(
         &self,
         raw: &History<'_>,

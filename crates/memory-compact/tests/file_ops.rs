@@ -6,11 +6,21 @@ mod common;
 
 use std::sync::Arc;
 
-use common::tool_step;
+use common::text;
 use memory_compact::{Compact, FileOps, HookDecision, Preparation, body};
 use memory_core::{
-    Budget, CharTokenCounter, FakeProvider, FakeReply, Message, TrimResult, TrimStrategy, summary,
+    Budget, CharTokenCounter, FakeProvider, FakeReply, Message, ToolCall, TrimResult, TrimStrategy,
+    summary,
 };
+
+/// A tool step whose result (600 characters) outweighs a summary with its
+/// file lists: a summary longer than what it covers is refused.
+fn step(id: &str, tool: &str, arguments: &str) -> [Message; 2] {
+    [
+        Message::assistant_with_tools("", vec![ToolCall::new(id, tool, arguments)]),
+        Message::tool_result(id, text(&format!("result {id}"), 600)),
+    ]
+}
 
 fn paths<'a>(set: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     set.into_iter().collect()
@@ -44,10 +54,10 @@ async fn files_accumulate_across_compactions_and_survive_a_restart() {
         Message::system("agent"),
         Message::user("Refactor the crate."),
     ];
-    messages.extend(tool_step("1", "read_file", r#"{"path":"src/a.rs"}"#));
-    messages.extend(tool_step("2", "edit_file", r#"{"path":"src/b.rs"}"#));
-    messages.extend(tool_step("3", "run_tests", "{}"));
-    messages.extend(tool_step("4", "run_tests", "{}"));
+    messages.extend(step("1", "read_file", r#"{"path":"src/a.rs"}"#));
+    messages.extend(step("2", "edit_file", r#"{"path":"src/b.rs"}"#));
+    messages.extend(step("3", "run_tests", "{}"));
+    messages.extend(step("4", "run_tests", "{}"));
 
     // First compaction: steps 1 and 2.
     let first = trim(&compact, &messages).await;
@@ -63,14 +73,14 @@ async fn files_accumulate_across_compactions_and_survive_a_restart() {
     // Written back; more steps; second compaction: the first summary and
     // steps 3 to 6. src/a.rs is modified now.
     let mut messages = first.messages.clone();
-    messages.extend(tool_step(
+    messages.extend(step(
         "5",
         "str_replace_based_edit_tool",
         r#"{"command":"view","path":"src/c.rs"}"#,
     ));
-    messages.extend(tool_step("6", "write_file", r#"{"file_path":"src/a.rs"}"#));
-    messages.extend(tool_step("7", "run_tests", "{}"));
-    messages.extend(tool_step("8", "run_tests", "{}"));
+    messages.extend(step("6", "write_file", r#"{"file_path":"src/a.rs"}"#));
+    messages.extend(step("7", "run_tests", "{}"));
+    messages.extend(step("8", "run_tests", "{}"));
     let second = trim(&compact, &messages).await;
     assert_eq!(fake.requests().len(), 2);
     let files = listed(&second);
@@ -96,9 +106,9 @@ async fn files_accumulate_across_compactions_and_survive_a_restart() {
         HookDecision::Proceed
     });
     let mut messages = second.messages.clone();
-    messages.extend(tool_step("9", "cat", r#"{"file":"docs/d.md"}"#));
-    messages.extend(tool_step("10", "run_tests", "{}"));
-    messages.extend(tool_step("11", "run_tests", "{}"));
+    messages.extend(step("9", "cat", r#"{"file":"docs/d.md"}"#));
+    messages.extend(step("10", "run_tests", "{}"));
+    messages.extend(step("11", "run_tests", "{}"));
     let third = trim(&restarted, &messages).await;
     let files = listed(&third);
     assert_eq!(paths(files.read_only()), ["docs/d.md", "src/c.rs"]);

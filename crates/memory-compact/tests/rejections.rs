@@ -156,3 +156,33 @@ async fn after_a_failure_the_next_attempt_waits_for_the_threshold_again() {
         [user(6), reply(6), user(7), reply(7), user(8)]
     );
 }
+
+#[tokio::test]
+async fn a_summary_no_shorter_than_what_it_covers_replaces_nothing() {
+    // Rounds 1-4 (200 tokens) are due; the reply is longer than they are.
+    let mut messages = rounds(6);
+    messages.push(user(7));
+    let long = format!("## State\n{}", "Every detail, restated. ".repeat(60));
+    let log = Arc::new(EventLog::new());
+    let compact = Compact::new(FakeProvider::new([FakeReply::Text(long)]))
+        .with_summarise_at_tokens(100)
+        .with_observer(log.clone());
+    let result = trim(&compact, &messages, 10_000).await;
+    assert_eq!(result.messages, messages);
+    assert!(!result.replace && result.to_store().is_none());
+    assert!(
+        log.events().iter().any(|e| matches!(
+            e,
+            CompactEvent::Failed {
+                failure: memory_compact::Failure::NotSmaller { before, after },
+                ..
+            } if after >= before
+        )),
+        "{:?}",
+        log.events()
+    );
+    // Not asked again until the threshold is passed again.
+    let again = trim(&compact, &messages, 10_000).await;
+    assert_eq!(again.messages, messages);
+    assert_eq!(log.cost().calls, 1);
+}

@@ -77,6 +77,60 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // One agent round of ~5k steps: every call of the round's last replay
+    // span is replayed.
+    let messages = agent_round(10_000);
+    let counts = rt
+        .block_on(count_messages(&CharTokenCounter, &messages))
+        .expect("counting");
+    let history = History::new(&messages, &counts)
+        .expect("history")
+        .protect(&[0]);
+    let mut group = c.benchmark_group("agent-round-10k");
+    group.sample_size(20);
+    group.bench_function(BenchmarkId::new("thrift", messages.len()), |b| {
+        b.iter(|| {
+            rt.block_on(thrift.trim_with_counts(&history, &budget, &CharTokenCounter))
+                .expect("trim")
+        })
+    });
+    group.bench_function(BenchmarkId::new("window", messages.len()), |b| {
+        b.iter(|| {
+            rt.block_on(WindowDrop::new().trim_with_counts(&history, &budget, &CharTokenCounter))
+                .expect("trim")
+        })
+    });
+    group.finish();
+}
+
+/// About `n` messages: one request, then agent steps (a call and its
+/// result, of 40 to 1,800 tokens) until the length is reached.
+fn agent_round(n: usize) -> Vec<Message> {
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Make the billing tests pass."),
+    ];
+    let mut i = 0;
+    while messages.len() + 2 <= n {
+        let topic = TOPICS[i % TOPICS.len()];
+        let id = format!("call-{i}");
+        messages.push(Message::assistant_with_tools(
+            format!("Step {i}: reading the {topic} module."),
+            vec![ToolCall::new(
+                &id,
+                "read_file",
+                format!(r#"{{"path":"src/{topic}.rs"}}"#),
+            )],
+        ));
+        let lines = 2 + (i * 37) % 180;
+        messages.push(Message::tool_result(
+            &id,
+            format!("{topic} line of output {i}\n").repeat(lines),
+        ));
+        i += 1;
+    }
+    messages
 }
 
 mod group {

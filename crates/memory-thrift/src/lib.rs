@@ -38,6 +38,7 @@ mod layout;
 pub mod placeholder;
 pub mod relevance;
 mod select;
+mod settle;
 mod sticky;
 mod thrift;
 mod tiers;

@@ -42,7 +42,7 @@ pub(crate) struct Dropped {
 }
 
 /// How the stage weighs and aims.
-pub(crate) struct Aim {
+pub(crate) struct Target {
     pub granule: usize,
     /// The sticky total the earlier stages shed down to, reached from the
     /// whole history's total: the drop stage aims at the same one, so that
@@ -56,7 +56,7 @@ pub(crate) fn drop_units(
     work: &mut Work<'_, '_>,
     layout: &Layout,
     budget: &Budget,
-    aim: &Aim,
+    aim: &Target,
     run: bool,
 ) -> Dropped {
     let units = units(work, layout);

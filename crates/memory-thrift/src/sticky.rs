@@ -18,6 +18,12 @@ pub(crate) fn granule(max: usize, watermark: f32) -> usize {
     ((max as f64 * share).round() as usize).max(1)
 }
 
+/// The low watermark of a budget of `max` tokens: `max * watermark`,
+/// rounded down.
+pub(crate) fn watermark(max: usize, watermark: f32) -> usize {
+    (max as f64 * f64::from(watermark.clamp(0.0, 1.0))).floor() as usize
+}
+
 /// The total to shed down to: `total` less its excess over `max` rounded up
 /// to a multiple of `granule`; `total` itself when within `max`.
 pub(crate) fn target(total: usize, max: usize, granule: usize) -> usize {

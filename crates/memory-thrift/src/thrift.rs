@@ -5,10 +5,10 @@ use memory_core::{
 };
 
 use crate::layout::Layout;
-use crate::select::{Aim, drop_units};
+use crate::select::{Target, drop_units};
 use crate::trace::ThriftTrace;
 use crate::work::Work;
-use crate::{sticky, tiers};
+use crate::{settle, sticky, tiers};
 
 /// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
 ///
@@ -80,12 +80,20 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 /// fit even after the last resort, the result is as small as Thrift can
 /// make it and says `fits: false`.
 ///
-/// Counts of changed messages are recounted with the counter given. Once
-/// it must shed, Thrift sheds down to about the
-/// [low watermark](Thrift::with_low_watermark) rather than to the budget,
-/// in fixed steps, so that the following turns append to an unchanged
-/// prefix until the budget is crossed again; every stage, the drop stage
-/// included, aims at that one target.
+/// Counts of changed messages are recounted with the counter given.
+///
+/// Cuts are sticky, so that the provider's prefix cache survives. Inside
+/// the newest round (an agent loop working on one question), the context
+/// shown at each call is the one shown at the call before with the new
+/// step appended, as long as that fits (with the new step's long outputs
+/// cut, if that is what makes it fit; see [`trace`](ThriftTrace::appended));
+/// when it does not, the history is shed afresh down to the
+/// [low watermark](Thrift::with_low_watermark), leaving room for the next
+/// steps to append. This is replayed from the history itself, so the same
+/// history always gives the same context. A new question is answered with
+/// a fresh choice for it, shed down to a level that moves in fixed steps
+/// of the budget's share above the watermark. Every stage, the drop stage
+/// included, aims at the one target.
 ///
 /// ```
 /// use memory_core::{Budget, CharTokenCounter, Message, ToolCall, TrimStrategy};
@@ -141,10 +149,11 @@ impl Thrift {
     }
 
     /// Once Thrift has to shed, it sheds down to about `share` of the token
-    /// budget (0 to 1; default 0.8), in steps of the budget's share above
-    /// it, so that the next turns only append until the budget is crossed
-    /// again. 1 sheds exactly what each turn's excess demands (the cut then
-    /// moves on every turn).
+    /// budget (0 to 1; default 0.8), so that the next turns only append
+    /// until the budget is crossed again: inside a round down to the
+    /// watermark itself, for a new question to a level that moves in steps
+    /// of the budget's share above it. 1 sheds exactly what each turn's
+    /// excess demands (the cut then moves on every turn).
     ///
     /// ```
     /// let thrift = memory_thrift::Thrift::new().with_low_watermark(0.6);
@@ -271,7 +280,80 @@ impl Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let (mut result, mut trace) = self.pass(history, budget, counter).await?;
+        let Some(max) = budget.max_tokens else {
+            return self.shed(history, budget, Aim::Level, counter).await;
+        };
+        if budget.admits_tokens(history.total()) {
+            return self.shed(history, budget, Aim::Level, counter).await;
+        }
+        // Nothing to settle: a round of one call (a new question), or a
+        // floor that does not fit (no call of the round could append to
+        // another).
+        let points = settle::call_points(history.messages());
+        let floor = match points.len() {
+            0 | 1 => None,
+            _ => Some(structure::floor(history).tokens),
+        };
+        let Some(floor) = floor.filter(|&tokens| tokens <= max) else {
+            return self.shed(history, budget, Aim::Level, counter).await;
+        };
+        let last = points.len() - 1;
+        // Tokens each call saw.
+        let mut totals = Vec::with_capacity(points.len());
+        let (mut sum, mut from) = (0, 0);
+        for &end in &points {
+            sum += history.tokens(from..end);
+            totals.push(sum);
+            from = end;
+        }
+        // Until the first call over the budget, each call saw its history
+        // as it was; from there on, each appends to the one before while
+        // that fits, and sheds afresh when it does not.
+        let start = settle::replay_start(last);
+        let first = (start..=last)
+            .find(|&k| !budget.admits_tokens(totals[k]))
+            .unwrap_or(last);
+        // The call the replay starts from: the last one within the budget
+        // (shown as it was), or the first of the span, shed afresh.
+        let from = if first > start { first - 1 } else { first };
+        let aim = if from == 0 {
+            Aim::Level
+        } else {
+            Aim::Watermark
+        };
+        let seen = settle::prefix(history, points[from], totals[from])?;
+        let (mut result, mut trace) = self.shed(&seen, budget, aim, counter).await?;
+        for k in from + 1..=last {
+            let step = points[k - 1]..points[k];
+            let max_output = self.max_tool_output_tokens;
+            match settle::append(&result, history, step, max, max_output, counter).await? {
+                Some(appended) => {
+                    trace.append(appended.tokens, appended.cut);
+                    result = appended.result;
+                }
+                None => {
+                    let seen = settle::prefix(history, points[k], totals[k])?;
+                    (result, trace) = self.shed(&seen, budget, Aim::Watermark, counter).await?;
+                }
+            }
+        }
+        trace.tokens_before = history.total();
+        trace.messages_before = history.len();
+        trace.floor_tokens = floor;
+        Ok(finish(result, trace))
+    }
+
+    /// Sheds `history` afresh, aiming at `aim`: one pass of every stage,
+    /// repeated while the floor does not fit and a pass still changes
+    /// something.
+    async fn shed(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        aim: Aim,
+        counter: &dyn TokenCounter,
+    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        let (mut result, mut trace) = self.pass(history, budget, aim, counter).await?;
         // When even the floor does not fit, a pass over a result that lost
         // whole steps can see a different newest round (fewer results, so
         // other recent ones) and shed more. Passes repeat until one changes
@@ -283,7 +365,7 @@ impl Thrift {
             }
             let (next, next_trace) = {
                 let again = result.as_history()?;
-                self.pass(&again, budget, counter).await?
+                self.pass(&again, budget, aim, counter).await?
             };
             if next.messages == result.messages {
                 break;
@@ -299,6 +381,7 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
+        aim: Aim,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let mut trace = ThriftTrace {
@@ -319,10 +402,16 @@ impl Thrift {
         let over = |work: &Work<'_, '_>| !budget.admits_tokens(work.total());
 
         // Stages 1-4: every message stays, some shrink.
-        let stop_at = budget.max_tokens.filter(|_| over(&work)).map(|max| {
-            let granule = sticky::granule(max, self.low_watermark);
-            sticky::target(history.total(), max, granule)
-        });
+        let stop_at = budget
+            .max_tokens
+            .filter(|_| over(&work))
+            .map(|max| match aim {
+                Aim::Level => {
+                    let granule = sticky::granule(max, self.low_watermark);
+                    sticky::target(history.total(), max, granule)
+                }
+                Aim::Watermark => sticky::watermark(max, self.low_watermark),
+            });
         trace.target = stop_at;
         let active = |work: &Work<'_, '_>| stop_at.filter(|_| over(work));
         let stage = active(&work);
@@ -336,7 +425,7 @@ impl Thrift {
         trace.media_replaced = tiers::media(&mut work, &layout, stage, counter).await?;
 
         // Stage 5: whole rounds and steps.
-        let aim = Aim {
+        let target = Target {
             granule: budget
                 .max_tokens
                 .map_or(1, |max| sticky::granule(max, self.low_watermark)),
@@ -344,7 +433,7 @@ impl Thrift {
             recency_weight: f64::from(self.recency_weight),
         };
         let run = over(&work) || !budget.admits_rounds(history.messages());
-        let dropped = drop_units(&mut work, &layout, budget, &aim, run);
+        let dropped = drop_units(&mut work, &layout, budget, &target, run);
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;
         if dropped.target.is_some() {
@@ -359,6 +448,18 @@ impl Thrift {
         let fits = !over(&work);
         Ok(finish(work.finish(fits), trace))
     }
+}
+
+/// Where a fresh shed aims.
+#[derive(Debug, Clone, Copy)]
+enum Aim {
+    /// The sticky level of the whole history's total (see [`sticky`]): for
+    /// a new question, whose context is chosen afresh anyway.
+    Level,
+    /// The low watermark: for a call of a round whose new step no longer
+    /// fits after the previous call's context, so that the next steps can
+    /// append again.
+    Watermark,
 }
 
 /// Most extra passes [`Thrift::trim_traced`] makes when the floor does not

@@ -116,7 +116,7 @@ pub(crate) async fn long_outputs(
 /// A tool result of `tokens` tokens cut to about `max_tokens`, estimating
 /// characters per token from the result itself; `None` when the cut would
 /// change nothing.
-fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
+pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
     let Message::ToolResult {
         tool_call_id,
         content,

@@ -141,6 +141,12 @@ pub struct ThriftTrace {
     pub steps_dropped: Shed,
     /// The newest step's tool outputs, cut as a last resort.
     pub newest_outputs_cut: Shed,
+    /// Steps of the newest round appended, as they are or with their long
+    /// outputs cut, to the context shown at the call before, since the
+    /// history was last shed (count), and their tokens as shown. While
+    /// this grows, the prompt's prefix stays the same.
+    #[serde(default)]
+    pub appended: Tally,
 }
 
 impl ThriftTrace {
@@ -158,6 +164,18 @@ impl ThriftTrace {
         ] {
             mine.after = theirs.after;
         }
+    }
+
+    /// Records a step appended to the previous call's context, with the
+    /// tool outputs cut to make it fit.
+    pub(crate) fn append(&mut self, tokens: usize, cut: Shed) {
+        self.appended.count += 1;
+        self.appended.tokens += tokens;
+        let mine = &mut self.tool_outputs_cut;
+        mine.before.count += cut.before.count;
+        mine.before.tokens += cut.before.tokens;
+        mine.after.count += cut.after.count;
+        mine.after.tokens += cut.after.tokens;
     }
 
     /// The stages by name, in the order they run.

@@ -898,3 +898,116 @@ async fn the_newest_output_is_cut_to_the_length_it_keeps_once_it_ages() {
         .unwrap();
     assert_eq!(aged, newest);
 }
+
+/// An agent task whose steps' outputs vary in length (a fixed pattern of
+/// 2 to 90 lines).
+fn uneven_task(steps: usize) -> Vec<Message> {
+    let mut m = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Make the test suite pass."),
+    ];
+    for s in 0..steps {
+        let id = format!("c{s}");
+        m.push(Message::assistant_with_tools(
+            format!("Step {s}: looking at the next file."),
+            vec![ToolCall::new(
+                &id,
+                "read_file",
+                format!(r#"{{"path":"src/f{s}.rs"}}"#),
+            )],
+        ));
+        m.push(Message::tool_result(id, output(2 + (s * 37) % 89)));
+    }
+    m
+}
+
+#[tokio::test]
+async fn inside_a_round_each_call_appends_to_the_last_until_it_no_longer_fits() {
+    for budget in [1500, 3000, 6000] {
+        let thrift = Thrift::new();
+        let mut previous: Option<TrimResult> = None;
+        let (mut breaks, mut appends) = (0, 0);
+        for steps in 1..60 {
+            let m = uneven_task(steps);
+            let (result, trace) = trim(&thrift, &m, &[0], Budget::tokens(budget)).await;
+            assert!(result.fits && validate(&result.messages).is_empty());
+            if let Some(prev) = &previous {
+                let step = total_of(&m[m.len() - 2..]).await;
+                if result.messages.starts_with(&prev.messages) {
+                    appends += 1;
+                } else if steps % 32 != 0 {
+                    // (Every 32 calls of a round the replay starts afresh.)
+                    breaks += 1;
+                    // Only when the new step, as it is, no longer fits
+                    // after the last call's context.
+                    assert!(
+                        prev.tokens() + step > budget,
+                        "budget {budget}, {steps} steps: {} + {step} fits",
+                        prev.tokens()
+                    );
+                    assert_eq!(trace.appended.count, 0);
+                    // Shed afresh down to the watermark.
+                    assert_eq!(trace.target, Some(budget * 8 / 10));
+                }
+            }
+            assert_eq!(trace.tokens_before - trace.tokens_after, trace.saved());
+            assert_eq!(trace.tokens_after, result.tokens());
+            previous = Some(result);
+        }
+        assert!(
+            appends > breaks,
+            "budget {budget}: {breaks} breaks, {appends} appends"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_new_step_is_appended_with_its_long_output_cut_when_that_makes_it_fit() {
+    let thrift = Thrift::new();
+    // Short steps, then one whose output (~1,400 tokens) only fits cut (to
+    // about 1,024 tokens).
+    let mut m = uneven_task(1);
+    m.truncate(2);
+    for s in 0..12 {
+        let id = format!("s{s}");
+        m.push(call(&id, "grep"));
+        m.push(Message::tool_result(id, output(40)));
+    }
+    let shown = total_of(&m).await;
+    let budget = Budget::tokens(shown + 1100);
+    let (before, _) = trim(&thrift, &m, &[0], budget).await;
+    assert!(before.fits);
+    m.push(call("big", "cat"));
+    m.push(Message::tool_result("big", output(300)));
+    let (after, trace) = trim(&thrift, &m, &[0], budget).await;
+    assert!(after.fits);
+    let step = total_of(&m[m.len() - 2..]).await;
+    assert!(
+        before.tokens() + step > shown + 1100,
+        "the test needs a step that does not fit as it is"
+    );
+    assert!(
+        after.messages.starts_with(&before.messages),
+        "the prefix holds"
+    );
+    assert!(cut::is_cut(&after.messages.last().unwrap().text()));
+    assert!(trace.appended.count >= 1);
+    assert!(trace.tool_outputs_cut.saved() > 0);
+    // Trimming the result again changes nothing, and so does asking again.
+    let again = again(&thrift, &after, budget).await;
+    assert_eq!(bytes(&again.messages), bytes(&after.messages));
+    let (twice, _) = trim(&thrift, &m, &[0], budget).await;
+    assert_eq!(bytes(&twice.messages), bytes(&after.messages));
+}
+
+#[tokio::test]
+async fn a_long_round_replays_in_bounded_spans_and_stays_valid() {
+    let thrift = Thrift::new();
+    let budget = Budget::tokens(2500);
+    let m = uneven_task(150);
+    let (result, trace) = trim(&thrift, &m, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert_eq!(result.messages[..2], m[..2]);
+    assert_eq!(result.messages.last(), m.last());
+    assert_eq!(trace.tokens_after, result.tokens());
+}

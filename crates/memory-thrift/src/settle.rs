@@ -1,0 +1,175 @@
+//! Settled turns: inside one round, each turn's context is the previous
+//! turn's plus the new step, for as long as that fits.
+//!
+//! In an agent loop the question stays the same while steps pile up, and
+//! the model is called once per step. A projection recomputed from the
+//! whole history on every call would move its cuts a little with every
+//! step and rewrite the prompt's prefix each time, which defeats the
+//! provider's prefix cache. So Thrift defines the context shown at each
+//! call of the newest round from the one shown at the call before: that
+//! context with the new step appended, when the sum fits the budget (with
+//! the new step's long tool outputs cut, when that is what makes it fit);
+//! only when it does not fit is the history shed afresh, down to the low
+//! watermark, which leaves room for the next steps to append again.
+//!
+//! This stays a function of the history alone (it replays the round's
+//! calls), so the same history always gives the same context. To bound
+//! that replay on very long rounds, it starts afresh every
+//! [`REPLAY_SPAN`] calls of a round.
+
+use std::ops::Range;
+
+use memory_core::{History, MemoryError, Message, TokenCounter, TrimResult, structure};
+
+use crate::cut;
+use crate::placeholder;
+use crate::tiers;
+use crate::trace::Shed;
+
+/// A round's replay starts afresh at every multiple of this many calls.
+pub(crate) const REPLAY_SPAN: usize = 32;
+
+/// The model calls of the newest round, as the lengths of the history
+/// each one saw: right after the current question, before each later step
+/// of the round, and now (the whole history). Empty when the history has
+/// no user message.
+pub(crate) fn call_points(messages: &[Message]) -> Vec<usize> {
+    let Some(question) = structure::current_question(messages) else {
+        return Vec::new();
+    };
+    let start = question + 1;
+    let mut points = vec![start];
+    points.extend(structure::steps(&messages[start..]).map(|step| start + step.start));
+    points.push(messages.len());
+    points.dedup();
+    points
+}
+
+/// The first call of the replay that ends in `points[last]`.
+pub(crate) fn replay_start(last: usize) -> usize {
+    last / REPLAY_SPAN * REPLAY_SPAN
+}
+
+/// The first `end` messages of `history` as a history of their own.
+pub(crate) fn prefix<'h>(
+    history: &'h History<'_>,
+    end: usize,
+    total: usize,
+) -> Result<History<'h>, MemoryError> {
+    let protected = history.protected();
+    let kept = protected.partition_point(|&i| i < end);
+    History::from_parts(
+        &history.messages()[..end],
+        &history.counts()[..end],
+        &protected[..kept],
+        total,
+    )
+}
+
+/// What [`append`] added.
+pub(crate) struct Appended {
+    pub result: TrimResult,
+    /// The tool outputs it cut to make the step fit.
+    pub cut: Shed,
+    /// Tokens it added, as shown.
+    pub tokens: usize,
+}
+
+/// `shown` with the messages `range` of `history` appended, if the sum is
+/// within `max` tokens: as they are, or else with their tool outputs over
+/// `max_output` tokens cut head and tail (as the cutting stage would cut
+/// them). `None` when neither fits.
+pub(crate) async fn append(
+    shown: &TrimResult,
+    history: &History<'_>,
+    range: Range<usize>,
+    max: usize,
+    max_output: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Option<Appended>, MemoryError> {
+    let before = shown.tokens();
+    let raw = history.tokens(range.clone());
+    let mut cut = Shed::default();
+    let mut changed: Vec<Option<(Message, usize)>> = vec![None; range.len()];
+    let mut added = raw;
+    if before + raw > max {
+        for (k, i) in range.clone().enumerate() {
+            let tokens = history.counts()[i];
+            let message = &history.messages()[i];
+            if tokens <= max_output || history.is_protected(i) || !cuttable(message) {
+                continue;
+            }
+            let Some(shorter) = tiers::cut_result(message, tokens, max_output) else {
+                continue;
+            };
+            let shorter_tokens = counter.count_message(&shorter).await?;
+            if shorter_tokens < tokens {
+                cut.before.count += 1;
+                cut.before.tokens += tokens;
+                cut.after.tokens += shorter_tokens;
+                added -= tokens - shorter_tokens;
+                changed[k] = Some((shorter, shorter_tokens));
+            }
+        }
+        if before + added > max {
+            return Ok(None);
+        }
+    }
+    let mut result = shown.clone();
+    result.fits = true;
+    for (i, change) in range.zip(changed) {
+        if history.is_protected(i) {
+            result.protected.push(result.messages.len());
+        }
+        let (message, tokens) =
+            change.unwrap_or_else(|| (history.messages()[i].clone(), history.counts()[i]));
+        result.messages.push(message);
+        result.counts.push(tokens);
+    }
+    Ok(Some(Appended {
+        result,
+        cut,
+        tokens: added,
+    }))
+}
+
+/// A tool result not yet cut nor replaced.
+fn cuttable(message: &Message) -> bool {
+    matches!(message, Message::ToolResult { content, .. }
+        if !cut::is_cut(content) && !placeholder::is_placeholder(content))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::ToolCall;
+
+    fn call(id: &str) -> Message {
+        Message::assistant_with_tools("", vec![ToolCall::new(id, "ls", "{}")])
+    }
+
+    #[test]
+    fn the_calls_of_the_newest_round_are_its_step_starts_and_now() {
+        let m = [
+            Message::system("s"),
+            Message::user("old"),
+            Message::assistant("a"),
+            Message::user("q"),
+            call("1"),
+            Message::tool_result("1", "r"),
+            call("2"),
+            Message::tool_result("2", "r"),
+        ];
+        assert_eq!(call_points(&m), vec![4, 6, 8]);
+        assert_eq!(call_points(&m[..4]), vec![4]);
+        assert!(call_points(&[Message::assistant("no question")]).is_empty());
+    }
+
+    #[test]
+    fn the_replay_restarts_on_a_fixed_grid() {
+        assert_eq!(replay_start(0), 0);
+        assert_eq!(replay_start(REPLAY_SPAN - 1), 0);
+        assert_eq!(replay_start(REPLAY_SPAN), REPLAY_SPAN);
+        assert_eq!(replay_start(2 * REPLAY_SPAN + 5), 2 * REPLAY_SPAN);
+    }
+}

@@ -107,6 +107,8 @@ pub(crate) fn drop_units(
     }
 
     let mut keep = vec![false; units.len()];
+    // Rounds kept in part: where the kept steps start, and their cost.
+    let mut partly: Vec<Option<(usize, usize)>> = vec![None; units.len()];
     let mut left = fill;
     // The steps of the newest round first, newest first, as long as they
     // fit: they serve the current question, and the steps dropped are the
@@ -147,28 +149,96 @@ pub(crate) fn drop_units(
                 .then_with(|| b.1.total_cmp(&a.1))
                 .then_with(|| b.2.cmp(&a.2))
         });
-        for (_, _, k) in order {
+        let mut skipped = Vec::new();
+        for &(_, _, k) in &order {
             let unit = &units[k];
             if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
                 keep[k] = true;
                 left -= unit.cost;
                 rounds_left -= usize::from(unit.counts_round);
+            } else if unit.round {
+                skipped.push(k);
+            }
+        }
+        // An earlier round too large to keep whole (a long agent round
+        // before a follow-up question) keeps its question and its newest
+        // steps that fit, rather than nothing, in the same order.
+        for k in skipped {
+            let unit = &units[k];
+            if left == 0 || (unit.counts_round && rounds_left == 0) {
+                continue;
+            }
+            if let Some(from) = partial(work, layout, &unit.range, left) {
+                let kept_cost = outside_floor(work, layout, unit.range.start..unit.range.start + 1)
+                    + outside_floor(work, layout, from..unit.range.end);
+                left -= kept_cost;
+                rounds_left -= usize::from(unit.counts_round);
+                partly[k] = Some((from, kept_cost));
             }
         }
     }
-    for (unit, &kept) in units.iter().zip(&keep) {
-        if !kept {
-            for i in unit.range.clone() {
-                if !layout.in_floor(i) {
-                    work.drop_message(i);
-                }
+    for (k, (unit, &kept)) in units.iter().zip(&keep).enumerate() {
+        if kept {
+            continue;
+        }
+        // A round kept in part loses the steps between its question and
+        // `from`.
+        let range = match partly[k] {
+            Some((from, _)) => unit.range.start + 1..from,
+            None => unit.range.clone(),
+        };
+        for i in range {
+            if !layout.in_floor(i) {
+                work.drop_message(i);
             }
         }
     }
-    let kept = |k: usize| keep[k];
+    let kept = |k: usize| keep[k] || partly[k].is_some();
     dropped.rounds.after = tally(&kept, true);
     dropped.steps.after = tally(&kept, false);
+    // What a round kept in part still costs.
+    for (k, part) in partly.iter().enumerate() {
+        if let Some((_, kept_cost)) = part {
+            dropped.rounds.after.tokens -= units[k].cost - kept_cost;
+        }
+    }
     dropped
+}
+
+/// Tokens of `range` outside the floor.
+fn outside_floor(work: &Work<'_, '_>, layout: &Layout, range: Range<usize>) -> usize {
+    range
+        .filter(|&i| !layout.in_floor(i))
+        .map(|i| work.count(i))
+        .sum()
+}
+
+/// Where the kept part of an earlier `round` starts when its question and
+/// its newest steps must fit in `left` tokens: the start of the oldest
+/// step kept, or `None` when not even one step fits beside the question.
+fn partial(
+    work: &Work<'_, '_>,
+    layout: &Layout,
+    round: &Range<usize>,
+    left: usize,
+) -> Option<usize> {
+    let messages = work.history().messages();
+    let body = round.start + 1..round.end;
+    let question = outside_floor(work, layout, round.start..round.start + 1);
+    let mut room = left.checked_sub(question)?;
+    let mut from = None;
+    let steps: Vec<Range<usize>> = structure::steps(&messages[body.clone()])
+        .map(|s| body.start + s.start..body.start + s.end)
+        .collect();
+    for step in steps.iter().rev() {
+        let cost = outside_floor(work, layout, step.clone());
+        if cost > room {
+            break;
+        }
+        room -= cost;
+        from = Some(step.start);
+    }
+    from
 }
 
 /// The candidates, in order.

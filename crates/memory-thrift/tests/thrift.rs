@@ -1011,3 +1011,40 @@ async fn a_long_round_replays_in_bounded_spans_and_stays_valid() {
     assert_eq!(result.messages.last(), m.last());
     assert_eq!(trace.tokens_after, result.tokens());
 }
+
+#[tokio::test]
+async fn a_follow_up_keeps_the_earlier_rounds_request_and_newest_steps() {
+    // A long agent round, then a short follow-up: the earlier round does
+    // not fit whole even with its results replaced by placeholders, so it
+    // keeps its request and the newest steps that fit rather than nothing.
+    let mut m = uneven_task(120);
+    m.push(Message::assistant("Done: the suite passes."));
+    m.push(Message::user("Please continue."));
+    let budget = Budget::tokens(2500);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert_eq!(result.messages[..2], m[..2], "system prompt and request");
+    assert_eq!(result.messages.last(), m.last());
+    let kept_steps = result
+        .messages
+        .iter()
+        .filter(|x| x.is_tool_result())
+        .count();
+    assert!((2..120).contains(&kept_steps), "{kept_steps} steps kept");
+    // The steps kept are the newest ones, ending with the answer.
+    assert_eq!(result.messages[result.messages.len() - 2], m[m.len() - 2]);
+    let calls: Vec<_> = result
+        .messages
+        .iter()
+        .filter_map(|x| x.tool_calls().first())
+        .collect();
+    let newest: Vec<_> = m.iter().filter_map(|x| x.tool_calls().first()).collect();
+    assert_eq!(calls[..], newest[newest.len() - calls.len()..]);
+    assert!(result.tokens() > 2500 / 2, "{} tokens", result.tokens());
+    assert_eq!(trace.rounds_dropped.shed(), 0);
+    assert!(trace.rounds_dropped.saved() > 0);
+    assert_eq!(trace.tokens_before - trace.tokens_after, trace.saved());
+    // Trimming the result again changes nothing.
+    let again = again(&Thrift::new(), &result, budget).await;
+    assert_eq!(bytes(&again.messages), bytes(&result.messages));
+}

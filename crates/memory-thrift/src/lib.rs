@@ -39,6 +39,7 @@ pub mod placeholder;
 pub mod relevance;
 mod select;
 mod settle;
+mod shrunk;
 mod sticky;
 mod thrift;
 mod tiers;

@@ -6,6 +6,7 @@ use memory_core::{
 
 use crate::layout::Layout;
 use crate::select::{Target, drop_units};
+use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
 use crate::work::Work;
 use crate::{settle, sticky, tiers};
@@ -281,10 +282,14 @@ impl Thrift {
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let Some(max) = budget.max_tokens else {
-            return self.shed(history, budget, Aim::Level, counter).await;
+            return self
+                .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
+                .await;
         };
         if budget.admits_tokens(history.total()) {
-            return self.shed(history, budget, Aim::Level, counter).await;
+            return self
+                .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
+                .await;
         }
         // Nothing to settle: a round of one call (a new question), or a
         // floor that does not fit (no call of the round could append to
@@ -295,7 +300,9 @@ impl Thrift {
             _ => Some(structure::floor(history).tokens),
         };
         let Some(floor) = floor.filter(|&tokens| tokens <= max) else {
-            return self.shed(history, budget, Aim::Level, counter).await;
+            return self
+                .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
+                .await;
         };
         let last = points.len() - 1;
         // Tokens each call saw.
@@ -322,7 +329,9 @@ impl Thrift {
             Aim::Watermark
         };
         let seen = settle::prefix(history, points[from], totals[from])?;
-        let (mut result, mut trace) = self.shed(&seen, budget, aim, counter).await?;
+        // Every prefix shed below is of this one history.
+        let mut shrunk = Shrunk::default();
+        let (mut result, mut trace) = self.shed(&seen, budget, aim, counter, &mut shrunk).await?;
         for k in from + 1..=last {
             let step = points[k - 1]..points[k];
             let max_output = self.max_tool_output_tokens;
@@ -333,7 +342,9 @@ impl Thrift {
                 }
                 None => {
                     let seen = settle::prefix(history, points[k], totals[k])?;
-                    (result, trace) = self.shed(&seen, budget, Aim::Watermark, counter).await?;
+                    (result, trace) = self
+                        .shed(&seen, budget, Aim::Watermark, counter, &mut shrunk)
+                        .await?;
                 }
             }
         }
@@ -352,8 +363,9 @@ impl Thrift {
         budget: &Budget,
         aim: Aim,
         counter: &dyn TokenCounter,
+        shrunk: &mut Shrunk,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let (mut result, mut trace) = self.pass(history, budget, aim, counter).await?;
+        let (mut result, mut trace) = self.pass(history, budget, aim, counter, shrunk).await?;
         // When even the floor does not fit, a pass over a result that lost
         // whole steps can see a different newest round (fewer results, so
         // other recent ones) and shed more. Passes repeat until one changes
@@ -364,8 +376,10 @@ impl Thrift {
                 break;
             }
             let (next, next_trace) = {
+                // Another history: its indices name other messages.
                 let again = result.as_history()?;
-                self.pass(&again, budget, aim, counter).await?
+                let mut fresh = Shrunk::default();
+                self.pass(&again, budget, aim, counter, &mut fresh).await?
             };
             if next.messages == result.messages {
                 break;
@@ -383,6 +397,7 @@ impl Thrift {
         budget: &Budget,
         aim: Aim,
         counter: &dyn TokenCounter,
+        shrunk: &mut Shrunk,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let mut trace = ThriftTrace {
             budget: budget.max_tokens,
@@ -417,10 +432,11 @@ impl Thrift {
         let stage = active(&work);
         trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter).await?;
         let (stage, max) = (active(&work), self.max_tool_output_tokens);
-        trace.tool_outputs_cut = tiers::long_outputs(&mut work, max, stage, counter).await?;
+        trace.tool_outputs_cut =
+            tiers::long_outputs(&mut work, max, stage, counter, shrunk).await?;
         let stage = active(&work);
         trace.tool_results_replaced =
-            tiers::earlier_results(&mut work, &layout, stage, counter).await?;
+            tiers::earlier_results(&mut work, &layout, stage, counter, shrunk).await?;
         let stage = active(&work);
         trace.media_replaced = tiers::media(&mut work, &layout, stage, counter).await?;
 

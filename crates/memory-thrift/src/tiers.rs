@@ -10,6 +10,7 @@ use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 use crate::cut;
 use crate::layout::Layout;
 use crate::placeholder;
+use crate::shrunk::{Kind, Shrunk};
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
 
@@ -80,6 +81,7 @@ pub(crate) async fn long_outputs(
     max_tokens: usize,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
+    shrunk: &mut Shrunk,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     // The newest step's outputs too: cut now to the length they will have
@@ -103,11 +105,17 @@ pub(crate) async fn long_outputs(
         if work.total() <= stop_at {
             break;
         }
-        let Some(shorter) = cut_result(work.message(i), work.count(i), max_tokens) else {
-            continue;
-        };
-        if let Some(change) = work.shrink(i, shorter, counter).await? {
-            record(&mut shed, 1, change);
+        let (message, tokens) = (work.message(i), work.count(i));
+        let made = shrunk
+            .get(i, Kind::Cut, counter, || {
+                cut_result(message, tokens, max_tokens)
+            })
+            .await?;
+        if let Some((shorter, count)) = made
+            && count < tokens
+        {
+            work.set(i, shorter, count);
+            record(&mut shed, 1, (tokens, count));
         }
     }
     Ok(shed)
@@ -155,6 +163,7 @@ pub(crate) async fn earlier_results(
     layout: &Layout,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
+    shrunk: &mut Shrunk,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     let items: Vec<usize> = (0..layout.recent_results_from.min(layout.newest_step))
@@ -180,21 +189,26 @@ pub(crate) async fn earlier_results(
             break;
         }
         batch = this;
-        let Message::ToolResult {
-            tool_call_id,
-            content,
-            name,
-        } = work.message(i)
-        else {
-            continue;
-        };
-        let replaced = Message::ToolResult {
-            tool_call_id: tool_call_id.clone(),
-            content: placeholder::tool_result(content),
-            name: name.clone(),
-        };
-        if let Some(change) = work.shrink(i, replaced, counter).await? {
-            record(&mut shed, 1, change);
+        let (message, tokens) = (work.message(i), work.count(i));
+        let made = shrunk
+            .get(i, Kind::Placeholder, counter, || match message {
+                Message::ToolResult {
+                    tool_call_id,
+                    content,
+                    name,
+                } => Some(Message::ToolResult {
+                    tool_call_id: tool_call_id.clone(),
+                    content: placeholder::tool_result(content),
+                    name: name.clone(),
+                }),
+                _ => None,
+            })
+            .await?;
+        if let Some((replaced, count)) = made
+            && count < tokens
+        {
+            work.set(i, replaced, count);
+            record(&mut shed, 1, (tokens, count));
         }
     }
     Ok(shed)

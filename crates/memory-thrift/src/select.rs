@@ -6,7 +6,9 @@
 //! whatever happens), each step of the newest round before the newest step,
 //! and each step before the first user message. The stage fills the tokens
 //! left beside the floor greedily, most valuable unit first, and keeps the
-//! original order. A unit is valuable when it is relevant (its score reaches
+//! original order. An earlier round that does not fit whole may then keep
+//! its request and its newest steps that fit (it counts as kept in the
+//! trace, its dropped steps as saved). A unit is valuable when it is relevant (its score reaches
 //! [`keep_floor`] of the pressure) and, among equals, when its score plus
 //! the recency bonus is higher.
 

@@ -71,8 +71,9 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 ///    is dropped only grows as the round does); then to the candidates
 ///    most [relevant](crate::relevance) to the current question (plus a
 ///    recency bonus; the least relevant and then the oldest go first).
-///    What is kept keeps its original order. A rounds limit is honoured
-///    here.
+///    What is kept keeps its original order. An earlier round too large
+///    to keep whole keeps its request and its newest steps that fit, when
+///    any do. A rounds limit is honoured here.
 /// 6. As a last resort, the **newest step's tool outputs** are cut, head
 ///    and tail, to the longest length that fits.
 ///
@@ -91,7 +92,9 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 /// when it does not, the history is shed afresh down to the
 /// [low watermark](Thrift::with_low_watermark), leaving room for the next
 /// steps to append. This is replayed from the history itself, so the same
-/// history always gives the same context. A new question is answered with
+/// history always gives the same context; to bound that work on very long
+/// rounds, the replay starts afresh (and sheds) at every 32nd call of a
+/// round. A new question is answered with
 /// a fresh choice for it, shed down to a level that moves in fixed steps
 /// of the budget's share above the watermark. Every stage, the drop stage
 /// included, aims at the one target.
@@ -291,19 +294,19 @@ impl Thrift {
                 .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
                 .await;
         }
-        // Nothing to settle: a round of one call (a new question), or a
-        // floor that does not fit (no call of the round could append to
-        // another).
+        // Nothing to settle in a round of one call (a new question).
         let points = settle::call_points(history.messages());
-        let floor = match points.len() {
-            0 | 1 => None,
-            _ => Some(structure::floor(history).tokens),
-        };
-        let Some(floor) = floor.filter(|&tokens| tokens <= max) else {
+        if points.len() < 2 {
             return self
                 .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
                 .await;
-        };
+        }
+        // Even when the newest step's floor is over the budget as it is,
+        // the replay decides: the step may fit appended with its long
+        // outputs cut, as it was shown. When nothing fits, the last call
+        // sheds the whole history afresh (and says it does not fit), and
+        // so does trimming that result again: no append can fit beside a
+        // floor over the budget.
         let last = points.len() - 1;
         // Tokens each call saw.
         let mut totals = Vec::with_capacity(points.len());
@@ -350,7 +353,7 @@ impl Thrift {
         }
         trace.tokens_before = history.total();
         trace.messages_before = history.len();
-        trace.floor_tokens = floor;
+        trace.floor_tokens = structure::floor(history).tokens;
         Ok(finish(result, trace))
     }
 

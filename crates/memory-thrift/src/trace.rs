@@ -134,7 +134,9 @@ pub struct ThriftTrace {
     pub tool_results_replaced: Shed,
     /// Image and pass-through blocks, replaced by a placeholder.
     pub media_replaced: Shed,
-    /// Earlier rounds, dropped whole (their protected messages stay).
+    /// Earlier rounds, dropped (their protected messages stay). A round
+    /// kept in part (its request and newest steps) counts as kept, and the
+    /// steps it lost as saved.
     pub rounds_dropped: Shed,
     /// Steps dropped: of the newest round, and before the first user
     /// message.

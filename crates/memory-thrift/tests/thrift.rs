@@ -1048,3 +1048,25 @@ async fn a_follow_up_keeps_the_earlier_rounds_request_and_newest_steps() {
     let again = again(&Thrift::new(), &result, budget).await;
     assert_eq!(bytes(&again.messages), bytes(&result.messages));
 }
+
+#[tokio::test]
+async fn a_step_over_the_budget_as_it_is_is_shown_as_the_next_call_replays_it() {
+    // The newest step's output (~5,000 tokens) alone is over the budget;
+    // cut, it fits after the last call's context, and the next call
+    // starts from that same context.
+    let thrift = Thrift::new();
+    let budget = Budget::tokens(4000);
+    let mut m = uneven_task(40);
+    assert!(total_of(&m).await > 4000, "a round settled over the budget");
+    m.push(call("big", "cat"));
+    m.push(Message::tool_result("big", output(1100)));
+    assert!(total_of(&m[m.len() - 2..]).await > 4000);
+    let (now, _) = trim(&thrift, &m, &[0], budget).await;
+    assert!(now.fits);
+    assert!(cut::is_cut(&now.messages.last().unwrap().text()));
+    m.push(call("next", "grep"));
+    m.push(Message::tool_result("next", output(5)));
+    let (next, trace) = trim(&thrift, &m, &[0], budget).await;
+    assert!(next.fits);
+    assert!(next.messages.starts_with(&now.messages), "{trace:?}");
+}

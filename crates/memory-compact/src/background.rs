@@ -71,27 +71,31 @@ impl Compact {
                 reason = FallbackReason::Failed;
                 if ready.covering.fingerprint.matches(&work) {
                     let applied = ready.covering.apply(&work, counter).await?;
-                    if !self.shrinks(raw, work.total(), &applied.result, ready.cost) {
+                    if self.shrinks(raw, work.total(), &applied.result, ready.cost) {
+                        let report = Report {
+                            cost: ready.cost,
+                            from_hook: ready.from_hook,
+                            messages: ready.covering.region.iter().map(|r| r.len()).sum(),
+                        };
+                        let accepted = self.accept(raw, applied.result, budget, Some(report))?;
+                        // Remembered even when it cannot be shown at this
+                        // budget: it is not paid for again.
+                        let restated = match &known {
+                            Some((base, base_applied)) => {
+                                ready.covering.over(base, base_applied, raw)
+                            }
+                            None => Some(ready.covering),
+                        };
+                        self.remember(restated);
+                        spliced = Some(match accepted {
+                            Some(result) => result,
+                            None => self.fallback(raw, budget, FallbackReason::Failed),
+                        });
+                    } else {
+                        // Not asked again until the threshold is passed
+                        // again; the turn falls back below.
                         self.back_off(&work, &Plan::new(&work, self.keep_verbatim));
-                        return self.settle_known(raw, known, budget, reason);
                     }
-                    let report = Report {
-                        cost: ready.cost,
-                        from_hook: ready.from_hook,
-                        messages: ready.covering.region.iter().map(|r| r.len()).sum(),
-                    };
-                    let accepted = self.accept(raw, applied.result, budget, Some(report))?;
-                    // Remembered even when it cannot be shown at this
-                    // budget: it is not paid for again.
-                    let restated = match &known {
-                        Some((base, base_applied)) => ready.covering.over(base, base_applied, raw),
-                        None => Some(ready.covering),
-                    };
-                    self.remember(restated);
-                    spliced = Some(match accepted {
-                        Some(result) => result,
-                        None => self.fallback(raw, budget, FallbackReason::Failed),
-                    });
                 } else {
                     self.emit(CompactEvent::Failed {
                         tokens_before: raw.total(),

@@ -89,7 +89,7 @@ impl Compact {
     ///     Message::user("Add quoting."),
     /// ];
     /// // Keeping one turn: the question and the round before it.
-    /// let counts = [5, 5, 3, 5, 3];
+    /// let counts = [50, 50, 3, 5, 3];
     /// let history = History::new(&messages, &counts).unwrap();
     /// let result = compact
     ///     .compact_now(&history, &CharTokenCounter, Some("Name every file."))
@@ -127,8 +127,9 @@ impl Compact {
                 .await?
         {
             let (compacted, report, covering) = *made;
-            if let Some(result) =
-                self.accept(history, compacted, &Budget::default(), Some(report))?
+            if self.shrinks(history, work.total(), &compacted, report.cost)
+                && let Some(result) =
+                    self.accept(history, compacted, &Budget::default(), Some(report))?
             {
                 self.remember(covering);
                 return Ok(result);

@@ -143,15 +143,6 @@ impl Compact {
         });
     }
 
-    /// Fits a compacted history (made from `raw`) to `budget`: as it is when
-    /// it fits, else `WindowDrop`'s projection of it with the compacted
-    /// history to store. `None` (reported as a failure) when the summary
-    /// makes what may never be shed exceed a budget that `raw`'s floor fits:
-    /// shown, the summary would then push out what must stay.
-    ///
-    /// # Errors
-    ///
-    /// Never for results built by this crate.
     /// Whether `compacted` is smaller than the `before` tokens it was made
     /// from; a summary no shorter than what it covers is refused, and the
     /// refusal reported.
@@ -174,6 +165,15 @@ impl Compact {
         false
     }
 
+    /// Fits a compacted history (made from `raw`) to `budget`: as it is when
+    /// it fits, else `WindowDrop`'s projection of it with the compacted
+    /// history to store. `None` (reported as a failure) when the summary
+    /// makes what may never be shed exceed a budget that `raw`'s floor fits:
+    /// shown, the summary would then push out what must stay.
+    ///
+    /// # Errors
+    ///
+    /// Never for results built by this crate.
     pub(crate) fn accept(
         &self,
         raw: &History<'_>,

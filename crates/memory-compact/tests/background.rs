@@ -292,3 +292,34 @@ fn without_a_runtime_the_foreground_mode_still_summarizes() {
     assert!(result.replace);
     assert_eq!(fake.requests().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_ready_summary_no_shorter_than_what_it_covers_is_not_spliced() {
+    let long = format!("## State\n{}", "Everything, restated. ".repeat(60));
+    let provider = Scripted::new(vec![answer(30, &long)]);
+    let log = Arc::new(EventLog::new());
+    let compact = background(provider.clone(), &log);
+    trim(&compact, &at_turn(7)).await;
+    sleep(Duration::from_secs(31)).await;
+    assert_eq!(compact.background_status(), BackgroundStatus::Ready);
+
+    let messages = at_turn(11);
+    let result = trim(&compact, &messages).await;
+    let counts = common::counted(&messages).await;
+    let window = WindowDrop::new().window(
+        &History::new(&messages, &counts).unwrap(),
+        &Budget::tokens(BUDGET),
+    );
+    assert_eq!(result.messages, window.messages);
+    assert!(result.fits && result.to_store().is_none());
+    assert!(log.events().iter().any(|e| matches!(
+        e,
+        CompactEvent::Failed {
+            failure: Failure::NotSmaller { .. },
+            ..
+        }
+    )));
+    // Not asked again at once for the same material.
+    assert_eq!(compact.background_status(), BackgroundStatus::Idle);
+    assert_eq!(provider.calls(), 1);
+}

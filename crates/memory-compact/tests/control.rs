@@ -120,6 +120,23 @@ async fn compact_now_forces_a_summary_with_its_instructions() {
 }
 
 #[tokio::test]
+async fn compact_now_keeps_the_history_when_the_summary_is_no_shorter() {
+    let long = format!("## State\n{}", "All of it, restated at length. ".repeat(80));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(long)]));
+    let compact = Compact::new(fake.clone());
+    let messages = turn_six();
+    let counts = common::counted(&messages).await;
+    let history = History::new(&messages, &counts).unwrap();
+    let result = compact
+        .compact_now(&history, &CharTokenCounter, None)
+        .await
+        .unwrap();
+    assert_eq!(fake.requests().len(), 1);
+    assert_eq!(result.messages, messages);
+    assert!(!result.replace);
+}
+
+#[tokio::test]
 async fn events_report_tokens_before_and_after_and_the_calls_cost() {
     let fake = Arc::new(FakeProvider::new([reply_with_usage(
         "## State\nshort",

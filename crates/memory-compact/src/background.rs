@@ -89,7 +89,7 @@ impl Compact {
                         self.remember(restated);
                         spliced = Some(match accepted {
                             Some(result) => result,
-                            None => self.fallback(raw, budget, FallbackReason::Failed),
+                            None => self.fallback_unsummarized(raw, budget)?,
                         });
                     } else {
                         // Not asked again until the threshold is passed

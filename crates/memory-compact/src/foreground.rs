@@ -49,7 +49,7 @@ impl Compact {
                     self.remember(covering);
                     return Ok(match self.accept(raw, compacted, budget, Some(report))? {
                         Some(result) => result,
-                        None => self.fallback(raw, budget, FallbackReason::Failed),
+                        None => self.fallback_unsummarized(raw, budget)?,
                     });
                 }
                 Made::Declined => reason = FallbackReason::Declined,

@@ -240,18 +240,64 @@ impl Compact {
     /// `known`'s compacted history fitted to `budget`, or `raw`'s fallback
     /// when there is none, or when its summary does not fit this budget (it
     /// stays known, for a larger one).
+    /// The view when a summary cannot be shown beside the floor at this
+    /// budget: `WindowDrop`'s projection, with its older, not yet
+    /// summarized part held to the threshold. Trimmed again, such a view
+    /// is then not summarized (a summary of the smaller view could fit, and
+    /// would change what was shown).
+    ///
+    /// # Errors
+    ///
+    /// Never for results built by this crate.
+    pub(crate) fn fallback_unsummarized(
+        &self,
+        raw: &History<'_>,
+        budget: &Budget,
+    ) -> Result<TrimResult, MemoryError> {
+        let mut view = WindowDrop::new().window(raw, budget);
+        // Each round drops at least one more step; the bound is a guard.
+        for _ in 0..64 {
+            let due = {
+                let shown = view.as_history()?;
+                Plan::new(&shown, self.keep_verbatim).new_tokens
+            };
+            if due <= self.summarise_at_tokens {
+                break;
+            }
+            let limit = view.tokens() - (due - self.summarise_at_tokens).min(view.tokens());
+            let tighter = Budget {
+                max_tokens: Some(limit),
+                ..*budget
+            };
+            let next = WindowDrop::new().window(raw, &tighter);
+            if next.messages.len() >= view.messages.len() {
+                break;
+            }
+            view = next;
+        }
+        view.fits = budget.admits_tokens(view.tokens());
+        if view.messages.len() != raw.len() {
+            self.emit(CompactEvent::Fallback {
+                tokens_before: raw.total(),
+                tokens_after: view.tokens(),
+                reason: FallbackReason::Failed,
+            });
+        }
+        Ok(view)
+    }
+
     pub(crate) fn settle_known(
         &self,
         raw: &History<'_>,
         known: Option<(Covering, Applied)>,
         budget: &Budget,
-        mut reason: FallbackReason,
+        reason: FallbackReason,
     ) -> Result<TrimResult, MemoryError> {
         if let Some((_, applied)) = known {
             if let Some(result) = self.accept(raw, applied.result, budget, None)? {
                 return Ok(result);
             }
-            reason = FallbackReason::Failed;
+            return self.fallback_unsummarized(raw, budget);
         }
         Ok(self.fallback(raw, budget, reason))
     }

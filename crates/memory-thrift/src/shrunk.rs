@@ -18,6 +18,8 @@ type Made = Option<(Message, usize)>;
 /// The cuts and placeholders made so far, by message index.
 #[derive(Default)]
 pub(crate) struct Shrunk {
+    /// Whether to keep what is made (a single pass gains nothing by it).
+    keep: bool,
     cuts: HashMap<usize, Made>,
     placeholders: HashMap<usize, Made>,
 }
@@ -32,6 +34,19 @@ pub(crate) enum Kind {
 }
 
 impl Shrunk {
+    /// A store for the passes of one replay.
+    pub fn kept() -> Self {
+        Self {
+            keep: true,
+            ..Self::default()
+        }
+    }
+
+    /// For a single pass: makes each shrunk message without keeping it.
+    pub fn once() -> Self {
+        Self::default()
+    }
+
     /// Message `index` shrunk as `kind`, made by `make` (and counted) the
     /// first time only.
     pub async fn get(
@@ -55,7 +70,9 @@ impl Shrunk {
             }
             None => None,
         };
-        map.insert(index, made.clone());
+        if self.keep {
+            map.insert(index, made.clone());
+        }
         Ok(made)
     }
 }

@@ -286,19 +286,19 @@ impl Thrift {
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let Some(max) = budget.max_tokens else {
             return self
-                .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
+                .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
                 .await;
         };
         if budget.admits_tokens(history.total()) {
             return self
-                .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
+                .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
                 .await;
         }
         // Nothing to settle in a round of one call (a new question).
         let points = settle::call_points(history.messages());
         if points.len() < 2 {
             return self
-                .shed(history, budget, Aim::Level, counter, &mut Shrunk::default())
+                .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
                 .await;
         }
         // Even when the newest step's floor is over the budget as it is,
@@ -333,7 +333,7 @@ impl Thrift {
         };
         let seen = settle::prefix(history, points[from], totals[from])?;
         // Every prefix shed below is of this one history.
-        let mut shrunk = Shrunk::default();
+        let mut shrunk = Shrunk::kept();
         let (mut result, mut trace) = self.shed(&seen, budget, aim, counter, &mut shrunk).await?;
         for k in from + 1..=last {
             let step = points[k - 1]..points[k];
@@ -381,7 +381,7 @@ impl Thrift {
             let (next, next_trace) = {
                 // Another history: its indices name other messages.
                 let again = result.as_history()?;
-                let mut fresh = Shrunk::default();
+                let mut fresh = Shrunk::once();
                 self.pass(&again, budget, aim, counter, &mut fresh).await?
             };
             if next.messages == result.messages {

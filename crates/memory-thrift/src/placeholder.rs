@@ -29,10 +29,20 @@ const ATTACHMENT: &str = "[attachment omitted";
 /// );
 /// ```
 pub fn tool_result(original: &str) -> String {
-    format!(
+    let mut text = String::new();
+    write_tool_result(original, &mut text);
+    text
+}
+
+/// [`tool_result`]'s text, written into `out` (cleared first).
+pub(crate) fn write_tool_result(original: &str, out: &mut String) {
+    use std::fmt::Write;
+    out.clear();
+    let _ = write!(
+        out,
         "{TOOL_RESULT}{} characters]",
         crate::cut::original_len(original)
-    )
+    );
 }
 
 /// The placeholder for an image block.

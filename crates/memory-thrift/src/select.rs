@@ -17,6 +17,7 @@ use std::ops::Range;
 use memory_core::{Budget, ContentBlock, Message, structure};
 
 use crate::layout::Layout;
+use crate::placeholder;
 use crate::relevance::{Relevance, keep_floor};
 use crate::sticky;
 use crate::trace::{Shed, Tally};
@@ -314,7 +315,8 @@ fn scores(work: &Work<'_, '_>, layout: &Layout, units: &[Unit], which: &[usize])
     for &k in which {
         texts.clear();
         for i in units[k].range.clone() {
-            if !layout.in_floor(i) {
+            // A placeholder's words are Thrift's, not the conversation's.
+            if !layout.in_floor(i) && !work.is_replaced(i) {
                 texts_of(work.message(i), &mut texts);
             }
         }
@@ -337,7 +339,7 @@ fn scores(work: &Work<'_, '_>, layout: &Layout, units: &[Unit], which: &[usize])
         .collect()
 }
 
-/// Every text a message sends to the model.
+/// Every text a message sends to the model, but a placeholder's.
 fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
     match message {
         Message::System(text) => out.push(text),
@@ -354,6 +356,7 @@ fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
                 out.push(&call.arguments);
             }
         }
+        Message::ToolResult { content, .. } if placeholder::is_placeholder(content) => {}
         Message::ToolResult { content, .. } => out.push(content),
     }
 }

@@ -10,7 +10,7 @@ use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 use crate::cut;
 use crate::layout::Layout;
 use crate::placeholder;
-use crate::shrunk::{Kind, Shrunk};
+use crate::shrunk::Shrunk;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
 
@@ -107,9 +107,7 @@ pub(crate) async fn long_outputs(
         }
         let (message, tokens) = (work.message(i), work.count(i));
         let made = shrunk
-            .get(i, Kind::Cut, counter, || {
-                cut_result(message, tokens, max_tokens)
-            })
+            .cut(i, counter, || cut_result(message, tokens, max_tokens))
             .await?;
         if let Some((shorter, count)) = made
             && count < tokens
@@ -190,24 +188,12 @@ pub(crate) async fn earlier_results(
         }
         batch = this;
         let (message, tokens) = (work.message(i), work.count(i));
-        let made = shrunk
-            .get(i, Kind::Placeholder, counter, || match message {
-                Message::ToolResult {
-                    tool_call_id,
-                    content,
-                    name,
-                } => Some(Message::ToolResult {
-                    tool_call_id: tool_call_id.clone(),
-                    content: placeholder::tool_result(content),
-                    name: name.clone(),
-                }),
-                _ => None,
-            })
-            .await?;
-        if let Some((replaced, count)) = made
+        // Counted now, written at the end for the messages kept.
+        let made = shrunk.placeholder_tokens(i, message, counter).await?;
+        if let Some(count) = made
             && count < tokens
         {
-            work.set(i, replaced, count);
+            work.replace_with_placeholder(i, count);
             record(&mut shed, 1, (tokens, count));
         }
     }

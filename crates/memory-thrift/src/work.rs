@@ -2,8 +2,32 @@
 
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
+use crate::placeholder;
+
+/// The placeholder message for tool result `message` (keeping its call id
+/// and name).
+pub(crate) fn placeholder_of(message: &Message) -> Message {
+    match message {
+        Message::ToolResult {
+            tool_call_id,
+            content,
+            name,
+        } => Message::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: placeholder::tool_result(content),
+            name: name.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
 /// The history, the messages changed so far (with their new counts) and the
 /// messages dropped.
+///
+/// A tool result replaced by its placeholder is only counted until the
+/// end: the placeholder is written by [`finish`](Work::finish), for the
+/// messages kept (most replaced results of a long history are dropped
+/// later). Until then [`message`](Work::message) reads it as it was.
 pub(crate) struct Work<'h, 'a> {
     history: &'h History<'a>,
     /// For each message, its place in `changed` plus one (0: unchanged).
@@ -11,6 +35,8 @@ pub(crate) struct Work<'h, 'a> {
     changed: Vec<Message>,
     counts: Vec<usize>,
     dropped: Vec<bool>,
+    /// Replaced by its placeholder (written at the end).
+    replaced: Vec<bool>,
     total: usize,
 }
 
@@ -22,6 +48,7 @@ impl<'h, 'a> Work<'h, 'a> {
             changed: Vec::new(),
             counts: history.counts().to_vec(),
             dropped: vec![false; history.len()],
+            replaced: vec![false; history.len()],
             total: history.total(),
         }
     }
@@ -50,6 +77,18 @@ impl<'h, 'a> Work<'h, 'a> {
 
     pub fn is_dropped(&self, i: usize) -> bool {
         self.dropped[i]
+    }
+
+    /// Whether message `i` is replaced by its placeholder.
+    pub fn is_replaced(&self, i: usize) -> bool {
+        self.replaced[i]
+    }
+
+    /// Replaces tool result `i` by its placeholder, of `tokens` tokens.
+    pub fn replace_with_placeholder(&mut self, i: usize, tokens: usize) {
+        self.total = self.total - self.counts[i] + tokens;
+        self.counts[i] = tokens;
+        self.replaced[i] = true;
     }
 
     /// Puts `message` in place of message `i` if the counter finds it
@@ -98,22 +137,31 @@ impl<'h, 'a> Work<'h, 'a> {
         let mut run = 0;
         for i in 0..n {
             let slot = self.slot[i];
-            if !self.dropped[i] && slot == 0 {
+            if !self.dropped[i] && slot == 0 && !self.replaced[i] {
                 continue;
             }
             if run < i {
                 selection.keep(run..i);
             }
             run = i + 1;
-            if !self.dropped[i] {
+            if self.dropped[i] {
+                continue;
+            }
+            let message = if self.replaced[i] {
+                let current = match slot {
+                    0 => &history.messages()[i],
+                    k => &changed[k as usize - 1],
+                };
+                placeholder_of(current)
+            } else {
                 // Taken out, leaving an empty message that is dropped unused.
-                let message = std::mem::replace(
+                std::mem::replace(
                     &mut changed[slot as usize - 1],
                     Message::System(String::new()),
-                );
-                // Protected messages are never changed, so this is not one.
-                selection.push(message, self.counts[i], false);
-            }
+                )
+            };
+            // Protected messages are never changed, so this is not one.
+            selection.push(message, self.counts[i], false);
         }
         if run < n {
             selection.keep(run..n);

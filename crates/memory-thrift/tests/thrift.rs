@@ -1070,3 +1070,35 @@ async fn a_step_over_the_budget_as_it_is_is_shown_as_the_next_call_replays_it() 
     assert!(next.fits);
     assert!(next.messages.starts_with(&now.messages), "{trace:?}");
 }
+
+#[tokio::test]
+async fn a_placeholder_s_words_do_not_make_a_round_relevant() {
+    // The older round's result becomes a placeholder ("[earlier tool
+    // result omitted: ...]"); the question uses those very words. The two
+    // earlier rounds do not both fit whole: the placeholder must not win
+    // the older one the place, so the newer round stays whole.
+    let m = vec![
+        Message::system("agent"),
+        Message::user("Look at the server logs."),
+        call("c1", "read_logs"),
+        Message::tool_result("c1", "zzz ".repeat(400)),
+        Message::assistant("Checked them all."),
+        Message::user("Plant the seedlings in spring."),
+        Message::assistant("Noted: seedlings go in the ground in spring."),
+        Message::user("Which characters were omitted from the earlier tool result?"),
+    ];
+    let thrift = Thrift::new().with_keep_recent_results(0);
+    let (result, trace) = trim(&thrift, &m, &[0], Budget::tokens(60)).await;
+    assert!(result.fits);
+    assert_eq!(trace.tool_results_replaced.shed(), 1);
+    assert!(result.messages.contains(&m[5]), "{:?}", result.messages);
+    // (Of the older round, its request and last answer may stay.)
+    assert!(
+        !result
+            .messages
+            .iter()
+            .any(|x| x.tool_call_id() == Some("c1")),
+        "{:?}",
+        result.messages
+    );
+}

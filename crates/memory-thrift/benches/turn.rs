@@ -1,6 +1,7 @@
 //! One turn of `Thrift` over a 10k-message history (chat rounds and agent
-//! steps with tool output), budget 8,000 tokens, counts already known, with
-//! `WindowDrop` on the same history as the baseline.
+//! steps with tool output), and over one agent round of 10k messages;
+//! budget 8,000 tokens, counts already known, with `WindowDrop` on the same
+//! history as the baseline.
 //!
 //! `cargo bench -p memory-thrift --bench turn`
 
@@ -53,42 +54,25 @@ fn bench(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
-    let messages = history(10_000);
+    compare(c, &rt, "turn-10k", &history(10_000));
+    // One agent round of ~5k steps: the calls of the round since its last
+    // multiple of 32 are replayed.
+    compare(c, &rt, "agent-round-10k", &agent_round(10_000));
+}
+
+/// Thrift and WindowDrop over `messages` (counts known, the system prompt
+/// protected), budget 8,000 tokens, in one group.
+fn compare(c: &mut Criterion, rt: &tokio::runtime::Runtime, name: &str, messages: &[Message]) {
     let counts = rt
-        .block_on(count_messages(&CharTokenCounter, &messages))
+        .block_on(count_messages(&CharTokenCounter, messages))
         .expect("counting");
-    let history = History::new(&messages, &counts)
+    let history = History::new(messages, &counts)
         .expect("history")
         .protect(&[0]);
     let budget = Budget::tokens(8_000);
-    let mut group = c.benchmark_group("turn-10k");
+    let mut group = c.benchmark_group(name);
     group.sample_size(20);
     let thrift = Thrift::new();
-    group.bench_function(BenchmarkId::new("thrift", messages.len()), |b| {
-        b.iter(|| {
-            rt.block_on(thrift.trim_with_counts(&history, &budget, &CharTokenCounter))
-                .expect("trim")
-        })
-    });
-    group.bench_function(BenchmarkId::new("window", messages.len()), |b| {
-        b.iter(|| {
-            rt.block_on(WindowDrop::new().trim_with_counts(&history, &budget, &CharTokenCounter))
-                .expect("trim")
-        })
-    });
-    group.finish();
-
-    // One agent round of ~5k steps: every call of the round's last replay
-    // span is replayed.
-    let messages = agent_round(10_000);
-    let counts = rt
-        .block_on(count_messages(&CharTokenCounter, &messages))
-        .expect("counting");
-    let history = History::new(&messages, &counts)
-        .expect("history")
-        .protect(&[0]);
-    let mut group = c.benchmark_group("agent-round-10k");
-    group.sample_size(20);
     group.bench_function(BenchmarkId::new("thrift", messages.len()), |b| {
         b.iter(|| {
             rt.block_on(thrift.trim_with_counts(&history, &budget, &CharTokenCounter))

@@ -43,10 +43,7 @@ impl Compact {
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
         let known = self.known(raw, counter).await?;
-        let work = match &known {
-            Some((_, applied)) => applied.result.as_history()?,
-            None => raw.clone(),
-        };
+        let work = Self::work(raw, &known)?;
         let mut reason = FallbackReason::NotDue;
         let mut spliced = None;
         if !budget.admits_tokens(work.total()) {

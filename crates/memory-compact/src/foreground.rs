@@ -27,10 +27,7 @@ impl Compact {
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
         let known = self.known(raw, counter).await?;
-        let work = match &known {
-            Some((_, applied)) => applied.result.as_history()?,
-            None => raw.clone(),
-        };
+        let work = Self::work(raw, &known)?;
         let plan = Plan::new(&work, self.keep_verbatim);
         let mut reason = FallbackReason::NotDue;
         if plan.new_tokens > self.summarise_at_tokens && !self.backed_off(&work, &plan) {
@@ -40,10 +37,6 @@ impl Compact {
             {
                 Made::Compacted(made) => {
                     let (compacted, report, covering) = *made;
-                    if !self.shrinks(raw, work.total(), &compacted, report.cost) {
-                        self.back_off(&work, &plan);
-                        return self.settle_known(raw, known, budget, FallbackReason::Failed);
-                    }
                     // Remembered even when it cannot be shown at this
                     // budget: it is not paid for again.
                     self.remember(covering);
@@ -108,10 +101,7 @@ impl Compact {
         instructions: Option<&str>,
     ) -> Result<TrimResult, MemoryError> {
         let known = self.known(history, counter).await?;
-        let work = match &known {
-            Some((_, applied)) => applied.result.as_history()?,
-            None => history.clone(),
-        };
+        let work = Self::work(history, &known)?;
         let plan = Plan::new(&work, self.keep_verbatim);
         if plan.has_new()
             && let Made::Compacted(made) = self
@@ -127,9 +117,8 @@ impl Compact {
                 .await?
         {
             let (compacted, report, covering) = *made;
-            if self.shrinks(history, work.total(), &compacted, report.cost)
-                && let Some(result) =
-                    self.accept(history, compacted, &Budget::default(), Some(report))?
+            if let Some(result) =
+                self.accept(history, compacted, &Budget::default(), Some(report))?
             {
                 self.remember(covering);
                 return Ok(result);
@@ -183,6 +172,11 @@ impl Compact {
                     files,
                 );
                 let applied = covering.apply(work, counter).await?;
+                // A summary no shorter than what it covers replaces nothing.
+                if !self.shrinks(raw, work.total(), &applied.result, cost) {
+                    self.back_off(work, plan);
+                    return Ok(Made::Failed);
+                }
                 let restated = match known {
                     Some((base, base_applied)) => covering.over(base, base_applied, raw),
                     None => Some(covering),

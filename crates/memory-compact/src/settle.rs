@@ -110,6 +110,18 @@ impl Compact {
         Ok(Some((covering, applied)))
     }
 
+    /// The history a turn works on: `raw` with the summary already known
+    /// applied, when there is one.
+    pub(crate) fn work<'w>(
+        raw: &History<'w>,
+        known: &'w Option<(Covering, Applied)>,
+    ) -> Result<History<'w>, MemoryError> {
+        match known {
+            Some((_, applied)) => applied.result.as_history(),
+            None => Ok(raw.clone()),
+        }
+    }
+
     /// Remembers the summaries of a materializing result (restated for the
     /// history the call was given) and the files of the newest.
     pub(crate) fn remember(&self, covering: Option<Covering>) {

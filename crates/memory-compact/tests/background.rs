@@ -43,6 +43,15 @@ async fn trim(compact: &Compact, messages: &[Message]) -> TrimResult {
         .unwrap()
 }
 
+/// `WindowDrop`'s projection of `messages` at the budget.
+async fn window_view(messages: &[Message]) -> Vec<Message> {
+    let counts = common::counted(messages).await;
+    let history = History::new(messages, &counts).unwrap();
+    WindowDrop::new()
+        .window(&history, &Budget::tokens(BUDGET))
+        .messages
+}
+
 fn background(provider: Arc<Scripted>, log: &Arc<EventLog>) -> Compact {
     Compact::background(provider).with_observer(log.clone())
 }
@@ -126,12 +135,7 @@ async fn while_pending_a_crossed_budget_drops_from_view_and_keeps_the_summary_va
 
     let messages = at_turn(11);
     let result = trim(&compact, &messages).await;
-    let counts = common::counted(&messages).await;
-    let window = WindowDrop::new().window(
-        &History::new(&messages, &counts).unwrap(),
-        &Budget::tokens(BUDGET),
-    );
-    assert_eq!(result.messages, window.messages);
+    assert_eq!(result.messages, window_view(&messages).await);
     assert!(result.fits && result.to_store().is_none());
     assert!(matches!(
         log.events().last(),
@@ -305,12 +309,7 @@ async fn a_ready_summary_no_shorter_than_what_it_covers_is_not_spliced() {
 
     let messages = at_turn(11);
     let result = trim(&compact, &messages).await;
-    let counts = common::counted(&messages).await;
-    let window = WindowDrop::new().window(
-        &History::new(&messages, &counts).unwrap(),
-        &Budget::tokens(BUDGET),
-    );
-    assert_eq!(result.messages, window.messages);
+    assert_eq!(result.messages, window_view(&messages).await);
     assert!(result.fits && result.to_store().is_none());
     assert!(log.events().iter().any(|e| matches!(
         e,

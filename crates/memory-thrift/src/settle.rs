@@ -68,19 +68,18 @@ pub(crate) fn prefix<'h>(
 
 /// What [`append`] added.
 pub(crate) struct Appended {
-    pub result: TrimResult,
     /// The tool outputs it cut to make the step fit.
     pub cut: Shed,
     /// Tokens it added, as shown.
     pub tokens: usize,
 }
 
-/// `shown` with the messages `range` of `history` appended, if the sum is
+/// Appends the messages `range` of `history` to `shown`, if the sum is
 /// within `max` tokens: as they are, or else with their tool outputs over
 /// `max_output` tokens cut head and tail (as the cutting stage would cut
-/// them). `None` when neither fits.
+/// them). `None`, with `shown` untouched, when neither fits.
 pub(crate) async fn append(
-    shown: &TrimResult,
+    shown: &mut TrimResult,
     history: &History<'_>,
     range: Range<usize>,
     max: usize,
@@ -115,22 +114,17 @@ pub(crate) async fn append(
             return Ok(None);
         }
     }
-    let mut result = shown.clone();
-    result.fits = true;
+    shown.fits = true;
     for (i, change) in range.zip(changed) {
         if history.is_protected(i) {
-            result.protected.push(result.messages.len());
+            shown.protected.push(shown.messages.len());
         }
         let (message, tokens) =
             change.unwrap_or_else(|| (history.messages()[i].clone(), history.counts()[i]));
-        result.messages.push(message);
-        result.counts.push(tokens);
+        shown.messages.push(message);
+        shown.counts.push(tokens);
     }
-    Ok(Some(Appended {
-        result,
-        cut,
-        tokens: added,
-    }))
+    Ok(Some(Appended { cut, tokens: added }))
 }
 
 /// A tool result not yet cut nor replaced.

@@ -338,11 +338,8 @@ impl Thrift {
         for k in from + 1..=last {
             let step = points[k - 1]..points[k];
             let max_output = self.max_tool_output_tokens;
-            match settle::append(&result, history, step, max, max_output, counter).await? {
-                Some(appended) => {
-                    trace.append(appended.tokens, appended.cut);
-                    result = appended.result;
-                }
+            match settle::append(&mut result, history, step, max, max_output, counter).await? {
+                Some(appended) => trace.append(appended.tokens, appended.cut),
                 None => {
                     let seen = settle::prefix(history, points[k], totals[k])?;
                     (result, trace) = self

@@ -12,9 +12,9 @@ use clap::{Args, Parser, Subcommand};
 ///     "memory", "replay", "--input", "s.json", "--budget", "4000", "--pipeline", "window",
 /// ]).unwrap();
 /// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
-/// assert_eq!(args.budget, 4000);
-/// assert_eq!(args.counter, "chars");
-/// assert_eq!(args.pipeline, ["window"]);
+/// assert_eq!(args.stages.budget, 4000);
+/// assert_eq!(args.stages.counter, "chars");
+/// assert_eq!(args.stages.pipeline, ["window"]);
 /// assert!(memory_cli::Cli::try_parse_from(["memory", "replay", "--input", "s.json", "--budget", "0", "--pipeline", "window"]).is_err());
 /// ```
 #[derive(Debug, Parser)]
@@ -47,7 +47,7 @@ pub enum Command {
 ///     "--pipeline", "window", "--pipeline", "window,window",
 /// ]).unwrap();
 /// let Command::Eval(Eval::Locomo(args)) = cli.command else { unreachable!() };
-/// assert_eq!(args.pipeline, ["window", "window,window"]);
+/// assert_eq!(args.stages.pipeline, ["window", "window,window"]);
 /// ```
 #[derive(Debug, Subcommand)]
 pub enum Eval {
@@ -58,13 +58,20 @@ pub enum Eval {
     Locomo(LocomoArgs),
 }
 
-/// Options of `memory eval locomo`.
+/// What both commands trim with: the budget, the pipelines to compare and
+/// the token counter.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = memory_cli::Cli::try_parse_from([
+///     "memory", "eval", "locomo", "--input", "l.json", "--budget", "1000",
+///     "--pipeline", "thrift", "--counter", "o200k",
+/// ]).unwrap();
+/// let memory_cli::Command::Eval(memory_cli::Eval::Locomo(args)) = cli.command else { unreachable!() };
+/// assert_eq!((args.stages.budget, args.stages.counter.as_str()), (1000, "o200k"));
+/// ```
 #[derive(Debug, Clone, Args)]
-pub struct LocomoArgs {
-    /// LoCoMo JSON: an array of samples with `conversation` and `qa`.
-    #[arg(long, value_name = "FILE")]
-    pub input: PathBuf,
-
+pub struct StageArgs {
     /// Token budget of every context (a positive whole number).
     #[arg(long, value_name = "N", value_parser = parse_budget)]
     pub budget: usize,
@@ -79,6 +86,18 @@ pub struct LocomoArgs {
     /// tokenizer.json).
     #[arg(long, value_name = "NAME", default_value = "chars")]
     pub counter: String,
+}
+
+/// Options of `memory eval locomo`.
+#[derive(Debug, Clone, Args)]
+pub struct LocomoArgs {
+    /// LoCoMo JSON: an array of samples with `conversation` and `qa`.
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+
+    /// The budget, the pipelines and the counter.
+    #[command(flatten)]
+    pub stages: StageArgs,
 
     /// Write the full report (one row per question, and totals) as JSON.
     #[arg(long, value_name = "FILE.json")]
@@ -99,20 +118,9 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
 
-    /// Token budget of every context (a positive whole number).
-    #[arg(long, value_name = "N", value_parser = parse_budget)]
-    pub budget: usize,
-
-    /// Stage names joined by commas, run in order: `window`, `thrift`,
-    /// `summarize`, `compact` (e.g. `compact,thrift`). Repeat the
-    /// option to compare pipelines side by side.
-    #[arg(long, value_name = "SPEC", required = true)]
-    pub pipeline: Vec<String>,
-
-    /// Token counter: chars, cl100k, o200k, or hf:FILE (a Hugging Face
-    /// tokenizer.json).
-    #[arg(long, value_name = "NAME", default_value = "chars")]
-    pub counter: String,
+    /// The budget, the pipelines and the counter.
+    #[command(flatten)]
+    pub stages: StageArgs,
 
     /// Write the full report (one row per model call, and totals) as JSON.
     #[arg(long, value_name = "FILE.json")]

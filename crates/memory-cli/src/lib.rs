@@ -33,7 +33,7 @@ pub mod table;
 
 use memory_core::Budget;
 
-pub use args::{Cli, Command, Eval, LocomoArgs, ReplayArgs};
+pub use args::{Cli, Command, Eval, LocomoArgs, ReplayArgs, StageArgs};
 pub use error::CliError;
 pub use eval::EvalReport;
 pub use progress::Progress;
@@ -65,19 +65,18 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 /// The budget, counter and summarizer every stage of a run shares; every
 /// spec checked before anything is loaded.
 fn stage_config(
-    budget: usize,
-    counter: &str,
-    specs: &[String],
+    stages: &StageArgs,
     model: &args::SummarizerArgs,
 ) -> Result<registry::StageConfig, CliError> {
-    let config = registry::StageConfig::new(Budget::tokens(budget), registry::counter(counter)?)
+    let counter = registry::counter(&stages.counter)?;
+    let config = registry::StageConfig::new(Budget::tokens(stages.budget), counter)
         .with_summarizer(summarizer::build(model)?)
         .with_background(model.background);
     let config = registry::StageConfig {
         turn_delay: std::time::Duration::from_millis(model.turn_delay_ms),
         ..config
     };
-    for spec in specs {
+    for spec in &stages.pipeline {
         registry::pipeline(spec, &config)?;
     }
     Ok(config)
@@ -92,7 +91,7 @@ fn stage_config(
 /// Bad options or input ([`CliError::exit_code`] 2), a failing replay or an
 /// unwritable report or plot (1).
 pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
-    let mut config = stage_config(args.budget, &args.counter, &args.pipeline, &args.model)?;
+    let mut config = stage_config(&args.stages, &args.model)?;
     if args.store != "memory" || args.session != "replay" {
         config = config.with_store(store::open(&args.store).await?, &args.session);
     }
@@ -121,15 +120,15 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         });
     }
 
-    let steps = input.message_count() as u64 * args.pipeline.len() as u64;
+    let steps = input.message_count() as u64 * args.stages.pipeline.len() as u64;
     let progress = Progress::new(steps, "messages");
-    let mut sections = Vec::with_capacity(args.pipeline.len());
-    for spec in &args.pipeline {
+    let mut sections = Vec::with_capacity(args.stages.pipeline.len());
+    for spec in &args.stages.pipeline {
         progress.set_message(spec);
         let rows = replay::replay_with_progress(&input, &file, spec, &config, &progress).await?;
         sections.push(PipelineReport {
             pipeline: spec.clone(),
-            totals: Totals::of(&rows, args.budget),
+            totals: Totals::of(&rows, args.stages.budget),
             rows,
         });
     }
@@ -138,8 +137,8 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
     let base = Report {
         input: file,
         format: input.format.to_string(),
-        counter: args.counter.clone(),
-        budget: args.budget,
+        counter: args.stages.counter.clone(),
+        budget: args.stages.budget,
         trajectories,
         ..Report::default()
     };
@@ -162,7 +161,7 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
 /// Bad options or input ([`CliError::exit_code`] 2), a failing trim or an
 /// unwritable report (1).
 pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliError> {
-    let config = stage_config(args.budget, &args.counter, &args.pipeline, &args.model)?;
+    let config = stage_config(&args.stages, &args.model)?;
     let file = args.input.display().to_string();
     let locomo = input::load_locomo(&args.input)?;
     let samples: Vec<eval::SampleInfo> = locomo
@@ -173,12 +172,16 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
         .collect();
 
     let asked: usize = samples.iter().map(|s| s.questions).sum();
-    let progress = Progress::new(asked as u64 * args.pipeline.len() as u64, "questions");
-    progress.set_message(&args.pipeline.join(" | "));
-    let rows = eval::evaluate(&locomo, &file, &args.pipeline, &config, &progress).await?;
+    let progress = Progress::new(
+        asked as u64 * args.stages.pipeline.len() as u64,
+        "questions",
+    );
+    progress.set_message(&args.stages.pipeline.join(" | "));
+    let rows = eval::evaluate(&locomo, &file, &args.stages.pipeline, &config, &progress).await?;
     progress.finish();
 
     let mut sections: Vec<eval::EvalSection> = args
+        .stages
         .pipeline
         .iter()
         .zip(rows)
@@ -196,8 +199,8 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
     let report = EvalReport {
         input: file,
         format: input::Format::Locomo.to_string(),
-        counter: args.counter.clone(),
-        budget: args.budget,
+        counter: args.stages.counter.clone(),
+        budget: args.stages.budget,
         samples,
         result: sections.swap_remove(0),
         pipelines,

@@ -1,30 +1,77 @@
-//! `memory eval locomo`: evidence recall of pipelines on LoCoMo.
+//! `memory eval locomo`: evidence recall and answer recall of pipelines on
+//! LoCoMo.
 //!
-//! For each sample the conversation is counted once. Each question with
-//! usable evidence is then asked as the newest user message after the whole
-//! conversation (questions do not accumulate), every pipeline trims that
-//! history to the budget with the counts already known, and the question is
-//! *recalled* when every evidence utterance's text is in the context as a
-//! whole message, verbatim.
+//! | item | what it is |
+//! |---|---|
+//! | [`evaluate`] | asks every question of every sample through each pipeline |
+//! | [`EndState`], [`Arrival`] | one conversation recorded up to the state its questions are asked against |
+//! | [`answer`] | the answer words: tokenizer, stop words, matching |
+//! | [`GoldAnswers`] | the gold answers, read from the input |
+//! | [`EvalReport`] and its rows and totals | the report and its human summary |
+//!
+//! **One replay per conversation.** LoCoMo asks every question after the
+//! whole conversation. So for each sample and pipeline one pipeline is
+//! built and the conversation is recorded through it once, in a memory
+//! that writes back what a materializing stage stores; the store's view at
+//! the end is the conversation's *end state* ([`EndState`]). Every question
+//! is then asked alone against that state: the state plus the question (as
+//! the newest user message) is trimmed by the same pipeline instance, and
+//! nothing is written back, so questions do not accumulate, and what the
+//! strategies made on the way (Compact's rolling summary, the summary
+//! Summarize folded) is shared by all the questions of the sample instead
+//! of being made again for each. A question's row counts only what asking
+//! it cost; what recording cost is in the sample's [`ConversationRow`].
+//!
+//! **Live, by default.** The conversation is recorded as a live chat would
+//! be ([`Arrival::Live`]): utterance by utterance, with a context taken
+//! before every utterance of the second speaker, where the assistant
+//! replies. That is the state a deployed memory is in when the question
+//! comes: its summaries were made turn by turn, under the budget's
+//! pressure at the time, and folded into each other. One trim at the end
+//! ([`Arrival::AtOnce`]) would instead summarize the whole conversation in
+//! one go, a state no live chat reaches; it is kept for comparison.
+//!
+//! **Evidence recall.** A question is recalled when every evidence
+//! utterance's text is in the context as a whole message, verbatim. The
+//! question itself, the context's last message, does not count.
+//!
+//! **Answer recall** (categories 1-4; category 5, adversarial, has no
+//! answer). A question is recalled when every content word of its gold
+//! answer is among the words of the context's messages, summaries included,
+//! the question excepted (see [`answer`]). An answer without a content word
+//! is not judged and is counted as skipped.
 
+pub mod answer;
+mod conversation;
+mod gold;
 mod report;
+mod summary;
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::{History, MemoryError, Message, Pipeline, TrimStrategy, count_messages};
-
-use crate::input::Locomo;
-use crate::registry::{self, StageConfig};
-use crate::{CliError, Progress};
+use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter, TrimStrategy};
 use memory_summarize::ProviderStats;
 
-pub use report::{CategoryRecall, EvalReport, EvalSection, EvalTotals, QuestionRow, SampleInfo};
+use crate::input::{Locomo, Sample};
+use crate::registry::{self, StageConfig};
+use crate::{CliError, Progress};
+
+pub use conversation::{Arrival, Asking, EndState};
+pub use gold::GoldAnswers;
+pub use report::{
+    ADVERSARIAL, CategoryRecall, ConversationRow, EvalReport, EvalSection, EvalTotals, QuestionRow,
+    SampleInfo,
+};
 
 /// Asks every question with usable evidence of every sample, once per
-/// pipeline in `specs`, under `config`'s budget and counter; returns the
-/// rows of each pipeline, in the order of `specs`. `file` names the input
-/// in errors; `progress` advances by one per question and pipeline.
+/// pipeline in `specs`, under `config`'s budget and counter: each sample's
+/// conversation is recorded once per pipeline as `arrival` says, and each
+/// question is asked alone against the state it reached. Returns one
+/// section per pipeline, in the order of `specs`. `answers` are the gold
+/// answers; `file` names the input in errors; `progress` advances by one
+/// per question and pipeline.
 ///
 /// # Errors
 ///
@@ -33,86 +80,180 @@ pub use report::{CategoryRecall, EvalReport, EvalSection, EvalTotals, QuestionRo
 ///
 /// ```
 /// use std::sync::Arc;
-/// use memory_cli::{registry::StageConfig, Progress};
+/// use memory_cli::{eval::{Arrival, GoldAnswers}, registry::StageConfig, Progress};
 ///
-/// let locomo = memory_cli::input::parse_locomo(br#"[{"sample_id": "s1",
+/// let json = br#"[{"sample_id": "s1",
 ///   "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
 ///     "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
 ///                   {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! Mine is a dog."}]},
-///   "qa": [{"question": "What is the cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 1}]}]"#).unwrap();
+///   "qa": [{"question": "What is the cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 1}]}]"#;
+/// let locomo = memory_cli::input::parse_locomo(json).unwrap();
+/// let answers = GoldAnswers::parse(json).unwrap();
 /// let config = StageConfig::new(memory_core::Budget::tokens(1000), Arc::new(memory_core::CharTokenCounter));
 /// let specs = ["window".to_string()];
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let rows = memory_cli::eval::evaluate(&locomo, "l.json", &specs, &config, &Progress::hidden(1)).await.unwrap();
-/// assert_eq!(rows[0].len(), 1);
-/// assert!(rows[0][0].recalled);
-/// assert_eq!(rows[0][0].messages_out, 3);
+/// let sections = memory_cli::eval::evaluate(
+///     &locomo, &answers, "l.json", &specs, &config, Arrival::Live, &Progress::hidden(1),
+/// ).await.unwrap();
+/// let row = &sections[0].rows[0];
+/// assert!(row.recalled);
+/// assert_eq!(row.answer_recalled, Some(true));
+/// assert_eq!(row.messages_out, 3);
+/// assert_eq!(sections[0].conversations[0].contexts, 1);
 /// # });
 /// ```
 pub async fn evaluate(
     locomo: &Locomo,
+    answers: &GoldAnswers,
     file: &str,
     specs: &[String],
     config: &StageConfig,
+    arrival: Arrival,
     progress: &Progress,
-) -> Result<Vec<Vec<QuestionRow>>, CliError> {
+) -> Result<Vec<EvalSection>, CliError> {
+    let samples: Vec<SampleInfo> = locomo
+        .samples
+        .iter()
+        .enumerate()
+        .map(|(index, sample)| SampleInfo::of(index, sample))
+        .collect();
     let mut rows = vec![Vec::new(); specs.len()];
-    let counter = config.counter.as_ref();
-    let failed = |position: &str, source| CliError::Replay {
-        file: file.to_string(),
-        position: position.to_string(),
-        source,
-    };
+    let mut conversations = vec![Vec::new(); specs.len()];
     for (index, sample) in locomo.samples.iter().enumerate() {
-        let mut messages = sample.messages.clone();
-        let mut counts = count_messages(counter, &messages)
-            .await
-            .map_err(|e| failed(&sample.name(index), e))?;
-        let total: usize = counts.iter().sum();
-        for (q, question) in sample.questions.iter().enumerate() {
-            let evidence = sample.evidence(question);
-            if !evidence.is_usable() {
-                continue;
+        let failed = |position: String| {
+            move |source| CliError::Replay {
+                file: file.to_string(),
+                position,
+                source,
             }
-            let at = format!("{}, qa {q}", sample.name(index));
-            let ask = Message::user(question.text.clone());
-            let ask_count = counter
-                .count_message(&ask)
+        };
+        let questions = prepare(sample, index, answers, config.counter.as_ref())
+            .await
+            .map_err(failed(sample.name(index)))?;
+        if questions.is_empty() {
+            continue;
+        }
+        for (p, spec) in specs.iter().enumerate() {
+            let pipeline = Arc::new(registry::pipeline(spec, config)?);
+            let mut state = EndState::reach(&sample.messages, pipeline.clone(), config, arrival)
                 .await
-                .map_err(|e| failed(&at, e))?;
-            messages.push(ask);
-            counts.push(ask_count);
-            let history = History::from_parts(&messages, &counts, &[], total + ask_count)
-                .map_err(|e| failed(&at, e))?;
-            for (p, spec) in specs.iter().enumerate() {
-                // A fresh pipeline per question: no state carries over.
-                let pipeline = registry::pipeline(spec, config)?;
-                let measured = measure(&pipeline, &history, config)
+                .map_err(failed(sample.name(index)))?;
+            conversations[p].push(conversation_row(index, sample, &state));
+            for question in &questions {
+                let row = ask(&pipeline, &mut state, sample, question, config)
                     .await
-                    .map_err(|e| failed(&at, e))?;
-                let found = found(&measured.context, &sample.messages, &evidence.messages);
-                rows[p].push(QuestionRow {
-                    sample: index,
-                    question: q,
-                    category: question.category,
-                    evidence: evidence.messages.len(),
-                    found,
-                    recalled: found == evidence.messages.len(),
-                    tokens_out: measured.tokens,
-                    messages_out: measured.context.len(),
-                    fits: measured.fits,
-                    summarizer_calls: measured.usage.calls,
-                    summarizer_input_tokens: measured.usage.input_tokens,
-                    summarizer_output_tokens: measured.usage.output_tokens,
-                    latency_us: measured.latency_us,
-                });
+                    .map_err(failed(format!(
+                        "{}, qa {}",
+                        sample.name(index),
+                        question.row.question
+                    )))?;
+                rows[p].push(row);
                 progress.inc(1);
             }
-            messages.pop();
-            counts.pop();
         }
     }
-    Ok(rows)
+    Ok(specs
+        .iter()
+        .zip(rows.into_iter().zip(conversations))
+        .map(|(spec, (rows, conversations))| EvalSection::new(spec, rows, conversations, &samples))
+        .collect())
+}
+
+/// One question, ready to ask: its row so far (what does not depend on
+/// the context), the message, its tokens and its gold answer.
+struct Prepared<'a> {
+    row: QuestionRow,
+    evidence: Vec<usize>,
+    message: Message,
+    tokens: usize,
+    answer: Option<&'a str>,
+}
+
+/// The questions of `sample` (number `index`) with usable evidence,
+/// counted once for all pipelines. Category 5 keeps no answer.
+async fn prepare<'a>(
+    sample: &Sample,
+    index: usize,
+    answers: &'a GoldAnswers,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<Prepared<'a>>, MemoryError> {
+    let mut prepared = Vec::new();
+    for (q, question) in sample.questions.iter().enumerate() {
+        let evidence = sample.evidence(question);
+        if !evidence.is_usable() {
+            continue;
+        }
+        let message = Message::user(question.text.clone());
+        prepared.push(Prepared {
+            row: QuestionRow {
+                sample: index,
+                question: q,
+                category: question.category,
+                evidence: evidence.messages.len(),
+                ..QuestionRow::default()
+            },
+            evidence: evidence.messages,
+            tokens: counter.count_message(&message).await?,
+            message,
+            answer: answers
+                .get(index, q)
+                .filter(|_| question.category != ADVERSARIAL),
+        });
+    }
+    Ok(prepared)
+}
+
+/// What recording one conversation came to.
+fn conversation_row(index: usize, sample: &Sample, state: &EndState) -> ConversationRow {
+    ConversationRow {
+        sample: index,
+        utterances: sample.messages.len(),
+        contexts: state.contexts,
+        state_messages: state.messages.len(),
+        state_tokens: state.tokens(),
+        summaries: state.summaries(),
+        summarizer_calls: state.usage.calls,
+        summarizer_failures: state.usage.failures,
+        summarizer_input_tokens: state.usage.input_tokens,
+        summarizer_output_tokens: state.usage.output_tokens,
+        latency_us: state.latency_us,
+    }
+}
+
+/// Asks `question` against `state` through `pipeline`: trims the state
+/// and the question, and measures the context.
+async fn ask(
+    pipeline: &Pipeline,
+    state: &mut EndState,
+    sample: &Sample,
+    question: &Prepared<'_>,
+    config: &StageConfig,
+) -> Result<QuestionRow, MemoryError> {
+    let asking = state.asking(question.message.clone(), question.tokens);
+    let measured = measure(pipeline, &asking.history()?, config).await?;
+    drop(asking);
+    let found = found(&measured.context, &sample.messages, &question.evidence);
+    let shown = before_question(&measured.context);
+    let answer = question
+        .answer
+        .map(|a| answer::AnswerMatch::of(a, &answer::ContextWords::of(shown)))
+        .unwrap_or_default();
+    Ok(QuestionRow {
+        found,
+        recalled: found == question.evidence.len(),
+        answer_words: answer.words,
+        answer_found: answer.found,
+        answer_recalled: answer.recalled(),
+        tokens_out: measured.tokens,
+        messages_out: measured.context.len(),
+        fits: measured.fits,
+        summarizer_calls: measured.usage.calls,
+        summarizer_failures: measured.usage.failures,
+        summarizer_input_tokens: measured.usage.input_tokens,
+        summarizer_output_tokens: measured.usage.output_tokens,
+        latency_us: measured.latency_us,
+        ..question.row.clone()
+    })
 }
 
 /// One trimmed context and what it cost.
@@ -146,12 +287,16 @@ async fn measure(
     })
 }
 
+/// The context without its last message, the question.
+fn before_question(context: &[Message]) -> &[Message] {
+    context.split_last().map_or(&[][..], |(_, earlier)| earlier)
+}
+
 /// How many of the `evidence` utterances of `conversation` appear in
 /// `context` as whole messages with the same text. The context's last
 /// message, the question itself, does not count.
 fn found(context: &[Message], conversation: &[Message], evidence: &[usize]) -> usize {
-    let shown = context.split_last().map_or(&[][..], |(_, earlier)| earlier);
-    let texts: HashSet<String> = shown.iter().map(Message::text).collect();
+    let texts: HashSet<String> = before_question(context).iter().map(Message::text).collect();
     evidence
         .iter()
         .filter(|&&i| {

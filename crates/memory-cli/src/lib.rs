@@ -163,7 +163,12 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
 pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliError> {
     let config = stage_config(&args.stages, &args.model)?;
     let file = args.input.display().to_string();
-    let locomo = input::load_locomo(&args.input)?;
+    let bytes = std::fs::read(&args.input).map_err(|source| CliError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    let locomo = input::parse_locomo(&bytes).map_err(|l| l.in_file(&file))?;
+    let answers = eval::GoldAnswers::parse(&bytes).map_err(|l| l.in_file(&file))?;
     let samples: Vec<eval::SampleInfo> = locomo
         .samples
         .iter()
@@ -177,20 +182,19 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
         "questions",
     );
     progress.set_message(&args.stages.pipeline.join(" | "));
-    let rows = eval::evaluate(&locomo, &file, &args.stages.pipeline, &config, &progress).await?;
+    let arrival = eval::Arrival::default();
+    let mut sections = eval::evaluate(
+        &locomo,
+        &answers,
+        &file,
+        &args.stages.pipeline,
+        &config,
+        arrival,
+        &progress,
+    )
+    .await?;
     progress.finish();
 
-    let mut sections: Vec<eval::EvalSection> = args
-        .stages
-        .pipeline
-        .iter()
-        .zip(rows)
-        .map(|(spec, rows)| eval::EvalSection {
-            pipeline: spec.clone(),
-            totals: eval::EvalTotals::of(&rows, &samples),
-            rows,
-        })
-        .collect();
     let pipelines = if sections.len() > 1 {
         sections.clone()
     } else {
@@ -201,6 +205,7 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
         format: input::Format::Locomo.to_string(),
         counter: args.stages.counter.clone(),
         budget: args.stages.budget,
+        arrival,
         samples,
         result: sections.swap_remove(0),
         pipelines,

@@ -4,11 +4,13 @@
 //! 24 + 23 + 23 + 23, session 2 is 23 + 23 + 24 + 24 (187 in all). Six
 //! questions are asked (5 + 5 + 12 + 6 + 9 + 8 tokens, mean 7.5); one names
 //! only a malformed id (`D:1:3`) and one has no evidence, so both are
-//! skipped; one names a missing id (`D9:9`) beside a good one.
+//! skipped; one names a missing id (`D9:9`) beside a good one. Four of the
+//! six asked are of categories 1-4 and have an answer; the two of category
+//! 5 count for evidence recall only.
 
 mod common;
 
-use common::{eval_locomo, locomo_fixture, memory};
+use common::{eval_locomo, locomo_fixture, long_locomo, memory};
 
 /// (questions, recalled) per category "1" to "5".
 fn categories(report: &memory_cli::EvalReport) -> Vec<(String, usize, usize)> {
@@ -169,6 +171,7 @@ fn two_pipelines_are_set_side_by_side() {
     assert_eq!(row("evidence recall"), ["0.333", "0.333"]);
     assert_eq!(row("  category 2"), ["1.000", "1.000"]);
     assert_eq!(row("  category 5"), ["0.500", "0.500"]);
+    assert_eq!(row("answer recall"), ["0.000", "0.000"]);
     assert_eq!(row("context tokens, mean"), ["56", "56"]);
     assert_eq!(row("questions asked"), ["6", "6"]);
     assert!(run.stderr.is_empty(), "{}", run.stderr);
@@ -245,4 +248,162 @@ fn other_formats_and_broken_samples_are_rejected_with_their_position() {
             .starts_with(&format!("memory: {missing}: cannot read the file: "))
     );
     assert_eq!(run.stderr.lines().count(), 1);
+}
+
+/// (questions judged, recalled, answer recall) per category.
+fn answer_categories(report: &memory_cli::EvalReport) -> Vec<(String, usize, usize, Option<f64>)> {
+    report
+        .result
+        .totals
+        .by_category
+        .iter()
+        .map(|(c, r)| {
+            (
+                c.clone(),
+                r.answer_questions,
+                r.answer_recalled,
+                r.answer_recall,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn answer_recall_is_reported_per_category() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = eval_locomo(&locomo_fixture(), 10_000, &["window"], dir.path());
+    let t = &report.result.totals;
+    // Everything is in the context, but "Tomas's neighbour" names a speaker,
+    // and speakers' names are not in their utterances' text.
+    assert_eq!(
+        (t.answer_questions, t.answer_recalled, t.answer_skipped),
+        (4, 3, 0)
+    );
+    assert_eq!(t.answer_recall, 0.75);
+    let one = |c: &str, n, r, recall| (c.to_string(), n, r, recall);
+    assert_eq!(
+        answer_categories(&report),
+        [
+            one("1", 1, 1, Some(1.0)),
+            one("2", 1, 0, Some(0.0)),
+            one("3", 1, 1, Some(1.0)),
+            one("4", 1, 1, Some(1.0)),
+            one("5", 0, 0, None),
+        ]
+    );
+    let answers: Vec<(u64, usize, usize, Option<bool>)> = report
+        .result
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.category,
+                r.answer_words,
+                r.answer_found,
+                r.answer_recalled,
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (1, 2, 2, Some(true)),  // a lemon tree
+            (2, 2, 1, Some(false)), // Tomas's neighbour
+            (4, 3, 3, Some(true)),  // his bike chain; the cello
+            (3, 3, 3, Some(true)),  // under four hours
+            (5, 0, 0, None),
+            (5, 0, 0, None),
+        ]
+    );
+    assert!(
+        run.stdout
+            .contains("answer recall: 0.750 (3 of 4 questions of categories 1-4, 0 not judged)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("  category 2:   1.000 (1 of 1); answer 0.000 (0 of 1)"),
+        "{}",
+        run.stdout
+    );
+    // Category 5 rows carry no verdict on an answer they do not have.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("eval-10000.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["rows"][0]["answer_recalled"], true);
+    assert!(json["rows"][4].get("answer_recalled").is_none());
+    assert!(json["by_category"]["5"].get("answer_recall").is_none());
+    assert_eq!(json["answer_recall"], 0.75);
+
+    // At 60 tokens only the last round is left: one of "his bike chain; the
+    // cello" is there, no answer whole.
+    let (_, report) = eval_locomo(&locomo_fixture(), 60, &["window"], dir.path());
+    let t = &report.result.totals;
+    assert_eq!((t.answer_questions, t.answer_recalled), (4, 0));
+    assert_eq!(
+        (
+            report.result.rows[2].answer_words,
+            report.result.rows[2].answer_found
+        ),
+        (3, 1)
+    );
+}
+
+#[test]
+fn compact_thrift_summarizes_per_conversation_not_per_question() {
+    // Two conversations of 400 utterances (about 7,000 tokens each, past
+    // compact's threshold twice), asked 4 and then 40 questions each, at a
+    // budget that holds the offline summarizer's summaries (up to 1,024
+    // tokens; below that compact cannot show, and so never stores, one).
+    let dir = tempfile::tempdir().unwrap();
+    let few = long_locomo(dir.path(), 2, 400, 4);
+    let many = long_locomo(dir.path(), 2, 400, 40);
+    let (_, few) = eval_locomo(&few, 1_500, &["compact,thrift"], dir.path());
+    let (run, many) = eval_locomo(&many, 1_500, &["compact,thrift"], dir.path());
+    let per_conversation = |report: &memory_cli::EvalReport| -> Vec<u64> {
+        report
+            .result
+            .conversations
+            .iter()
+            .map(|c| c.summarizer_calls)
+            .collect()
+    };
+    let calls = per_conversation(&many);
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().all(|&c| c > 0), "{calls:?}");
+    assert_eq!(per_conversation(&few), calls, "the same whatever is asked");
+    for c in &many.result.conversations {
+        assert_eq!((c.utterances, c.contexts), (400, 200));
+        assert!(c.summaries == 1 && c.state_messages < 400, "{c:?}");
+    }
+    let t = &many.result.totals;
+    assert_eq!(t.questions, 80);
+    assert!(
+        t.question_summarizer_calls <= 2,
+        "the questions share the state: {}",
+        t.question_summarizer_calls
+    );
+    assert_eq!(
+        t.summarizer_calls,
+        t.conversation_summarizer_calls + t.question_summarizer_calls
+    );
+    assert_eq!(t.conversation_summarizer_calls, calls.iter().sum::<u64>());
+    assert!(t.summarizer_calls * 4 < t.questions as u64, "{t:?}");
+    assert!(
+        many.result
+            .rows
+            .iter()
+            .all(|r| r.fits && r.tokens_out <= 1_500)
+    );
+    assert!(
+        run.stdout
+            .contains("summarizer calls per conversation, while recording it:")
+            || run.stdout.contains(&format!(
+                "summarizer calls per conversation: {}, {}",
+                calls[0], calls[1]
+            )),
+        "{}",
+        run.stdout
+    );
 }

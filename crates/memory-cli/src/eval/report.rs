@@ -1,13 +1,22 @@
-//! The evaluation report: one [`QuestionRow`] per question asked,
-//! [`EvalTotals`] with evidence recall overall and per category, and the
-//! human summary.
+//! The evaluation report: one [`QuestionRow`] per question asked, one
+//! [`ConversationRow`] per conversation recorded, and [`EvalTotals`] with
+//! evidence and answer recall overall and per category, and what the
+//! summarizer cost. The human summary is in `summary.rs`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Table;
+use super::Arrival;
 use crate::input::Sample;
+
+/// LoCoMo's adversarial category: its questions have no `answer`, so they
+/// count for evidence recall only.
+///
+/// ```
+/// assert_eq!(memory_cli::eval::ADVERSARIAL, 5);
+/// ```
+pub const ADVERSARIAL: u64 = 5;
 
 /// One question asked through one pipeline.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -24,19 +33,80 @@ pub struct QuestionRow {
     pub found: usize,
     /// Whether all of them are.
     pub recalled: bool,
+    /// Distinct content words of the gold answer (0 without one).
+    #[serde(default)]
+    pub answer_words: usize,
+    /// Of those, the ones among the context's words.
+    #[serde(default)]
+    pub answer_found: usize,
+    /// Whether all of them are; absent for category 5 and for an answer
+    /// that is missing or has no content word.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_recalled: Option<bool>,
     /// Tokens of the context (the question included).
     pub tokens_out: usize,
     /// Messages in the context.
     pub messages_out: usize,
     /// The result's own verdict: false only when its floor exceeds the budget.
     pub fits: bool,
-    /// Model calls the pipeline made for this context.
+    /// Model calls made while asking this question (not those made while
+    /// the conversation was recorded: see [`ConversationRow`]).
     pub summarizer_calls: u64,
+    /// Of those, the ones that failed.
+    #[serde(default)]
+    pub summarizer_failures: u64,
     /// Input tokens of those calls.
     pub summarizer_input_tokens: u64,
     /// Output tokens of those calls.
     pub summarizer_output_tokens: u64,
     /// Time of the trim, in microseconds.
+    pub latency_us: u64,
+}
+
+impl QuestionRow {
+    /// Whether the question should have been judged on its answer
+    /// (categories 1-4) and was not: no answer, or no content word in it.
+    ///
+    /// ```
+    /// use memory_cli::eval::QuestionRow;
+    /// assert!(QuestionRow { category: 1, ..Default::default() }.answer_skipped());
+    /// assert!(!QuestionRow { category: 5, ..Default::default() }.answer_skipped());
+    /// ```
+    pub fn answer_skipped(&self) -> bool {
+        self.category != ADVERSARIAL && self.answer_recalled.is_none()
+    }
+}
+
+/// One conversation recorded through one pipeline, up to the state its
+/// questions are asked against.
+///
+/// ```
+/// let row = memory_cli::eval::ConversationRow { utterances: 400, contexts: 200, ..Default::default() };
+/// assert_eq!(serde_json::to_value(&row).unwrap()["contexts"], 200);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConversationRow {
+    /// Index of the sample in the input.
+    pub sample: usize,
+    /// Utterances recorded.
+    pub utterances: usize,
+    /// Contexts taken while recording.
+    pub contexts: usize,
+    /// Messages of the state at the end.
+    pub state_messages: usize,
+    /// Tokens of the state at the end.
+    pub state_tokens: usize,
+    /// Summary messages in the state at the end.
+    pub summaries: usize,
+    /// Model calls made while recording.
+    pub summarizer_calls: u64,
+    /// Of those, the ones that failed.
+    pub summarizer_failures: u64,
+    /// Input tokens of those calls.
+    pub summarizer_input_tokens: u64,
+    /// Output tokens of those calls.
+    pub summarizer_output_tokens: u64,
+    /// Time taken to record it, in microseconds.
     pub latency_us: u64,
 }
 
@@ -49,19 +119,57 @@ pub struct CategoryRecall {
     pub recalled: usize,
     /// `recalled / questions` (0 for none).
     pub evidence_recall: f64,
+    /// Questions judged on their answer.
+    #[serde(default)]
+    pub answer_questions: usize,
+    /// Of those, the ones whose answer words are all in the context.
+    #[serde(default)]
+    pub answer_recalled: usize,
+    /// Questions not judged on their answer: no answer, or no content word.
+    #[serde(default)]
+    pub answer_skipped: usize,
+    /// `answer_recalled / answer_questions`; absent when no question of the
+    /// category was judged (category 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_recall: Option<f64>,
 }
 
-impl CategoryRecall {
-    fn of(questions: usize, recalled: usize) -> Self {
+/// Counts over some rows.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    questions: usize,
+    recalled: usize,
+    answer_questions: usize,
+    answer_recalled: usize,
+    answer_skipped: usize,
+}
+
+impl Tally {
+    fn add(&mut self, row: &QuestionRow) {
+        self.questions += 1;
+        self.recalled += usize::from(row.recalled);
+        self.answer_questions += usize::from(row.answer_recalled.is_some());
+        self.answer_recalled += usize::from(row.answer_recalled == Some(true));
+        self.answer_skipped += usize::from(row.answer_skipped());
+    }
+}
+
+impl From<Tally> for CategoryRecall {
+    fn from(t: Tally) -> Self {
         Self {
-            questions,
-            recalled,
-            evidence_recall: share(recalled, questions),
+            questions: t.questions,
+            recalled: t.recalled,
+            evidence_recall: share(t.recalled, t.questions),
+            answer_questions: t.answer_questions,
+            answer_recalled: t.answer_recalled,
+            answer_skipped: t.answer_skipped,
+            answer_recall: (t.answer_questions > 0)
+                .then(|| share(t.answer_recalled, t.answer_questions)),
         }
     }
 }
 
-/// Sums over one pipeline's rows.
+/// Sums over one pipeline's rows and conversations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EvalTotals {
     /// Questions asked (those with at least one usable evidence id).
@@ -75,19 +183,45 @@ pub struct EvalTotals {
     pub recalled: usize,
     /// Share of questions whose evidence is all in the context.
     pub evidence_recall: f64,
+    /// Questions of categories 1-4 judged on their answer.
+    #[serde(default)]
+    pub answer_questions: usize,
+    /// Of those, the ones whose answer words are all in the context.
+    #[serde(default)]
+    pub answer_recalled: usize,
+    /// Questions of categories 1-4 not judged: no answer, or no content
+    /// word in it.
+    #[serde(default)]
+    pub answer_skipped: usize,
+    /// `answer_recalled / answer_questions` (0 for none).
+    #[serde(default)]
+    pub answer_recall: f64,
     /// Recall per category (`"1"` to `"5"`).
     pub by_category: BTreeMap<String, CategoryRecall>,
     /// Mean tokens of the context.
     pub context_tokens_mean: f64,
     /// Rows whose result says the floor alone exceeds the budget.
     pub not_fitting: usize,
-    /// Sum of `summarizer_calls`.
+    /// Model calls made while recording the conversations.
+    #[serde(default)]
+    pub conversation_summarizer_calls: u64,
+    /// `conversation_summarizer_calls` per conversation recorded (0 for
+    /// none).
+    #[serde(default)]
+    pub summarizer_calls_per_conversation: f64,
+    /// Model calls made while asking (the rows' `summarizer_calls`).
+    #[serde(default)]
+    pub question_summarizer_calls: u64,
+    /// All model calls: while recording and while asking.
     pub summarizer_calls: u64,
-    /// Sum of `summarizer_input_tokens`.
+    /// Of those, the ones that failed.
+    #[serde(default)]
+    pub summarizer_failures: u64,
+    /// Input tokens of all model calls.
     pub summarizer_input_tokens: u64,
-    /// Sum of `summarizer_output_tokens`.
+    /// Output tokens of all model calls.
     pub summarizer_output_tokens: u64,
-    /// Mean `latency_us`.
+    /// Mean `latency_us` of the rows.
     pub latency_us_mean: f64,
     /// Median `latency_us` (the lower one for an even count).
     pub latency_us_p50: u64,
@@ -96,61 +230,88 @@ pub struct EvalTotals {
 }
 
 impl EvalTotals {
-    /// The totals of `rows`; `samples` supplies the skipped counts.
+    /// The totals of `rows` and `conversations`; `samples` supplies the
+    /// skipped counts.
     ///
     /// ```
-    /// use memory_cli::eval::{EvalTotals, QuestionRow};
+    /// use memory_cli::eval::{ConversationRow, EvalTotals, QuestionRow};
     /// let rows = [
-    ///     QuestionRow { category: 1, recalled: true, tokens_out: 10, latency_us: 4, ..Default::default() },
-    ///     QuestionRow { category: 1, tokens_out: 20, latency_us: 8, ..Default::default() },
+    ///     QuestionRow { category: 1, recalled: true, answer_recalled: Some(true), tokens_out: 10, latency_us: 4, ..Default::default() },
+    ///     QuestionRow { category: 1, answer_recalled: Some(false), tokens_out: 20, latency_us: 8, summarizer_calls: 1, ..Default::default() },
     ///     QuestionRow { category: 5, recalled: true, tokens_out: 30, latency_us: 6, ..Default::default() },
     /// ];
-    /// let t = EvalTotals::of(&rows, &[]);
+    /// let conversations = [ConversationRow { summarizer_calls: 4, ..Default::default() }];
+    /// let t = EvalTotals::of(&rows, &conversations, &[]);
     /// assert_eq!((t.questions, t.recalled), (3, 2));
     /// assert!((t.evidence_recall - 2.0 / 3.0).abs() < 1e-12);
+    /// assert_eq!((t.answer_questions, t.answer_recalled, t.answer_recall), (2, 1, 0.5));
     /// assert_eq!(t.by_category["1"].evidence_recall, 0.5);
-    /// assert_eq!(t.by_category["5"].recalled, 1);
+    /// assert_eq!(t.by_category["1"].answer_recall, Some(0.5));
+    /// assert_eq!(t.by_category["5"].answer_recall, None);
     /// assert_eq!((t.context_tokens_mean, t.latency_us_p50), (20.0, 6));
+    /// assert_eq!((t.summarizer_calls, t.question_summarizer_calls), (5, 1));
+    /// assert_eq!(t.summarizer_calls_per_conversation, 4.0);
     /// ```
-    pub fn of(rows: &[QuestionRow], samples: &[SampleInfo]) -> Self {
-        let mut categories: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
+    pub fn of(
+        rows: &[QuestionRow],
+        conversations: &[ConversationRow],
+        samples: &[SampleInfo],
+    ) -> Self {
+        let mut all = Tally::default();
+        let mut categories: BTreeMap<u64, Tally> = BTreeMap::new();
         for row in rows {
-            let entry = categories.entry(row.category).or_default();
-            entry.0 += 1;
-            entry.1 += usize::from(row.recalled);
+            all.add(row);
+            categories.entry(row.category).or_default().add(row);
         }
-        let recalled = rows.iter().filter(|r| r.recalled).count();
-        let mut latencies: Vec<u64> = rows.iter().map(|r| r.latency_us).collect();
-        latencies.sort_unstable();
-        let mean = |sum: f64| {
-            if rows.is_empty() {
-                0.0
-            } else {
-                sum / rows.len() as f64
-            }
-        };
-        EvalTotals {
+        let mut totals = EvalTotals {
             questions: rows.len(),
             skipped_questions: samples.iter().map(|s| s.skipped_questions).sum(),
             skipped_evidence_ids: samples.iter().map(|s| s.skipped_evidence_ids).sum(),
-            recalled,
-            evidence_recall: share(recalled, rows.len()),
+            recalled: all.recalled,
+            evidence_recall: share(all.recalled, all.questions),
+            answer_questions: all.answer_questions,
+            answer_recalled: all.answer_recalled,
+            answer_skipped: all.answer_skipped,
+            answer_recall: share(all.answer_recalled, all.answer_questions),
             by_category: categories
                 .into_iter()
-                .map(|(c, (n, r))| (c.to_string(), CategoryRecall::of(n, r)))
+                .map(|(c, tally)| (c.to_string(), tally.into()))
                 .collect(),
-            context_tokens_mean: mean(rows.iter().map(|r| r.tokens_out as f64).sum()),
+            context_tokens_mean: mean(rows.iter().map(|r| r.tokens_out as f64), rows.len()),
             not_fitting: rows.iter().filter(|r| !r.fits).count(),
-            summarizer_calls: rows.iter().map(|r| r.summarizer_calls).sum(),
-            summarizer_input_tokens: rows.iter().map(|r| r.summarizer_input_tokens).sum(),
-            summarizer_output_tokens: rows.iter().map(|r| r.summarizer_output_tokens).sum(),
-            latency_us_mean: mean(latencies.iter().map(|&l| l as f64).sum()),
-            latency_us_p50: latencies
-                .get(latencies.len().saturating_sub(1) / 2)
-                .copied()
-                .unwrap_or(0),
-            latency_us_max: latencies.last().copied().unwrap_or(0),
-        }
+            ..EvalTotals::default()
+        };
+        totals.add_costs(rows, conversations);
+        totals.add_latencies(rows);
+        totals
+    }
+
+    /// The summarizer's figures: per conversation, while asking, in all.
+    fn add_costs(&mut self, rows: &[QuestionRow], conversations: &[ConversationRow]) {
+        let c = conversations;
+        self.conversation_summarizer_calls = c.iter().map(|c| c.summarizer_calls).sum();
+        self.summarizer_calls_per_conversation =
+            mean(c.iter().map(|c| c.summarizer_calls as f64), c.len());
+        self.question_summarizer_calls = rows.iter().map(|r| r.summarizer_calls).sum();
+        self.summarizer_calls = self.conversation_summarizer_calls + self.question_summarizer_calls;
+        self.summarizer_failures = c.iter().map(|c| c.summarizer_failures).sum::<u64>()
+            + rows.iter().map(|r| r.summarizer_failures).sum::<u64>();
+        self.summarizer_input_tokens = c.iter().map(|c| c.summarizer_input_tokens).sum::<u64>()
+            + rows.iter().map(|r| r.summarizer_input_tokens).sum::<u64>();
+        self.summarizer_output_tokens = c.iter().map(|c| c.summarizer_output_tokens).sum::<u64>()
+            + rows.iter().map(|r| r.summarizer_output_tokens).sum::<u64>();
+    }
+
+    /// Mean, median and largest trim time of the questions.
+    fn add_latencies(&mut self, rows: &[QuestionRow]) {
+        let mut latencies: Vec<u64> = rows.iter().map(|r| r.latency_us).collect();
+        latencies.sort_unstable();
+        self.latency_us_mean = mean(latencies.iter().map(|&l| l as f64), latencies.len());
+        self.latency_us_p50 = latencies
+            .get(latencies.len().saturating_sub(1) / 2)
+            .copied()
+            .unwrap_or(0);
+        self.latency_us_max = latencies.last().copied().unwrap_or(0);
     }
 }
 
@@ -160,6 +321,15 @@ fn share(part: usize, whole: usize) -> f64 {
         0.0
     } else {
         part as f64 / whole as f64
+    }
+}
+
+/// The mean of `values` (`n` of them), 0 for none.
+fn mean(values: impl Iterator<Item = f64>, n: usize) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        values.sum::<f64>() / n as f64
     }
 }
 
@@ -221,19 +391,44 @@ impl SampleInfo {
 pub struct EvalSection {
     /// The pipeline spec as given.
     pub pipeline: String,
-    /// Sums over `rows`.
+    /// Sums over `rows` and `conversations`.
     #[serde(flatten)]
     pub totals: EvalTotals,
+    /// One row per conversation recorded (samples with a question to ask).
+    #[serde(default)]
+    pub conversations: Vec<ConversationRow>,
     /// One row per question asked.
     pub rows: Vec<QuestionRow>,
+}
+
+impl EvalSection {
+    /// The section of `pipeline`, its totals computed.
+    ///
+    /// ```
+    /// let s = memory_cli::eval::EvalSection::new("window", Vec::new(), Vec::new(), &[]);
+    /// assert_eq!((s.pipeline.as_str(), s.totals.questions), ("window", 0));
+    /// ```
+    pub fn new(
+        pipeline: &str,
+        rows: Vec<QuestionRow>,
+        conversations: Vec<ConversationRow>,
+        samples: &[SampleInfo],
+    ) -> Self {
+        Self {
+            pipeline: pipeline.to_string(),
+            totals: EvalTotals::of(&rows, &conversations, samples),
+            conversations,
+            rows,
+        }
+    }
 }
 
 /// The whole report, as written by `--report FILE.json`.
 ///
 /// The first pipeline's section is flattened into the top level
-/// (`pipeline`, `evidence_recall`, `by_category`, ..., `rows`); with several
-/// `--pipeline`s, `pipelines` holds one section per pipeline, in the order
-/// given.
+/// (`pipeline`, `evidence_recall`, `answer_recall`, `by_category`, ...,
+/// `conversations`, `rows`); with several `--pipeline`s, `pipelines` holds
+/// one section per pipeline, in the order given.
 ///
 /// ```
 /// use memory_cli::eval::{EvalReport, EvalSection};
@@ -245,6 +440,8 @@ pub struct EvalSection {
 /// let json = serde_json::to_value(&report).unwrap();
 /// assert_eq!(json["pipeline"], "window");
 /// assert_eq!(json["evidence_recall"], 0.0);
+/// assert_eq!(json["answer_recall"], 0.0);
+/// assert_eq!(json["arrival"], "live");
 /// assert!(json.get("pipelines").is_none());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -257,6 +454,10 @@ pub struct EvalReport {
     pub counter: String,
     /// The token budget.
     pub budget: usize,
+    /// How each conversation reached the state its questions were asked
+    /// against.
+    #[serde(default)]
+    pub arrival: Arrival,
     /// The samples evaluated.
     pub samples: Vec<SampleInfo>,
     /// The (first) pipeline's results.
@@ -280,134 +481,5 @@ impl EvalReport {
         } else {
             self.pipelines.iter().collect()
         }
-    }
-
-    /// A few lines for people: the input, the questions asked and skipped,
-    /// then recall overall and per category, mean context tokens and latency
-    /// (one column per pipeline when there are several).
-    ///
-    /// ```
-    /// let report = memory_cli::eval::EvalReport { input: "l.json".into(), ..Default::default() };
-    /// assert!(report.summary().starts_with("input:"));
-    /// assert!(report.summary().contains("evidence recall"));
-    /// ```
-    pub fn summary(&self) -> String {
-        let t = &self.result.totals;
-        let messages: usize = self.samples.iter().map(|s| s.messages).sum();
-        let mut lines = vec![
-            format!("input:        {}", self.input),
-            format!(
-                "format:       {} ({} samples, {messages} utterances)",
-                self.format,
-                self.samples.len()
-            ),
-            format!(
-                "questions:    {} asked, {} skipped (no usable evidence id); {} evidence ids skipped",
-                t.questions, t.skipped_questions, t.skipped_evidence_ids
-            ),
-        ];
-        if self.pipelines.len() > 1 {
-            lines.push(format!(
-                "budget:       {} tokens (counter {})",
-                self.budget, self.counter
-            ));
-            lines.push(String::new());
-            lines.push(self.comparison().to_string());
-            return lines.join("\n");
-        }
-        lines.push(format!(
-            "pipeline:     {} (counter {}, budget {} tokens)",
-            self.result.pipeline, self.counter, self.budget
-        ));
-        lines.push(format!(
-            "evidence recall: {:.3} ({} of {} questions)",
-            t.evidence_recall, t.recalled, t.questions
-        ));
-        for (category, c) in &t.by_category {
-            lines.push(format!(
-                "  category {category}:   {:.3} ({} of {})",
-                c.evidence_recall, c.recalled, c.questions
-            ));
-        }
-        lines.push(format!(
-            "context:      mean {:.0} tokens, not fitting: {}",
-            t.context_tokens_mean, t.not_fitting
-        ));
-        if t.summarizer_calls > 0 {
-            lines.push(format!(
-                "summarizer:   {} calls, {} tokens in, {} out",
-                t.summarizer_calls, t.summarizer_input_tokens, t.summarizer_output_tokens
-            ));
-        }
-        lines.push(format!(
-            "latency:      mean {:.0} us, p50 {} us, max {} us",
-            t.latency_us_mean, t.latency_us_p50, t.latency_us_max
-        ));
-        lines.join("\n")
-    }
-
-    /// One column per pipeline: recall overall and per category, mean
-    /// context tokens, rows not fitting, summarizer calls, mean latency.
-    ///
-    /// ```
-    /// use memory_cli::eval::{EvalReport, EvalSection};
-    /// let one = |p: &str| EvalSection { pipeline: p.into(), ..Default::default() };
-    /// let report = EvalReport { pipelines: vec![one("window"), one("window,window")], ..Default::default() };
-    /// let table = report.comparison().to_string();
-    /// assert!(table.lines().next().unwrap().contains("window,window"));
-    /// ```
-    pub fn comparison(&self) -> Table {
-        let sections = self.sections();
-        let mut categories: Vec<&String> = sections
-            .iter()
-            .flat_map(|s| s.totals.by_category.keys())
-            .collect();
-        categories.sort_by_key(|c| (c.len(), c.as_str()));
-        categories.dedup();
-        let column = |f: &dyn Fn(&EvalTotals) -> String| -> Vec<String> {
-            sections.iter().map(|s| f(&s.totals)).collect()
-        };
-        let mut table = Table::new(sections.iter().map(|s| s.pipeline.clone()));
-        table
-            .row("questions asked", column(&|t| t.questions.to_string()))
-            .row(
-                "evidence recall",
-                column(&|t| format!("{:.3}", t.evidence_recall)),
-            );
-        for category in categories {
-            table.row(
-                format!("  category {category}"),
-                column(&|t| {
-                    t.by_category
-                        .get(category)
-                        .map(|c| format!("{:.3}", c.evidence_recall))
-                        .unwrap_or_default()
-                }),
-            );
-        }
-        table
-            .row(
-                "context tokens, mean",
-                column(&|t| format!("{:.0}", t.context_tokens_mean)),
-            )
-            .row("not fitting", column(&|t| t.not_fitting.to_string()))
-            .row(
-                "summarizer calls",
-                column(&|t| t.summarizer_calls.to_string()),
-            )
-            .row(
-                "summarizer tokens in/out",
-                column(&|t| {
-                    format!(
-                        "{}/{}",
-                        t.summarizer_input_tokens, t.summarizer_output_tokens
-                    )
-                }),
-            )
-            .row(
-                "latency, mean (us)",
-                column(&|t| format!("{:.0}", t.latency_us_mean)),
-            );
-        table
     }
 }

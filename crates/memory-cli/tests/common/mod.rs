@@ -111,3 +111,54 @@ pub fn memory_report(args: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
     let report = serde_json::from_str(&text).expect("the report is valid JSON");
     (run, report)
 }
+
+/// Writes a LoCoMo file of `samples` conversations into `dir`, each of
+/// `utterances` utterances (about 25 tokens each, speakers alternating)
+/// and `questions` questions (categories 1 to 4 in turn) whose answer is
+/// the ring number only the utterance they name as evidence holds; returns
+/// its path.
+pub fn long_locomo(dir: &Path, samples: usize, utterances: usize, questions: usize) -> PathBuf {
+    const PLACES: [&str; 5] = ["harbour", "market", "orchard", "library", "bakery"];
+    const ANIMALS: [&str; 7] = ["heron", "badger", "otter", "magpie", "fox", "hare", "swan"];
+    let ring = |k: usize| 1_000 + 7 * k;
+    let utterance = |k: usize| {
+        format!(
+            "Day {k}: I walked {} km to the {} and saw a {} with ring {}.",
+            k % 13 + 1,
+            PLACES[k % PLACES.len()],
+            ANIMALS[k % ANIMALS.len()],
+            ring(k)
+        )
+    };
+    let sample = |s: usize| {
+        let session: Vec<serde_json::Value> = (1..=utterances)
+            .map(|k| {
+                serde_json::json!({
+                    "speaker": if k % 2 == 1 { "Ada" } else { "Ben" },
+                    "dia_id": format!("D1:{k}"),
+                    "text": utterance(k),
+                })
+            })
+            .collect();
+        let qa: Vec<serde_json::Value> = (0..questions)
+            .map(|q| {
+                let k = q * utterances / questions.max(1) + 1;
+                serde_json::json!({
+                    "question": format!("What was seen on day {k}?"),
+                    "answer": format!("ring {}", ring(k)),
+                    "evidence": [format!("D1:{k}")],
+                    "category": q % 4 + 1,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "sample_id": format!("long-{s}"),
+            "conversation": {"speaker_a": "Ada", "speaker_b": "Ben", "session_1": session},
+            "qa": qa,
+        })
+    };
+    let all: Vec<serde_json::Value> = (0..samples).map(sample).collect();
+    let path = dir.join(format!("long-{samples}x{utterances}x{questions}.json"));
+    std::fs::write(&path, serde_json::to_string(&all).unwrap()).unwrap();
+    path
+}

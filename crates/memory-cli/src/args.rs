@@ -111,10 +111,12 @@ pub struct LocomoArgs {
 /// Options of `memory replay`.
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
-    /// Transcript file: OpenAI chat JSON (an array of messages, an array of
-    /// {"messages": [...]} trajectories), JSONL (one message, or one
-    /// trajectory, per line), or LoCoMo JSON (each conversation replayed as
-    /// a chat).
+    /// Transcript file, its format detected from the content: OpenAI chat
+    /// JSON (an array of messages, an array of {"messages": [...]}
+    /// trajectories, or one such object), JSONL (one message, or one
+    /// trajectory, per line), LoCoMo JSON (each conversation replayed as a
+    /// chat), or a SWE-agent .traj (its history: function calls or
+    /// thought/action steps).
     #[arg(long, value_name = "FILE")]
     pub input: PathBuf,
 

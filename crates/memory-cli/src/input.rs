@@ -9,6 +9,10 @@
 //! | one message per line (JSONL) | [`Format::ChatMessages`], `lines: true` |
 //! | one trajectory object per line (JSONL) | [`Format::ChatTrajectories`], `lines: true` |
 //! | a JSON array of objects with `conversation` and `qa` | [`Format::Locomo`] |
+//! | one object with `history` and/or `trajectory` (SWE-agent `.traj`) | [`Format::SweAgentTraj`] |
+//!
+//! JSON documents may be laid out over any number of lines (pretty-printed);
+//! JSONL holds one value per line.
 //!
 //! A new format adds a variant, a rule in `detect` and a loader module.
 //!
@@ -20,6 +24,7 @@ mod check;
 mod json;
 mod locomo;
 mod openai;
+mod traj;
 
 use std::path::Path;
 
@@ -75,6 +80,7 @@ impl Located {
 /// ```
 /// use memory_cli::input::Format;
 /// assert_eq!(Format::ChatMessages { lines: true }.to_string(), "OpenAI chat messages, JSONL");
+/// assert_eq!(Format::SweAgentTraj.to_string(), "SWE-agent trajectory");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -91,6 +97,10 @@ pub enum Format {
     /// LoCoMo samples `{"conversation": {...}, "qa": [...], ...}`: one
     /// transcript per conversation, `speaker_a` as the user.
     Locomo,
+    /// A SWE-agent `.traj` file `{"history": [...], "trajectory": [...],
+    /// ...}`: one transcript, read from `history` (or, without it, from the
+    /// steps of `trajectory`).
+    SweAgentTraj,
 }
 
 impl std::fmt::Display for Format {
@@ -99,6 +109,7 @@ impl std::fmt::Display for Format {
             Format::ChatMessages { lines } => ("messages", *lines),
             Format::ChatTrajectories { lines } => ("trajectories", *lines),
             Format::Locomo => return f.write_str("LoCoMo JSON"),
+            Format::SweAgentTraj => return f.write_str("SWE-agent trajectory"),
         };
         let layout = if lines { "JSONL" } else { "JSON" };
         write!(f, "OpenAI chat {what}, {layout}")
@@ -127,6 +138,14 @@ enum Origin {
         name: String,
         /// The `dia_id` of each message.
         dia_ids: Vec<String>,
+    },
+    /// A SWE-agent trajectory: the `history` entry (or `trajectory` step)
+    /// each message came from.
+    Entries {
+        /// How one is named: `history entry`, `trajectory step`.
+        unit: &'static str,
+        /// The entry of each message.
+        entries: Vec<usize>,
     },
 }
 
@@ -158,7 +177,9 @@ impl Trajectory {
     /// ```
     pub fn name(&self) -> String {
         match &self.origin {
-            Origin::Document | Origin::Lines(_) => "transcript".to_string(),
+            Origin::Document | Origin::Lines(_) | Origin::Entries { .. } => {
+                "transcript".to_string()
+            }
             Origin::Element(index) => format!("trajectory {index}"),
             Origin::Line { line, index } => format!("line {line} (trajectory {index})"),
             Origin::Sample { name, .. } => name.clone(),
@@ -184,6 +205,10 @@ impl Trajectory {
             Origin::Sample { name, dia_ids } => match dia_ids.get(index) {
                 Some(id) => format!("{name}, utterance {id}"),
                 None => format!("{name}, message {index}"),
+            },
+            Origin::Entries { unit, entries } => match entries.get(index) {
+                Some(entry) => format!("{unit} {entry}"),
+                None => format!("message {index}"),
             },
         }
     }
@@ -231,7 +256,8 @@ pub fn load(path: &Path) -> Result<Input, CliError> {
 ///
 /// The position and nature of the first problem: invalid UTF-8 (byte
 /// offset), invalid JSON (line and column), an unrecognized layout, a
-/// malformed trajectory or message (trajectory and message index).
+/// malformed trajectory or message (trajectory and message index, or the
+/// entry of a SWE-agent `history`).
 ///
 /// ```
 /// use memory_cli::input::{parse, Format};
@@ -240,6 +266,12 @@ pub fn load(path: &Path) -> Result<Input, CliError> {
 /// assert_eq!(input.trajectories[0].label.as_deref(), Some("a"));
 /// let err = parse(br#"[{"role": "user", "content": "hi"}, 7]"#).unwrap_err();
 /// assert_eq!(err.position, "message 1");
+/// let traj = parse(br#"{"history": [{"role": "user", "content": "fix it", "message_type": "observation"},
+///   {"role": "assistant", "content": "", "thought": "Look.", "action": "ls"}], "trajectory": []}"#).unwrap();
+/// assert_eq!(traj.format, Format::SweAgentTraj);
+/// assert_eq!(traj.trajectories[0].messages[1].text(), "Look.\nls");
+/// let err = parse(br#"{"history": [{"role": "user", "content": "a"}, {"content": "b"}]}"#).unwrap_err();
+/// assert_eq!((err.position.as_str(), err.problem.as_str()), ("history entry 1", "field `role`: is missing"));
 /// ```
 pub fn parse(bytes: &[u8]) -> Result<Input, Located> {
     let text = json::decode(bytes)?;
@@ -258,6 +290,7 @@ pub fn parse(bytes: &[u8]) -> Result<Input, Located> {
                 Trajectory::new(sample.label, sample.messages, origin)
             })
             .collect(),
+        Format::SweAgentTraj => records.iter().map(traj::load).collect::<Result<_, _>>()?,
         _ => openai::load(records, format)?,
     };
     Ok(Input {
@@ -320,7 +353,8 @@ pub fn parse_locomo(bytes: &[u8]) -> Result<Locomo, Located> {
 fn detect(records: &[json::Record]) -> Result<Format, Located> {
     const EXPECTED: &str = "expected OpenAI chat JSON: an array of messages, an array of \
         {\"messages\": [...]} trajectories, or one message or trajectory object per line (JSONL); \
-        or LoCoMo JSON: an array of samples with `conversation` and `qa`";
+        or LoCoMo JSON: an array of samples with `conversation` and `qa`; or a SWE-agent \
+        trajectory: one object with `history` or `trajectory`";
     match records {
         [] => Err(Located::new(
             "line 1",
@@ -340,6 +374,7 @@ fn detect(records: &[json::Record]) -> Result<Format, Located> {
             },
             value if locomo::is_sample(value) => Ok(Format::Locomo),
             value if openai::is_trajectory(value) => Ok(Format::ChatTrajectories { lines: false }),
+            value if traj::is_traj(value) => Ok(Format::SweAgentTraj),
             value if openai::is_message(value) => Ok(Format::ChatMessages { lines: true }),
             value => Err(Located::new(
                 format!("line {}", record.line),

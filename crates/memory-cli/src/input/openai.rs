@@ -21,7 +21,7 @@ pub(crate) fn is_message(value: &Value) -> bool {
 }
 
 /// Fields that name a trajectory, in order of preference.
-const LABEL_FIELDS: [&str; 4] = ["instance_id", "id", "sample_id", "name"];
+pub(crate) const LABEL_FIELDS: [&str; 4] = ["instance_id", "id", "sample_id", "name"];
 
 /// Loads the records as `format`.
 ///
@@ -69,9 +69,9 @@ pub(crate) fn load(records: Vec<Record>, format: Format) -> Result<Vec<Trajector
             }
             Ok(out)
         }
-        Format::Locomo => Err(Located::new(
+        Format::Locomo | Format::SweAgentTraj => Err(Located::new(
             "line 1",
-            "LoCoMo JSON is not OpenAI chat JSON; load it as LoCoMo",
+            format!("{format} is not OpenAI chat JSON; load it as {format}"),
         )),
         Format::ChatTrajectories { lines: true } => records
             .into_iter()
@@ -143,7 +143,7 @@ fn convert(items: &[Value], position: impl Fn(usize) -> String) -> Result<Vec<Me
 }
 
 /// The error without its message index (which moves to the position).
-fn problem(e: &ImportError) -> String {
+pub(crate) fn problem(e: &ImportError) -> String {
     if e.field.is_empty() {
         e.problem.clone()
     } else {

@@ -396,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_entries_are_named_by_position() {
+    fn bad_history_entries_are_named_by_position() {
         let cases = [
             (
                 r#"{"history": [{"role": "user", "content": "hi"}, {"content": "x"}]}"#,
@@ -438,6 +438,13 @@ mod tests {
                 "history entry 0",
                 "expected a message object, found a string",
             ),
+        ];
+        assert_rejected(&cases);
+    }
+
+    #[test]
+    fn bad_documents_and_steps_are_named_by_position() {
+        let cases = [
             (
                 "{\n\"history\": {\"role\": \"user\"}}",
                 "line 1",
@@ -454,9 +461,15 @@ mod tests {
                 "field `observation`: expected a string, found a number",
             ),
         ];
+        assert_rejected(&cases);
+    }
+
+    /// Each `(json, position, problem)`: rejected at `position`, the
+    /// problem starting with `problem`.
+    fn assert_rejected(cases: &[(&str, &str, &str)]) {
         for (json, position, problem) in cases {
             let e = error(json);
-            assert_eq!(e.position, position, "{json}");
+            assert_eq!(e.position, *position, "{json}");
             assert!(e.problem.starts_with(problem), "{json}: {}", e.problem);
         }
     }

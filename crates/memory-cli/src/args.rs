@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Replays and evaluates agent transcripts through trim pipelines.
+use crate::pricing::Pricing;
+
+/// The command line of `memory`: replays and evaluates agent transcripts
+/// through trim pipelines. Its help text is set apart from these docs.
 ///
 /// ```
 /// use clap::Parser;
@@ -18,7 +21,20 @@ use clap::{Args, Parser, Subcommand};
 /// assert!(memory_cli::Cli::try_parse_from(["memory", "replay", "--input", "s.json", "--budget", "0", "--pipeline", "window"]).is_err());
 /// ```
 #[derive(Debug, Parser)]
-#[command(name = "memory", version, about)]
+#[command(
+    name = "memory",
+    version,
+    about = "Replay and evaluate agent transcripts through trim pipelines.",
+    long_about = "Replay and evaluate agent transcripts through trim pipelines.\n\n\
+        `memory replay` records a transcript message by message and, where the agent \
+        would call its model, measures the context each pipeline sends: tokens, cost \
+        under a provider's prefix cache, cache breaks, support recall, summarizer calls \
+        and failures, and whether every invariant held. `memory eval locomo` asks \
+        LoCoMo's questions after each conversation and measures evidence and answer \
+        recall.\n\n\
+        Set RUST_LOG (e.g. RUST_LOG=memory_compact=info) to see the library's tracing \
+        on stderr."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -50,6 +66,7 @@ pub enum Command {
 /// assert_eq!(args.stages.pipeline, ["window", "window,window"]);
 /// ```
 #[derive(Debug, Subcommand)]
+#[command(about = "Evaluate pipelines against a benchmark.", long_about = None)]
 pub enum Eval {
     /// Ask each LoCoMo question that has evidence after its whole
     /// conversation, take the context at the budget, and report the share
@@ -132,6 +149,18 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
+    /// Draw the cumulative cost per model call (under --pricing), one line
+    /// per pipeline, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot_cost: Option<PathBuf>,
+
+    /// Price factors of each call's `cost`, in fresh input tokens:
+    /// `anthropic` (cache write 1.25, cached read 0.10, summarizer output 5),
+    /// `openai` (1, 0.50, 4), `gemini` (1, 0.25, 4), `flat` (1, 1, 1), or
+    /// `custom:W,R,O`.
+    #[arg(long, value_name = "NAME", default_value = "anthropic", value_parser = parse_pricing)]
+    pub pricing: Pricing,
+
     /// Repair invalid transcripts (orphan or misplaced tool results, calls
     /// without results) instead of rejecting them; fixes go to stderr.
     #[arg(long)]
@@ -163,15 +192,16 @@ pub struct ReplayArgs {
 ///     "--summarizer", "openai", "--base-url", "http://127.0.0.1:8080/v1", "--model", "qwen3",
 /// ]).unwrap();
 /// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
-/// assert_eq!(args.model.summarizer, memory_cli::args::SummarizerKind::Openai);
+/// assert_eq!(args.model.summarizer, Some(memory_cli::args::SummarizerKind::Openai));
 /// assert_eq!(args.model.api_key_env, "OPENAI_API_KEY");
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct SummarizerArgs {
-    /// `extractive` (offline, no model: picks the most informative lines) or
-    /// `openai` (any OpenAI-compatible Chat Completions endpoint).
-    #[arg(long, value_enum, default_value = "extractive")]
-    pub summarizer: SummarizerKind,
+    /// `extractive` (offline, no model: picks the most informative lines;
+    /// the default) or `openai` (any OpenAI-compatible Chat Completions
+    /// endpoint; implied by --base-url or --model).
+    #[arg(long, value_enum)]
+    pub summarizer: Option<SummarizerKind>,
 
     /// Base URL of the OpenAI-compatible endpoint, e.g.
     /// `http://127.0.0.1:8080/v1`.
@@ -197,7 +227,10 @@ pub struct SummarizerArgs {
 
     /// Wait this many milliseconds after each measured call, as the agent's
     /// own model call would, so background summaries have time to finish
-    /// (`replay` only; the wait is not part of `latency_us`).
+    /// (`replay` only; the wait is not part of `latency_us`). Without it a
+    /// replay runs far faster than an agent, and background summaries may
+    /// not land before it ends: the report then counts the summaries
+    /// started and landed, and says so on stderr.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub turn_delay_ms: u64,
 }
@@ -209,6 +242,11 @@ pub enum SummarizerKind {
     Extractive,
     /// An OpenAI-compatible Chat Completions endpoint.
     Openai,
+}
+
+/// A pricing profile (see [`Pricing::parse`]).
+fn parse_pricing(text: &str) -> Result<Pricing, String> {
+    Pricing::parse(text)
 }
 
 /// A token budget: a whole number of at least 1.

@@ -23,13 +23,16 @@ pub mod error;
 pub mod eval;
 pub mod input;
 pub mod plot;
+pub mod pricing;
 pub mod progress;
 pub mod registry;
 pub mod replay;
 pub mod report;
 pub mod store;
 pub mod summarizer;
+pub mod support;
 pub mod table;
+pub mod tally;
 
 use memory_core::Budget;
 
@@ -63,23 +66,55 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
 }
 
 /// The budget, counter and summarizer every stage of a run shares; every
-/// spec checked before anything is loaded.
+/// spec checked before anything is loaded. The summarizer is built only
+/// when a stage of the pipelines calls it, so `--summarizer openai` with
+/// pipelines that never summarize needs no endpoint.
 fn stage_config(
     stages: &StageArgs,
     model: &args::SummarizerArgs,
 ) -> Result<registry::StageConfig, CliError> {
     let counter = registry::counter(&stages.counter)?;
-    let config = registry::StageConfig::new(Budget::tokens(stages.budget), counter)
-        .with_summarizer(summarizer::build(model)?)
+    for spec in &stages.pipeline {
+        registry::stages(spec)?;
+    }
+    let (kind, note) = summarizer::kind(model)?;
+    let mut config = registry::StageConfig::new(Budget::tokens(stages.budget), counter)
         .with_background(model.background);
-    let config = registry::StageConfig {
-        turn_delay: std::time::Duration::from_millis(model.turn_delay_ms),
-        ..config
-    };
+    if registry::summarizes(&stages.pipeline) {
+        if let Some(note) = note {
+            eprintln!("memory: {note}");
+        }
+        config = config.with_summarizer(summarizer::build(kind, model)?);
+    } else if kind == args::SummarizerKind::Openai {
+        eprintln!("memory: no stage of these pipelines summarizes; the summarizer is not called");
+    }
+    config.turn_delay = std::time::Duration::from_millis(model.turn_delay_ms);
     for spec in &stages.pipeline {
         registry::pipeline(spec, &config)?;
     }
     Ok(config)
+}
+
+/// Says on stderr what the summarizer did wrong over the whole run, and
+/// when background summaries started but none landed before the replay
+/// ended.
+fn closing_notes(sections: &[PipelineReport]) {
+    let mut failures = memory_summarize::FailureCounts::default();
+    let mut calls = 0;
+    for section in sections {
+        failures.merge(section.totals.summarizer_failures);
+        calls += section.totals.summarizer_calls;
+        let t = &section.totals;
+        if t.background_summaries_started > 0 && t.summaries_landed < t.summaries_started {
+            eprintln!(
+                "memory: {}: {} background summaries started, {} landed before the replay ended; give --turn-delay-ms the time of the agent's own model call so they can",
+                section.pipeline, t.background_summaries_started, t.summaries_landed
+            );
+        }
+    }
+    if let Some(line) = summarizer::failures_line(&failures, calls) {
+        eprintln!("{line}");
+    }
 }
 
 /// `memory replay`: checks the options, loads and checks the input, replays
@@ -92,6 +127,7 @@ fn stage_config(
 /// unwritable report or plot (1).
 pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
     let mut config = stage_config(&args.stages, &args.model)?;
+    config.pricing = args.pricing;
     if args.store != "memory" || args.session != "replay" {
         config = config.with_store(store::open(&args.store).await?, &args.session);
     }
@@ -133,12 +169,14 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         });
     }
     progress.finish();
+    closing_notes(&sections);
 
     let base = Report {
         input: file,
         format: input.format.to_string(),
         counter: args.stages.counter.clone(),
         budget: args.stages.budget,
+        pricing: args.pricing.to_string(),
         trajectories,
         ..Report::default()
     };
@@ -148,6 +186,9 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
     }
     if let Some(path) = &args.plot {
         plot::tokens_per_call(&report, path)?;
+    }
+    if let Some(path) = &args.plot_cost {
+        plot::cumulative_cost(&report, path)?;
     }
     Ok(report)
 }

@@ -1,13 +1,18 @@
 //! `--plot FILE.svg`: the tokens sent per model call, one line per
-//! pipeline, against the budget.
+//! pipeline, against the budget; `--plot-cost FILE.svg`: the cumulative
+//! cost ([`cumulative_cost`]).
 //!
 //! Drawn with `plotters`' SVG backend and no font engine: text goes into the
 //! SVG as `<text>` elements in a generic `sans-serif` family, which any SVG
 //! viewer renders with its own fonts.
 
+mod cost;
+
 use std::path::Path;
 
 use plotters::prelude::*;
+
+pub use cost::cumulative_cost;
 
 use crate::CliError;
 use crate::report::{PipelineReport, Report, mean};
@@ -67,10 +72,23 @@ const BUDGET_HEADROOM: usize = 3;
 /// # std::fs::remove_file(&path).unwrap();
 /// ```
 pub fn tokens_per_call(report: &Report, path: &Path) -> Result<(), CliError> {
-    draw(report, path).map_err(|problem| CliError::Plot {
+    written(path, draw(report, path))
+}
+
+/// The plot error for `path`, when drawing it failed.
+fn written(path: &Path, drawn: Result<(), String>) -> Result<(), CliError> {
+    drawn.map_err(|problem| CliError::Plot {
         file: path.display().to_string(),
         problem,
     })
+}
+
+/// The input's file name, for a title.
+fn input_name(report: &Report) -> String {
+    Path::new(&report.input).file_name().map_or_else(
+        || report.input.clone(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 fn draw(report: &Report, path: &Path) -> Result<(), String> {
@@ -91,13 +109,11 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
     let y_max = (top.max(1) as f64 * 1.35).ceil() as usize;
     let x_max = calls.max(2) - 1;
 
-    let name = Path::new(&report.input).file_name().map_or_else(
-        || report.input.clone(),
-        |n| n.to_string_lossy().into_owned(),
-    );
     let title = format!(
-        "Tokens sent per model call: {name} (budget {}, counter {})",
-        report.budget, report.counter
+        "Tokens sent per model call: {} (budget {}, counter {})",
+        input_name(report),
+        report.budget,
+        report.counter
     );
 
     let root = SVGBackend::new(path, SIZE).into_drawing_area();

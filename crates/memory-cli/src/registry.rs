@@ -17,12 +17,15 @@ use memory_tokenizers::{CachedCounter, Cl100k, HfCounter, O200k};
 use memory_window::WindowDrop;
 
 use crate::CliError;
+use crate::pricing::Pricing;
+use crate::tally::CompactTally;
 
 /// The summarizer every stage of a run calls, metered so the report can
 /// say what it cost.
 pub type Summarizer = Arc<MeteredProvider<Arc<dyn Provider>>>;
 
-/// What a stage factory may use to build its stage.
+/// What a stage factory may use to build its stage, and what the measures
+/// of a run share.
 #[derive(Clone)]
 pub struct StageConfig {
     /// The budget of the replay.
@@ -41,6 +44,10 @@ pub struct StageConfig {
     pub turn_delay: std::time::Duration,
     /// The trace of the last `thrift` stage that ran, for the report.
     pub thrift_trace: Arc<std::sync::Mutex<Option<ThriftTrace>>>,
+    /// Summaries `compact` stages started and landed.
+    pub compactions: Arc<CompactTally>,
+    /// How each replayed call is priced (`Row::cost`).
+    pub pricing: Pricing,
 }
 
 impl StageConfig {
@@ -64,6 +71,8 @@ impl StageConfig {
             store: None,
             turn_delay: std::time::Duration::ZERO,
             thrift_trace: Arc::default(),
+            compactions: Arc::default(),
+            pricing: Pricing::default(),
         }
     }
 
@@ -164,6 +173,8 @@ pub struct Stage {
     pub name: &'static str,
     /// One line of help.
     pub about: &'static str,
+    /// Whether it calls the summarizer.
+    pub summarizes: bool,
     /// Builds a fresh instance (one per replayed trajectory).
     pub build: StageFactory,
 }
@@ -177,21 +188,25 @@ pub const STAGES: &[Stage] = &[
     Stage {
         name: "window",
         about: "drop the oldest steps and rounds that do not fit (memory-window)",
+        summarizes: false,
         build: window,
     },
     Stage {
         name: "thrift",
         about: "shed low-signal content and irrelevant rounds, no model call (memory-thrift)",
+        summarizes: false,
         build: thrift,
     },
     Stage {
         name: "compact",
         about: "rolling summary of older turns, in the background with --background (memory-compact)",
+        summarizes: true,
         build: compact,
     },
     Stage {
         name: "summarize",
         about: "summarize what does not fit into one summary, falling back to window (memory-summarize)",
+        summarizes: true,
         build: summarize,
     },
 ];
@@ -202,7 +217,9 @@ fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 
 fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     Ok(Arc::new(
-        Compact::new(config.summarizer.clone()).with_background(config.background),
+        Compact::new(config.summarizer.clone())
+            .with_background(config.background)
+            .with_observer(config.compactions.clone()),
     ))
 }
 
@@ -328,6 +345,22 @@ fn hf(file: Option<&str>) -> Result<Arc<dyn TokenCounter>, String> {
         Err(MemoryError::TokenCount(problem)) => Err(problem),
         Err(other) => Err(other.to_string()),
     }
+}
+
+/// Whether any stage of any spec calls the summarizer (unknown names are
+/// left to [`stages`] to report).
+///
+/// ```
+/// let specs = ["window".to_string(), "compact,thrift".to_string()];
+/// assert!(memory_cli::registry::summarizes(&specs));
+/// assert!(!memory_cli::registry::summarizes(&specs[..1]));
+/// ```
+pub fn summarizes(specs: &[String]) -> bool {
+    specs
+        .iter()
+        .filter_map(|spec| stages(spec).ok())
+        .flatten()
+        .any(|stage| stage.summarizes)
 }
 
 /// The known stage names, comma-separated.

@@ -15,6 +15,8 @@ use memory_window::WindowMemory;
 use crate::input::Input;
 use crate::registry::{self, StageConfig};
 use crate::report::Row;
+use crate::support::{Support, searchable_text};
+use crate::tally::Compactions;
 use crate::{CliError, Progress};
 
 /// Replays every trajectory of `input` through a fresh pipeline built from
@@ -146,6 +148,12 @@ struct TrajectoryReplay<'c> {
     previous: Option<Vec<Message>>,
     /// The summarizer's totals when the previous call was measured.
     usage: memory_summarize::ProviderStats,
+    /// The compactions counted when the previous call was measured.
+    compactions: Compactions,
+    /// The searchable text of everything recorded, and where the newest
+    /// message's starts (for support recall).
+    history_text: String,
+    newest_at: usize,
 }
 
 impl<'c> TrajectoryReplay<'c> {
@@ -174,7 +182,20 @@ impl<'c> TrajectoryReplay<'c> {
             in_head: true,
             previous: None,
             usage: config.usage(),
+            compactions: config.compactions.snapshot(),
+            history_text: String::new(),
+            newest_at: 0,
         }
+    }
+
+    /// Books `message` as recorded: its count and its searchable text.
+    fn book(&mut self, message: &Message, count: usize) {
+        self.recorded.push(message.clone());
+        self.counts.push(count);
+        self.total += count;
+        self.newest_at = self.history_text.len();
+        self.history_text.push_str(&searchable_text(message));
+        self.history_text.push('\n');
     }
 
     /// Books a message the store already holds (a resumed session): the
@@ -185,9 +206,7 @@ impl<'c> TrajectoryReplay<'c> {
         if self.in_head {
             self.protected += 1;
         }
-        self.recorded.push(message.clone());
-        self.counts.push(count);
-        self.total += count;
+        self.book(message, count);
         Ok(())
     }
 
@@ -200,7 +219,7 @@ impl<'c> TrajectoryReplay<'c> {
         rows: &mut Vec<Row>,
     ) -> Result<(), MemoryError> {
         if message.is_assistant() && !self.recorded.is_empty() {
-            rows.push(self.call(turn).await?);
+            rows.push(self.call(turn, message).await?);
             if !self.config.turn_delay.is_zero() {
                 // The model call the agent would make now.
                 tokio::time::sleep(self.config.turn_delay).await;
@@ -214,14 +233,13 @@ impl<'c> TrajectoryReplay<'c> {
         } else {
             self.memory.record(message.clone()).await?;
         }
-        self.recorded.push(message.clone());
-        self.counts.push(count);
-        self.total += count;
+        self.book(message, count);
         Ok(())
     }
 
-    /// One model call: the context, timed and measured.
-    async fn call(&mut self, turn: usize) -> Result<Row, MemoryError> {
+    /// One model call: the context, timed and measured; `next` is the
+    /// assistant message the agent went on to write.
+    async fn call(&mut self, turn: usize, next: &Message) -> Result<Row, MemoryError> {
         self.config.take_thrift_trace();
         let started = Instant::now();
         let result = self.memory.trimmed().await?;
@@ -230,6 +248,15 @@ impl<'c> TrajectoryReplay<'c> {
         let now = self.config.usage();
         let usage = now.since(self.usage);
         self.usage = now;
+        if usage.failures > 0
+            && let Some((class, message)) = self.config.summarizer.first_failure()
+        {
+            let at = format!("trajectory {}, message {turn}", self.index);
+            crate::summarizer::warn_first_failure(class, &message, &at);
+        }
+        let compactions = self.config.compactions.snapshot();
+        let compacted = compactions.since(self.compactions);
+        self.compactions = compactions;
 
         let context = result.messages;
         let context_counts =
@@ -254,6 +281,14 @@ impl<'c> TrajectoryReplay<'c> {
             fits: result.fits,
             budget: self.budget,
         })?;
+        let context_text: Vec<String> = context.iter().map(searchable_text).collect();
+        let support = Support::measure(
+            next,
+            &self.history_text,
+            &self.history_text[self.newest_at..],
+            &context_text.join("\n"),
+        );
+        let prefix_kept_tokens: usize = context_counts[..kept].iter().sum();
         let row = Row {
             trajectory: self.index,
             turn,
@@ -264,7 +299,22 @@ impl<'c> TrajectoryReplay<'c> {
             summarizer_calls: usage.calls,
             summarizer_input_tokens: usage.input_tokens,
             summarizer_output_tokens: usage.output_tokens,
-            prefix_kept_tokens: context_counts[..kept].iter().sum(),
+            summarizer_failures: usage.by_class,
+            summaries_started: compacted.started,
+            background_summaries_started: compacted.background_started,
+            summaries_landed: compacted.landed,
+            prefix_kept_tokens,
+            cached_tokens: prefix_kept_tokens,
+            uncached_tokens: tokens_out - prefix_kept_tokens,
+            cost: self.config.pricing.cost(
+                tokens_out - prefix_kept_tokens,
+                prefix_kept_tokens,
+                usage.input_tokens,
+                usage.output_tokens,
+            ),
+            support_wanted: support.wanted,
+            support_found: support.found,
+            support_recall: support.recall(),
             cache_break,
             latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             valid: checked.problems.is_empty(),

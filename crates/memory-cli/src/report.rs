@@ -2,6 +2,7 @@
 //! human summary printed on stdout (a side-by-side [`Table`] when several
 //! pipelines ran).
 
+use memory_summarize::FailureCounts;
 use serde::{Deserialize, Serialize};
 
 use crate::Table;
@@ -30,9 +31,35 @@ pub struct Row {
     pub summarizer_input_tokens: u64,
     /// Output tokens of those calls, as the provider reported them.
     pub summarizer_output_tokens: u64,
+    /// Summarizer calls since the previous call that came to nothing
+    /// usable, by class (left out of the JSON when there are none).
+    #[serde(default, skip_serializing_if = "FailureCounts::is_empty")]
+    pub summarizer_failures: FailureCounts,
+    /// Summaries `compact` stages started since the previous call.
+    pub summaries_started: u64,
+    /// Of those, the ones started in the background.
+    pub background_summaries_started: u64,
+    /// Summaries that replaced older history since the previous call.
+    pub summaries_landed: u64,
     /// Tokens of the longest common prefix, message by message, with the
     /// previous call's context in the same trajectory.
     pub prefix_kept_tokens: usize,
+    /// Tokens a provider's prefix cache serves: `prefix_kept_tokens`.
+    pub cached_tokens: usize,
+    /// Tokens not served from the cache: `tokens_out - cached_tokens`.
+    pub uncached_tokens: usize,
+    /// What the call costs under the report's pricing, in fresh input
+    /// tokens: `uncached x write + cached x read + summarizer input +
+    /// summarizer output x output`.
+    pub cost: f64,
+    /// Identifiers of the next recorded assistant message that occur in the
+    /// history before the call but not in its newest message.
+    pub support_wanted: usize,
+    /// Of those, the ones present in the context.
+    pub support_found: usize,
+    /// `support_found / support_wanted`; `None` (null) when nothing was
+    /// wanted, or when no assistant message follows.
+    pub support_recall: Option<f64>,
     /// Whether the previous context is not a prefix of this one (a provider's
     /// prefix cache is lost).
     pub cache_break: bool,
@@ -75,6 +102,28 @@ pub struct Totals {
     pub summarizer_input_tokens: u64,
     /// Sum of `summarizer_output_tokens`.
     pub summarizer_output_tokens: u64,
+    /// Sum of `summarizer_failures`, by class.
+    pub summarizer_failures: FailureCounts,
+    /// Sum of `summaries_started`.
+    pub summaries_started: u64,
+    /// Sum of `background_summaries_started`.
+    pub background_summaries_started: u64,
+    /// Sum of `summaries_landed`.
+    pub summaries_landed: u64,
+    /// Sum of `cached_tokens`.
+    pub cached_tokens: usize,
+    /// Sum of `uncached_tokens`.
+    pub uncached_tokens: usize,
+    /// `cached_tokens / tokens_out`: the share of input served from cache.
+    pub cached_share: f64,
+    /// Sum of `cost`.
+    pub cost: f64,
+    /// Mean `cost` per call.
+    pub cost_per_call: f64,
+    /// Mean `support_recall` over the rows that have one.
+    pub support_recall: Option<f64>,
+    /// Rows with a `support_recall`.
+    pub support_rows: usize,
     /// Mean `latency_us`.
     pub latency_us_mean: f64,
     /// Median `latency_us` (the lower one for an even count).
@@ -101,13 +150,33 @@ impl Totals {
         let mut latencies: Vec<u64> = rows.iter().map(|r| r.latency_us).collect();
         latencies.sort_unstable();
         let count = |f: fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
+        let tokens_out: usize = rows.iter().map(|r| r.tokens_out).sum();
+        let cached_tokens: usize = rows.iter().map(|r| r.cached_tokens).sum();
+        let cost: f64 = rows.iter().map(|r| r.cost).sum();
+        let recalls: Vec<f64> = rows.iter().filter_map(|r| r.support_recall).collect();
+        let mut summarizer_failures = FailureCounts::default();
+        for row in rows {
+            summarizer_failures.merge(row.summarizer_failures);
+        }
         Totals {
+            summarizer_failures,
+            summaries_started: rows.iter().map(|r| r.summaries_started).sum(),
+            background_summaries_started: rows.iter().map(|r| r.background_summaries_started).sum(),
+            summaries_landed: rows.iter().map(|r| r.summaries_landed).sum(),
+            cached_tokens,
+            uncached_tokens: rows.iter().map(|r| r.uncached_tokens).sum(),
+            cached_share: ratio(cached_tokens as f64, tokens_out as f64),
+            cost,
+            cost_per_call: ratio(cost, rows.len() as f64),
+            support_recall: (!recalls.is_empty())
+                .then(|| recalls.iter().sum::<f64>() / recalls.len() as f64),
+            support_rows: recalls.len(),
             calls: rows.len(),
             valid_rows: count(|r| r.valid),
             over_budget_rows: rows.iter().filter(|r| r.tokens_out > budget).count(),
             not_fitting_rows: count(|r| !r.fits),
             tokens_in: rows.iter().map(|r| r.tokens_in).sum(),
-            tokens_out: rows.iter().map(|r| r.tokens_out).sum(),
+            tokens_out,
             cache_breaks: count(|r| r.cache_break),
             summarizer_calls: rows.iter().map(|r| r.summarizer_calls).sum(),
             summarizer_input_tokens: rows.iter().map(|r| r.summarizer_input_tokens).sum(),
@@ -168,6 +237,9 @@ pub struct Report {
     pub counter: String,
     /// The token budget.
     pub budget: usize,
+    /// The price factors every row's `cost` uses.
+    #[serde(default)]
+    pub pricing: String,
     /// The trajectories replayed.
     pub trajectories: Vec<TrajectoryInfo>,
     /// Sums over `rows`.
@@ -269,7 +341,26 @@ impl Report {
                 mean(t.tokens_in),
                 mean(t.tokens_out)
             ),
-            format!("cache breaks: {} of {} calls", t.cache_breaks, t.calls),
+            format!(
+                "cache:        {} breaks in {} calls, {:.0}% of input served from cache",
+                t.cache_breaks,
+                t.calls,
+                100.0 * t.cached_share
+            ),
+            format!(
+                "cost:         {:.0} per call, {:.0} in all, in fresh input tokens priced {}",
+                t.cost_per_call, t.cost, self.pricing
+            ),
+            format!(
+                "support:      {}",
+                match t.support_recall {
+                    Some(recall) => format!(
+                        "recall {recall:.3} over {} calls with something to recall",
+                        t.support_rows
+                    ),
+                    None => "no call had anything to recall".to_string(),
+                }
+            ),
             format!(
                 "invalid rows: {}, not fitting: {}, over budget: {}",
                 t.calls - t.valid_rows,
@@ -279,8 +370,12 @@ impl Report {
         ];
         if t.summarizer_calls > 0 {
             lines.push(format!(
-                "summarizer:   {} calls, {} tokens in, {} out",
-                t.summarizer_calls, t.summarizer_input_tokens, t.summarizer_output_tokens
+                "summarizer:   {} calls, {} tokens in, {} out, {} failed ({})",
+                t.summarizer_calls,
+                t.summarizer_input_tokens,
+                t.summarizer_output_tokens,
+                t.summarizer_failures.total(),
+                t.summarizer_failures
             ));
         }
         if repairs > 0 {
@@ -323,6 +418,18 @@ impl Report {
                 column(&|t| mean(t.tokens_out, t.calls).to_string()),
             )
             .row("tokens out, total", column(&|t| t.tokens_out.to_string()))
+            .row(
+                "cached share",
+                column(&|t| format!("{:.0}%", 100.0 * t.cached_share)),
+            )
+            .row(
+                "cost per call",
+                column(&|t| format!("{:.0}", t.cost_per_call)),
+            )
+            .row(
+                "support recall",
+                column(&|t| t.support_recall.map_or("-".into(), |r| format!("{r:.3}"))),
+            )
             .row("cache breaks", column(&|t| t.cache_breaks.to_string()))
             .row(
                 "summarizer calls",
@@ -336,6 +443,10 @@ impl Report {
                         t.summarizer_input_tokens, t.summarizer_output_tokens
                     )
                 }),
+            )
+            .row(
+                "summarizer failures",
+                column(&|t| t.summarizer_failures.total().to_string()),
             )
             .row(
                 "invalid rows",
@@ -360,11 +471,20 @@ impl Report {
                 self.counter,
                 mean(tokens_in, calls)
             ),
+            format!(
+                "pricing:      {} (cost in fresh input tokens)",
+                self.pricing
+            ),
             String::new(),
             table.to_string(),
         ]
         .join("\n")
     }
+}
+
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: f64, b: f64) -> f64 {
+    if b == 0.0 { 0.0 } else { a / b }
 }
 
 /// `sum / n` rounded, 0 for no items.

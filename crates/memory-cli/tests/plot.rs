@@ -68,3 +68,39 @@ fn an_unwritable_plot_fails_after_replaying() {
         run.stderr
     );
 }
+
+#[test]
+fn the_cost_plot_names_each_pipeline_with_its_total() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("cost.svg");
+    let report = dir.path().join("r.json");
+    let run = memory(&[
+        "replay",
+        "--input",
+        &example_session().display().to_string(),
+        "--budget",
+        "1000",
+        "--pipeline",
+        "window",
+        "--pipeline",
+        "summarize",
+        "--pricing",
+        "openai",
+        "--plot-cost",
+        &svg.display().to_string(),
+        "--report",
+        &report.display().to_string(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report: memory_cli::Report =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&svg).expect("the plot is written");
+    assert!(text.starts_with("<svg"));
+    for section in report.sections() {
+        let label = format!("{}: {:.0} in all", section.pipeline, section.totals.cost);
+        assert!(text.contains(&label), "{label} missing from the SVG");
+    }
+    for label in ["Cumulative cost", "openai", "cost so far"] {
+        assert!(text.contains(label), "{label} missing from the SVG");
+    }
+}

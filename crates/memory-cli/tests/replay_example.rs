@@ -88,7 +88,9 @@ fn the_summary_is_printed_without_a_report_file() {
         "input:",
         "pipeline:",
         "calls:",
-        "cache breaks:",
+        "cache:",
+        "cost:",
+        "support:",
         "invalid rows:",
         "latency:",
     ] {

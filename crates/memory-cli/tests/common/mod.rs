@@ -2,6 +2,11 @@
 
 #![allow(dead_code)]
 
+mod loopback;
+
+#[allow(unused_imports)] // not every test file starts a server
+pub use loopback::Loopback;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -6,7 +6,6 @@
 //! | [`evaluate`] | asks every question of every sample through each pipeline |
 //! | [`EndState`], [`Arrival`] | one conversation recorded up to the state its questions are asked against |
 //! | [`answer`] | the answer words: tokenizer, stop words, matching |
-//! | [`GoldAnswers`] | the gold answers, read from the input |
 //! | [`EvalReport`] and its rows and totals | the report and its human summary |
 //!
 //! **One replay per conversation.** LoCoMo asks every question after the
@@ -43,7 +42,6 @@
 
 pub mod answer;
 mod conversation;
-mod gold;
 mod report;
 mod summary;
 
@@ -59,7 +57,6 @@ use crate::registry::{self, StageConfig};
 use crate::{CliError, Progress};
 
 pub use conversation::{Arrival, Asking, EndState};
-pub use gold::GoldAnswers;
 pub use report::{
     ADVERSARIAL, CategoryRecall, ConversationRow, EvalReport, EvalSection, EvalTotals, QuestionRow,
     SampleInfo,
@@ -69,9 +66,8 @@ pub use report::{
 /// pipeline in `specs`, under `config`'s budget and counter: each sample's
 /// conversation is recorded once per pipeline as `arrival` says, and each
 /// question is asked alone against the state it reached. Returns one
-/// section per pipeline, in the order of `specs`. `answers` are the gold
-/// answers; `file` names the input in errors; `progress` advances by one
-/// per question and pipeline.
+/// section per pipeline, in the order of `specs`. `file` names the input
+/// in errors; `progress` advances by one per question and pipeline.
 ///
 /// # Errors
 ///
@@ -80,7 +76,7 @@ pub use report::{
 ///
 /// ```
 /// use std::sync::Arc;
-/// use memory_cli::{eval::{Arrival, GoldAnswers}, registry::StageConfig, Progress};
+/// use memory_cli::{eval::Arrival, registry::StageConfig, Progress};
 ///
 /// let json = br#"[{"sample_id": "s1",
 ///   "conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
@@ -88,12 +84,11 @@ pub use report::{
 ///                   {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! Mine is a dog."}]},
 ///   "qa": [{"question": "What is the cat called?", "answer": "Miso", "evidence": ["D1:1"], "category": 1}]}]"#;
 /// let locomo = memory_cli::input::parse_locomo(json).unwrap();
-/// let answers = GoldAnswers::parse(json).unwrap();
 /// let config = StageConfig::new(memory_core::Budget::tokens(1000), Arc::new(memory_core::CharTokenCounter));
 /// let specs = ["window".to_string()];
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let sections = memory_cli::eval::evaluate(
-///     &locomo, &answers, "l.json", &specs, &config, Arrival::Live, &Progress::hidden(1),
+///     &locomo, "l.json", &specs, &config, Arrival::Live, &Progress::hidden(1),
 /// ).await.unwrap();
 /// let row = &sections[0].rows[0];
 /// assert!(row.recalled);
@@ -104,7 +99,6 @@ pub use report::{
 /// ```
 pub async fn evaluate(
     locomo: &Locomo,
-    answers: &GoldAnswers,
     file: &str,
     specs: &[String],
     config: &StageConfig,
@@ -127,7 +121,7 @@ pub async fn evaluate(
                 source,
             }
         };
-        let questions = prepare(sample, index, answers, config.counter.as_ref())
+        let questions = prepare(sample, index, config.counter.as_ref())
             .await
             .map_err(failed(sample.name(index)))?;
         if questions.is_empty() {
@@ -138,15 +132,14 @@ pub async fn evaluate(
             let mut state = EndState::reach(&sample.messages, pipeline.clone(), config, arrival)
                 .await
                 .map_err(failed(sample.name(index)))?;
+            warn_on_failure(config, state.usage.failures, &sample.name(index));
             conversations[p].push(conversation_row(index, sample, &state));
             for question in &questions {
+                let at = format!("{}, qa {}", sample.name(index), question.row.question);
                 let row = ask(&pipeline, &mut state, sample, question, config)
                     .await
-                    .map_err(failed(format!(
-                        "{}, qa {}",
-                        sample.name(index),
-                        question.row.question
-                    )))?;
+                    .map_err(failed(at.clone()))?;
+                warn_on_failure(config, row.summarizer_failures.total(), &at);
                 rows[p].push(row);
                 progress.inc(1);
             }
@@ -172,9 +165,8 @@ struct Prepared<'a> {
 /// The questions of `sample` (number `index`) with usable evidence,
 /// counted once for all pipelines. Category 5 keeps no answer.
 async fn prepare<'a>(
-    sample: &Sample,
+    sample: &'a Sample,
     index: usize,
-    answers: &'a GoldAnswers,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<Prepared<'a>>, MemoryError> {
     let mut prepared = Vec::new();
@@ -195,12 +187,22 @@ async fn prepare<'a>(
             evidence: evidence.messages,
             tokens: counter.count_message(&message).await?,
             message,
-            answer: answers
-                .get(index, q)
+            answer: question
+                .answer
+                .as_deref()
                 .filter(|_| question.category != ADVERSARIAL),
         });
     }
     Ok(prepared)
+}
+
+/// Warns, once per process, when `failures` says a summarizer call failed.
+fn warn_on_failure(config: &StageConfig, failures: u64, at: &str) {
+    if failures > 0
+        && let Some((class, message)) = config.summarizer.first_failure()
+    {
+        crate::summarizer::warn_first_failure(class, &message, at);
+    }
 }
 
 /// What recording one conversation came to.
@@ -213,7 +215,7 @@ fn conversation_row(index: usize, sample: &Sample, state: &EndState) -> Conversa
         state_tokens: state.tokens(),
         summaries: state.summaries(),
         summarizer_calls: state.usage.calls,
-        summarizer_failures: state.usage.failures,
+        summarizer_failures: state.usage.by_class,
         summarizer_input_tokens: state.usage.input_tokens,
         summarizer_output_tokens: state.usage.output_tokens,
         latency_us: state.latency_us,
@@ -248,7 +250,7 @@ async fn ask(
         messages_out: measured.context.len(),
         fits: measured.fits,
         summarizer_calls: measured.usage.calls,
-        summarizer_failures: measured.usage.failures,
+        summarizer_failures: measured.usage.by_class,
         summarizer_input_tokens: measured.usage.input_tokens,
         summarizer_output_tokens: measured.usage.output_tokens,
         latency_us: measured.latency_us,

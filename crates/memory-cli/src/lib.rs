@@ -204,12 +204,7 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
 pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliError> {
     let config = stage_config(&args.stages, &args.model)?;
     let file = args.input.display().to_string();
-    let bytes = std::fs::read(&args.input).map_err(|source| CliError::Read {
-        file: file.clone(),
-        source,
-    })?;
-    let locomo = input::parse_locomo(&bytes).map_err(|l| l.in_file(&file))?;
-    let answers = eval::GoldAnswers::parse(&bytes).map_err(|l| l.in_file(&file))?;
+    let locomo = input::load_locomo(&args.input)?;
     let samples: Vec<eval::SampleInfo> = locomo
         .samples
         .iter()
@@ -226,7 +221,6 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
     let arrival = eval::Arrival::default();
     let mut sections = eval::evaluate(
         &locomo,
-        &answers,
         &file,
         &args.stages.pipeline,
         &config,
@@ -235,6 +229,14 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
     )
     .await?;
     progress.finish();
+    let mut failures = memory_summarize::FailureCounts::default();
+    for section in &sections {
+        failures.merge(section.totals.summarizer_failures);
+    }
+    let calls = sections.iter().map(|s| s.totals.summarizer_calls).sum();
+    if let Some(line) = summarizer::failures_line(&failures, calls) {
+        eprintln!("{line}");
+    }
 
     let pipelines = if sections.len() > 1 {
         sections.clone()

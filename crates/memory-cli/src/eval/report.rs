@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use memory_summarize::FailureCounts;
 use serde::{Deserialize, Serialize};
 
 use super::Arrival;
@@ -52,9 +53,9 @@ pub struct QuestionRow {
     /// Model calls made while asking this question (not those made while
     /// the conversation was recorded: see [`ConversationRow`]).
     pub summarizer_calls: u64,
-    /// Of those, the ones that failed.
+    /// Of those, the ones that failed, by class.
     #[serde(default)]
-    pub summarizer_failures: u64,
+    pub summarizer_failures: FailureCounts,
     /// Input tokens of those calls.
     pub summarizer_input_tokens: u64,
     /// Output tokens of those calls.
@@ -100,8 +101,9 @@ pub struct ConversationRow {
     pub summaries: usize,
     /// Model calls made while recording.
     pub summarizer_calls: u64,
-    /// Of those, the ones that failed.
-    pub summarizer_failures: u64,
+    /// Of those, the ones that failed, by class.
+    #[serde(default)]
+    pub summarizer_failures: FailureCounts,
     /// Input tokens of those calls.
     pub summarizer_input_tokens: u64,
     /// Output tokens of those calls.
@@ -214,9 +216,9 @@ pub struct EvalTotals {
     pub question_summarizer_calls: u64,
     /// All model calls: while recording and while asking.
     pub summarizer_calls: u64,
-    /// Of those, the ones that failed.
+    /// Of those, the ones that failed, by class.
     #[serde(default)]
-    pub summarizer_failures: u64,
+    pub summarizer_failures: FailureCounts,
     /// Input tokens of all model calls.
     pub summarizer_input_tokens: u64,
     /// Output tokens of all model calls.
@@ -294,8 +296,11 @@ impl EvalTotals {
             mean(c.iter().map(|c| c.summarizer_calls as f64), c.len());
         self.question_summarizer_calls = rows.iter().map(|r| r.summarizer_calls).sum();
         self.summarizer_calls = self.conversation_summarizer_calls + self.question_summarizer_calls;
-        self.summarizer_failures = c.iter().map(|c| c.summarizer_failures).sum::<u64>()
-            + rows.iter().map(|r| r.summarizer_failures).sum::<u64>();
+        self.summarizer_failures = FailureCounts::default();
+        let failures = c.iter().map(|c| c.summarizer_failures);
+        for counts in failures.chain(rows.iter().map(|r| r.summarizer_failures)) {
+            self.summarizer_failures.merge(counts);
+        }
         self.summarizer_input_tokens = c.iter().map(|c| c.summarizer_input_tokens).sum::<u64>()
             + rows.iter().map(|r| r.summarizer_input_tokens).sum::<u64>();
         self.summarizer_output_tokens = c.iter().map(|c| c.summarizer_output_tokens).sum::<u64>()

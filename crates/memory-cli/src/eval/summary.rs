@@ -83,9 +83,9 @@ impl EvalReport {
             calls_list(&section.conversations),
         )];
         if t.summarizer_calls > 0 {
-            let failed = match t.summarizer_failures {
+            let failed = match t.summarizer_failures.total() {
                 0 => String::new(),
-                n => format!(", {n} failed"),
+                n => format!(", {n} failed ({})", t.summarizer_failures),
             };
             lines.push(format!(
                 "summarizer:   {} calls ({} while recording, {} while asking), {} tokens in, {} out{failed}",

@@ -90,6 +90,10 @@ pub struct Question {
     pub category: u64,
     /// The evidence ids as written (some are malformed).
     pub evidence: Vec<String>,
+    /// The gold answer as text (a number as written, a list's items joined
+    /// by `, `); `None` when the item has no `answer` (category 5 has an
+    /// `adversarial_answer` instead) or one of another kind.
+    pub answer: Option<String>,
 }
 
 /// A question's evidence, resolved against its conversation.
@@ -155,7 +159,7 @@ impl Sample {
     /// let sample = &locomo.samples[0];
     /// let question = memory_cli::input::Question {
     ///     text: "?".into(), category: 1,
-    ///     evidence: vec!["D1:2; D1:1".into(), "D:1:1".into(), "D1:9".into()],
+    ///     evidence: vec!["D1:2; D1:1".into(), "D:1:1".into(), "D1:9".into()], answer: None,
     /// };
     /// let e = sample.evidence(&question);
     /// assert_eq!(e.messages, [1, 0]);
@@ -379,7 +383,21 @@ fn question(value: &Value, at: &str) -> Result<Question, Located> {
         text,
         category,
         evidence,
+        answer: object.get("answer").and_then(answer_text),
     })
+}
+
+/// An answer value as text: strings and numbers as written, lists joined.
+fn answer_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().filter_map(answer_text).collect();
+            (!parts.is_empty()).then(|| parts.join(", "))
+        }
+        _ => None,
+    }
 }
 
 fn field<'v>(object: &'v Map<String, Value>, name: &str, at: &str) -> Result<&'v Value, Located> {
@@ -456,5 +474,21 @@ mod tests {
             assert_eq!(parse_dia_id(bad), None, "{bad}");
         }
         assert_eq!(parse_dia_id("D10:019"), Some((10, 19)));
+    }
+
+    #[test]
+    fn answers_are_read_as_text_and_category_5_has_none() {
+        let bytes = br#"[{"sample_id": "s", "conversation": {"speaker_a": "A", "speaker_b": "B"},
+            "qa": [{"question": "When?", "answer": 2022, "evidence": [], "category": 2},
+                   {"question": "What?", "answer": ["a", 2], "evidence": [], "category": 1},
+                   {"question": "Who?", "adversarial_answer": "Bo", "evidence": [], "category": 5},
+                   {"question": "Why?", "answer": null, "evidence": [], "category": 3}]}]"#;
+        let locomo = crate::input::parse_locomo(bytes).unwrap();
+        let answers: Vec<Option<&str>> = locomo.samples[0]
+            .questions
+            .iter()
+            .map(|q| q.answer.as_deref())
+            .collect();
+        assert_eq!(answers, [Some("2022"), Some("a, 2"), None, None]);
     }
 }

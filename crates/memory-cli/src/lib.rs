@@ -1,11 +1,12 @@
 //! The `memory` command: replays transcripts through trim pipelines and
-//! reports what every model call would have been sent, and evaluates how
-//! much of the evidence a question needs survives the trim.
+//! reports what every model call would have been sent and cost, and
+//! whether the model still had what its next step needed; and evaluates how
+//! much of the evidence and the answer a question needs survives the trim.
 //!
 //! ```text
 //! memory replay --input FILE --budget N --pipeline SPEC [--pipeline SPEC ...]
-//!               [--counter chars|cl100k|o200k|hf:FILE] [--report FILE.json]
-//!               [--plot FILE.svg] [--repair]
+//!               [--counter chars|cl100k|o200k|hf:FILE] [--pricing NAME]
+//!               [--report FILE.json] [--plot FILE.svg] [--plot-cost FILE.svg] [--repair]
 //! memory eval locomo --input FILE --budget N --pipeline SPEC [--pipeline SPEC ...]
 //!               [--counter chars|cl100k|o200k|hf:FILE] [--report FILE.json]
 //! ```
@@ -13,10 +14,13 @@
 //! The binary is a thin shell over [`run`]; the modules are usable on their
 //! own: [`input`] loads and checks transcripts and LoCoMo files,
 //! [`registry`] maps stage and counter names to factories, [`replay`] runs
-//! the loop and measures each call, [`report`] holds the rows, totals and
-//! summary, [`eval`] asks LoCoMo's questions and measures evidence recall,
-//! [`plot`] draws a replay, [`Table`] sets pipelines side by side and
-//! [`Progress`] shows how far a long run is.
+//! the loop and measures each call, [`pricing`] prices it under a prefix
+//! cache, [`support`] measures support recall, [`report`] holds the rows,
+//! totals and summary, [`eval`] asks LoCoMo's questions and measures
+//! evidence and answer recall, [`summarizer`] builds the summarizer and says
+//! when it fails, [`tally`] counts compactions, [`plot`] draws a replay,
+//! [`Table`] sets pipelines side by side and [`Progress`] shows how far a
+//! long run is.
 
 pub mod args;
 pub mod error;

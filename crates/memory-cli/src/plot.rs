@@ -15,7 +15,7 @@ use plotters::prelude::*;
 pub use cost::cumulative_cost;
 
 use crate::CliError;
-use crate::report::{PipelineReport, Report, mean};
+use crate::report::{PipelineReport, Report, Row, mean};
 
 /// Size of the picture, in pixels.
 const SIZE: (u32, u32) = (1200, 700);
@@ -91,6 +91,13 @@ fn input_name(report: &Report) -> String {
     )
 }
 
+/// The chart `draw` paints on: call index by tokens.
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordusize, plotters::coord::types::RangedCoordusize>,
+>;
+
 fn draw(report: &Report, path: &Path) -> Result<(), String> {
     let sections = report.sections();
     let calls = sections.iter().map(|s| s.rows.len()).max().unwrap_or(0);
@@ -108,7 +115,6 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
     // Room above the lines for the legend.
     let y_max = (top.max(1) as f64 * 1.35).ceil() as usize;
     let x_max = calls.max(2) - 1;
-
     let title = format!(
         "Tokens sent per model call: {} (budget {}, counter {})",
         input_name(report),
@@ -137,105 +143,137 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
         .draw()
         .map_err(text)?;
 
-    // Where each trajectory after the first starts.
     let rows = sections.first().map_or(&[][..], |s| &s.rows[..]);
+    trajectory_starts(&mut chart, rows, top)?;
+    budget_line(&mut chart, report.budget, x_max, budget_drawn)?;
+    // Markers shrink where calls crowd together, so the lines stay visible.
+    let (marker, stroke) = if calls <= DENSE { (6, 2) } else { (3, 1) };
+    for (i, section) in sections.iter().enumerate() {
+        pipeline_line(&mut chart, i, section, marker, stroke)?;
+    }
+    marker_legend(&mut chart)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 15))
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(160, 160, 160))
+        .draw()
+        .map_err(text)?;
+    root.present().map_err(text)
+}
+
+/// A light vertical line where each trajectory after the first starts.
+fn trajectory_starts(chart: &mut Chart<'_, '_>, rows: &[Row], top: usize) -> Result<(), String> {
     let starts: Vec<usize> = rows
         .windows(2)
         .enumerate()
         .filter(|(_, pair)| pair[0].trajectory != pair[1].trajectory)
         .map(|(i, _)| i + 1)
         .collect();
-    if !starts.is_empty() {
-        let boundary = BOUNDARY.stroke_width(1);
-        chart
-            .draw_series(
-                starts
-                    .iter()
-                    .map(|&x| PathElement::new(vec![(x, 0), (x, top)], boundary)),
-            )
-            .map_err(text)?
-            .label(format!(
-                "start of a trajectory ({} in all)",
-                starts.len() + 1
-            ))
-            .legend(move |(x, y)| PathElement::new(vec![(x + 8, y - 6), (x + 8, y + 6)], boundary));
+    if starts.is_empty() {
+        return Ok(());
     }
+    let boundary = BOUNDARY.stroke_width(1);
+    chart
+        .draw_series(
+            starts
+                .iter()
+                .map(|&x| PathElement::new(vec![(x, 0), (x, top)], boundary)),
+        )
+        .map_err(text)?
+        .label(format!(
+            "start of a trajectory ({} in all)",
+            starts.len() + 1
+        ))
+        .legend(move |(x, y)| PathElement::new(vec![(x + 8, y - 6), (x + 8, y + 6)], boundary));
+    Ok(())
+}
 
-    let budget_style = BUDGET.stroke_width(2);
-    if budget_drawn {
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(0, report.budget), (x_max, report.budget)],
+/// The budget as a dashed line, or only named in the legend when it is far
+/// above every context.
+fn budget_line(
+    chart: &mut Chart<'_, '_>,
+    budget: usize,
+    x_max: usize,
+    drawn: bool,
+) -> Result<(), String> {
+    let style = BUDGET.stroke_width(2);
+    let (series, label) = if drawn {
+        (
+            chart.draw_series(DashedLineSeries::new(
+                vec![(0, budget), (x_max, budget)],
                 10,
                 6,
-                budget_style,
-            ))
-            .map_err(text)?
-            .label(format!("budget ({} tokens)", report.budget))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], budget_style));
+                style,
+            )),
+            format!("budget ({budget} tokens)"),
+        )
     } else {
-        chart
-            .draw_series(std::iter::empty::<PathElement<(usize, usize)>>())
-            .map_err(text)?
-            .label(format!(
-                "budget ({} tokens, far above every context)",
-                report.budget
-            ))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], budget_style));
-    }
+        (
+            chart.draw_series(std::iter::empty::<PathElement<(usize, usize)>>()),
+            format!("budget ({budget} tokens, far above every context)"),
+        )
+    };
+    series
+        .map_err(text)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+    Ok(())
+}
 
-    // Markers shrink where calls crowd together, so the lines stay visible.
-    let (marker, stroke) = if calls <= DENSE { (6, 2) } else { (3, 1) };
-    for (i, section) in sections.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        let points = section
-            .rows
-            .iter()
-            .enumerate()
-            .map(|(x, r)| (x, r.tokens_out));
-        // The first line solid and wide, the others dashed on top of it, so
-        // pipelines that agree still show each other.
-        let anno = if i == 0 {
-            chart.draw_series(LineSeries::new(points, colour.stroke_width(3)))
-        } else {
-            let dash = 14 - 3 * (i as i32 % 4);
-            chart.draw_series(DashedLineSeries::new(
-                points,
-                dash,
-                6,
-                colour.stroke_width(2),
-            ))
-        };
-        let legend_style = colour.stroke_width(3);
-        anno.map_err(text)?
-            .label(line_label(section))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], legend_style));
-        chart
-            .draw_series(
-                section
-                    .rows
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.summarizer_calls > 0)
-                    .map(|(x, r)| {
-                        TriangleMarker::new((x, r.tokens_out), marker + 1, colour.filled())
-                    }),
-            )
-            .map_err(text)?;
-        chart
-            .draw_series(
-                section
-                    .rows
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, r)| r.cache_break)
-                    .map(|(x, r)| {
-                        Cross::new((x, r.tokens_out), marker - 1, colour.stroke_width(stroke))
-                    }),
-            )
-            .map_err(text)?;
-    }
+/// One pipeline's line, with its summarizer calls as triangles and its
+/// cache breaks as crosses.
+fn pipeline_line(
+    chart: &mut Chart<'_, '_>,
+    i: usize,
+    section: &PipelineReport,
+    marker: i32,
+    stroke: u32,
+) -> Result<(), String> {
+    let colour = COLOURS[i % COLOURS.len()];
+    let points = section
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(x, r)| (x, r.tokens_out));
+    // The first line solid and wide, the others dashed on top of it, so
+    // pipelines that agree still show each other.
+    let anno = if i == 0 {
+        chart.draw_series(LineSeries::new(points, colour.stroke_width(3)))
+    } else {
+        let dash = 14 - 3 * (i as i32 % 4);
+        chart.draw_series(DashedLineSeries::new(
+            points,
+            dash,
+            6,
+            colour.stroke_width(2),
+        ))
+    };
+    let legend_style = colour.stroke_width(3);
+    anno.map_err(text)?
+        .label(line_label(section))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], legend_style));
+    let rows = section.rows.iter().enumerate();
+    chart
+        .draw_series(
+            rows.clone()
+                .filter(|(_, r)| r.summarizer_calls > 0)
+                .map(|(x, r)| TriangleMarker::new((x, r.tokens_out), marker + 1, colour.filled())),
+        )
+        .map_err(text)?;
+    chart
+        .draw_series(
+            rows.filter(|(_, r)| r.cache_break).map(|(x, r)| {
+                Cross::new((x, r.tokens_out), marker - 1, colour.stroke_width(stroke))
+            }),
+        )
+        .map_err(text)?;
+    Ok(())
+}
 
+/// Legend entries for the two kinds of marker.
+fn marker_legend(chart: &mut Chart<'_, '_>) -> Result<(), String> {
     chart
         .draw_series(std::iter::empty::<TriangleMarker<(usize, usize), i32>>())
         .map_err(text)?
@@ -246,16 +284,7 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
         .map_err(text)?
         .label("cache break (the previous context is not a prefix)")
         .legend(|(x, y)| Cross::new((x + 10, y), 5, BLACK.stroke_width(2)));
-
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(160, 160, 160))
-        .draw()
-        .map_err(text)?;
-    root.present().map_err(text)
+    Ok(())
 }
 
 /// `window: mean 812 tokens, 3 cache breaks, 0 summarizer calls`.

@@ -262,7 +262,38 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
         string(conversation, "speaker_b", &at)?,
     ];
 
-    let mut sessions: Vec<(u64, &Vec<Value>)> = Vec::new();
+    let sessions = sessions(conversation, &at)?;
+    let mut messages = Vec::new();
+    let mut dia_ids = Vec::new();
+    let mut by_id = HashMap::new();
+    for (number, utterances) in &sessions {
+        for (k, value) in utterances.iter().enumerate() {
+            let at = format!("{at}, session {number}, utterance {k}");
+            let (message, dia_id) = utterance(value, &speakers, &at)?;
+            by_id.entry(dia_id.clone()).or_insert(messages.len());
+            messages.push(message);
+            dia_ids.push(dia_id);
+        }
+    }
+    let questions = questions(object, &at)?;
+
+    Ok(Sample {
+        label,
+        speakers,
+        sessions: sessions.len(),
+        messages,
+        dia_ids,
+        questions,
+        by_id,
+    })
+}
+
+/// The `session_N` lists of a conversation, in session order.
+fn sessions<'v>(
+    conversation: &'v Map<String, Value>,
+    at: &str,
+) -> Result<Vec<(u64, &'v Vec<Value>)>, Located> {
+    let mut sessions = Vec::new();
     for (key, value) in conversation {
         let Some(number) = key
             .strip_prefix("session_")
@@ -275,7 +306,7 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
             Value::Array(utterances) => sessions.push((number, utterances)),
             other => {
                 return Err(Located::new(
-                    &at,
+                    at,
                     format!(
                         "field `conversation.{key}`: expected an array of utterances, found {}",
                         kind(other)
@@ -285,49 +316,51 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
         }
     }
     sessions.sort_by_key(|(number, _)| *number);
+    Ok(sessions)
+}
 
-    let mut messages = Vec::new();
-    let mut dia_ids = Vec::new();
-    let mut by_id = HashMap::new();
-    for (number, utterances) in &sessions {
-        for (k, utterance) in utterances.iter().enumerate() {
-            let where_ = format!("{at}, session {number}, utterance {k}");
-            let object = utterance.as_object().ok_or_else(|| {
-                Located::new(
-                    &where_,
-                    format!(
-                        "expected an utterance object {{speaker, dia_id, text}}, found {}",
-                        kind(utterance)
-                    ),
-                )
-            })?;
-            let speaker = string(object, "speaker", &where_)?;
-            let dia_id = string(object, "dia_id", &where_)?;
-            let text = string(object, "text", &where_)?;
-            let message = if speaker == speakers[0] {
-                Message::user(text)
-            } else if speaker == speakers[1] {
-                Message::assistant(text)
-            } else {
-                return Err(Located::new(
-                    where_,
-                    format!(
-                        "field `speaker`: `{speaker}` is neither speaker_a `{}` nor speaker_b `{}`",
-                        speakers[0], speakers[1]
-                    ),
-                ));
-            };
-            by_id.entry(dia_id.clone()).or_insert(messages.len());
-            messages.push(message);
-            dia_ids.push(dia_id);
-        }
-    }
+/// One `{speaker, dia_id, text}` utterance as a message (speaker_a's as the
+/// user's, speaker_b's as the assistant's) and its `dia_id`.
+fn utterance(
+    value: &Value,
+    speakers: &[String; 2],
+    at: &str,
+) -> Result<(Message, String), Located> {
+    let object = value.as_object().ok_or_else(|| {
+        Located::new(
+            at,
+            format!(
+                "expected an utterance object {{speaker, dia_id, text}}, found {}",
+                kind(value)
+            ),
+        )
+    })?;
+    let speaker = string(object, "speaker", at)?;
+    let dia_id = string(object, "dia_id", at)?;
+    let text = string(object, "text", at)?;
+    let message = if speaker == speakers[0] {
+        Message::user(text)
+    } else if speaker == speakers[1] {
+        Message::assistant(text)
+    } else {
+        return Err(Located::new(
+            at,
+            format!(
+                "field `speaker`: `{speaker}` is neither speaker_a `{}` nor speaker_b `{}`",
+                speakers[0], speakers[1]
+            ),
+        ));
+    };
+    Ok((message, dia_id))
+}
 
-    let qa = match field(object, "qa", &at)? {
+/// The `qa` items of a sample.
+fn questions(sample: &Map<String, Value>, at: &str) -> Result<Vec<Question>, Located> {
+    let qa = match field(sample, "qa", at)? {
         Value::Array(items) => items,
         other => {
             return Err(Located::new(
-                &at,
+                at,
                 format!(
                     "field `qa`: expected an array of questions, found {}",
                     kind(other)
@@ -335,21 +368,10 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
             ));
         }
     };
-    let questions = qa
-        .iter()
+    qa.iter()
         .enumerate()
         .map(|(k, item)| question(item, &format!("{at}, qa {k}")))
-        .collect::<Result<_, _>>()?;
-
-    Ok(Sample {
-        label,
-        speakers,
-        sessions: sessions.len(),
-        messages,
-        dia_ids,
-        questions,
-        by_id,
-    })
+        .collect()
 }
 
 /// One `{question, answer | adversarial_answer, evidence, category}` item.

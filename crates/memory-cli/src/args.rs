@@ -194,6 +194,10 @@ pub struct ReplayArgs {
 /// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
 /// assert_eq!(args.model.summarizer, Some(memory_cli::args::SummarizerKind::Openai));
 /// assert_eq!(args.model.api_key_env, "OPENAI_API_KEY");
+/// assert_eq!((args.model.timeout_ms, args.model.retries), (120_000, 3));
+/// assert_eq!(args.model.temperature, None);
+/// let bad = ["memory", "replay", "--input", "s.json", "--budget", "10", "--pipeline", "summarize", "--temperature", "9"];
+/// assert!(memory_cli::Cli::try_parse_from(bad).is_err());
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct SummarizerArgs {
@@ -215,6 +219,36 @@ pub struct SummarizerArgs {
     /// Environment variable that holds the API key (never printed).
     #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
     pub api_key_env: String,
+
+    /// Cap on one summary, in tokens (`summarize`: also what the budget
+    /// reserves for it). Default: the stage's own (1,024 for `summarize`).
+    #[arg(long, value_name = "N")]
+    pub summary_max_tokens: Option<u32>,
+
+    /// Limit on one summarizer request's input, in tokens of --counter;
+    /// longer history is summarized in chunks (`summarize`). Set it below
+    /// the summarizer's context window less the summary cap. Default: the
+    /// stage's own (100,000 for `summarize`).
+    #[arg(long, value_name = "N")]
+    pub max_input_tokens: Option<usize>,
+
+    /// Sampling temperature of summary requests (`summarize` asks at 0
+    /// unless this is given).
+    #[arg(long, value_name = "T", value_parser = parse_temperature)]
+    pub temperature: Option<f32>,
+
+    /// Limit on one request to the endpoint, in milliseconds (`openai`;
+    /// 0 for none). A request that takes longer is abandoned and counts as
+    /// a timeout.
+    #[arg(long, value_name = "N", default_value_t = 120_000)]
+    pub timeout_ms: u64,
+
+    /// How often a failed request to the endpoint is tried again (`openai`):
+    /// network errors, timeouts, rate limits and server errors, after a
+    /// backoff from 500 ms or what the server asks with Retry-After. Each
+    /// request sent counts as a summarizer call.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub retries: u32,
 
     /// Add this many milliseconds to every summarizer call, to measure the
     /// hot path against a slow model.
@@ -242,6 +276,17 @@ pub enum SummarizerKind {
     Extractive,
     /// An OpenAI-compatible Chat Completions endpoint.
     Openai,
+}
+
+/// A sampling temperature: a number from 0 to 2.
+fn parse_temperature(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(t) if (0.0..=2.0).contains(&t) => Ok(t),
+        Ok(_) => Err(format!(
+            "the temperature must be between 0 and 2, not {text}"
+        )),
+        Err(_) => Err(format!("`{text}` is not a number")),
+    }
 }
 
 /// A pricing profile (see [`Pricing::parse`]).

@@ -7,8 +7,14 @@
 //! memory replay --input FILE --budget N --pipeline SPEC [--pipeline SPEC ...]
 //!               [--counter chars|cl100k|o200k|hf:FILE] [--pricing NAME]
 //!               [--report FILE.json] [--plot FILE.svg] [--plot-cost FILE.svg] [--repair]
+//!               [SUMMARIZER OPTIONS]
 //! memory eval locomo --input FILE --budget N --pipeline SPEC [--pipeline SPEC ...]
 //!               [--counter chars|cl100k|o200k|hf:FILE] [--report FILE.json]
+//!               [SUMMARIZER OPTIONS]
+//!
+//! SUMMARIZER OPTIONS: [--summarizer extractive|openai --base-url URL --model M]
+//!               [--summary-max-tokens N] [--max-input-tokens N] [--temperature T]
+//!               [--timeout-ms N] [--retries N]
 //! ```
 //!
 //! The binary is a thin shell over [`run`]; the modules are usable on their
@@ -17,10 +23,10 @@
 //! the loop and measures each call, [`pricing`] prices it under a prefix
 //! cache, [`support`] measures support recall, [`report`] holds the rows,
 //! totals and summary, [`eval`] asks LoCoMo's questions and measures
-//! evidence and answer recall, [`summarizer`] builds the summarizer and says
-//! when it fails, [`tally`] counts compactions, [`plot`] draws a replay,
-//! [`Table`] sets pipelines side by side and [`Progress`] shows how far a
-//! long run is.
+//! evidence and answer recall, [`summarizer`] builds the summarizer as a
+//! stack of provider layers and says when it fails, [`tally`] counts
+//! compactions, [`plot`] draws a replay, [`Table`] sets pipelines side by
+//! side and [`Progress`] shows how far a long run is.
 
 pub mod args;
 pub mod error;
@@ -89,6 +95,7 @@ fn stage_config(
             eprintln!("memory: {note}");
         }
         config = config.with_summarizer(summarizer::build(kind, model)?);
+        config.summary = summarizer::SummarySettings::of(model);
     } else if kind == args::SummarizerKind::Openai {
         eprintln!("memory: no stage of these pipelines summarizes; the summarizer is not called");
     }
@@ -103,7 +110,7 @@ fn stage_config(
 /// when background summaries started but none landed before the replay
 /// ended.
 fn closing_notes(sections: &[PipelineReport]) {
-    let mut failures = memory_summarize::FailureCounts::default();
+    let mut failures = memory_core::layer::FailureCounts::default();
     let mut calls = 0;
     for section in sections {
         failures.merge(section.totals.summarizer_failures);
@@ -233,7 +240,7 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
     )
     .await?;
     progress.finish();
-    let mut failures = memory_summarize::FailureCounts::default();
+    let mut failures = memory_core::layer::FailureCounts::default();
     for section in &sections {
         failures.merge(section.totals.summarizer_failures);
     }

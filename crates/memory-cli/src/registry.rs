@@ -8,21 +8,17 @@
 use std::sync::Arc;
 
 use memory_compact::Compact;
-use memory_core::{
-    Budget, CharTokenCounter, MemoryError, Pipeline, Provider, TokenCounter, TrimStrategy,
-};
-use memory_summarize::{ExtractiveSummarizer, MeteredProvider, ProviderStats, SummarizeStrategy};
+use memory_core::layer::ProviderStats;
+use memory_core::{Budget, CharTokenCounter, MemoryError, Pipeline, TokenCounter, TrimStrategy};
+use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 use memory_thrift::{Thrift, ThriftTrace};
 use memory_tokenizers::{CachedCounter, Cl100k, HfCounter, O200k};
 use memory_window::WindowDrop;
 
 use crate::CliError;
 use crate::pricing::Pricing;
+use crate::summarizer::{Summarizer, SummarySettings};
 use crate::tally::CompactTally;
-
-/// The summarizer every stage of a run calls, metered so the report can
-/// say what it cost.
-pub type Summarizer = Arc<MeteredProvider<Arc<dyn Provider>>>;
 
 /// What a stage factory may use to build its stage, and what the measures
 /// of a run share.
@@ -33,8 +29,10 @@ pub struct StageConfig {
     /// The token counter of the replay.
     pub counter: Arc<dyn TokenCounter>,
     /// The model that summarizing stages call (by default the offline
-    /// extractive summarizer).
+    /// extractive summarizer), metered so the report can say what it cost.
     pub summarizer: Summarizer,
+    /// What summarizing stages ask of each summary.
+    pub summary: SummarySettings,
     /// Whether stages that can summarize in the background do.
     pub background: bool,
     /// Where replayed sessions are kept, and the session id they start from.
@@ -66,7 +64,8 @@ impl StageConfig {
         Self {
             budget,
             counter,
-            summarizer: Arc::new(MeteredProvider::new(Arc::new(ExtractiveSummarizer::new()))),
+            summarizer: Summarizer::metered(Arc::new(ExtractiveSummarizer::new())),
+            summary: SummarySettings::default(),
             background: false,
             store: None,
             turn_delay: std::time::Duration::ZERO,
@@ -110,19 +109,20 @@ impl StageConfig {
         self
     }
 
-    /// Uses `provider` as the summarizer.
+    /// Uses `summarizer` (see [`crate::summarizer::build`]).
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use memory_cli::summarizer::Summarizer;
     /// let config = memory_cli::registry::StageConfig::new(
     ///     memory_core::Budget::tokens(100),
     ///     Arc::new(memory_core::CharTokenCounter),
     /// )
-    /// .with_summarizer(Arc::new(memory_core::FakeProvider::default()));
+    /// .with_summarizer(Summarizer::metered(Arc::new(memory_core::FakeProvider::default())));
     /// # let _ = config;
     /// ```
-    pub fn with_summarizer(mut self, provider: Arc<dyn Provider>) -> Self {
-        self.summarizer = Arc::new(MeteredProvider::new(provider));
+    pub fn with_summarizer(mut self, summarizer: Summarizer) -> Self {
+        self.summarizer = summarizer;
         self
     }
 
@@ -255,7 +255,8 @@ impl TrimStrategy for Traced {
 }
 
 fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
-    Ok(Arc::new(SummarizeStrategy::new(config.summarizer.clone())))
+    let strategy = SummarizeStrategy::new(config.summarizer.clone());
+    Ok(Arc::new(config.summary.apply(strategy)))
 }
 
 /// Builds a counter from the text after `name:` (`FILE` in `hf:FILE`), or

@@ -147,7 +147,7 @@ struct TrajectoryReplay<'c> {
     in_head: bool,
     previous: Option<Vec<Message>>,
     /// The summarizer's totals when the previous call was measured.
-    usage: memory_summarize::ProviderStats,
+    usage: memory_core::layer::ProviderStats,
     /// The compactions counted when the previous call was measured.
     compactions: Compactions,
     /// The searchable text of everything recorded, and where the newest

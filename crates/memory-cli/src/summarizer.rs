@@ -1,12 +1,16 @@
 //! The summarizer the command's summarizing stages call, built from
-//! [`SummarizerArgs`].
+//! [`SummarizerArgs`] as a stack of provider layers, and what those stages
+//! ask of each summary.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use memory_core::layer::{
+    FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy,
+};
 use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 use memory_openai::OpenAiProvider;
-use memory_summarize::{ExtractiveSummarizer, FailureClass, FailureCounts};
+use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 
 use crate::CliError;
 use crate::args::{SummarizerArgs, SummarizerKind};
@@ -60,7 +64,82 @@ pub fn kind(args: &SummarizerArgs) -> Result<(SummarizerKind, Option<String>), C
     }
 }
 
-/// Builds the summarizer `kind` names from `args`.
+/// The summarizer every stage of a run calls: a stack of provider layers,
+/// with the [`Meter`] inside it that counts every request sent to the
+/// endpoint (retries included). Clones share the stack and the counts.
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_cli::summarizer::Summarizer;
+/// let summarizer = Summarizer::metered(Arc::new(memory_summarize::ExtractiveSummarizer::new()));
+/// assert_eq!(summarizer.snapshot().calls, 0);
+/// assert!(summarizer.first_failure().is_none());
+/// ```
+#[derive(Clone)]
+pub struct Summarizer {
+    stack: Arc<dyn Provider>,
+    meter: Meter,
+}
+
+impl Summarizer {
+    /// `provider`, metered as it is: every call made through it counts.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let s = memory_cli::summarizer::Summarizer::metered(Arc::new(memory_core::FakeProvider::default()));
+    /// # let _ = s;
+    /// ```
+    pub fn metered(provider: Arc<dyn Provider>) -> Self {
+        let metered = provider.metered();
+        let meter = metered.meter();
+        Self {
+            stack: Arc::new(metered),
+            meter,
+        }
+    }
+
+    /// The calls, tokens and failures counted so far.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// let s = memory_cli::summarizer::Summarizer::metered(Arc::new(memory_core::FakeProvider::default()));
+    /// assert_eq!(s.snapshot().input_tokens, 0);
+    /// ```
+    pub fn snapshot(&self) -> ProviderStats {
+        self.meter.snapshot()
+    }
+
+    /// The first failed call's class and message, if any failed.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// let s = memory_cli::summarizer::Summarizer::metered(Arc::new(memory_core::FakeProvider::default()));
+    /// assert!(s.first_failure().is_none());
+    /// ```
+    pub fn first_failure(&self) -> Option<(FailureClass, String)> {
+        self.meter.first_failure()
+    }
+}
+
+impl std::fmt::Debug for Summarizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Summarizer")
+            .field("stats", &self.snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Summarizer {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        self.stack.chat(request).await
+    }
+}
+
+/// Builds the summarizer `kind` names from `args`, as one stack: the
+/// backend, the added latency (`--summarizer-latency-ms`), the meter, and
+/// for `openai` a limit on each request (`--timeout-ms`) and retries of
+/// failed ones (`--retries`), so every request sent is counted.
 ///
 /// # Errors
 ///
@@ -76,9 +155,11 @@ pub fn kind(args: &SummarizerArgs) -> Result<(SummarizerKind, Option<String>), C
 /// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
 /// let Err(err) = memory_cli::summarizer::build(SummarizerKind::Openai, &args.model) else { panic!("needs an endpoint") };
 /// assert!(err.to_string().contains("--base-url"));
+/// let offline = memory_cli::summarizer::build(SummarizerKind::Extractive, &args.model).unwrap();
+/// assert_eq!(offline.snapshot().calls, 0);
 /// ```
-pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Arc<dyn Provider>, CliError> {
-    let provider: Arc<dyn Provider> = match kind {
+pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Summarizer, CliError> {
+    let backend: Arc<dyn Provider> = match kind {
         SummarizerKind::Extractive => Arc::new(ExtractiveSummarizer::new()),
         SummarizerKind::Openai => {
             let (Some(base_url), Some(model)) = (&args.base_url, &args.model) else {
@@ -89,13 +170,91 @@ pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Arc<dyn Prov
             Arc::new(OpenAiProvider::new(base_url, model).with_api_key_env(&args.api_key_env))
         }
     };
-    Ok(match args.summarizer_latency_ms {
-        0 => provider,
-        ms => Arc::new(Delayed {
-            inner: provider,
-            delay: Duration::from_millis(ms),
-        }),
-    })
+    let backend: Arc<dyn Provider> = match args.summarizer_latency_ms {
+        0 => backend,
+        ms => Arc::new(Delayed::new(backend, Duration::from_millis(ms))),
+    };
+    if kind == SummarizerKind::Extractive {
+        return Ok(Summarizer::metered(backend));
+    }
+    let metered = backend.metered();
+    let meter = metered.meter();
+    let retries = RetryPolicy::new(args.retries, Duration::from_millis(500));
+    let stack: Arc<dyn Provider> = match args.timeout_ms {
+        0 => Arc::new(metered.with_retry(retries)),
+        ms => Arc::new(
+            metered
+                .with_timeout(Duration::from_millis(ms))
+                .with_retry(retries),
+        ),
+    };
+    Ok(Summarizer { stack, meter })
+}
+
+/// What summarizing stages ask of each summary, from the command line;
+/// `None` keeps a stage's own default.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = memory_cli::Cli::try_parse_from([
+///     "memory", "replay", "--input", "s.json", "--budget", "4000", "--pipeline", "summarize",
+///     "--summary-max-tokens", "512", "--max-input-tokens", "6000", "--temperature", "0.2",
+/// ]).unwrap();
+/// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
+/// let settings = memory_cli::summarizer::SummarySettings::of(&args.model);
+/// assert_eq!(settings.summary_max_tokens, Some(512));
+/// assert_eq!(settings.max_input_tokens, Some(6_000));
+/// assert_eq!(settings.temperature, Some(0.2));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SummarySettings {
+    /// The cap on one summary (`--summary-max-tokens`).
+    pub summary_max_tokens: Option<u32>,
+    /// The limit on one request's input (`--max-input-tokens`).
+    pub max_input_tokens: Option<usize>,
+    /// The sampling temperature (`--temperature`).
+    pub temperature: Option<f32>,
+}
+
+impl SummarySettings {
+    /// The settings `args` give.
+    ///
+    /// ```
+    /// # use clap::Parser;
+    /// # let cli = memory_cli::Cli::try_parse_from(["memory", "replay", "--input", "s.json", "--budget", "10", "--pipeline", "window"]).unwrap();
+    /// # let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
+    /// assert_eq!(memory_cli::summarizer::SummarySettings::of(&args.model), Default::default());
+    /// ```
+    pub fn of(args: &SummarizerArgs) -> Self {
+        Self {
+            summary_max_tokens: args.summary_max_tokens,
+            max_input_tokens: args.max_input_tokens,
+            temperature: args.temperature,
+        }
+    }
+
+    /// `strategy` with the settings that are given.
+    ///
+    /// ```
+    /// use memory_cli::summarizer::SummarySettings;
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let settings = SummarySettings { summary_max_tokens: Some(256), ..Default::default() };
+    /// let strategy = settings.apply(SummarizeStrategy::new(ExtractiveSummarizer::new()));
+    /// assert_eq!(strategy.summary_max_tokens(), 256);
+    /// assert_eq!(strategy.max_input_tokens(), memory_summarize::DEFAULT_MAX_INPUT_TOKENS);
+    /// ```
+    pub fn apply(&self, mut strategy: SummarizeStrategy) -> SummarizeStrategy {
+        if let Some(tokens) = self.summary_max_tokens {
+            strategy = strategy.with_summary_max_tokens(tokens);
+        }
+        if let Some(tokens) = self.max_input_tokens {
+            strategy = strategy.with_max_input_tokens(tokens);
+        }
+        if let Some(temperature) = self.temperature {
+            strategy = strategy.with_temperature(temperature);
+        }
+        strategy
+    }
 }
 
 /// Prints one warning line on stderr for the first summarizer failure of
@@ -105,7 +264,7 @@ pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Arc<dyn Prov
 ///
 /// ```
 /// memory_cli::summarizer::warn_first_failure(
-///     memory_summarize::FailureClass::Timeout,
+///     memory_core::layer::FailureClass::Timeout,
 ///     "request timed out after 120000 ms",
 ///     "trajectory 0, message 12",
 /// );
@@ -124,7 +283,7 @@ pub fn warn_first_failure(class: FailureClass, message: &str, at: &str) {
 /// failed.
 ///
 /// ```
-/// use memory_summarize::FailureCounts;
+/// use memory_core::layer::FailureCounts;
 /// let f = FailureCounts { context_overflow: 9, ..Default::default() };
 /// assert_eq!(
 ///     memory_cli::summarizer::failures_line(&f, 12).unwrap(),
@@ -141,15 +300,21 @@ pub fn failures_line(failures: &FailureCounts, calls: u64) -> Option<String> {
     })
 }
 
-/// A provider that waits before every call: a stand-in for a slow model
-/// around a fast one.
-struct Delayed {
-    inner: Arc<dyn Provider>,
+/// A provider layer that waits before every call: a stand-in for a slow
+/// model around a fast one.
+struct Delayed<P> {
+    inner: P,
     delay: Duration,
 }
 
+impl<P> Delayed<P> {
+    fn new(inner: P, delay: Duration) -> Self {
+        Self { inner, delay }
+    }
+}
+
 #[async_trait::async_trait]
-impl Provider for Delayed {
+impl<P: Provider> Provider for Delayed<P> {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         tokio::time::sleep(self.delay).await;
         self.inner.chat(request).await

@@ -113,3 +113,104 @@ fn added_summarizer_latency_shows_in_the_calls_that_summarize() {
         assert!(row.latency_us >= 40_000 * row.summarizer_calls, "{row:?}");
     }
 }
+
+#[test]
+fn summary_options_reach_every_request() {
+    let server = Loopback::start(
+        "200 OK",
+        r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"The agent is fixing the CSV import."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":9}}"#,
+    );
+    let url = server.url.clone();
+    let input = example_session().display().to_string();
+    let base = [
+        "replay",
+        "--input",
+        &input,
+        "--budget",
+        "1000",
+        "--pipeline",
+        "summarize",
+        "--base-url",
+        &url,
+        "--model",
+        "test-model",
+        "--api-key-env",
+        "MEMORY_TEST_NO_SUCH_KEY",
+    ];
+    let run = memory(&base);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let asked = server.bodies().len();
+    assert!(asked > 0);
+    for body in server.bodies() {
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body["temperature"], 0.0,
+            "summaries default to temperature 0"
+        );
+    }
+
+    let mut args = base.to_vec();
+    args.extend([
+        "--summary-max-tokens",
+        "300",
+        "--max-input-tokens",
+        "6000",
+        "--temperature",
+        "0.25",
+        "--timeout-ms",
+        "5000",
+        "--retries",
+        "0",
+    ]);
+    let run = memory(&args);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let bodies = server.bodies();
+    assert!(bodies.len() > asked);
+    for body in &bodies[asked..] {
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["temperature"], 0.25);
+        assert!(body["max_tokens"].as_u64().unwrap() <= 300, "{body}");
+    }
+}
+
+#[test]
+fn a_dead_endpoint_gets_a_handful_of_requests_each_counted() {
+    let server = Loopback::start(
+        "503 Service Unavailable",
+        r#"{"error":{"message":"upstream down"}}"#,
+    );
+    let url = server.url.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let report_path = dir.path().join("r.json");
+    let input = example_session().display().to_string();
+    let run = memory(&[
+        "replay",
+        "--input",
+        &input,
+        "--budget",
+        "1000",
+        "--pipeline",
+        "summarize",
+        "--base-url",
+        &url,
+        "--model",
+        "test-model",
+        "--api-key-env",
+        "MEMORY_TEST_NO_SUCH_KEY",
+        "--retries",
+        "1",
+        "--report",
+        &report_path.display().to_string(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let report: memory_cli::Report =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let sent = server.served() as u64;
+    // Three calls of two attempts each, then the circuit stays open (the
+    // offline summarizer is called 11 times at this budget).
+    assert_eq!(sent, 6, "{}", run.stderr);
+    let t = &report.totals;
+    assert_eq!(t.summarizer_calls, sent, "every request sent is counted");
+    assert_eq!(t.summarizer_failures.server_error, sent);
+    assert_eq!(t.valid_rows, t.calls);
+}

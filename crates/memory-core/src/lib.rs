@@ -3,9 +3,11 @@
 //! A [`Memory`] records a conversation; a [`TrimStrategy`] fits it into a
 //! [`Budget`] measured by a [`TokenCounter`]. Strategies chain through a
 //! [`Pipeline`]. Model calls go through a [`Provider`]; durable history
-//! through a [`Store`]. This crate holds no strategy logic, only what every
-//! strategy shares: the [`structure`] of a transcript (steps, rounds, the
-//! floor), [`validate`] and [`repair`], and the [`summary`] recognizer.
+//! through a [`Store`]; the [`layer`]s add retries, timeouts, metering and
+//! a circuit breaker to any provider. This crate holds no strategy logic,
+//! only what every strategy shares: the [`structure`] of a transcript
+//! (steps, rounds, the floor), [`validate`] and [`repair`], and the
+//! [`summary`] recognizer.
 //!
 //! ```
 //! use memory_core::{structure, validate, Budget, CharTokenCounter, History, Message, ToolCall};
@@ -31,6 +33,7 @@ mod error;
 mod fake;
 mod history;
 mod in_memory_store;
+pub mod layer;
 mod memory;
 mod message;
 pub mod openai;

@@ -193,6 +193,18 @@ pub enum ProviderError {
     /// Anything else the provider reported.
     #[error("{0}")]
     Other(String),
+    /// A circuit breaker refused the call without sending it: the provider
+    /// failed too often in a row (see
+    /// [`CircuitBreaker`](crate::layer::CircuitBreaker)).
+    #[error(
+        "not sent, the circuit is open: {message}; one probe call goes through in {retry_in_ms} ms, check that the endpoint is up"
+    )]
+    CircuitOpen {
+        /// How long until the breaker lets one probe call through.
+        retry_in_ms: u64,
+        /// How many calls failed in a row, and the last failure.
+        message: String,
+    },
 }
 
 impl ProviderError {
@@ -209,6 +221,26 @@ impl ProviderError {
                 | ProviderError::RateLimited { .. }
                 | ProviderError::Server { .. }
         )
+    }
+
+    /// How long the server asked to wait before the next call, when it
+    /// said (a rate limit's `Retry-After`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memory_core::ProviderError;
+    /// let limited = ProviderError::RateLimited { retry_after_ms: Some(1500), message: "slow down".into() };
+    /// assert_eq!(limited.retry_after(), Some(Duration::from_millis(1500)));
+    /// assert_eq!(ProviderError::Network("reset".into()).retry_after(), None);
+    /// ```
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ProviderError::RateLimited {
+                retry_after_ms: Some(ms),
+                ..
+            } => Some(std::time::Duration::from_millis(*ms)),
+            _ => None,
+        }
     }
 }
 

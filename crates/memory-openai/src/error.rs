@@ -13,7 +13,8 @@ const QUOTE_CHARS: usize = 300;
 ///
 /// - 401 and 403: [`ProviderError::Authentication`];
 /// - 429: [`ProviderError::RateLimited`], unless the account's quota is
-///   spent (`insufficient_quota`), which waiting does not fix;
+///   spent (`insufficient_quota`), which waiting does not fix; a 503 that
+///   says when to come back (`Retry-After`) too, naming its status;
 /// - 400, 413 and 422 whose error code is `context_length_exceeded` (or
 ///   llama.cpp's `exceed_context_size_error`) or whose message speaks of the
 ///   context length or window: [`ProviderError::ContextOverflow`];
@@ -43,6 +44,10 @@ pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -
         429 => ProviderError::RateLimited {
             retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             message,
+        },
+        503 if retry_after.is_some() => ProviderError::RateLimited {
+            retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            message: format!("HTTP 503: {message}"),
         },
         400 | 413 | 422 if detail.is_context_overflow() => {
             ProviderError::ContextOverflow(format!("HTTP {status}: {message}"))
@@ -129,10 +134,8 @@ fn quote(text: &str) -> String {
 }
 
 /// The [`ProviderError`] for a failure to get any response.
-pub(crate) fn classify_transport(error: &reqwest::Error, timeout: Duration) -> ProviderError {
-    if error.is_timeout() {
-        ProviderError::Timeout(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-    } else if error.is_builder() {
+pub(crate) fn classify_transport(error: &reqwest::Error) -> ProviderError {
+    if error.is_builder() {
         ProviderError::Other(format!(
             "the request could not be built: {error}; check the base URL and the headers"
         ))
@@ -176,6 +179,13 @@ mod tests {
             ),
             ProviderError::Other(m) if m.contains("add credit")
         ));
+        assert_eq!(
+            classify_status(503, Some(Duration::from_secs(2)), "loading model"),
+            ProviderError::RateLimited {
+                retry_after_ms: Some(2_000),
+                message: "HTTP 503: loading model".into()
+            }
+        );
         assert_eq!(
             classify_status(503, None, "upstream down"),
             ProviderError::Server {

@@ -1,31 +1,33 @@
 //! [`OpenAiProvider`]: a [`Provider`](memory_core::Provider) for any
 //! OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, the llama.cpp
-//! server, Ollama, gateways), over `reqwest` with rustls.
+//! server, Ollama, gateways), over `reqwest` with rustls. Each call is one
+//! request, one attempt; retries, timeouts, metering and a circuit breaker
+//! are [`memory_core::layer`]s, stacked in one line.
 //!
 //! | item | what it is |
 //! |---|---|
-//! | [`OpenAiProvider`] | the provider: key, headers, timeout, retries |
-//! | [`RetryPolicy`], [`parse_retry_after`] | exponential backoff that honours `Retry-After` |
+//! | [`OpenAiProvider`] | the provider: endpoint, model, key, headers |
 //! | [`classify_status`] | HTTP errors as [`ProviderError`](memory_core::ProviderError)s |
 //! | [`request_body`], [`parse_reply`], [`stop_reason`] | the wire format |
 //!
 //! ```no_run
 //! use std::sync::Arc;
+//! use std::time::Duration;
+//! use memory_core::layer::{ProviderExt, RetryPolicy};
 //! use memory_openai::OpenAiProvider;
 //!
 //! let summarizer = OpenAiProvider::new("http://127.0.0.1:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
 //!     .with_api_key_env("OPENAI_API_KEY")
-//!     .with_timeout(std::time::Duration::from_secs(60));
+//!     .with_timeout(Duration::from_secs(60))
+//!     .with_retry(RetryPolicy::default());
 //! let provider: Arc<dyn memory_core::Provider> = Arc::new(summarizer);
 //! # let _ = provider;
 //! ```
 
 mod error;
 mod provider;
-mod retry;
 mod wire;
 
 pub use error::classify_status;
 pub use provider::OpenAiProvider;
-pub use retry::{RetryPolicy, parse_retry_after};
 pub use wire::{parse_reply, request_body, stop_reason};

@@ -10,12 +10,13 @@ use reqwest::header::{
     AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
 };
 
+use memory_core::layer::parse_retry_after;
+
 use crate::error::{classify_status, classify_transport};
-use crate::retry::{RetryPolicy, parse_retry_after};
 use crate::wire::{parse_reply, request_body};
 
-/// The default limit on one attempt.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long connecting to the endpoint may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where the API key comes from.
 #[derive(Clone)]
@@ -36,10 +37,13 @@ enum ApiKey {
 /// - Headers set with [`with_header`](Self::with_header) go with every call,
 ///   and a request's [`ModelOptions::headers`](memory_core::ModelOptions)
 ///   after them (they win).
-/// - Each attempt is limited by [`with_timeout`](Self::with_timeout)
-///   (120 s by default). Network errors, timeouts, 429 and 5xx are retried
-///   as [`RetryPolicy`] says (3 retries from 500 ms by default), waiting what
-///   a `Retry-After` header asks when there is one.
+/// - Each [`chat`](Provider::chat) sends one request and makes one
+///   attempt: retries, a limit on how long a call may take, metering and a
+///   circuit breaker are [layers](memory_core::layer) stacked on it, so
+///   that they happen in one place. Connecting gives up after 10 s (a
+///   network error). A `Retry-After` header of a 429, or of a 503, goes
+///   into the [`ProviderError::RateLimited`] it returns, for a
+///   [`Retry`](memory_core::layer::Retry) layer to honour.
 /// - `finish_reason` becomes the [`StopReason`](memory_core::StopReason)
 ///   (`content_filter` a refusal), `usage` the
 ///   [`Usage`](memory_core::Usage); failures are classified into
@@ -47,6 +51,8 @@ enum ApiKey {
 ///   [`classify_status`](crate::classify_status)).
 ///
 /// ```no_run
+/// use std::time::Duration;
+/// use memory_core::layer::{ProviderExt, RetryPolicy};
 /// use memory_core::{ChatRequest, Message, Provider};
 /// use memory_openai::OpenAiProvider;
 ///
@@ -54,7 +60,9 @@ enum ApiKey {
 /// // A local llama.cpp or vLLM server needs no key; OpenAI does.
 /// let local = OpenAiProvider::new("http://127.0.0.1:8080/v1", "qwen2.5-7b-instruct");
 /// let openai = OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
-///     .with_api_key_env("OPENAI_API_KEY");
+///     .with_api_key_env("OPENAI_API_KEY")
+///     .with_timeout(Duration::from_secs(60))
+///     .with_retry(RetryPolicy::default());
 /// let reply = openai.chat(ChatRequest::new(vec![Message::user("Say hi")])).await?;
 /// println!("{}", reply.message.text());
 /// # let _ = local;
@@ -69,8 +77,6 @@ pub struct OpenAiProvider {
     model: String,
     api_key: ApiKey,
     headers: BTreeMap<String, String>,
-    timeout: Duration,
-    retry: RetryPolicy,
     max_tokens_field: &'static str,
 }
 
@@ -88,8 +94,6 @@ impl fmt::Debug for OpenAiProvider {
             .field("model", &self.model)
             .field("api_key", &key)
             .field("headers", &headers)
-            .field("timeout", &self.timeout)
-            .field("retry", &self.retry)
             .finish()
     }
 }
@@ -105,14 +109,13 @@ impl OpenAiProvider {
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
             client: reqwest::Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
                 .build()
                 .map_err(|e| e.to_string()),
             base_url: base_url.into().trim_end_matches('/').to_string(),
             model: model.into(),
             api_key: ApiKey::None,
             headers: BTreeMap::new(),
-            timeout: DEFAULT_TIMEOUT,
-            retry: RetryPolicy::default(),
             max_tokens_field: "max_tokens",
         }
     }
@@ -151,30 +154,6 @@ impl OpenAiProvider {
     /// ```
     pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.insert(name.into(), value.into());
-        self
-    }
-
-    /// Limits each attempt to `timeout`.
-    ///
-    /// ```
-    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:8080/v1", "m")
-    ///     .with_timeout(std::time::Duration::from_secs(30));
-    /// # let _ = p;
-    /// ```
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Retries as `policy` says ([`RetryPolicy::none`] for no retries).
-    ///
-    /// ```
-    /// use memory_openai::{OpenAiProvider, RetryPolicy};
-    /// let p = OpenAiProvider::new("http://127.0.0.1:8080/v1", "m").with_retry(RetryPolicy::none());
-    /// # let _ = p;
-    /// ```
-    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.retry = policy;
         self
     }
 
@@ -249,44 +228,35 @@ impl OpenAiProvider {
         Ok(headers)
     }
 
-    /// One attempt: the reply, or the error and what the server asked to
-    /// wait before the next.
-    async fn attempt(
+    /// Sends `body` once: the reply, or the classified failure.
+    async fn send(
         &self,
         headers: HeaderMap,
         body: &serde_json::Value,
-    ) -> Result<ChatResponse, (ProviderError, Option<Duration>)> {
+    ) -> Result<ChatResponse, ProviderError> {
         let client = self.client.as_ref().map_err(|e| {
-            let error = ProviderError::Other(format!(
+            ProviderError::Other(format!(
                 "the HTTP client could not be set up: {e}; check the system's TLS configuration"
-            ));
-            (error, None)
+            ))
         })?;
-        let sent = client
+        let response = client
             .post(self.endpoint())
             .headers(headers)
-            .timeout(self.timeout)
             .json(body)
             .send()
-            .await;
-        let response = sent.map_err(|e| (classify_transport(&e, self.timeout), None))?;
+            .await
+            .map_err(|e| classify_transport(&e))?;
         let status = response.status();
         let retry_after = response
             .headers()
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let text = response
-            .text()
-            .await
-            .map_err(|e| (classify_transport(&e, self.timeout), None))?;
+        let text = response.text().await.map_err(|e| classify_transport(&e))?;
         if status.is_success() {
-            parse_reply(&text).map_err(|e| (e, None))
+            parse_reply(&text)
         } else {
-            Err((
-                classify_status(status.as_u16(), retry_after, &text),
-                retry_after,
-            ))
+            Err(classify_status(status.as_u16(), retry_after, &text))
         }
     }
 }
@@ -296,23 +266,6 @@ impl Provider for OpenAiProvider {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let headers = self.headers(&request)?;
         let body = request_body(&self.model, &request, self.max_tokens_field);
-        let mut attempt = 1;
-        loop {
-            match self.attempt(headers.clone(), &body).await {
-                Ok(reply) => return Ok(reply),
-                Err((error, retry_after)) if self.retry.should_retry(&error, attempt) => {
-                    let delay = self.retry.delay(attempt, retry_after);
-                    tracing::info!(
-                        attempt,
-                        delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                        %error,
-                        "chat completion failed; retrying"
-                    );
-                    tokio::time::sleep(delay).await;
-                    attempt += 1;
-                }
-                Err((error, _)) => return Err(error),
-            }
-        }
+        self.send(headers, &body).await
     }
 }

@@ -1,14 +1,13 @@
 //! `OpenAiProvider` against a real HTTP server on loopback: what it sends,
-//! how it reads replies, and how it retries and classifies failures.
+//! how it reads replies, and how it classifies failures, one attempt per
+//! call (the layers that retry are tested in `layers.rs`).
 
 mod server;
-
-use std::time::{Duration, Instant};
 
 use memory_core::{
     ChatRequest, Message, ModelOptions, Provider, ProviderError, StopReason, ToolCall, Usage,
 };
-use memory_openai::{OpenAiProvider, RetryPolicy};
+use memory_openai::OpenAiProvider;
 use serde_json::json;
 use server::{Reply, Server};
 
@@ -36,17 +35,14 @@ fn request() -> ChatRequest {
     ])
 }
 
-/// Retries with millisecond waits, so the tests stay fast.
-fn fast(server: &Server) -> OpenAiProvider {
+fn provider(server: &Server) -> OpenAiProvider {
     OpenAiProvider::new(server.base_url(), "test-model")
-        .with_retry(RetryPolicy::new(3, Duration::from_millis(5)))
-        .with_timeout(Duration::from_secs(5))
 }
 
 #[tokio::test]
 async fn a_reply_is_read_with_its_usage_and_stop_reason() {
     let server = Server::start([completion("The fix is in src/lib.rs.", "stop")]).await;
-    let reply = fast(&server).chat(request()).await.unwrap();
+    let reply = provider(&server).chat(request()).await.unwrap();
     assert_eq!(
         reply.message,
         Message::assistant("The fix is in src/lib.rs.")
@@ -70,7 +66,7 @@ async fn finish_reasons_map_to_stop_reasons() {
         ("stop", StopReason::Stop),
     ] {
         let server = Server::start([completion("partial", finish)]).await;
-        let reply = fast(&server).chat(request()).await.unwrap();
+        let reply = provider(&server).chat(request()).await.unwrap();
         assert_eq!(reply.stop_reason, expected, "{finish}");
     }
 }
@@ -78,7 +74,7 @@ async fn finish_reasons_map_to_stop_reasons() {
 #[tokio::test]
 async fn the_request_carries_the_body_the_key_and_the_headers() {
     let server = Server::start([completion("ok", "stop")]).await;
-    let provider = fast(&server)
+    let provider = provider(&server)
         .with_api_key("sk-test-123")
         .with_header("x-route", "summarizer")
         .with_header("x-tenant", "builder-default");
@@ -133,12 +129,12 @@ async fn the_key_can_come_from_the_environment() {
     // `cargo test` sets CARGO_PKG_NAME for the test process; when run some
     // other way it may be unset, and then no key is sent.
     let server = Server::start([completion("ok", "stop"), completion("ok", "stop")]).await;
-    fast(&server)
+    provider(&server)
         .with_api_key_env("CARGO_PKG_NAME")
         .chat(request())
         .await
         .unwrap();
-    fast(&server)
+    provider(&server)
         .with_api_key_env("MEMORY_OPENAI_TEST_NEVER_SET")
         .chat(request())
         .await
@@ -164,60 +160,52 @@ fn the_key_is_never_printed() {
 }
 
 #[tokio::test]
-async fn a_429_is_retried_after_what_retry_after_asks() {
+async fn each_call_is_one_attempt() {
     let server = Server::start([
-        Reply::json(429, json!({"error": {"message": "Rate limit reached"}}))
-            .header("retry-after", "0.2"),
-        completion("ok", "stop"),
+        Reply::json(500, json!({"error": {"message": "internal error"}})),
+        completion("unused", "stop"),
     ])
     .await;
-    let provider = OpenAiProvider::new(server.base_url(), "test-model")
-        .with_retry(RetryPolicy::new(3, Duration::from_millis(1)));
-    let started = Instant::now();
-    let reply = provider.chat(request()).await.unwrap();
-    assert_eq!(reply.message.text(), "ok");
-    assert_eq!(server.received().len(), 2);
-    assert!(
-        started.elapsed() >= Duration::from_millis(200),
-        "Retry-After not honoured: {:?}",
-        started.elapsed()
+    let error = provider(&server).chat(request()).await.unwrap_err();
+    assert_eq!(
+        error,
+        ProviderError::Server {
+            status: 500,
+            message: "internal error".into()
+        }
     );
+    assert_eq!(server.received().len(), 1);
 }
 
 #[tokio::test]
-async fn retries_are_bounded() {
-    let limited = || {
+async fn retry_after_goes_into_the_error() {
+    let server = Server::start([
         Reply::json(429, json!({"error": {"message": "Rate limit reached"}}))
-            .header("retry-after", "0.01")
-    };
-    let server = Server::start([limited(), limited(), limited(), limited()]).await;
-    let provider = OpenAiProvider::new(server.base_url(), "test-model")
-        .with_retry(RetryPolicy::new(2, Duration::from_millis(1)));
-    let error = provider.chat(request()).await.unwrap_err();
+            .header("retry-after", "2"),
+        Reply::json(503, json!({"error": {"message": "Loading model"}}))
+            .header("retry-after", "0.5"),
+    ])
+    .await;
+    let p = provider(&server);
     assert_eq!(
-        error,
+        p.chat(request()).await.unwrap_err(),
         ProviderError::RateLimited {
-            retry_after_ms: Some(10),
+            retry_after_ms: Some(2_000),
             message: "Rate limit reached".into()
         }
     );
-    assert_eq!(server.received().len(), 3, "one attempt and two retries");
-}
-
-#[tokio::test]
-async fn a_500_is_retried() {
-    let server = Server::start([
-        Reply::json(500, json!({"error": {"message": "internal error"}})),
-        completion("ok", "stop"),
-    ])
-    .await;
-    let reply = fast(&server).chat(request()).await.unwrap();
-    assert_eq!(reply.message.text(), "ok");
+    assert_eq!(
+        p.chat(request()).await.unwrap_err(),
+        ProviderError::RateLimited {
+            retry_after_ms: Some(500),
+            message: "HTTP 503: Loading model".into()
+        }
+    );
     assert_eq!(server.received().len(), 2);
 }
 
 #[tokio::test]
-async fn a_401_is_an_authentication_error_not_retried() {
+async fn a_401_is_an_authentication_error() {
     let server = Server::start([
         Reply::json(
             401,
@@ -226,7 +214,7 @@ async fn a_401_is_an_authentication_error_not_retried() {
         completion("unused", "stop"),
     ])
     .await;
-    let error = fast(&server)
+    let error = provider(&server)
         .with_api_key("sk-wrong")
         .chat(request())
         .await
@@ -251,7 +239,7 @@ async fn a_context_overflow_is_recognized() {
         }}),
     )])
     .await;
-    let error = fast(&server).chat(request()).await.unwrap_err();
+    let error = provider(&server).chat(request()).await.unwrap_err();
     assert!(
         matches!(&error, ProviderError::ContextOverflow(m) if m.contains("8192")),
         "{error:?}"
@@ -263,25 +251,12 @@ async fn a_context_overflow_is_recognized() {
 #[tokio::test]
 async fn a_body_that_is_not_json_is_a_malformed_reply() {
     let server = Server::start([Reply::text(200, "<html>gateway says hi</html>")]).await;
-    let error = fast(&server).chat(request()).await.unwrap_err();
+    let error = provider(&server).chat(request()).await.unwrap_err();
     assert!(
         matches!(&error, ProviderError::MalformedReply(m) if m.contains("not JSON") && m.contains("gateway says hi")),
         "{error:?}"
     );
     assert_eq!(server.received().len(), 1);
-}
-
-#[tokio::test]
-async fn a_slow_server_is_a_timeout() {
-    let server =
-        Server::start([completion("late", "stop").after(Duration::from_millis(800))]).await;
-    let provider = OpenAiProvider::new(server.base_url(), "test-model")
-        .with_timeout(Duration::from_millis(100))
-        .with_retry(RetryPolicy::none());
-    let started = Instant::now();
-    let error = provider.chat(request()).await.unwrap_err();
-    assert_eq!(error, ProviderError::Timeout(100));
-    assert!(started.elapsed() < Duration::from_millis(700));
 }
 
 #[tokio::test]
@@ -291,8 +266,7 @@ async fn a_closed_port_is_a_network_error() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let provider = OpenAiProvider::new(format!("http://127.0.0.1:{port}/v1"), "test-model")
-        .with_retry(RetryPolicy::new(1, Duration::from_millis(1)));
+    let provider = OpenAiProvider::new(format!("http://127.0.0.1:{port}/v1"), "test-model");
     let error = provider.chat(request()).await.unwrap_err();
     assert!(matches!(error, ProviderError::Network(_)), "{error:?}");
     assert!(error.to_string().contains("check the base URL"));

@@ -6,9 +6,13 @@
 //! summary. The first chunk is summarized; each later chunk is sent after the
 //! running summary, which the summarizer folds into its reply. A part larger
 //! than a whole chunk is shortened in the middle for the summarizer's eyes
-//! only. When the summarizer reports a context overflow anyway, the limit is
-//! halved and the chunk packed again. Any other failed or rejected call fails
-//! the whole fold: a partial summary never stands for the whole.
+//! only. When the summarizer reports a context overflow anyway, the chunk is
+//! halved and packed again, and the halved size is kept as the cap of every
+//! later chunk, in later folds too: a request the endpoint refused is not
+//! sent again. Any other failed or rejected call fails the whole fold: a
+//! partial summary never stands for the whole.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_core::{
     ChatRequest, MemoryError, Message, ModelOptions, Provider, ProviderError, TokenCounter,
@@ -53,6 +57,9 @@ pub(crate) struct Fold<'a> {
     pub options: &'a ModelOptions,
     pub max_tokens: u32,
     pub max_input_tokens: Option<usize>,
+    /// The most history tokens per call since a context overflow
+    /// (`usize::MAX` before any), shared with the folds that come after.
+    pub chunk_cap: &'a AtomicUsize,
 }
 
 impl Fold<'_> {
@@ -65,7 +72,7 @@ impl Fold<'_> {
         let prompt_tokens = self.counter.count(self.prompt).await?;
         let limit = self.max_input_tokens.unwrap_or(usize::MAX);
         // Lowered by context overflows: the most history tokens per call.
-        let mut chunk_cap = usize::MAX;
+        let mut chunk_cap = self.chunk_cap.load(Ordering::Relaxed);
         let mut overflows = 0;
         let mut running: Option<String> = None;
         let mut next = 0;
@@ -96,8 +103,12 @@ impl Fold<'_> {
                     if overflows < MAX_OVERFLOW_RETRIES && chunk_tokens > 1 =>
                 {
                     overflows += 1;
-                    chunk_cap = chunk_tokens / 2;
-                    tracing::debug!(chunk_cap, "summarizer context overflow; halving the chunk");
+                    chunk_cap = chunk_cap.min(chunk_tokens / 2);
+                    self.chunk_cap.fetch_min(chunk_cap, Ordering::Relaxed);
+                    tracing::debug!(
+                        chunk_cap,
+                        "summarizer context overflow; halving the chunk, for this and later calls"
+                    );
                 }
                 Err(e) => return Err(e),
             }
@@ -187,7 +198,17 @@ mod tests {
     static OPTIONS: std::sync::LazyLock<ModelOptions> =
         std::sync::LazyLock::new(ModelOptions::default);
 
+    /// A fold with no cap learned yet (each its own, for test isolation).
     fn fold<'a>(provider: &'a FakeProvider, max_input_tokens: Option<usize>) -> Fold<'a> {
+        let cap = Box::leak(Box::new(AtomicUsize::new(usize::MAX)));
+        fold_with(provider, max_input_tokens, cap)
+    }
+
+    fn fold_with<'a>(
+        provider: &'a FakeProvider,
+        max_input_tokens: Option<usize>,
+        chunk_cap: &'a AtomicUsize,
+    ) -> Fold<'a> {
         Fold {
             provider,
             counter: &CharTokenCounter,
@@ -195,6 +216,7 @@ mod tests {
             options: &OPTIONS,
             max_tokens: 50,
             max_input_tokens,
+            chunk_cap,
         }
     }
 
@@ -255,13 +277,21 @@ mod tests {
             FakeReply::Text("rest".into()),
         ]);
         let two = vec![parts()[0].clone(), parts()[1].clone()];
-        let out = fold(&fake, None).run(&two).await.unwrap();
+        let cap = AtomicUsize::new(usize::MAX);
+        let out = fold_with(&fake, None, &cap).run(&two).await.unwrap();
         assert_eq!(out, "rest");
         assert_eq!(sent(&fake, 1), two[0]);
         assert_eq!(
             sent(&fake, 2),
             format!("previous summary: half\n{}", two[1])
         );
+        // The halved size is kept: the next fold starts small.
+        assert_eq!(cap.load(Ordering::Relaxed), 5);
+        fake.push(FakeReply::Text("next".into()));
+        fake.push(FakeReply::Text("next, merged".into()));
+        fold_with(&fake, None, &cap).run(&two).await.unwrap();
+        assert_eq!(fake.requests().len(), 5, "split at once, no overflow first");
+        assert_eq!(sent(&fake, 3), two[0]);
     }
 
     #[tokio::test]

@@ -7,8 +7,6 @@
 //! |---|---|
 //! | [`SummarizeStrategy`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)) |
 //! | [`ExtractiveSummarizer`] | an offline [`Provider`](memory_core::Provider) that keeps the most informative lines |
-//! | [`MeteredProvider`], [`ProviderStats`] | a provider wrapper that counts calls and tokens |
-//! | [`FailureClass`], [`FailureCounts`] | why a summarizer call came to nothing, counted by class |
 //! | [`accept_reply`], [`Rejection`] | when a reply may become a summary |
 //! | [`DEFAULT_PROMPT`], [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults |
 //!
@@ -34,13 +32,11 @@
 
 mod extractive;
 mod fold;
-mod metered;
 mod plan;
 mod prompt;
 mod strategy;
 
 pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
 pub use memory_core::{Rejection, accept_reply};
-pub use metered::{FailureClass, FailureCounts, MeteredProvider, ProviderStats};
 pub use prompt::DEFAULT_PROMPT;
 pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS, SummarizeStrategy};

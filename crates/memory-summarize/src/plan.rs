@@ -80,29 +80,13 @@ pub(crate) fn plan(history: &History<'_>, budget: &Budget, reserve: usize) -> Pl
     if tail.take(round_start..n, max) {
         // The newest round fits: older rounds while they fit what the
         // reservation leaves.
+        let rounds = usize::from(question.is_some());
         let limit = budget.round_limit().unwrap_or(usize::MAX);
-        let mut rounds = usize::from(question.is_some());
-        let mut end = round_start;
-        while end > 0 {
-            let start = structure::round_start(messages, end);
-            let is_round = messages[start].is_user();
-            if (is_round && rounds >= limit) || !tail.take(start..end, target) {
-                break;
-            }
-            rounds += usize::from(is_round);
-            end = start;
-        }
+        tail.older_rounds(round_start, rounds, limit, target);
     } else {
         // One long round: its newest steps, the older ones are summarized.
         let low = question.map_or(0, |q| q + 1);
-        let mut end = newest_step.start;
-        while end > low {
-            let start = structure::step_start(messages, end).max(low);
-            if !tail.take(start..end, target) {
-                break;
-            }
-            end = start;
-        }
+        tail.older_steps(newest_step.start, low, target);
     }
 
     let Tail {
@@ -140,6 +124,37 @@ impl Tail<'_, '_> {
                 true
             }
             _ => false,
+        }
+    }
+}
+
+impl Tail<'_, '_> {
+    /// Keeps the rounds (and the head) before `end`, newest first, while
+    /// they fit `target` and the kept rounds, `rounds` so far, stay within
+    /// `limit`.
+    fn older_rounds(&mut self, mut end: usize, mut rounds: usize, limit: usize, target: usize) {
+        let messages = self.history.messages();
+        while end > 0 {
+            let start = structure::round_start(messages, end);
+            let is_round = messages[start].is_user();
+            if (is_round && rounds >= limit) || !self.take(start..end, target) {
+                break;
+            }
+            rounds += usize::from(is_round);
+            end = start;
+        }
+    }
+
+    /// Keeps the whole steps between `low` and `end`, newest first, while
+    /// they fit `target`.
+    fn older_steps(&mut self, mut end: usize, low: usize, target: usize) {
+        let messages = self.history.messages();
+        while end > low {
+            let start = structure::step_start(messages, end).max(low);
+            if !self.take(start..end, target) {
+                break;
+            }
+            end = start;
         }
     }
 }

@@ -2,10 +2,12 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+use memory_core::layer::{BreakerPolicy, CircuitBreaker};
 use memory_core::{
-    Budget, History, MemoryError, Message, ModelOptions, Provider, Selection, TokenCounter,
-    TrimResult, TrimStrategy, structure, summary, transcript,
+    Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Selection,
+    TokenCounter, TrimResult, TrimStrategy, structure, summary, transcript,
 };
 use memory_window::WindowDrop;
 
@@ -28,6 +30,10 @@ pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1024;
 /// assert_eq!(memory_summarize::DEFAULT_MAX_INPUT_TOKENS, 100_000);
 /// ```
 pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
+
+/// The sampling temperature of summary requests unless configured: a
+/// summary is a record, not a creative text.
+const SUMMARY_TEMPERATURE: f32 = 0.0;
 
 /// Summarizes the older history into one summary message when the history
 /// exceeds the budget, and keeps the newest verbatim.
@@ -61,11 +67,14 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// The options set with [`with_options`](Self::with_options) (headers,
 /// temperature, extra fields) travel with every call; `max_tokens` is the
 /// summary cap, or less when the budget has less room left for the summary
-/// (the room less what the summary's prefix costs).
+/// (the room less what the summary's prefix costs). The temperature is 0
+/// unless configured ([`with_temperature`](Self::with_temperature)).
 /// A transcript larger than [`with_max_input_tokens`](Self::with_max_input_tokens)
 /// is summarized in chunks split between steps, each folded into the
 /// running summary; a context overflow reported by the summarizer halves
-/// the chunks.
+/// the chunks, and the strategy remembers it: later calls are split to the
+/// halved size from the start instead of sending a request the endpoint
+/// already refused.
 ///
 /// # Failure never destroys history
 ///
@@ -77,6 +86,13 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// tries again. No call is made when there is nothing new to summarize (one
 /// round, or only a summary before it) or when the budget leaves no room
 /// for a summary; the projection is returned then too.
+///
+/// A summarizer that is down is not called on every turn: the provider sits
+/// behind a [`CircuitBreaker`] ([`BreakerPolicy::default`]: after 3 failed
+/// calls in a row, no call for 30 s, then one probe, the wait doubling
+/// while probes fail; see
+/// [`with_circuit_breaker`](Self::with_circuit_breaker)). Meanwhile every
+/// over-budget turn gets the projection at once.
 ///
 /// A summary that turns out larger than the room left (a model that
 /// overruns its cap, a counter that disagrees with the model's tokenizer)
@@ -105,11 +121,14 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// # });
 /// ```
 pub struct SummarizeStrategy {
-    provider: Arc<dyn Provider>,
+    provider: CircuitBreaker<Arc<dyn Provider>>,
     prompt: String,
     summary_max_tokens: u32,
     max_input_tokens: usize,
     options: ModelOptions,
+    /// The most transcript tokens per call since the summarizer reported a
+    /// context overflow (`usize::MAX` before any).
+    chunk_cap: AtomicUsize,
 }
 
 impl fmt::Debug for SummarizeStrategy {
@@ -119,15 +138,17 @@ impl fmt::Debug for SummarizeStrategy {
             .field("summary_max_tokens", &self.summary_max_tokens)
             .field("max_input_tokens", &self.max_input_tokens)
             .field("options", &self.options)
+            .field("breaker", self.provider.policy())
+            .field("chunk_cap", &self.chunk_cap.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
 
 impl SummarizeStrategy {
     /// Summarizes with `provider`, the [`DEFAULT_PROMPT`], a summary cap of
-    /// [`DEFAULT_SUMMARY_MAX_TOKENS`] and an input limit of
-    /// [`DEFAULT_MAX_INPUT_TOKENS`]. Pass an `Arc` to keep a handle on the
-    /// provider.
+    /// [`DEFAULT_SUMMARY_MAX_TOKENS`], an input limit of
+    /// [`DEFAULT_MAX_INPUT_TOKENS`], temperature 0 and the default
+    /// [`BreakerPolicy`]. Pass an `Arc` to keep a handle on the provider.
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
@@ -135,12 +156,17 @@ impl SummarizeStrategy {
     /// assert_eq!(strategy.summary_max_tokens(), 1024);
     /// ```
     pub fn new(provider: impl Provider + 'static) -> Self {
+        let provider: Arc<dyn Provider> = Arc::new(provider);
         Self {
-            provider: Arc::new(provider),
+            provider: CircuitBreaker::new(provider, BreakerPolicy::default()),
             prompt: DEFAULT_PROMPT.to_string(),
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
-            options: ModelOptions::default(),
+            options: ModelOptions {
+                temperature: Some(SUMMARY_TEMPERATURE),
+                ..ModelOptions::default()
+            },
+            chunk_cap: AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -190,7 +216,9 @@ impl SummarizeStrategy {
     /// Options for every summarizer call: headers (a gateway's route or
     /// tenant), sampling, extra body fields. The strategy builds its own
     /// requests, so whatever the endpoint needs on every call must be set
-    /// here. `max_tokens` is replaced by the summary cap.
+    /// here. `max_tokens` is replaced by the summary cap; a `temperature`
+    /// left unset keeps the one in force (0 unless
+    /// [`with_temperature`](Self::with_temperature) changed it).
     ///
     /// ```
     /// use memory_core::ModelOptions;
@@ -202,7 +230,43 @@ impl SummarizeStrategy {
     /// assert_eq!(strategy.options().headers["x-tenant"], "acme");
     /// ```
     pub fn with_options(mut self, options: ModelOptions) -> Self {
+        let temperature = options.temperature.or(self.options.temperature);
         self.options = options;
+        self.options.temperature = temperature;
+        self
+    }
+
+    /// Samples summaries at `temperature`; `None` sends none, leaving the
+    /// endpoint's default (often 0.8 on local servers).
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new());
+    /// assert_eq!(strategy.options().temperature, Some(0.0));
+    /// let strategy = strategy.with_temperature(0.3);
+    /// assert_eq!(strategy.options().temperature, Some(0.3));
+    /// assert_eq!(strategy.with_temperature(None).options().temperature, None);
+    /// ```
+    pub fn with_temperature(mut self, temperature: impl Into<Option<f32>>) -> Self {
+        self.options.temperature = temperature.into();
+        self
+    }
+
+    /// Guards the summarizer with a circuit breaker of `policy` instead of
+    /// the default one: after `policy.failures` failed calls in a row, no
+    /// call is made for a cool-down and over-budget turns get the
+    /// projection at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use memory_core::layer::BreakerPolicy;
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new())
+    ///     .with_circuit_breaker(BreakerPolicy::new(5, Duration::from_secs(60)));
+    /// assert_eq!(strategy.circuit_breaker().failures, 5);
+    /// ```
+    pub fn with_circuit_breaker(mut self, policy: BreakerPolicy) -> Self {
+        self.provider = CircuitBreaker::new(self.provider.into_inner(), policy);
         self
     }
 
@@ -246,6 +310,16 @@ impl SummarizeStrategy {
         &self.options
     }
 
+    /// The circuit breaker's policy.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).circuit_breaker().failures, 3);
+    /// ```
+    pub fn circuit_breaker(&self) -> &BreakerPolicy {
+        self.provider.policy()
+    }
+
     /// The summary of what `plan` replaces, or why there is none.
     async fn summarize(
         &self,
@@ -264,12 +338,13 @@ impl SummarizeStrategy {
             })
             .collect();
         Fold {
-            provider: self.provider.as_ref(),
+            provider: &self.provider,
             counter,
             prompt: &self.prompt,
             options: &self.options,
             max_tokens,
             max_input_tokens: Some(self.max_input_tokens),
+            chunk_cap: &self.chunk_cap,
         }
         .run(&parts)
         .await
@@ -312,16 +387,9 @@ impl TrimStrategy for SummarizeStrategy {
             .unwrap_or(u32::MAX)
             .min(self.summary_max_tokens);
 
-        let body = match self.summarize(history, &plan, max_tokens, counter).await {
-            Ok(body) => body,
-            Err(FoldError::Count(error)) => return Err(error),
-            Err(error) => {
-                tracing::warn!(
-                    %error,
-                    "summarization failed; showing the newest history instead (storage unchanged, retried on the next call over budget)"
-                );
-                return Ok(fallback());
-            }
+        let folded = self.summarize(history, &plan, max_tokens, counter).await;
+        let Some(body) = body_of(folded)? else {
+            return Ok(fallback());
         };
         let message = summary::message(&body);
         let tokens = counter.count_message(&message).await?;
@@ -342,6 +410,26 @@ impl TrimStrategy for SummarizeStrategy {
             "the summary does not fit the budget even with the newest history alone; dropped (storage unchanged)"
         );
         Ok(fallback())
+    }
+}
+
+/// The summary body a fold made; `None` when it failed (and said so in the
+/// log); a counting error is passed on.
+fn body_of(folded: Result<String, FoldError>) -> Result<Option<String>, MemoryError> {
+    match folded {
+        Ok(body) => Ok(Some(body)),
+        Err(FoldError::Count(error)) => Err(error),
+        Err(FoldError::Provider(error @ ProviderError::CircuitOpen { .. })) => {
+            tracing::debug!(%error, "the summarizer is down; showing the newest history");
+            Ok(None)
+        }
+        Err(error) => {
+            tracing::warn!(
+                %error,
+                "summarization failed; showing the newest history instead (storage unchanged, retried on the next call over budget)"
+            );
+            Ok(None)
+        }
     }
 }
 

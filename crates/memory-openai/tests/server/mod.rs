@@ -1,5 +1,7 @@
 //! A scripted HTTP/1 server on loopback: it answers each request with the
-//! next scripted response and records what it received.
+//! next scripted response and records what it received. Shared by the
+//! test files, each of which uses part of it.
+#![allow(dead_code)]
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;

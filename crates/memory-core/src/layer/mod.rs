@@ -1,0 +1,55 @@
+//! Layers: [`Provider`](crate::Provider) wrappers that add retries,
+//! timeouts, metering and a circuit breaker to any provider, in the style
+//! of tower. Each is a provider itself, so they stack, and
+//! [`ProviderExt`] stacks them in one line:
+//!
+//! ```
+//! use std::time::Duration;
+//! use memory_core::layer::{BreakerPolicy, ProviderExt, RetryPolicy};
+//! # let backend = memory_core::FakeProvider::default();
+//! let provider = backend
+//!     .with_timeout(Duration::from_secs(60))      // each attempt
+//!     .with_retry(RetryPolicy::default())           // retryable failures, Retry-After honoured
+//!     .with_circuit_breaker(BreakerPolicy::default()); // fail fast while it is down
+//! # let _ = provider;
+//! ```
+//!
+//! The order is the nesting: a [`Timeout`] under a [`Retry`] limits each
+//! attempt, over it the whole call; a [`Metered`] under a [`Retry`] counts
+//! every request sent, over it every call made. Timers ([`Timeout`], the
+//! waits of [`Retry`]) run inside a tokio runtime with timers enabled;
+//! outside one, calls are not limited and retries follow at once.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`ProviderExt`] | `with_retry`, `with_timeout`, `metered`, `with_circuit_breaker` on every provider |
+//! | [`Retry`], [`RetryPolicy`], [`RetryBudget`], [`parse_retry_after`] | retries of retryable failures: backoff, `Retry-After`, a budget as a share of recent calls |
+//! | [`Timeout`] | a limit on one call ([`ProviderError::Timeout`](crate::ProviderError::Timeout)) |
+//! | [`Metered`], [`Meter`], [`ProviderStats`] | calls, tokens and failures counted |
+//! | [`FailureClass`], [`FailureCounts`] | why a call came to nothing usable, counted by class |
+//! | [`CallEvent`], [`CallObserver`] | each call's cost and outcome, reported as it ends |
+//! | [`CircuitBreaker`], [`BreakerPolicy`] | fail fast after repeated failures, probe after a cool-down |
+
+mod breaker;
+mod breaker_policy;
+mod ext;
+mod failure;
+mod meter;
+mod metered;
+mod observer;
+mod retry;
+mod retry_budget;
+mod retry_policy;
+mod timeout;
+
+pub use breaker::CircuitBreaker;
+pub use breaker_policy::BreakerPolicy;
+pub use ext::ProviderExt;
+pub use failure::{FailureClass, FailureCounts};
+pub use meter::{Meter, ProviderStats};
+pub use metered::Metered;
+pub use observer::{CallEvent, CallObserver};
+pub use retry::Retry;
+pub use retry_budget::RetryBudget;
+pub use retry_policy::{RetryPolicy, parse_retry_after};
+pub use timeout::Timeout;

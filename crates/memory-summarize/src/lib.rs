@@ -10,7 +10,8 @@
 //! | [`MeteredProvider`], [`ProviderStats`] | a provider wrapper that counts calls and tokens |
 //! | [`FailureClass`], [`FailureCounts`] | why a summarizer call came to nothing, counted by class |
 //! | [`accept_reply`], [`Rejection`] | when a reply may become a summary |
-//! | [`DEFAULT_PROMPT`], [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults |
+//! | [`DEFAULT_SUMMARIZE_PROMPT`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults of this strategy |
+//! | [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_SUMMARY_TEMPERATURE`] | the defaults every summarizing strategy shares (core's [`summary`](memory_core::summary) module, re-exported) |
 //!
 //! ```
 //! use memory_core::{summary, Memory, Message};
@@ -40,7 +41,8 @@ mod prompt;
 mod strategy;
 
 pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
+pub use memory_core::summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
 pub use memory_core::{Rejection, accept_reply};
 pub use metered::{FailureClass, FailureCounts, MeteredProvider, ProviderStats};
-pub use prompt::DEFAULT_PROMPT;
-pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS, SummarizeStrategy};
+pub use prompt::DEFAULT_SUMMARIZE_PROMPT;
+pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, SummarizeStrategy};

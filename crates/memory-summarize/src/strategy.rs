@@ -11,15 +11,8 @@ use memory_window::WindowDrop;
 
 use crate::fold::{Fold, FoldError};
 use crate::plan::{Plan, plan};
-use crate::prompt::DEFAULT_PROMPT;
-
-/// The default cap on a summary, in tokens; also what is reserved for it in
-/// the budget.
-///
-/// ```
-/// assert_eq!(memory_summarize::DEFAULT_SUMMARY_MAX_TOKENS, 1024);
-/// ```
-pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1024;
+use crate::prompt::DEFAULT_SUMMARIZE_PROMPT;
+use crate::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
 
 /// The default limit on one summarizer call's input (prompt, running
 /// summary and transcript), in tokens of the strategy's counter.
@@ -59,9 +52,10 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// # What a summary call carries
 ///
 /// The options set with [`with_options`](Self::with_options) (headers,
-/// temperature, extra fields) travel with every call; `max_tokens` is the
-/// summary cap, or less when the budget has less room left for the summary
-/// (the room less what the summary's prefix costs).
+/// temperature, extra fields) travel with every call; the temperature is 0
+/// ([`DEFAULT_SUMMARY_TEMPERATURE`]) unless they set one; `max_tokens` is
+/// the summary cap, or less when the budget has less room left for the
+/// summary (the room less what the summary's prefix costs).
 /// A transcript larger than [`with_max_input_tokens`](Self::with_max_input_tokens)
 /// is summarized in chunks split between steps, each folded into the
 /// running summary; a context overflow reported by the summarizer halves
@@ -124,7 +118,7 @@ impl fmt::Debug for SummarizeStrategy {
 }
 
 impl SummarizeStrategy {
-    /// Summarizes with `provider`, the [`DEFAULT_PROMPT`], a summary cap of
+    /// Summarizes with `provider`, the [`DEFAULT_SUMMARIZE_PROMPT`], a summary cap of
     /// [`DEFAULT_SUMMARY_MAX_TOKENS`] and an input limit of
     /// [`DEFAULT_MAX_INPUT_TOKENS`]. Pass an `Arc` to keep a handle on the
     /// provider.
@@ -137,10 +131,13 @@ impl SummarizeStrategy {
     pub fn new(provider: impl Provider + 'static) -> Self {
         Self {
             provider: Arc::new(provider),
-            prompt: DEFAULT_PROMPT.to_string(),
+            prompt: DEFAULT_SUMMARIZE_PROMPT.to_string(),
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
-            options: ModelOptions::default(),
+            options: ModelOptions {
+                temperature: Some(DEFAULT_SUMMARY_TEMPERATURE),
+                ..ModelOptions::default()
+            },
         }
     }
 
@@ -157,10 +154,12 @@ impl SummarizeStrategy {
         self
     }
 
-    /// Caps the summary at `max_tokens` and reserves as much of the budget
-    /// for it: the rounds kept verbatim fit the budget less this. A smaller
-    /// cap keeps more history verbatim. The cap overrides any `max_tokens`
-    /// given with [`with_options`](Self::with_options).
+    /// The cap on a summary, in tokens (default
+    /// [`DEFAULT_SUMMARY_MAX_TOKENS`]): sent as each call's `max_tokens`
+    /// (whatever [`with_options`](Self::with_options) says; less when the
+    /// budget has less room), a reply cut off there is rejected, and as much
+    /// of the budget is kept for the summary: the rounds kept verbatim fit
+    /// the budget less this. A smaller cap keeps more history verbatim.
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
@@ -190,7 +189,9 @@ impl SummarizeStrategy {
     /// Options for every summarizer call: headers (a gateway's route or
     /// tenant), sampling, extra body fields. The strategy builds its own
     /// requests, so whatever the endpoint needs on every call must be set
-    /// here. `max_tokens` is replaced by the summary cap.
+    /// here. Without a temperature, summaries are asked for at
+    /// [`DEFAULT_SUMMARY_TEMPERATURE`] (0); `max_tokens` is replaced by the
+    /// summary cap ([`with_summary_max_tokens`](Self::with_summary_max_tokens)).
     ///
     /// ```
     /// use memory_core::ModelOptions;
@@ -200,23 +201,28 @@ impl SummarizeStrategy {
     /// options.headers.insert("x-tenant".into(), "acme".into());
     /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_options(options);
     /// assert_eq!(strategy.options().headers["x-tenant"], "acme");
+    /// assert_eq!(strategy.options().temperature, Some(0.0));
     /// ```
     pub fn with_options(mut self, options: ModelOptions) -> Self {
-        self.options = options;
+        let temperature = options.temperature.or(Some(DEFAULT_SUMMARY_TEMPERATURE));
+        self.options = ModelOptions {
+            temperature,
+            ..options
+        };
         self
     }
 
     /// The instruction sent before the transcript.
     ///
     /// ```
-    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy, DEFAULT_PROMPT};
-    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).prompt(), DEFAULT_PROMPT);
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy, DEFAULT_SUMMARIZE_PROMPT};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).prompt(), DEFAULT_SUMMARIZE_PROMPT);
     /// ```
     pub fn prompt(&self) -> &str {
         &self.prompt
     }
 
-    /// The summary cap and reservation.
+    /// The cap on a summary, in tokens (also the room kept for it).
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};

@@ -20,32 +20,60 @@ use crate::turns::Plan;
 use crate::{CompactEvent, CompactHook, CompactObserver, event};
 
 /// Turns kept verbatim by default.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_KEEP_VERBATIM, 2);
+/// ```
 pub const DEFAULT_KEEP_VERBATIM: usize = 2;
 
 /// Tokens of new older material that trigger a summary by default.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_SUMMARIZE_AT_TOKENS, 2_500);
+/// ```
 pub const DEFAULT_SUMMARIZE_AT_TOKENS: usize = 2_500;
 
 /// The default limit on one summary request's input (prompt, previous
 /// summary, instructions and transcript), in tokens of the strategy's
 /// counter: about 48,000 characters of English text.
 ///
-/// Lower than [`SummarizeStrategy`'s](https://docs.rs/memory-summarize)
-/// default on purpose: a compaction sends all its material in one request
-/// (two for a split turn), shortening long messages to fit, where that
-/// strategy folds a long transcript in chunks; so this limit must stay below
-/// the summarizer's context window less the summary cap.
+/// Lower than the default of `memory-summarize`'s strategy on purpose: a
+/// compaction sends all its material in one request (two for a split turn),
+/// shortening long messages to fit, where that strategy folds a long
+/// transcript in chunks; so this limit must stay below the summarizer's
+/// context window less the summary cap.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_MAX_INPUT_TOKENS, 12_000);
+/// ```
 pub const DEFAULT_MAX_INPUT_TOKENS: usize = 12_000;
 
 /// Share of the token budget past which background mode starts a summary.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_TRIGGER_RATIO, 0.6);
+/// ```
 pub const DEFAULT_TRIGGER_RATIO: f32 = 0.6;
 
 /// How long one background summary request may run.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_TIMEOUT.as_secs(), 120);
+/// ```
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How often a background request is tried again after a retryable failure.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_RETRIES, 3);
+/// ```
 pub const DEFAULT_RETRIES: u32 = 3;
 
 /// Wait before the first retry, doubled for each further one.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_BACKOFF.as_secs(), 1);
+/// ```
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Where summaries are made: during the turn that needs them, or off the

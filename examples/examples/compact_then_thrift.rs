@@ -60,7 +60,7 @@ async fn main() -> Result<(), MemoryError> {
     const BUDGET: usize = 1_500;
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(ListRequests)
-        .with_summarise_at_tokens(1_000)
+        .with_summarize_at_tokens(1_000)
         .with_observer(log.clone());
     let pipeline = Pipeline::new().then(compact).then(Thrift::new());
     let mut memory = WindowMemory::new(BUDGET).with_strategy(pipeline);

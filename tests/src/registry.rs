@@ -159,7 +159,7 @@ pub fn summarizers() -> Vec<(&'static str, SummarizerFactory)> {
 /// ```
 pub fn eager_compact(provider: Arc<FakeProvider>) -> Compact {
     Compact::new(provider)
-        .with_summarise_at_tokens(30)
+        .with_summarize_at_tokens(30)
         .with_keep_verbatim(1)
 }
 

@@ -59,7 +59,7 @@ fn session() -> Vec<Message> {
 }
 
 fn compact(model: Arc<FakeProvider>) -> Compact {
-    Compact::new(model).with_summarise_at_tokens(500)
+    Compact::new(model).with_summarize_at_tokens(500)
 }
 
 fn model() -> Arc<FakeProvider> {

@@ -216,11 +216,10 @@ fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 }
 
 fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
-    Ok(Arc::new(
-        Compact::new(config.summarizer.clone())
-            .with_background(config.background)
-            .with_observer(config.compactions.clone()),
-    ))
+    let compact = Compact::new(config.summarizer.clone())
+        .with_background(config.background)
+        .with_observer(config.compactions.clone());
+    Ok(Arc::new(config.summary.apply_compact(compact)))
 }
 
 fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {

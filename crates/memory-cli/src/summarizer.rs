@@ -5,14 +5,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use memory_compact::Compact;
 use memory_core::layer::{
     FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy,
 };
-use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
+use memory_core::{ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError};
 use memory_openai::OpenAiProvider;
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 
 use crate::CliError;
+
+/// Room for the backoff between two attempts of one request.
+const BACKOFF_ROOM: Duration = Duration::from_secs(30);
+
+/// What "no limit" on a request means to a stage that needs one: a day.
+const NO_LIMIT: Duration = Duration::from_secs(86_400);
 use crate::args::{SummarizerArgs, SummarizerKind};
 
 /// Which summarizer `args` ask for: `--summarizer` when given, else
@@ -214,6 +221,10 @@ pub struct SummarySettings {
     pub max_input_tokens: Option<usize>,
     /// The sampling temperature (`--temperature`).
     pub temperature: Option<f32>,
+    /// How long one summary request may take through the summarizer's
+    /// stack, its retries included (`--timeout-ms` times the attempts, plus
+    /// room for the backoff); `None` when requests have no limit.
+    pub request_limit: Option<Duration>,
 }
 
 impl SummarySettings {
@@ -223,14 +234,57 @@ impl SummarySettings {
     /// # use clap::Parser;
     /// # let cli = memory_cli::Cli::try_parse_from(["memory", "replay", "--input", "s.json", "--budget", "10", "--pipeline", "window"]).unwrap();
     /// # let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
-    /// assert_eq!(memory_cli::summarizer::SummarySettings::of(&args.model), Default::default());
+    /// let settings = memory_cli::summarizer::SummarySettings::of(&args.model);
+    /// assert_eq!(settings.summary_max_tokens, None);
+    /// // Four attempts of at most 120 s, and room for the backoff between them.
+    /// assert_eq!(settings.request_limit, Some(std::time::Duration::from_secs(4 * 120 + 4 * 30)));
     /// ```
     pub fn of(args: &SummarizerArgs) -> Self {
+        let attempts = args.retries.saturating_add(1);
         Self {
             summary_max_tokens: args.summary_max_tokens,
             max_input_tokens: args.max_input_tokens,
             temperature: args.temperature,
+            request_limit: (args.timeout_ms > 0).then(|| {
+                Duration::from_millis(args.timeout_ms).saturating_mul(attempts)
+                    + BACKOFF_ROOM.saturating_mul(attempts)
+            }),
         }
+    }
+
+    /// `compact` with the settings that are given. The summarizer's stack
+    /// already times out and retries each request, so the stage itself
+    /// does not retry (attempts would multiply) and waits as long as the
+    /// stack may take.
+    ///
+    /// ```
+    /// use memory_cli::summarizer::SummarySettings;
+    /// use memory_compact::Compact;
+    /// let settings = SummarySettings {
+    ///     summary_max_tokens: Some(300), max_input_tokens: Some(6_000), temperature: Some(0.5),
+    ///     ..Default::default()
+    /// };
+    /// let compact = settings.apply_compact(Compact::new(memory_core::FakeProvider::default()));
+    /// assert_eq!((compact.summary_max_tokens(), compact.max_input_tokens()), (300, 6_000));
+    /// assert_eq!(compact.options().temperature, Some(0.5));
+    /// ```
+    pub fn apply_compact(&self, mut compact: Compact) -> Compact {
+        if let Some(tokens) = self.summary_max_tokens {
+            compact = compact.with_summary_max_tokens(tokens);
+        }
+        if let Some(tokens) = self.max_input_tokens {
+            compact = compact.with_max_input_tokens(tokens);
+        }
+        if let Some(temperature) = self.temperature {
+            let options = ModelOptions {
+                temperature: Some(temperature),
+                ..compact.options().clone()
+            };
+            compact = compact.with_options(options);
+        }
+        compact
+            .with_retries(0)
+            .with_timeout(self.request_limit.unwrap_or(NO_LIMIT))
     }
 
     /// `strategy` with the settings that are given.

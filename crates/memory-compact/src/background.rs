@@ -9,222 +9,231 @@
 //!           messages are unchanged, else discard; then arm again
 //! ```
 
+use std::sync::Arc;
+
 use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult};
 
-use crate::call::{self, Outcome};
+use crate::call::{self, Job, Outcome};
 use crate::covering::{Covering, Fingerprint};
-use crate::settle::{Report, emit};
-use crate::state::{FailedAt, Phase, Ready, Shared, lock};
+use crate::engine::Engine;
+use crate::memo::{Base, FailedAt, Memo};
+use crate::prepare::{Occasion, prepare};
+use crate::settings::{Mode, Settings};
+use crate::settle::{Compacted, Report, Settle};
+use crate::slot::{Claim, Ready, Taken};
 use crate::turns::Plan;
-use crate::{Compact, CompactEvent, Failure, FallbackReason, body};
+use crate::{CompactEvent, Failure, FallbackReason, body};
 
-/// Frees the background slot when the task ends without a summary, however
-/// it ends: a failure, a timeout, a panic, or the task being dropped.
-struct SlotGuard {
-    state: Shared,
-    generation: u64,
+/// The background engine: `settings`, shared with the task it spawns, and
+/// the state in `engine`.
+pub(crate) struct Background<'a> {
+    settings: &'a Arc<Settings>,
+    engine: &'a Engine,
 }
 
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        let mut state = lock(&self.state);
-        if matches!(state.phase, Phase::InFlight(g) if g == self.generation) {
-            state.phase = Phase::Idle;
-        }
+impl<'a> Background<'a> {
+    pub fn new(settings: &'a Arc<Settings>, engine: &'a Engine) -> Self {
+        Background { settings, engine }
     }
-}
 
-impl Compact {
-    /// One turn in background mode.
-    pub(crate) async fn trim_background(
+    /// One turn: over the budget, a ready summary is spliced when it still
+    /// fits the history; then the next request is armed.
+    pub async fn trim(
         &self,
         raw: &History<'_>,
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let known = self.known(raw, counter).await?;
-        let work = Self::work(raw, &known)?;
+        let base = Base::new(raw, self.engine.memo(), counter).await?;
+        let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut spliced = None;
-        if !budget.admits_tokens(work.total()) {
-            let ready = {
-                let mut state = lock(&self.state);
-                match std::mem::replace(&mut state.phase, Phase::Idle) {
-                    Phase::Ready(ready) => Some(ready),
-                    other => {
-                        reason = match other {
-                            Phase::InFlight(_) => FallbackReason::Pending,
-                            _ if tokio::runtime::Handle::try_current().is_err() => {
-                                FallbackReason::NoRuntime
-                            }
-                            _ => FallbackReason::NotDue,
-                        };
-                        state.phase = other;
-                        None
-                    }
+        let over = !budget.admits_tokens(base.work()?.total());
+        if over {
+            match self.engine.slot().take() {
+                Taken::Ready(ready) => {
+                    reason = FallbackReason::Failed;
+                    spliced = self.splice(&base, &settle, *ready, counter).await?;
                 }
-            };
-            if let Some(ready) = ready {
-                reason = FallbackReason::Failed;
-                if ready.covering.fingerprint.matches(&work) {
-                    let applied = ready.covering.apply(&work, counter).await?;
-                    if self.shrinks(raw, work.total(), &applied.result, ready.cost) {
-                        let report = Report {
-                            cost: ready.cost,
-                            from_hook: ready.from_hook,
-                            messages: ready.covering.region.iter().map(|r| r.len()).sum(),
-                        };
-                        let accepted = self.accept(raw, applied.result, budget, Some(report))?;
-                        // Remembered even when it cannot be shown at this
-                        // budget: it is not paid for again.
-                        let restated = match &known {
-                            Some((base, base_applied)) => {
-                                ready.covering.over(base, base_applied, raw)
-                            }
-                            None => Some(ready.covering),
-                        };
-                        self.remember(restated);
-                        spliced = Some(match accepted {
-                            Some(result) => result,
-                            None => self.fallback_unsummarized(raw, budget)?,
-                        });
-                    } else {
-                        // Not asked again until the threshold is passed
-                        // again; the turn falls back below.
-                        self.back_off(&work, &Plan::new(&work, self.keep_verbatim));
-                    }
-                } else {
-                    self.emit(CompactEvent::Failed {
-                        tokens_before: raw.total(),
-                        failure: Failure::Stale,
-                        cost: ready.cost,
-                    });
+                Taken::InFlight => reason = FallbackReason::Pending,
+                Taken::Idle if tokio::runtime::Handle::try_current().is_err() => {
+                    reason = FallbackReason::NoRuntime;
                 }
+                Taken::Idle => {}
             }
         }
         let result = match spliced {
             Some(result) => result,
-            None => self.settle_known(raw, known, budget, reason)?,
+            None => settle.without_new(base.into_known(), reason)?,
         };
-        // The next request summarizes what will be stored: the compacted
-        // history when this result materializes, else the history as given
-        // with the summaries already known applied.
-        match result.to_store() {
-            Some(stored) => self.arm(&stored.as_history()?, budget),
-            None => match self.known(raw, counter).await? {
-                Some((_, applied)) => self.arm(&applied.result.as_history()?, budget),
-                None => self.arm(raw, budget),
-            },
-        }
+        self.arm_after(&result, raw, budget, counter).await?;
         Ok(result)
     }
 
-    /// Starts a background summary of `stored` when it is past the trigger,
-    /// has enough new material and the slot is free.
-    fn arm(&self, stored: &History<'_>, budget: &Budget) {
-        let Some(max) = budget.max_tokens else {
-            return;
-        };
-        if (stored.total() as f64) <= f64::from(self.trigger_ratio) * max as f64 {
-            return;
+    /// Splices `ready` into `base`'s working history when it was made for
+    /// it and makes it smaller; `None` when it may not be used.
+    async fn splice(
+        &self,
+        base: &Base<'_, '_>,
+        settle: &Settle<'_, '_>,
+        ready: Ready,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<TrimResult>, MemoryError> {
+        let work = base.work()?;
+        if !ready.covering.fingerprint.matches(&work) {
+            settle.failed(Failure::Stale, ready.cost);
+            return Ok(None);
         }
-        if !matches!(lock(&self.state).phase, Phase::Idle) {
-            return;
+        let applied = ready.covering.apply(&work, counter).await?;
+        if !settle.shrinks(work.total(), &applied.result, ready.cost) {
+            // Not asked again until the threshold is passed again; the
+            // turn falls back.
+            let plan = self.settings.plan(&work);
+            self.engine.memo().back_off(FailedAt::of(&work, &plan));
+            return Ok(None);
         }
-        let plan = Plan::new(stored, self.keep_verbatim);
-        let least = self.summarise_at_tokens.min(max / 4).max(1);
-        if !plan.has_new() || plan.new_tokens < least || self.backed_off(stored, &plan) {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            let mut state = lock(&self.state);
-            if !state.warned_no_runtime {
-                state.warned_no_runtime = true;
-                tracing::warn!(
-                    target: "memory_compact",
-                    "background compaction needs a tokio runtime and there is none here: every turn over the budget drops its oldest history from view instead; trim inside a runtime, or turn background mode off"
-                );
-            }
-            return;
+        let report = Report {
+            cost: ready.cost,
+            from_hook: ready.from_hook,
+            messages: ready.covering.region.iter().map(|r| r.len()).sum(),
         };
-        let job = self.prepare(stored, &plan, None, false, true);
-        let Some(last) = plan.region.last() else {
-            return;
+        let compacted = Compacted {
+            result: applied.result,
+            report,
+            covering: base.restate(ready.covering),
         };
-        let fingerprint = Fingerprint::of(stored, last.end);
-        let region = plan.region.clone();
-        let new_tokens = plan.new_tokens;
-        let tokens_before = stored.total();
+        settle.land(compacted, self.engine.memo()).map(Some)
+    }
 
-        let generation = {
-            let mut state = lock(&self.state);
-            if !matches!(state.phase, Phase::Idle) {
-                return;
-            }
-            state.generation += 1;
-            state.phase = Phase::InFlight(state.generation);
-            state.generation
+    /// Arms the next request on what will be stored: the compacted history
+    /// when `result` materializes, else the history as given with the
+    /// summaries already known applied.
+    async fn arm_after(
+        &self,
+        result: &TrimResult,
+        raw: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<(), MemoryError> {
+        if let Some(stored) = result.to_store() {
+            return self.arm(&stored.as_history()?, budget, counter).await;
+        }
+        match self.engine.memo().known(raw, counter).await? {
+            Some(known) => self.arm(&known.work()?, budget, counter).await,
+            None => self.arm(raw, budget, counter).await,
+        }
+    }
+
+    /// Starts a background summary of `stored` when it is due and the slot
+    /// is free.
+    async fn arm(
+        &self,
+        stored: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<(), MemoryError> {
+        let Some(plan) = self.due(stored, budget) else {
+            return Ok(());
         };
-        self.emit(CompactEvent::Started {
-            tokens_before,
-            messages: plan.folded(),
-            tokens: new_tokens,
-            split: plan.is_split(),
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.warn_without_runtime();
+            return Ok(());
+        };
+        let (memo, slot) = (self.engine.memo(), self.engine.slot());
+        let occasion = Occasion::threshold(Mode::Background);
+        let job = prepare(self.settings, memo, stored, &plan, occasion, counter).await?;
+        let Some(last) = plan.region.last() else {
+            return Ok(());
+        };
+        let target = Target {
+            fingerprint: Fingerprint::of(stored, last.end),
+            failed: FailedAt::of(stored, &plan),
+            plan,
+            tokens_before: stored.total(),
+        };
+        let Some(claim) = slot.claim() else {
+            return Ok(());
+        };
+        self.settings.emit(CompactEvent::Started {
+            tokens_before: target.tokens_before,
+            messages: target.plan.folded(),
+            tokens: target.plan.new_tokens,
+            split: target.plan.is_split(),
             background: true,
         });
+        let (settings, memo) = (self.settings.clone(), memo.clone());
+        slot.hold(runtime.spawn(run(settings, memo, job, target, claim)));
+        Ok(())
+    }
 
-        let provider = self.provider.clone();
-        let hook = self.hook.clone();
-        let observer = self.observer.clone();
-        let state = self.state.clone();
-        let policy = self.policy(true);
-        let task = runtime.spawn(async move {
-            let _slot = SlotGuard {
-                state: state.clone(),
-                generation,
+    /// The plan for `stored` when a request is due: past the trigger, the
+    /// slot free, enough new material, and not backed off.
+    fn due(&self, stored: &History<'_>, budget: &Budget) -> Option<Plan> {
+        let max = budget.max_tokens?;
+        let ratio = f64::from(self.settings.trigger_ratio());
+        if (stored.total() as f64) <= ratio * max as f64 || !self.engine.slot().is_idle() {
+            return None;
+        }
+        let plan = self.settings.plan(stored);
+        let threshold = self.settings.summarize_at_tokens();
+        let least = threshold.min(max / 4).max(1);
+        let backed_off = self.engine.memo().backed_off(stored, &plan, threshold);
+        (plan.has_new() && plan.new_tokens >= least && !backed_off).then_some(plan)
+    }
+
+    /// Says once that background mode needs a runtime.
+    fn warn_without_runtime(&self) {
+        if self.engine.slot().first_without_runtime() {
+            tracing::warn!(
+                target: "memory_compact",
+                "background compaction needs a tokio runtime and there is none here: every turn over the budget drops its oldest history from view instead; trim inside a runtime, or turn background mode off"
+            );
+        }
+    }
+}
+
+/// What a background request summarizes.
+struct Target {
+    fingerprint: Fingerprint,
+    failed: Option<FailedAt>,
+    plan: Plan,
+    tokens_before: usize,
+}
+
+/// The background task: runs `job` and fills the slot with its summary, or
+/// reports why there is none.
+async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, claim: Claim) {
+    let policy = settings.policy(Mode::Background);
+    let outcome = call::run(&job, settings.provider(), settings.hook(), policy).await;
+    match outcome {
+        Outcome::Summary {
+            text,
+            cost,
+            from_hook,
+        } => {
+            let files = job.preparation.files;
+            let covering = Covering {
+                fingerprint: target.fingerprint,
+                region: target.plan.region,
+                message: body::message(&text, &files),
+                files,
             };
-            let outcome = call::run(&job, &*provider, hook.as_deref(), policy).await;
-            match outcome {
-                Outcome::Summary {
-                    text,
-                    cost,
-                    from_hook,
-                } => {
-                    let files = job.preparation.files;
-                    let covering = Covering {
-                        fingerprint,
-                        region,
-                        message: body::message(&text, &files),
-                        files,
-                    };
-                    let mut state = lock(&state);
-                    if matches!(state.phase, Phase::InFlight(g) if g == generation) {
-                        state.phase = Phase::Ready(Box::new(Ready {
-                            covering,
-                            cost,
-                            from_hook,
-                        }));
-                    }
-                }
-                Outcome::Declined => {
-                    emit(observer.as_ref(), CompactEvent::Declined { tokens_before });
-                }
-                Outcome::Failed { failure, cost } => {
-                    lock(&state).failed = Some(FailedAt {
-                        fingerprint,
-                        new_tokens,
-                    });
-                    emit(
-                        observer.as_ref(),
-                        CompactEvent::Failed {
-                            tokens_before,
-                            failure,
-                            cost,
-                        },
-                    );
-                }
-            }
-        });
-        lock(&self.state).task = Some(task);
+            claim.fill(Ready {
+                covering,
+                cost,
+                from_hook,
+            });
+        }
+        Outcome::Declined => settings.emit(CompactEvent::Declined {
+            tokens_before: target.tokens_before,
+        }),
+        Outcome::Failed { failure, cost } => {
+            memo.back_off(target.failed);
+            settings.emit(CompactEvent::Failed {
+                tokens_before: target.tokens_before,
+                failure,
+                cost,
+            });
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use memory_core::{ChatRequest, Provider};
 
-use crate::{CompactCost, CompactHook, Failure, HookDecision, Preparation, accept_reply};
+use crate::{CompactCost, CompactHook, Failure, HookDecision, Preparation};
 
 /// The heading under which a split turn's own summary follows the history's.
 pub(crate) const TURN_HEADING: &str = "## Earlier steps of the current request";
@@ -56,21 +56,7 @@ pub(crate) async fn run(
         match hook.before_compaction(&job.preparation).await {
             HookDecision::Proceed => {}
             HookDecision::Decline => return Outcome::Declined,
-            HookDecision::Summary(text) => {
-                let text = text.trim();
-                return if text.is_empty() {
-                    Outcome::Failed {
-                        failure: Failure::Empty,
-                        cost: CompactCost::default(),
-                    }
-                } else {
-                    Outcome::Summary {
-                        text: text.to_string(),
-                        cost: CompactCost::default(),
-                        from_hook: true,
-                    }
-                };
-            }
+            HookDecision::Summary(text) => return supplied(&text),
         }
     }
     let mut cost = CompactCost::default();
@@ -89,6 +75,23 @@ pub(crate) async fn run(
         text,
         cost,
         from_hook: false,
+    }
+}
+
+/// The outcome of a summary a hook supplied: used, trimmed, unless blank.
+fn supplied(text: &str) -> Outcome {
+    let text = text.trim();
+    if text.is_empty() {
+        Outcome::Failed {
+            failure: Failure::BlankFromHook,
+            cost: CompactCost::default(),
+        }
+    } else {
+        Outcome::Summary {
+            text: text.to_string(),
+            cost: CompactCost::default(),
+            from_hook: true,
+        }
     }
 }
 
@@ -121,27 +124,16 @@ async fn ask(
                 cost.add_call(Some(reply.usage));
                 // A rejected reply is the model's answer, not an accident:
                 // asking again would pay for the same answer.
-                return accept_reply(&reply).map(str::to_string);
+                return memory_core::accept_reply(&reply)
+                    .map(str::to_string)
+                    .map_err(Failure::Rejected);
             }
             Err(failure) => failure,
         };
         cost.add_call(None);
-        let retry_after = match &failure {
-            Failure::TimedOut(_) => Some(None),
-            Failure::Provider(memory_core::ProviderError::RateLimited {
-                retry_after_ms, ..
-            }) => Some(retry_after_ms.map(Duration::from_millis)),
-            Failure::Provider(e) if e.is_retryable() => Some(None),
-            _ => None,
-        };
-        let Some(retry_after) = retry_after.filter(|_| attempt < policy.retries) else {
+        let Some(delay) = retry_delay(&failure, attempt, policy) else {
             return Err(failure);
         };
-        let delay = retry_after.unwrap_or_else(|| {
-            policy
-                .backoff
-                .saturating_mul(2u32.saturating_pow(attempt.min(16)))
-        });
         tracing::debug!(
             target: "memory_compact",
             attempt = attempt + 1,
@@ -155,9 +147,30 @@ async fn ask(
     }
 }
 
+/// How long to wait before trying again after `failure` on attempt
+/// `attempt` (0 for the first); `None` when it is not tried again: the
+/// failure is permanent or the retries are spent. A rate limit's own delay
+/// wins over the backoff.
+fn retry_delay(failure: &Failure, attempt: u32, policy: Policy) -> Option<Duration> {
+    let retry_after = match failure {
+        Failure::TimedOut(_) => Some(None),
+        Failure::Provider(memory_core::ProviderError::RateLimited { retry_after_ms, .. }) => {
+            Some(retry_after_ms.map(Duration::from_millis))
+        }
+        Failure::Provider(e) if e.is_retryable() => Some(None),
+        _ => None,
+    };
+    let retry_after = retry_after.filter(|_| attempt < policy.retries)?;
+    Some(retry_after.unwrap_or_else(|| {
+        policy
+            .backoff
+            .saturating_mul(2u32.saturating_pow(attempt.min(16)))
+    }))
+}
+
 #[cfg(test)]
 mod tests {
-    use memory_core::{FakeProvider, FakeReply, Message, ProviderError};
+    use memory_core::{FakeProvider, FakeReply, Message, ProviderError, Rejection};
 
     use super::*;
     use crate::FileOps;
@@ -223,7 +236,7 @@ mod tests {
         let fake = FakeProvider::new([FakeReply::Text("  ".into())]);
         let outcome = futures::executor::block_on(run(&job(1), &fake, None, NO_WAIT));
         assert!(
-            matches!(outcome, Outcome::Failed { failure: Failure::Empty, cost } if cost.calls == 1)
+            matches!(outcome, Outcome::Failed { failure: Failure::Rejected(Rejection::Empty), cost } if cost.calls == 1)
         );
     }
 
@@ -262,7 +275,7 @@ mod tests {
         assert!(matches!(
             outcome,
             Outcome::Failed {
-                failure: Failure::Empty,
+                failure: Failure::BlankFromHook,
                 ..
             }
         ));

@@ -1,38 +1,21 @@
-//! [`Compact`]: the strategy, its settings and its defaults.
+//! [`Compact`]: the strategy, its builder and its getters. It holds
+//! [`Settings`](crate::settings) (fixed once built) and an
+//! [`Engine`](crate::engine) (the state that changes), and hands each turn
+//! to the [foreground](crate::foreground) or [background](crate::background)
+//! engine.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use memory_core::{
     Budget, History, MemoryError, ModelOptions, Provider, TokenCounter, TrimResult, TrimStrategy,
 };
 
-use crate::call::Policy;
-use crate::prompt::{DEFAULT_MAX_INPUT_CHARS, DEFAULT_PROMPT};
-use crate::state::{BackgroundStatus, Phase, Shared, State, lock};
-use crate::{CompactHook, CompactObserver, FileOps};
-
-/// Turns kept verbatim by default.
-pub const DEFAULT_KEEP_VERBATIM: usize = 2;
-
-/// Tokens of new older material that trigger a summary by default.
-pub const DEFAULT_SUMMARISE_AT_TOKENS: usize = 2_500;
-
-/// Default cap on a summary's length, in output tokens (a summary cut off
-/// at the cap is rejected).
-pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1_024;
-
-/// Share of the token budget past which background mode starts a summary.
-pub const DEFAULT_TRIGGER_RATIO: f32 = 0.6;
-
-/// How long one background summary request may run.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How often a background request is tried again after a retryable failure.
-pub const DEFAULT_RETRIES: u32 = 3;
-
-/// Wait before the first retry, doubled for each further one.
-pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
+use crate::background::Background;
+use crate::engine::Engine;
+use crate::foreground::Foreground;
+use crate::settings::{Mode, Settings};
+use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
 
 /// Keeps the newest turns verbatim and folds the older history into one
 /// rolling summary, made by a model, once it has grown past a threshold.
@@ -47,7 +30,7 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 /// loses its results.
 ///
 /// **When.** Once the messages older than the kept turns, and not yet
-/// summarized, pass [`summarise_at_tokens`](Compact::with_summarise_at_tokens)
+/// summarized, pass [`summarize_at_tokens`](Compact::with_summarize_at_tokens)
 /// (default 2,500), one request folds them, together with the previous
 /// summary, into one new summary, which replaces them (the result
 /// materializes: `replace: true`; a memory keeps what it replaced readable).
@@ -89,7 +72,7 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 /// let model = Arc::new(FakeProvider::new([FakeReply::Text("## Goals\nRename the fields.".into())]));
 /// let log = Arc::new(EventLog::new());
 /// let compact = Compact::new(model.clone())
-///     .with_summarise_at_tokens(20)
+///     .with_summarize_at_tokens(20)
 ///     .with_observer(log.clone());
 /// let mut memory = WindowMemory::new(1_000).with_strategy(compact);
 /// memory.record_protected(Message::system("You are a coding agent.")).await.unwrap();
@@ -107,32 +90,14 @@ pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
 /// # });
 /// ```
 pub struct Compact {
-    pub(crate) provider: Arc<dyn Provider>,
-    pub(crate) keep_verbatim: usize,
-    pub(crate) summarise_at_tokens: usize,
-    pub(crate) prompt: String,
-    pub(crate) instructions: Option<String>,
-    pub(crate) options: ModelOptions,
-    pub(crate) max_input_chars: usize,
-    pub(crate) background: bool,
-    pub(crate) trigger_ratio: f32,
-    pub(crate) timeout: Option<Duration>,
-    pub(crate) retries: Option<u32>,
-    pub(crate) backoff: Duration,
-    pub(crate) observer: Option<Arc<dyn CompactObserver>>,
-    pub(crate) hook: Option<Arc<dyn CompactHook>>,
-    pub(crate) state: Shared,
+    settings: Arc<Settings>,
+    engine: Engine,
 }
 
 impl std::fmt::Debug for Compact {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compact")
-            .field("keep_verbatim", &self.keep_verbatim)
-            .field("summarise_at_tokens", &self.summarise_at_tokens)
-            .field("background", &self.background)
-            .field("trigger_ratio", &self.trigger_ratio)
-            .field("timeout", &self.timeout)
-            .field("retries", &self.retries)
+            .field("settings", &self.settings)
             .field("status", &self.background_status())
             .finish_non_exhaustive()
     }
@@ -145,7 +110,7 @@ impl Compact {
     /// ```
     /// let compact = memory_compact::Compact::new(memory_core::FakeProvider::default());
     /// assert_eq!(compact.keep_verbatim(), 2);
-    /// assert_eq!(compact.summarise_at_tokens(), 2_500);
+    /// assert_eq!(compact.summarize_at_tokens(), 2_500);
     /// ```
     pub fn new(provider: impl Provider + 'static) -> Self {
         Self::from_arc(Arc::new(provider))
@@ -161,26 +126,9 @@ impl Compact {
     /// assert!(!compact.is_background());
     /// ```
     pub fn from_arc(provider: Arc<dyn Provider>) -> Self {
-        let options = ModelOptions {
-            max_tokens: Some(DEFAULT_SUMMARY_MAX_TOKENS),
-            ..ModelOptions::default()
-        };
         Self {
-            provider,
-            keep_verbatim: DEFAULT_KEEP_VERBATIM,
-            summarise_at_tokens: DEFAULT_SUMMARISE_AT_TOKENS,
-            prompt: DEFAULT_PROMPT.to_string(),
-            instructions: None,
-            options,
-            max_input_chars: DEFAULT_MAX_INPUT_CHARS,
-            background: false,
-            trigger_ratio: DEFAULT_TRIGGER_RATIO,
-            timeout: None,
-            retries: None,
-            backoff: DEFAULT_BACKOFF,
-            observer: None,
-            hook: None,
-            state: Arc::new(Mutex::new(State::default())),
+            settings: Arc::new(Settings::new(provider)),
+            engine: Engine::default(),
         }
     }
 
@@ -195,6 +143,12 @@ impl Compact {
         Self::new(provider).with_background(true)
     }
 
+    /// Changes the settings while building.
+    fn set(mut self, change: impl FnOnce(&mut Settings)) -> Self {
+        change(Arc::make_mut(&mut self.settings));
+        self
+    }
+
     /// Keeps the newest `turns` turns verbatim (0 is taken as 1: the newest
     /// step is always kept).
     ///
@@ -202,9 +156,8 @@ impl Compact {
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default()).with_keep_verbatim(4);
     /// assert_eq!(c.keep_verbatim(), 4);
     /// ```
-    pub fn with_keep_verbatim(mut self, turns: usize) -> Self {
-        self.keep_verbatim = turns.max(1);
-        self
+    pub fn with_keep_verbatim(self, turns: usize) -> Self {
+        self.set(|s| s.set_keep_verbatim(turns))
     }
 
     /// Summarizes once the older, not yet summarized messages hold more than
@@ -213,37 +166,41 @@ impl Compact {
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
-    ///     .with_summarise_at_tokens(1_000);
-    /// assert_eq!(c.summarise_at_tokens(), 1_000);
+    ///     .with_summarize_at_tokens(1_000);
+    /// assert_eq!(c.summarize_at_tokens(), 1_000);
     /// ```
-    pub fn with_summarise_at_tokens(mut self, tokens: usize) -> Self {
-        self.summarise_at_tokens = tokens;
-        self
+    pub fn with_summarize_at_tokens(self, tokens: usize) -> Self {
+        self.set(|s| s.set_summarize_at_tokens(tokens))
     }
 
-    /// Caps a summary at `tokens` output tokens (the request's
-    /// `max_tokens`). A summary cut off at the cap is rejected, never used.
+    /// The cap on a summary, in tokens (default
+    /// [`DEFAULT_SUMMARY_MAX_TOKENS`](crate::DEFAULT_SUMMARY_MAX_TOKENS)):
+    /// sent as each request's `max_tokens` (whatever
+    /// [`with_options`](Compact::with_options) says), and a reply cut off
+    /// there is rejected, never used. Compact keeps no room for the summary
+    /// in the budget; a summary that would push what may never be shed over
+    /// the budget is refused instead ([`Failure::TooLarge`](crate::Failure::TooLarge)).
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
     ///     .with_summary_max_tokens(2_000);
-    /// # let _ = c;
+    /// assert_eq!(c.summary_max_tokens(), 2_000);
     /// ```
-    pub fn with_summary_max_tokens(mut self, tokens: u32) -> Self {
-        self.options.max_tokens = Some(tokens);
-        self
+    pub fn with_summary_max_tokens(self, tokens: u32) -> Self {
+        self.set(|s| s.set_summary_max_tokens(tokens))
     }
 
-    /// Replaces the summarizer's prompt ([`DEFAULT_PROMPT`]).
+    /// Replaces the summarizer's prompt
+    /// ([`DEFAULT_COMPACT_PROMPT`](crate::DEFAULT_COMPACT_PROMPT)).
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
     ///     .with_prompt("Summarize tersely. Keep exact paths.");
-    /// # let _ = c;
+    /// assert!(c.prompt().starts_with("Summarize tersely"));
     /// ```
-    pub fn with_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.prompt = prompt.into();
-        self
+    pub fn with_prompt(self, prompt: impl Into<String>) -> Self {
+        let prompt = prompt.into();
+        self.set(|s| s.set_prompt(prompt))
     }
 
     /// Custom instructions added to every summary request (both requests of
@@ -254,39 +211,43 @@ impl Compact {
     ///     .with_instructions("Record every failing test by name.");
     /// # let _ = c;
     /// ```
-    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
-        self
+    pub fn with_instructions(self, instructions: impl Into<String>) -> Self {
+        let instructions = instructions.into();
+        self.set(|s| s.set_instructions(instructions))
     }
 
-    /// Request options (temperature, headers, vendor extras). Its
-    /// `max_tokens`, when set, is the summary cap.
+    /// Options for every summary request: headers (a gateway's route or
+    /// tenant), sampling, extra body fields. Without a temperature,
+    /// summaries are asked for at
+    /// [`DEFAULT_SUMMARY_TEMPERATURE`](memory_core::summary::DEFAULT_SUMMARY_TEMPERATURE)
+    /// (0); `max_tokens` is replaced by the summary cap
+    /// ([`with_summary_max_tokens`](Compact::with_summary_max_tokens)).
     ///
     /// ```
     /// let mut options = memory_core::ModelOptions::default();
-    /// options.temperature = Some(0.0);
+    /// options.headers.insert("x-tenant".into(), "acme".into());
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default()).with_options(options);
-    /// # let _ = c;
+    /// assert_eq!(c.options().headers["x-tenant"], "acme");
+    /// assert_eq!(c.options().temperature, Some(0.0));
     /// ```
-    pub fn with_options(mut self, options: ModelOptions) -> Self {
-        let max_tokens = options.max_tokens.or(self.options.max_tokens);
-        self.options = options;
-        self.options.max_tokens = max_tokens;
-        self
+    pub fn with_options(self, options: ModelOptions) -> Self {
+        self.set(|s| s.set_options(options))
     }
 
-    /// Caps the characters of one request's transcript (default 48,000):
-    /// past it, each message longer than its share is shortened in the
-    /// middle.
+    /// Limits one request's input (prompt, previous summary, instructions
+    /// and transcript) to `tokens` of the strategy's counter (default
+    /// [`DEFAULT_MAX_INPUT_TOKENS`](crate::DEFAULT_MAX_INPUT_TOKENS)): past
+    /// it, each message of the transcript longer than its share is
+    /// shortened in the middle. Set it below the summarizer's context
+    /// window less the summary cap.
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
-    ///     .with_max_input_chars(100_000);
-    /// # let _ = c;
+    ///     .with_max_input_tokens(6_000);
+    /// assert_eq!(c.max_input_tokens(), 6_000);
     /// ```
-    pub fn with_max_input_chars(mut self, chars: usize) -> Self {
-        self.max_input_chars = chars;
-        self
+    pub fn with_max_input_tokens(self, tokens: usize) -> Self {
+        self.set(|s| s.set_max_input_tokens(tokens))
     }
 
     /// Background mode: summaries are made off the hot path.
@@ -294,7 +255,7 @@ impl Compact {
     /// - Once the history passes [`trigger_ratio`](Compact::with_trigger_ratio)
     ///   of the token budget (default 0.6) and its older, not yet summarized
     ///   messages hold at least the smaller of
-    ///   [`summarise_at_tokens`](Compact::with_summarise_at_tokens) and a
+    ///   [`summarize_at_tokens`](Compact::with_summarize_at_tokens) and a
     ///   quarter of the budget, the request is spawned on the current tokio
     ///   runtime; `trim` never waits for it.
     /// - When the budget is crossed and the summary is ready, it is spliced
@@ -315,9 +276,13 @@ impl Compact {
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default()).with_background(true);
     /// assert!(c.is_background());
     /// ```
-    pub fn with_background(mut self, background: bool) -> Self {
-        self.background = background;
-        self
+    pub fn with_background(self, background: bool) -> Self {
+        let mode = if background {
+            Mode::Background
+        } else {
+            Mode::Foreground
+        };
+        self.set(|s| s.set_mode(mode))
     }
 
     /// Share of the token budget past which background mode starts a
@@ -329,43 +294,37 @@ impl Compact {
     ///     .with_trigger_ratio(0.5);
     /// assert_eq!(c.trigger_ratio(), 0.5);
     /// ```
-    pub fn with_trigger_ratio(mut self, ratio: f32) -> Self {
-        self.trigger_ratio = if ratio.is_nan() {
-            DEFAULT_TRIGGER_RATIO
-        } else {
-            ratio.clamp(0.05, 1.0)
-        };
-        self
+    pub fn with_trigger_ratio(self, ratio: f32) -> Self {
+        self.set(|s| s.set_trigger_ratio(ratio))
     }
 
     /// Limits how long one attempt may take. Background mode uses
-    /// [`DEFAULT_TIMEOUT`] unless this is set; in the foreground there is no
-    /// limit unless this is set. Applies only inside a tokio runtime (with
-    /// timers enabled).
+    /// [`DEFAULT_TIMEOUT`](crate::DEFAULT_TIMEOUT) unless this is set; in
+    /// the foreground there is no limit unless this is set. Applies only
+    /// inside a tokio runtime (with timers enabled).
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
     ///     .with_timeout(std::time::Duration::from_secs(30));
     /// # let _ = c;
     /// ```
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
+    pub fn with_timeout(self, timeout: Duration) -> Self {
+        self.set(|s| s.set_timeout(timeout))
     }
 
     /// How often a request is tried again after a retryable failure
     /// (network, timeout, rate limit, server error). Background mode uses
-    /// [`DEFAULT_RETRIES`] unless this is set; in the foreground a failed
-    /// request is not retried on the turn's critical path unless this is
-    /// set (the next threshold crossing tries again).
+    /// [`DEFAULT_RETRIES`](crate::DEFAULT_RETRIES) unless this is set; in
+    /// the foreground a failed request is not retried on the turn's
+    /// critical path unless this is set (the next threshold crossing tries
+    /// again).
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default()).with_retries(1);
     /// # let _ = c;
     /// ```
-    pub fn with_retries(mut self, retries: u32) -> Self {
-        self.retries = Some(retries);
-        self
+    pub fn with_retries(self, retries: u32) -> Self {
+        self.set(|s| s.set_retries(retries))
     }
 
     /// Wait before the first retry (default 1 s), doubled for each further
@@ -376,9 +335,8 @@ impl Compact {
     ///     .with_backoff(std::time::Duration::from_millis(200));
     /// # let _ = c;
     /// ```
-    pub fn with_backoff(mut self, backoff: Duration) -> Self {
-        self.backoff = backoff;
-        self
+    pub fn with_backoff(self, backoff: Duration) -> Self {
+        self.set(|s| s.set_backoff(backoff))
     }
 
     /// Reports every compaction's events and cost to `observer` (they are
@@ -390,9 +348,8 @@ impl Compact {
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default()).with_observer(log);
     /// # let _ = c;
     /// ```
-    pub fn with_observer(mut self, observer: Arc<dyn CompactObserver>) -> Self {
-        self.observer = Some(observer);
-        self
+    pub fn with_observer(self, observer: Arc<dyn CompactObserver>) -> Self {
+        self.set(|s| s.set_observer(observer))
     }
 
     /// Runs `hook` before every compaction: it may let it go ahead, decline
@@ -404,9 +361,9 @@ impl Compact {
     ///     .with_before_compaction(|_: &Preparation| HookDecision::Decline);
     /// # let _ = c;
     /// ```
-    pub fn with_before_compaction(mut self, hook: impl CompactHook + 'static) -> Self {
-        self.hook = Some(Arc::new(hook));
-        self
+    pub fn with_before_compaction(self, hook: impl CompactHook + 'static) -> Self {
+        let hook: Arc<dyn CompactHook> = Arc::new(hook);
+        self.set(|s| s.set_hook(hook))
     }
 
     /// Turns kept verbatim.
@@ -415,16 +372,55 @@ impl Compact {
     /// assert_eq!(memory_compact::Compact::new(memory_core::FakeProvider::default()).keep_verbatim(), 2);
     /// ```
     pub fn keep_verbatim(&self) -> usize {
-        self.keep_verbatim
+        self.settings.keep_verbatim()
     }
 
     /// The summary threshold, in tokens.
     ///
     /// ```
-    /// assert_eq!(memory_compact::Compact::new(memory_core::FakeProvider::default()).summarise_at_tokens(), 2_500);
+    /// assert_eq!(memory_compact::Compact::new(memory_core::FakeProvider::default()).summarize_at_tokens(), 2_500);
     /// ```
-    pub fn summarise_at_tokens(&self) -> usize {
-        self.summarise_at_tokens
+    pub fn summarize_at_tokens(&self) -> usize {
+        self.settings.summarize_at_tokens()
+    }
+
+    /// The cap on a summary, in tokens.
+    ///
+    /// ```
+    /// assert_eq!(memory_compact::Compact::new(memory_core::FakeProvider::default()).summary_max_tokens(), 1_024);
+    /// ```
+    pub fn summary_max_tokens(&self) -> u32 {
+        self.settings.summary_max_tokens()
+    }
+
+    /// The limit on one request's input, in tokens.
+    ///
+    /// ```
+    /// assert_eq!(memory_compact::Compact::new(memory_core::FakeProvider::default()).max_input_tokens(), 12_000);
+    /// ```
+    pub fn max_input_tokens(&self) -> usize {
+        self.settings.max_input_tokens()
+    }
+
+    /// The summarizer's prompt.
+    ///
+    /// ```
+    /// use memory_compact::{Compact, DEFAULT_COMPACT_PROMPT};
+    /// assert_eq!(Compact::new(memory_core::FakeProvider::default()).prompt(), DEFAULT_COMPACT_PROMPT);
+    /// ```
+    pub fn prompt(&self) -> &str {
+        self.settings.prompt()
+    }
+
+    /// The options every request carries (its `max_tokens` is the summary
+    /// cap when sent).
+    ///
+    /// ```
+    /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default());
+    /// assert_eq!(c.options().temperature, Some(0.0));
+    /// ```
+    pub fn options(&self) -> &ModelOptions {
+        self.settings.options()
     }
 
     /// Whether background mode is on.
@@ -433,7 +429,7 @@ impl Compact {
     /// assert!(!memory_compact::Compact::new(memory_core::FakeProvider::default()).is_background());
     /// ```
     pub fn is_background(&self) -> bool {
-        self.background
+        self.settings.mode() == Mode::Background
     }
 
     /// The background trigger ratio.
@@ -442,7 +438,7 @@ impl Compact {
     /// assert_eq!(memory_compact::Compact::new(memory_core::FakeProvider::default()).trigger_ratio(), 0.6);
     /// ```
     pub fn trigger_ratio(&self) -> f32 {
-        self.trigger_ratio
+        self.settings.trigger_ratio()
     }
 
     /// The files listed in the last summary this strategy made (empty before
@@ -452,11 +448,7 @@ impl Compact {
     /// assert!(memory_compact::Compact::new(memory_core::FakeProvider::default()).file_ops().is_empty());
     /// ```
     pub fn file_ops(&self) -> FileOps {
-        lock(&self.state)
-            .files
-            .as_ref()
-            .map(|(_, files)| files.clone())
-            .unwrap_or_default()
+        self.engine.memo().files()
     }
 
     /// Where the background summary stands.
@@ -466,38 +458,60 @@ impl Compact {
     /// assert_eq!(Compact::new(memory_core::FakeProvider::default()).background_status(), BackgroundStatus::Idle);
     /// ```
     pub fn background_status(&self) -> BackgroundStatus {
-        match lock(&self.state).phase {
-            Phase::Idle => BackgroundStatus::Idle,
-            Phase::InFlight(_) => BackgroundStatus::InFlight,
-            Phase::Ready(_) => BackgroundStatus::Ready,
-        }
+        self.engine.slot().status()
     }
 
-    /// The request policy of the mode: background or not.
-    pub(crate) fn policy(&self, background: bool) -> Policy {
-        if background {
-            Policy {
-                timeout: Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)),
-                retries: self.retries.unwrap_or(DEFAULT_RETRIES),
-                backoff: self.backoff,
-            }
-        } else {
-            Policy {
-                timeout: self.timeout,
-                retries: self.retries.unwrap_or(0),
-                backoff: self.backoff,
-            }
-        }
-    }
-}
-
-impl Drop for Compact {
-    /// Cancels a background request still running: nothing keeps paying for
-    /// a summary no one will read.
-    fn drop(&mut self) {
-        if let Some(task) = lock(&self.state).task.take() {
-            task.abort();
-        }
+    /// Compacts `history` now, whatever its size, adding `instructions` to
+    /// the standing ones, and waits for the summary (in background mode
+    /// too). The newest turns are kept as usual.
+    ///
+    /// Returns the compacted history, materializing (`replace: true`), to be
+    /// written back as a [`Memory`](memory_core::Memory) does; or, when there
+    /// is nothing to summarize, a hook declines, or the summary fails or is
+    /// rejected, the history unchanged (`replace: false`, and an event says
+    /// why). No budget applies: trim the result to fit one.
+    ///
+    /// # Errors
+    ///
+    /// Counting the summary failed.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use memory_compact::Compact;
+    /// use memory_core::{summary, CharTokenCounter, FakeProvider, FakeReply, History, Message};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let model = Arc::new(FakeProvider::new([FakeReply::Text("## Goals\nA CSV parser.".into())]));
+    /// let compact = Compact::new(model.clone()).with_keep_verbatim(1);
+    /// let messages = [
+    ///     Message::user("Write a CSV parser."),
+    ///     Message::assistant("Done: src/csv.rs."),
+    ///     Message::user("Add tests."),
+    ///     Message::assistant("Added tests/csv.rs."),
+    ///     Message::user("Add quoting."),
+    /// ];
+    /// // Keeping one turn: the question and the round before it.
+    /// let counts = [50, 50, 3, 5, 3];
+    /// let history = History::new(&messages, &counts).unwrap();
+    /// let result = compact
+    ///     .compact_now(&history, &CharTokenCounter, Some("Name every file."))
+    ///     .await
+    ///     .unwrap();
+    /// assert!(result.replace);
+    /// assert!(summary::is_summary(&result.messages[0]));
+    /// assert_eq!(result.messages[1..], messages[2..]);
+    /// assert!(model.requests()[0].messages[1].text().contains("Name every file."));
+    /// # });
+    /// ```
+    pub async fn compact_now(
+        &self,
+        history: &History<'_>,
+        counter: &dyn TokenCounter,
+        instructions: Option<&str>,
+    ) -> Result<TrimResult, MemoryError> {
+        Foreground::new(&self.settings, self.engine.memo())
+            .compact_now(history, counter, instructions)
+            .await
     }
 }
 
@@ -513,10 +527,17 @@ impl TrimStrategy for Compact {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        if self.background {
-            self.trim_background(history, budget, counter).await
-        } else {
-            self.trim_foreground(history, budget, counter).await
+        match self.settings.mode() {
+            Mode::Foreground => {
+                Foreground::new(&self.settings, self.engine.memo())
+                    .trim(history, budget, counter)
+                    .await
+            }
+            Mode::Background => {
+                Background::new(&self.settings, &self.engine)
+                    .trim(history, budget, counter)
+                    .await
+            }
         }
     }
 }

@@ -265,9 +265,11 @@ impl EventLog {
     ///
     /// ```
     /// use memory_compact::{CompactCost, CompactEvent, CompactObserver, EventLog, Failure};
+    /// use memory_core::Rejection;
     /// let log = EventLog::new();
     /// let cost = CompactCost { calls: 1, input_tokens: 50, output_tokens: 0 };
-    /// log.on_event(&CompactEvent::Failed { tokens_before: 80, failure: Failure::Empty, cost });
+    /// let failure = Failure::Rejected(Rejection::Empty);
+    /// log.on_event(&CompactEvent::Failed { tokens_before: 80, failure, cost });
     /// assert_eq!(log.cost(), cost);
     /// ```
     pub fn cost(&self) -> CompactCost {
@@ -285,5 +287,62 @@ impl CompactObserver for EventLog {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(event.clone());
+    }
+}
+
+/// Tells `event` to `tracing` (target `memory_compact`).
+pub(crate) fn trace(event: &CompactEvent) {
+    match event {
+        CompactEvent::Started {
+            tokens_before,
+            messages,
+            tokens,
+            split,
+            background,
+        } => tracing::debug!(
+            target: "memory_compact",
+            tokens_before, messages, tokens, split, background,
+            "summarizing older history"
+        ),
+        CompactEvent::Completed {
+            tokens_before,
+            tokens_after,
+            messages,
+            cost,
+            from_hook,
+        } => tracing::info!(
+            target: "memory_compact",
+            tokens_before, tokens_after, messages, from_hook,
+            calls = cost.calls,
+            input_tokens = cost.input_tokens,
+            output_tokens = cost.output_tokens,
+            "older history replaced by a summary"
+        ),
+        CompactEvent::Declined { tokens_before } => tracing::info!(
+            target: "memory_compact",
+            tokens_before,
+            "a before_compaction hook declined the compaction"
+        ),
+        CompactEvent::Failed {
+            tokens_before,
+            failure,
+            cost,
+        } => tracing::warn!(
+            target: "memory_compact",
+            tokens_before,
+            calls = cost.calls,
+            input_tokens = cost.input_tokens,
+            output_tokens = cost.output_tokens,
+            "no summary used, history kept: {failure}"
+        ),
+        CompactEvent::Fallback {
+            tokens_before,
+            tokens_after,
+            reason,
+        } => tracing::debug!(
+            target: "memory_compact",
+            tokens_before, tokens_after, ?reason,
+            "oldest history dropped from view"
+        ),
     }
 }

@@ -4,14 +4,14 @@
 //!
 //! | item | what it is |
 //! |---|---|
-//! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)), foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
+//! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)): its builder, foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
 //! | [`CompactEvent`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost |
 //! | [`CompactHook`], [`HookDecision`], [`Preparation`] | the `before_compaction` hook: go ahead, decline, or supply the summary |
-//! | [`Failure`], [`accept_reply`] | why no summary was used; when a reply may become one |
+//! | [`Failure`] | why no summary was used (a rejected reply is core's [`Rejection`](memory_core::Rejection), by [`accept_reply`](memory_core::accept_reply)) |
 //! | [`FileOps`], [`files`] | the files tool calls read and modified, carried from summary to summary |
 //! | [`body`] | the summary message: how Compact writes and recognizes its own |
 //! | [`BackgroundStatus`] | where the background summary stands |
-//! | [`DEFAULT_PROMPT`] and the other `DEFAULT_*` constants | the defaults |
+//! | [`DEFAULT_COMPACT_PROMPT`] and the other `DEFAULT_*` constants | the defaults ([`DEFAULT_SUMMARY_MAX_TOKENS`] is core's, shared with every summarizing strategy) |
 //!
 //! Compact goes upstream; a subtractive stage downstream fits the final
 //! budget and keeps the summary (every stage keeps what
@@ -26,7 +26,7 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let model = FakeProvider::new([FakeReply::Text("## Goals\nPort the parser to Rust.".into())]);
 //! let pipeline = Pipeline::new()
-//!     .then(Compact::new(model).with_summarise_at_tokens(30))
+//!     .then(Compact::new(model).with_summarize_at_tokens(30))
 //!     .then(WindowDrop::new());
 //! let mut history = vec![Message::system("You are a coding agent.")];
 //! for i in 1..=6 {
@@ -47,24 +47,29 @@ pub mod body;
 mod call;
 mod compact;
 mod covering;
+mod engine;
 mod event;
 mod failure;
 pub mod files;
 mod foreground;
 mod hook;
+mod memo;
 mod prepare;
 mod prompt;
+mod settings;
 mod settle;
-mod state;
+mod slot;
 mod turns;
 
-pub use compact::{
-    Compact, DEFAULT_BACKOFF, DEFAULT_KEEP_VERBATIM, DEFAULT_RETRIES, DEFAULT_SUMMARISE_AT_TOKENS,
-    DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
-};
+pub use compact::Compact;
 pub use event::{CompactCost, CompactEvent, CompactObserver, EventLog, FallbackReason};
-pub use failure::{Failure, accept_reply};
+pub use failure::Failure;
 pub use files::FileOps;
 pub use hook::{CompactHook, HookDecision, Preparation};
-pub use prompt::{DEFAULT_MAX_INPUT_CHARS, DEFAULT_PROMPT};
-pub use state::BackgroundStatus;
+pub use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
+pub use prompt::DEFAULT_COMPACT_PROMPT;
+pub use settings::{
+    DEFAULT_BACKOFF, DEFAULT_KEEP_VERBATIM, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_RETRIES,
+    DEFAULT_SUMMARIZE_AT_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
+};
+pub use slot::BackgroundStatus;

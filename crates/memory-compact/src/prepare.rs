@@ -1,114 +1,150 @@
 //! From a plan to the requests: what is sent, with which previous summary,
 //! files and instructions.
 
-use memory_core::{History, Message};
+use memory_core::{History, MemoryError, Message, TokenCounter};
 
 use crate::call::Job;
-use crate::covering::identity;
-use crate::prompt::{self, Part};
-use crate::state::lock;
+use crate::memo::Memo;
+use crate::prompt::Part;
+use crate::settings::{Mode, Settings, Trigger};
 use crate::turns::Plan;
-use crate::{Compact, FileOps, Preparation, body};
+use crate::{FileOps, Preparation, body};
 
-impl Compact {
-    /// The job that summarizes `plan` of `work`. `extra` instructions come
-    /// after the standing ones.
-    pub(crate) fn prepare(
-        &self,
-        work: &History<'_>,
-        plan: &Plan,
-        extra: Option<&str>,
-        manual: bool,
-        background: bool,
-    ) -> Job {
-        let messages = work.messages();
-        let previous: Vec<String> = plan
-            .previous
-            .iter()
-            .filter_map(|&i| body::text(&messages[i]))
-            .filter(|t| !t.is_empty())
-            .collect();
-        let previous = (!previous.is_empty()).then(|| previous.join("\n\n"));
+/// Why and where a compaction runs, and the instructions added for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Occasion<'a> {
+    /// Foreground or background.
+    pub mode: Mode,
+    /// The threshold, or a caller.
+    pub trigger: Trigger,
+    /// Instructions after the standing ones.
+    pub extra: Option<&'a str>,
+}
 
-        let mut files = FileOps::new();
-        for &i in &plan.previous {
-            if let Some(listed) = body::files(&messages[i]) {
-                files.merge(&listed);
-            }
+impl Occasion<'_> {
+    /// A compaction the threshold asked for, in `mode`.
+    pub fn threshold(mode: Mode) -> Self {
+        Occasion {
+            mode,
+            trigger: Trigger::Threshold,
+            extra: None,
         }
-        if let Some((made, remembered)) = &lock(&self.state).files
-            && plan
-                .previous
-                .iter()
-                .any(|&i| identity(&messages[i]) == *made)
-        {
-            files.merge(remembered);
-        }
-        let earlier: Vec<Message> = plan.earlier.iter().map(|&i| messages[i].clone()).collect();
-        let current: Vec<Message> = plan.current.iter().map(|&i| messages[i].clone()).collect();
-        files.record_messages(earlier.iter().chain(&current));
+    }
+}
 
-        let instructions = match (self.instructions.as_deref(), extra) {
-            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
-            (a, b) => a.or(b).map(str::to_string),
-        };
-        let question = plan.question.map(|q| messages[q].text());
-        let request = |part: Part<'_>| {
-            prompt::request(
-                &self.prompt,
-                part,
-                instructions.as_deref(),
-                self.max_input_chars,
-                &self.options,
-            )
-        };
-        let requests = if plan.is_split() {
-            vec![
-                request(Part {
-                    messages: &earlier,
-                    previous: previous.as_deref(),
-                    question: None,
-                }),
-                request(Part {
-                    messages: &current,
-                    previous: None,
-                    question: question.as_deref(),
-                }),
-            ]
-        } else if current.is_empty() {
-            vec![request(Part {
-                messages: &earlier,
-                previous: previous.as_deref(),
-                question: None,
-            })]
-        } else {
-            vec![request(Part {
-                messages: &current,
-                previous: previous.as_deref(),
-                question: question.as_deref(),
-            })]
-        };
-
-        let (messages, turn_prefix) = if plan.is_split() {
-            (earlier, current)
-        } else {
-            let mut all = earlier;
-            all.extend(current);
-            (all, Vec::new())
-        };
-        Job {
-            preparation: Preparation {
-                messages,
-                turn_prefix,
-                previous_summary: previous,
-                files,
-                instructions,
-                tokens: plan.new_tokens,
-                tokens_before: work.total(),
-                background,
-                manual,
-            },
-            requests,
+/// The job that summarizes `plan` of `work`.
+///
+/// # Errors
+///
+/// Counting the requests failed.
+pub(crate) async fn prepare(
+    settings: &Settings,
+    memo: &Memo,
+    work: &History<'_>,
+    plan: &Plan,
+    occasion: Occasion<'_>,
+    counter: &dyn TokenCounter,
+) -> Result<Job, MemoryError> {
+    let messages = work.messages();
+    let pick = |indices: &[usize]| -> Vec<Message> {
+        indices.iter().map(|&i| messages[i].clone()).collect()
+    };
+    let (earlier, current) = (pick(&plan.earlier), pick(&plan.current));
+    let previous = previous_summary(messages, plan);
+    let files = files(memo, messages, plan, earlier.iter().chain(&current));
+    let instructions = settings.instructions(occasion.extra);
+    let question = plan.question.map(|q| messages[q].text());
+    let requests = {
+        let template = settings.template(instructions.as_deref());
+        let mut requests = Vec::with_capacity(2);
+        for part in parts(
+            plan,
+            &earlier,
+            &current,
+            previous.as_deref(),
+            question.as_deref(),
+        ) {
+            requests.push(template.request(part, counter).await?);
         }
+        requests
+    };
+    let (messages, turn_prefix) = if plan.is_split() {
+        (earlier, current)
+    } else {
+        ([earlier, current].concat(), Vec::new())
+    };
+    Ok(Job {
+        preparation: Preparation {
+            messages,
+            turn_prefix,
+            previous_summary: previous,
+            files,
+            instructions,
+            tokens: plan.new_tokens,
+            tokens_before: work.total(),
+            background: occasion.mode == Mode::Background,
+            manual: occasion.trigger == Trigger::Manual,
+        },
+        requests,
+    })
+}
+
+/// The text of Compact's earlier summaries, to merge.
+fn previous_summary(messages: &[Message], plan: &Plan) -> Option<String> {
+    let previous: Vec<String> = plan
+        .previous
+        .iter()
+        .filter_map(|&i| body::text(&messages[i]))
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!previous.is_empty()).then(|| previous.join("\n\n"))
+}
+
+/// The files the earlier summaries list (those of the last summary made
+/// included, when it is one of them) and those `new` messages touch.
+fn files<'m>(
+    memo: &Memo,
+    messages: &[Message],
+    plan: &Plan,
+    new: impl Iterator<Item = &'m Message>,
+) -> FileOps {
+    let mut files = FileOps::new();
+    for &i in &plan.previous {
+        if let Some(listed) = body::files(&messages[i]) {
+            files.merge(&listed);
+        }
+    }
+    if let Some(remembered) = memo.files_of(plan.previous.iter().map(|&i| &messages[i])) {
+        files.merge(&remembered);
+    }
+    files.record_messages(new);
+    files
+}
+
+/// What each request summarizes: the history and the newest round's older
+/// steps apart when the turn is split, else whichever is new.
+fn parts<'a>(
+    plan: &Plan,
+    earlier: &'a [Message],
+    current: &'a [Message],
+    previous: Option<&'a str>,
+    question: Option<&'a str>,
+) -> Vec<Part<'a>> {
+    let history = Part {
+        messages: earlier,
+        previous,
+        question: None,
+    };
+    let turn = Part {
+        messages: current,
+        previous: None,
+        question,
+    };
+    if plan.is_split() {
+        vec![history, turn]
+    } else if current.is_empty() {
+        vec![history]
+    } else {
+        vec![Part { previous, ..turn }]
     }
 }

@@ -1,18 +1,32 @@
-//! The summarization request: [`DEFAULT_PROMPT`] and how the messages to
-//! summarize are sent.
+//! The summarization request: [`DEFAULT_COMPACT_PROMPT`] and how the
+//! messages to summarize are sent.
 //!
 //! A request is standalone: the prompt as a system message, then one user
 //! message holding the previous summary (to merge), the current request
 //! (when its own steps are summarized), the transcript (rendered by
 //! [`memory_core::transcript`], so reasoning is never sent) and the custom
-//! instructions. When the transcript is longer than the input limit, every
-//! message longer than its share is shortened in the middle, so each one is
-//! still seen.
+//! instructions. When the request would be longer than the input limit (in
+//! tokens of the strategy's counter), every message of the transcript longer
+//! than its share of the room left is shortened in the middle, so each one
+//! is still seen.
 
-use memory_core::{ChatRequest, Message, ModelOptions, transcript};
+use memory_core::{ChatRequest, MemoryError, Message, ModelOptions, TokenCounter, transcript};
 
-/// What the summarizer is asked to write.
-pub const DEFAULT_PROMPT: &str = "\
+/// What Compact's summarizer is asked to write: a summary under fixed
+/// headings, merged with the previous one, which the request hands over
+/// apart from the transcript.
+///
+/// It differs from the prompt of `memory-summarize`'s strategy because the
+/// requests differ: Compact frames the material itself (the previous summary,
+/// the current request and the transcript in their own sections) and rolls
+/// one summary forward, headings and all, from compaction to compaction;
+/// that strategy sends the bare transcript, the previous summary as its
+/// first entry, so its prompt says how to treat a leading summary.
+///
+/// ```
+/// assert!(memory_compact::DEFAULT_COMPACT_PROMPT.contains("## Goals"));
+/// ```
+pub const DEFAULT_COMPACT_PROMPT: &str = "\
 You keep the working memory of a conversation between a user and an assistant that uses tools. \
 The older part of the conversation is about to leave the assistant's context; what you write \
 takes its place, so it must hold everything the assistant needs to carry on without it.
@@ -34,11 +48,8 @@ When a previous summary is given, merge it with the new material into one summar
 still holds, update what changed, and drop nothing that may matter later. Reply with the summary \
 only.";
 
-/// Default cap on the characters of one request's transcript.
-pub const DEFAULT_MAX_INPUT_CHARS: usize = 48_000;
-
-/// No message is shortened below this many characters.
-const MIN_SHARE: usize = 400;
+/// No message is shortened below this many tokens.
+const MIN_SHARE: usize = 100;
 
 /// What one request summarizes.
 #[derive(Debug, Clone, Copy)]
@@ -51,14 +62,48 @@ pub(crate) struct Part<'a> {
     pub question: Option<&'a str>,
 }
 
-/// Builds the request for `part`.
-pub(crate) fn request(
-    prompt: &str,
-    part: Part<'_>,
-    instructions: Option<&str>,
-    max_input_chars: usize,
-    options: &ModelOptions,
-) -> ChatRequest {
+/// How every request of a compaction is written.
+#[derive(Debug, Clone)]
+pub(crate) struct Template<'a> {
+    /// The system message.
+    pub prompt: &'a str,
+    /// Custom instructions, after the transcript.
+    pub instructions: Option<&'a str>,
+    /// The limit on the whole request, in tokens.
+    pub max_input_tokens: usize,
+    /// What every request carries (the summary cap as `max_tokens`).
+    pub options: ModelOptions,
+}
+
+impl Template<'_> {
+    /// The request for `part`, its transcript fitted to the room the rest
+    /// of the request leaves under the input limit.
+    ///
+    /// # Errors
+    ///
+    /// Counting failed.
+    pub async fn request(
+        &self,
+        part: Part<'_>,
+        counter: &dyn TokenCounter,
+    ) -> Result<ChatRequest, MemoryError> {
+        let head = head(part);
+        let tail = tail(part, self.instructions);
+        let frame = counter.count(self.prompt).await?
+            + counter.count(&head).await?
+            + counter.count(&tail).await?;
+        let room = self.max_input_tokens.saturating_sub(frame);
+        let conversation = render(part.messages, room, counter).await?;
+        let text = format!("{head}{conversation}{tail}");
+        let mut request = ChatRequest::new(vec![Message::system(self.prompt), Message::user(text)]);
+        request.options = self.options.clone();
+        Ok(request)
+    }
+}
+
+/// What comes before the transcript: the previous summary, the current
+/// request, the opening tag.
+fn head(part: Part<'_>) -> String {
     let mut text = String::new();
     if let Some(previous) = part.previous {
         text.push_str(
@@ -75,8 +120,13 @@ pub(crate) fn request(
         text.push_str("\n</current-request>\n\n");
     }
     text.push_str("<conversation>\n");
-    text.push_str(&render(part.messages, max_input_chars));
-    text.push_str("\n</conversation>\n\n");
+    text
+}
+
+/// What comes after the transcript: the closing tag, the task, the custom
+/// instructions.
+fn tail(part: Part<'_>, instructions: Option<&str>) -> String {
+    let mut text = String::from("\n</conversation>\n\n");
     text.push_str(match (part.question.is_some(), part.previous.is_some()) {
         (true, false) => {
             "Summarize the steps above, the earlier work on the current request, so that the assistant can continue from its newest steps."
@@ -93,25 +143,40 @@ pub(crate) fn request(
         text.push_str("\n\nAdditional instructions: ");
         text.push_str(instructions);
     }
-    let mut request = ChatRequest::new(vec![Message::system(prompt), Message::user(text)]);
-    request.options = options.clone();
-    request
+    text
 }
 
 /// The transcript of `messages`, each message shortened to its share of
-/// `max_chars` when the whole is longer.
-fn render(messages: &[Message], max_chars: usize) -> String {
+/// `room` tokens when the whole is longer.
+async fn render(
+    messages: &[Message],
+    room: usize,
+    counter: &dyn TokenCounter,
+) -> Result<String, MemoryError> {
     let entries: Vec<String> = messages.iter().map(transcript::message_to_text).collect();
-    let total: usize = entries.iter().map(|e| e.chars().count()).sum();
-    if total <= max_chars || entries.is_empty() {
-        return entries.join("\n");
+    let mut tokens = Vec::with_capacity(entries.len());
+    for entry in &entries {
+        tokens.push(counter.count(entry).await?);
     }
-    let share = (max_chars / entries.len()).max(MIN_SHARE);
-    entries
+    if tokens.iter().sum::<usize>() <= room || entries.is_empty() {
+        return Ok(entries.join("\n"));
+    }
+    let share = (room / entries.len()).max(MIN_SHARE);
+    Ok(entries
         .iter()
-        .map(|e| shorten(e, share))
+        .zip(&tokens)
+        .map(|(entry, &n)| {
+            if n <= share {
+                entry.clone()
+            } else {
+                // The entry's own characters per token say how many
+                // characters its share holds.
+                let chars = entry.chars().count();
+                shorten(entry, chars * share / n)
+            }
+        })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n"))
 }
 
 /// `text` cut to about `max` characters: its beginning and its end, with a
@@ -133,28 +198,33 @@ fn shorten(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use memory_core::CharTokenCounter;
+
     use super::*;
 
-    fn user_text(request: &ChatRequest) -> String {
-        request.messages[1].text()
+    fn template(max_input_tokens: usize) -> Template<'static> {
+        Template {
+            prompt: DEFAULT_COMPACT_PROMPT,
+            instructions: Some("mention every test name"),
+            max_input_tokens,
+            options: ModelOptions::default(),
+        }
     }
 
-    #[test]
-    fn the_request_holds_the_previous_summary_question_transcript_and_instructions() {
+    #[tokio::test]
+    async fn the_request_holds_the_previous_summary_question_transcript_and_instructions() {
         let messages = [Message::user("rename foo"), Message::assistant("renamed")];
-        let request = request(
-            DEFAULT_PROMPT,
-            Part {
-                messages: &messages,
-                previous: Some("## Goals\nold"),
-                question: Some("ship it"),
-            },
-            Some("mention every test name"),
-            1_000,
-            &ModelOptions::default(),
-        );
-        assert_eq!(request.messages[0], Message::system(DEFAULT_PROMPT));
-        let text = user_text(&request);
+        let part = Part {
+            messages: &messages,
+            previous: Some("## Goals\nold"),
+            question: Some("ship it"),
+        };
+        let request = template(1_000)
+            .request(part, &CharTokenCounter)
+            .await
+            .unwrap();
+        assert_eq!(request.messages[0], Message::system(DEFAULT_COMPACT_PROMPT));
+        let text = request.messages[1].text();
         for part in [
             "<previous-summary>\n## Goals\nold\n</previous-summary>",
             "<current-request>\nship it\n</current-request>",
@@ -165,20 +235,47 @@ mod tests {
         }
     }
 
-    #[test]
-    fn long_messages_are_shortened_in_the_middle_to_their_share() {
+    #[tokio::test]
+    async fn long_messages_are_shortened_in_the_middle_to_their_share() {
         let long = format!("BEGIN{}END", "x".repeat(5_000));
         let messages = [Message::tool_result("c1", long), Message::user("short")];
-        let text = render(&messages, 1_000);
+        let text = render(&messages, 250, &CharTokenCounter).await.unwrap();
         assert!(text.contains("tool result (c1): BEGIN"));
         assert!(text.contains("END\nuser: short"));
         assert!(text.contains("characters left out"));
         assert!(text.chars().count() < 700);
         // Within the limit nothing changes.
-        assert_eq!(render(&messages[1..], 1_000), "user: short");
+        let short = render(&messages[1..], 250, &CharTokenCounter)
+            .await
+            .unwrap();
+        assert_eq!(short, "user: short");
         assert_eq!(
             shorten("abcdef", 3),
             "ab\n[... 3 characters left out ...]\nf"
         );
+    }
+
+    #[tokio::test]
+    async fn the_limit_covers_the_whole_request_not_only_the_transcript() {
+        let long = "y".repeat(8_000);
+        let messages = [Message::user(long)];
+        let counter = CharTokenCounter;
+        let frame = counter.count(DEFAULT_COMPACT_PROMPT).await.unwrap();
+        // Room for the transcript: the limit less the prompt and the frame.
+        let request = template(frame + 1_200)
+            .request(
+                Part {
+                    messages: &messages,
+                    previous: None,
+                    question: None,
+                },
+                &counter,
+            )
+            .await
+            .unwrap();
+        let sent = counter.count(&request.messages[1].text()).await.unwrap();
+        // Within the limit, give or take the note of what was left out.
+        assert!((1_100..=1_220).contains(&sent), "{sent}");
+        assert!(request.messages[1].text().contains("characters left out"));
     }
 }

@@ -3,15 +3,13 @@
 //! a history without a summary falls back to `WindowDrop`'s projection,
 //! and every step is told to the observer and to `tracing`.
 
-use std::sync::Arc;
-
-use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, structure};
+use memory_core::{Budget, History, MemoryError, TrimResult, structure};
 use memory_window::WindowDrop;
 
-use crate::covering::{Applied, Covering, Fingerprint, identity};
-use crate::state::{FailedAt, lock};
-use crate::turns::Plan;
-use crate::{Compact, CompactCost, CompactEvent, CompactObserver, Failure, FallbackReason};
+use crate::covering::Covering;
+use crate::memo::{Known, Memo};
+use crate::settings::Settings;
+use crate::{CompactCost, CompactEvent, Failure, FallbackReason};
 
 /// What a compacted history cost, for its `Completed` event.
 #[derive(Debug, Clone, Copy)]
@@ -21,206 +19,102 @@ pub(crate) struct Report {
     pub messages: usize,
 }
 
-/// Tells `event` to the observer and to `tracing`.
-pub(crate) fn emit(observer: Option<&Arc<dyn CompactObserver>>, event: CompactEvent) {
-    match &event {
-        CompactEvent::Started {
-            tokens_before,
-            messages,
-            tokens,
-            split,
-            background,
-        } => tracing::debug!(
-            target: "memory_compact",
-            tokens_before, messages, tokens, split, background,
-            "summarizing older history"
-        ),
-        CompactEvent::Completed {
-            tokens_before,
-            tokens_after,
-            messages,
-            cost,
-            from_hook,
-        } => tracing::info!(
-            target: "memory_compact",
-            tokens_before, tokens_after, messages, from_hook,
-            calls = cost.calls,
-            input_tokens = cost.input_tokens,
-            output_tokens = cost.output_tokens,
-            "older history replaced by a summary"
-        ),
-        CompactEvent::Declined { tokens_before } => tracing::info!(
-            target: "memory_compact",
-            tokens_before,
-            "a before_compaction hook declined the compaction"
-        ),
-        CompactEvent::Failed {
-            tokens_before,
-            failure,
-            cost,
-        } => tracing::warn!(
-            target: "memory_compact",
-            tokens_before,
-            calls = cost.calls,
-            input_tokens = cost.input_tokens,
-            output_tokens = cost.output_tokens,
-            "no summary used, history kept: {failure}"
-        ),
-        CompactEvent::Fallback {
-            tokens_before,
-            tokens_after,
-            reason,
-        } => tracing::debug!(
-            target: "memory_compact",
-            tokens_before, tokens_after, ?reason,
-            "oldest history dropped from view"
-        ),
-    }
-    if let Some(observer) = observer {
-        observer.on_event(&event);
-    }
+/// A summary made for a turn: the compacted history, its cost, and its
+/// covering restated for the history the turn was given.
+#[derive(Debug)]
+pub(crate) struct Compacted {
+    pub result: TrimResult,
+    pub report: Report,
+    pub covering: Option<Covering>,
 }
 
-impl Compact {
-    /// Tells `event` to this strategy's observer.
-    pub(crate) fn emit(&self, event: CompactEvent) {
-        emit(self.observer.as_ref(), event);
-    }
+/// Settles one turn: `raw` (the history as given) at `budget`.
+pub(crate) struct Settle<'a, 'h> {
+    settings: &'a Settings,
+    raw: &'a History<'h>,
+    budget: &'a Budget,
+}
 
-    /// The summaries of the last materializing result applied to `raw`,
-    /// when it starts with the messages they replaced (that result was not
-    /// written back).
-    ///
-    /// # Errors
-    ///
-    /// Counting the summary failed.
-    pub(crate) async fn known(
-        &self,
-        raw: &History<'_>,
-        counter: &dyn TokenCounter,
-    ) -> Result<Option<(Covering, Applied)>, MemoryError> {
-        let covering = {
-            let state = lock(&self.state);
-            match &state.covered {
-                Some(c) if c.fingerprint.matches(raw) => c.clone(),
-                _ => return Ok(None),
-            }
-        };
-        let applied = covering.apply(raw, counter).await?;
-        Ok(Some((covering, applied)))
-    }
-
-    /// The history a turn works on: `raw` with the summary already known
-    /// applied, when there is one.
-    pub(crate) fn work<'w>(
-        raw: &History<'w>,
-        known: &'w Option<(Covering, Applied)>,
-    ) -> Result<History<'w>, MemoryError> {
-        match known {
-            Some((_, applied)) => applied.result.as_history(),
-            None => Ok(raw.clone()),
+impl<'a, 'h> Settle<'a, 'h> {
+    pub fn new(settings: &'a Settings, raw: &'a History<'h>, budget: &'a Budget) -> Self {
+        Settle {
+            settings,
+            raw,
+            budget,
         }
     }
 
-    /// Remembers the summaries of a materializing result (restated for the
-    /// history the call was given) and the files of the newest.
-    pub(crate) fn remember(&self, covering: Option<Covering>) {
-        let mut state = lock(&self.state);
-        if let Some(c) = &covering {
-            state.files = Some((identity(&c.message), c.files.clone()));
-        }
-        state.covered = covering;
-        state.failed = None;
-    }
-
-    /// Whether an attempt for `plan` of `work` must wait: the last one, for
-    /// the same messages, failed, and the new material has not grown by the
-    /// threshold since.
-    pub(crate) fn backed_off(&self, work: &History<'_>, plan: &Plan) -> bool {
-        let state = lock(&self.state);
-        state.failed.is_some_and(|f| {
-            plan.new_tokens < f.new_tokens.saturating_add(self.summarise_at_tokens)
-                && f.fingerprint.matches(work)
-        })
-    }
-
-    /// Records a failed attempt for `plan` of `work`.
-    pub(crate) fn back_off(&self, work: &History<'_>, plan: &Plan) {
-        let Some(last) = plan.region.last() else {
-            return;
-        };
-        lock(&self.state).failed = Some(FailedAt {
-            fingerprint: Fingerprint::of(work, last.end),
-            new_tokens: plan.new_tokens,
+    /// Reports a failure of this turn.
+    pub fn failed(&self, failure: Failure, cost: CompactCost) {
+        self.settings.emit(CompactEvent::Failed {
+            tokens_before: self.raw.total(),
+            failure,
+            cost,
         });
     }
 
     /// Whether `compacted` is smaller than the `before` tokens it was made
     /// from; a summary no shorter than what it covers is refused, and the
     /// refusal reported.
-    pub(crate) fn shrinks(
-        &self,
-        raw: &History<'_>,
-        before: usize,
-        compacted: &TrimResult,
-        cost: CompactCost,
-    ) -> bool {
+    pub fn shrinks(&self, before: usize, compacted: &TrimResult, cost: CompactCost) -> bool {
         let after = compacted.tokens();
         if after < before {
             return true;
         }
-        self.emit(CompactEvent::Failed {
-            tokens_before: raw.total(),
-            failure: Failure::NotSmaller { before, after },
-            cost,
-        });
+        self.failed(Failure::NotSmaller { before, after }, cost);
         false
     }
 
-    /// Fits a compacted history (made from `raw`) to `budget`: as it is when
-    /// it fits, else `WindowDrop`'s projection of it with the compacted
-    /// history to store. `None` (reported as a failure) when the summary
-    /// makes what may never be shed exceed a budget that `raw`'s floor fits:
-    /// shown, the summary would then push out what must stay.
+    /// Shows `compacted` and remembers its summary in `memo`, even when it
+    /// cannot be shown at this budget: it is not paid for again.
     ///
     /// # Errors
     ///
     /// Never for results built by this crate.
-    pub(crate) fn accept(
+    pub fn land(&self, compacted: Compacted, memo: &Memo) -> Result<TrimResult, MemoryError> {
+        let accepted = self.accept(compacted.result, Some(compacted.report))?;
+        memo.remember(compacted.covering);
+        match accepted {
+            Some(result) => Ok(result),
+            None => self.unsummarized(),
+        }
+    }
+
+    /// Fits a compacted history to the budget: as it is when it fits, else
+    /// `WindowDrop`'s projection of it with the compacted history to store.
+    /// `None` (reported as a failure) when the summary makes what may never
+    /// be shed exceed a budget that the turn's own floor fits: shown, the
+    /// summary would then push out what must stay.
+    ///
+    /// # Errors
+    ///
+    /// Never for results built by this crate.
+    pub fn accept(
         &self,
-        raw: &History<'_>,
         mut compacted: TrimResult,
-        budget: &Budget,
         report: Option<Report>,
     ) -> Result<Option<TrimResult>, MemoryError> {
         let view = {
             let history = compacted.as_history()?;
-            if let Some(max) = budget.max_tokens {
-                let floor = structure::floor(&history).tokens;
-                if floor > max && structure::floor(raw).tokens <= max {
-                    self.emit(CompactEvent::Failed {
-                        tokens_before: raw.total(),
-                        failure: Failure::TooLarge { floor, budget: max },
-                        cost: report.map(|r| r.cost).unwrap_or_default(),
-                    });
-                    return Ok(None);
-                }
+            if let Some(failure) = self.too_large(&history) {
+                self.failed(failure, report.map(|r| r.cost).unwrap_or_default());
+                return Ok(None);
             }
-            WindowDrop::new().window(&history, budget)
+            WindowDrop::new().window(&history, self.budget)
         };
         compacted.replace = true;
         let result = if view.messages == compacted.messages {
             compacted.fits = view.fits;
             compacted
         } else {
-            compacted.fits = budget.admits_tokens(compacted.tokens());
+            compacted.fits = self.budget.admits_tokens(compacted.tokens());
             let mut view = view;
             view.write_back = Some(Box::new(compacted));
             view
         };
         if let Some(report) = report {
-            self.emit(CompactEvent::Completed {
-                tokens_before: raw.total(),
+            self.settings.emit(CompactEvent::Completed {
+                tokens_before: self.raw.total(),
                 tokens_after: result.tokens(),
                 messages: report.messages,
                 cost: report.cost,
@@ -230,28 +124,34 @@ impl Compact {
         Ok(Some(result))
     }
 
-    /// `raw` as it is when it fits, else `WindowDrop`'s projection of it:
-    /// nothing replaced, nothing stored.
-    pub(crate) fn fallback(
-        &self,
-        raw: &History<'_>,
-        budget: &Budget,
-        reason: FallbackReason,
-    ) -> TrimResult {
-        let view = WindowDrop::new().window(raw, budget);
-        if view.messages.len() != raw.len() {
-            self.emit(CompactEvent::Fallback {
-                tokens_before: raw.total(),
-                tokens_after: view.tokens(),
-                reason,
-            });
+    /// Why `compacted` may not be shown: its floor exceeds a budget that
+    /// the turn's own floor fits.
+    fn too_large(&self, compacted: &History<'_>) -> Option<Failure> {
+        let max = self.budget.max_tokens?;
+        let floor = structure::floor(compacted).tokens;
+        (floor > max && structure::floor(self.raw).tokens <= max)
+            .then_some(Failure::TooLarge { floor, budget: max })
+    }
+
+    /// The history as given when it fits, else `WindowDrop`'s projection
+    /// of it: nothing replaced, nothing stored.
+    pub fn fallback(&self, reason: FallbackReason) -> TrimResult {
+        let view = WindowDrop::new().window(self.raw, self.budget);
+        if view.messages.len() != self.raw.len() {
+            self.fell_back(&view, reason);
         }
         view
     }
 
-    /// `known`'s compacted history fitted to `budget`, or `raw`'s fallback
-    /// when there is none, or when its summary does not fit this budget (it
-    /// stays known, for a larger one).
+    /// Reports a turn fitted by dropping history from view.
+    fn fell_back(&self, view: &TrimResult, reason: FallbackReason) {
+        self.settings.emit(CompactEvent::Fallback {
+            tokens_before: self.raw.total(),
+            tokens_after: view.tokens(),
+            reason,
+        });
+    }
+
     /// The view when a summary cannot be shown beside the floor at this
     /// budget: `WindowDrop`'s projection, with its older, not yet
     /// summarized part held to the threshold. Trimmed again, such a view
@@ -261,56 +161,52 @@ impl Compact {
     /// # Errors
     ///
     /// Never for results built by this crate.
-    pub(crate) fn fallback_unsummarized(
-        &self,
-        raw: &History<'_>,
-        budget: &Budget,
-    ) -> Result<TrimResult, MemoryError> {
-        let mut view = WindowDrop::new().window(raw, budget);
+    pub fn unsummarized(&self) -> Result<TrimResult, MemoryError> {
+        let threshold = self.settings.summarize_at_tokens();
+        let mut view = WindowDrop::new().window(self.raw, self.budget);
         // Each round drops at least one more step; the bound is a guard.
         for _ in 0..64 {
-            let due = {
-                let shown = view.as_history()?;
-                Plan::new(&shown, self.keep_verbatim).new_tokens
-            };
-            if due <= self.summarise_at_tokens {
+            let due = self.settings.plan(&view.as_history()?).new_tokens;
+            if due <= threshold {
                 break;
             }
-            let limit = view.tokens() - (due - self.summarise_at_tokens).min(view.tokens());
+            let limit = view.tokens() - (due - threshold).min(view.tokens());
             let tighter = Budget {
                 max_tokens: Some(limit),
-                ..*budget
+                ..*self.budget
             };
-            let next = WindowDrop::new().window(raw, &tighter);
+            let next = WindowDrop::new().window(self.raw, &tighter);
             if next.messages.len() >= view.messages.len() {
                 break;
             }
             view = next;
         }
-        view.fits = budget.admits_tokens(view.tokens());
-        if view.messages.len() != raw.len() {
-            self.emit(CompactEvent::Fallback {
-                tokens_before: raw.total(),
-                tokens_after: view.tokens(),
-                reason: FallbackReason::Failed,
-            });
+        view.fits = self.budget.admits_tokens(view.tokens());
+        if view.messages.len() != self.raw.len() {
+            self.fell_back(&view, FallbackReason::Failed);
         }
         Ok(view)
     }
 
-    pub(crate) fn settle_known(
+    /// The turn without a new summary: the remembered one's compacted
+    /// history fitted to the budget, or the fallback when there is none, or
+    /// when it does not fit this budget (it stays remembered, for a larger
+    /// one).
+    ///
+    /// # Errors
+    ///
+    /// Never for results built by this crate.
+    pub fn without_new(
         &self,
-        raw: &History<'_>,
-        known: Option<(Covering, Applied)>,
-        budget: &Budget,
+        known: Option<Known>,
         reason: FallbackReason,
     ) -> Result<TrimResult, MemoryError> {
-        if let Some((_, applied)) = known {
-            if let Some(result) = self.accept(raw, applied.result, budget, None)? {
-                return Ok(result);
-            }
-            return self.fallback_unsummarized(raw, budget);
+        let Some(known) = known else {
+            return Ok(self.fallback(reason));
+        };
+        match self.accept(known.into_result(), None)? {
+            Some(result) => Ok(result),
+            None => self.unsummarized(),
         }
-        Ok(self.fallback(raw, budget, reason))
     }
 }

@@ -47,90 +47,42 @@ impl Plan {
     /// Plans the compaction of `history`, keeping `keep_verbatim` turns.
     pub fn new(history: &History<'_>, keep_verbatim: usize) -> Plan {
         let messages = history.messages();
-        let n = messages.len();
         let own: Vec<bool> = messages.iter().map(body::is_compact_summary).collect();
-        let mut fixed = vec![false; n];
-        for &p in history.protected() {
-            if !own[p] {
-                for i in structure::step_of(messages, p) {
-                    fixed[i] = true;
-                }
-            }
-        }
-        for (i, message) in messages.iter().enumerate() {
-            if !message.is_system() {
-                break;
-            }
-            fixed[i] |= !own[i];
-        }
         let question = structure::current_question(messages);
-        if let Some(q) = question {
-            fixed[q] = true;
-        }
-
-        let k = keep_verbatim.max(1);
-        let mut turns = 0;
-        let low = question.map_or(0, |q| q + 1);
-        let mut end = n;
-        while turns < k && end > low {
-            let start = structure::step_start(messages, end).max(low);
-            if (start..end).all(|i| !fixed[i] && !own[i]) {
-                turns += 1;
-            }
-            end = start;
-        }
-        if let Some(q) = question
-            && turns < k
-            && end == low
-        {
-            end = q;
-            while turns < k && end > 0 {
-                let start = structure::round_start(messages, end);
-                if !messages[start].is_user() {
-                    break;
-                }
-                turns += 1;
-                end = start;
-            }
-        }
-        let tail = end;
-
-        let mut region: Vec<Range<usize>> = Vec::new();
-        let mut previous = Vec::new();
-        let mut earlier = Vec::new();
-        let mut current = Vec::new();
-        let mut new_tokens = 0;
-        for i in 0..n {
+        let fixed = fixed(history, &own, question);
+        let tail = tail(history, &fixed, &own, question, keep_verbatim.max(1));
+        let mut plan = Plan {
+            tail,
+            question,
+            region: Vec::new(),
+            previous: Vec::new(),
+            earlier: Vec::new(),
+            current: Vec::new(),
+            new_tokens: 0,
+        };
+        for i in 0..messages.len() {
             let folded = if own[i] {
-                previous.push(i);
+                plan.previous.push(i);
                 true
             } else if i < tail && !fixed[i] {
-                new_tokens += history.counts()[i];
+                plan.new_tokens += history.counts()[i];
                 if question.is_some_and(|q| i > q) {
-                    current.push(i);
+                    plan.current.push(i);
                 } else {
-                    earlier.push(i);
+                    plan.earlier.push(i);
                 }
                 true
             } else {
                 false
             };
             if folded {
-                match region.last_mut() {
+                match plan.region.last_mut() {
                     Some(last) if last.end == i => last.end = i + 1,
-                    _ => region.push(i..i + 1),
+                    _ => plan.region.push(i..i + 1),
                 }
             }
         }
-        Plan {
-            tail,
-            question,
-            region,
-            previous,
-            earlier,
-            current,
-            new_tokens,
-        }
+        plan
     }
 
     /// Whether anything but earlier summaries would be folded.
@@ -148,6 +100,68 @@ impl Plan {
     pub fn folded(&self) -> usize {
         self.region.iter().map(ExactSizeIterator::len).sum()
     }
+}
+
+/// What stays in place, wherever it is: protected messages with their
+/// steps (unless they are Compact's own summaries), the leading system
+/// messages, and the current question.
+fn fixed(history: &History<'_>, own: &[bool], question: Option<usize>) -> Vec<bool> {
+    let messages = history.messages();
+    let mut fixed = vec![false; messages.len()];
+    for &p in history.protected() {
+        if !own[p] {
+            for i in structure::step_of(messages, p) {
+                fixed[i] = true;
+            }
+        }
+    }
+    for (i, message) in messages.iter().enumerate() {
+        if !message.is_system() {
+            break;
+        }
+        fixed[i] |= !own[i];
+    }
+    if let Some(q) = question {
+        fixed[q] = true;
+    }
+    fixed
+}
+
+/// Index of the first message of the tail of `k` turns: the newest round's
+/// steps from the newest back, then whole rounds before the question.
+fn tail(
+    history: &History<'_>,
+    fixed: &[bool],
+    own: &[bool],
+    question: Option<usize>,
+    k: usize,
+) -> usize {
+    let messages = history.messages();
+    let mut turns = 0;
+    let low = question.map_or(0, |q| q + 1);
+    let mut end = messages.len();
+    while turns < k && end > low {
+        let start = structure::step_start(messages, end).max(low);
+        if (start..end).all(|i| !fixed[i] && !own[i]) {
+            turns += 1;
+        }
+        end = start;
+    }
+    if let Some(q) = question
+        && turns < k
+        && end == low
+    {
+        end = q;
+        while turns < k && end > 0 {
+            let start = structure::round_start(messages, end);
+            if !messages[start].is_user() {
+                break;
+            }
+            turns += 1;
+            end = start;
+        }
+    }
+    end
 }
 
 #[cfg(test)]

@@ -289,7 +289,7 @@ fn without_a_runtime_the_turn_is_fitted_by_dropping() {
 fn without_a_runtime_the_foreground_mode_still_summarizes() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text("## State\nok".into())]));
     let compact = Compact::new(fake.clone())
-        .with_summarise_at_tokens(100)
+        .with_summarize_at_tokens(100)
         .with_timeout(Duration::from_secs(5))
         .with_retries(2);
     let result = futures::executor::block_on(trim(&compact, &at_turn(11)));

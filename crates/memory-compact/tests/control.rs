@@ -40,7 +40,7 @@ async fn a_hook_that_declines_stops_the_call_and_the_replacement() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text("unused".into())]));
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(fake.clone())
-        .with_summarise_at_tokens(100)
+        .with_summarize_at_tokens(100)
         .with_observer(log.clone())
         .with_before_compaction(|_: &Preparation| HookDecision::Decline);
     let messages = turn_six();
@@ -62,7 +62,7 @@ async fn a_hook_that_supplies_the_summary_is_used_without_a_call() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text("unused".into())]));
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(fake.clone())
-        .with_summarise_at_tokens(100)
+        .with_summarize_at_tokens(100)
         .with_observer(log.clone())
         .with_before_compaction(|p: &Preparation| {
             assert_eq!(p.messages.len(), 6);
@@ -145,7 +145,7 @@ async fn events_report_tokens_before_and_after_and_the_calls_cost() {
     )]));
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(fake)
-        .with_summarise_at_tokens(100)
+        .with_summarize_at_tokens(100)
         .with_observer(log.clone());
     let result = trim(&compact, &turn_six(), 10_000).await;
     let events = log.events();
@@ -186,7 +186,7 @@ async fn events_report_tokens_before_and_after_and_the_calls_cost() {
 #[tokio::test]
 async fn protected_messages_stay_in_place_and_tool_pairs_stay_whole() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text("## State\nok".into())]));
-    let compact = Compact::new(fake).with_summarise_at_tokens(20);
+    let compact = Compact::new(fake).with_summarize_at_tokens(20);
     let parallel = Message::assistant_with_tools(
         "",
         vec![

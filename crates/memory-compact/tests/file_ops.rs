@@ -49,7 +49,7 @@ async fn files_accumulate_across_compactions_and_survive_a_restart() {
         FakeReply::Text("## State\none\n<modified-files>\nbogus.rs\n</modified-files>".into()),
         FakeReply::Text("## State\ntwo".into()),
     ]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(20);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(20);
     let mut messages = vec![
         Message::system("agent"),
         Message::user("Refactor the crate."),
@@ -100,7 +100,7 @@ async fn files_accumulate_across_compactions_and_survive_a_restart() {
     let restarted = Compact::new(FakeProvider::new([FakeReply::Text(
         "## State\nthree".into(),
     )]))
-    .with_summarise_at_tokens(20)
+    .with_summarize_at_tokens(20)
     .with_before_compaction(move |p: &Preparation| {
         *keep.lock().unwrap() = Some(p.files.clone());
         HookDecision::Proceed

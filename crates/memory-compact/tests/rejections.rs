@@ -79,7 +79,7 @@ async fn a_bad_reply_replaces_nothing_within_the_budget_or_over_it() {
     for (kind, bad) in bad_replies() {
         let log = Arc::new(EventLog::new());
         let compact = Compact::new(FakeProvider::new([bad.clone()]))
-            .with_summarise_at_tokens(100)
+            .with_summarize_at_tokens(100)
             .with_observer(log.clone());
 
         // Within the budget: the history as it is.
@@ -95,7 +95,7 @@ async fn a_bad_reply_replaces_nothing_within_the_budget_or_over_it() {
 
         // Over it: WindowDrop's projection, storage untouched.
         let compact = Compact::new(FakeProvider::new([bad]))
-            .with_summarise_at_tokens(100)
+            .with_summarize_at_tokens(100)
             .with_observer(log.clone());
         let result = trim(&compact, &messages, 120).await;
         let expected = WindowDrop::new().window(&history, &Budget::tokens(120));
@@ -118,11 +118,11 @@ async fn a_bad_reply_never_erases_the_previous_summary() {
     messages.extend(rounds(6));
     messages.push(user(7));
     for (kind, bad) in bad_replies() {
-        let compact = Compact::new(FakeProvider::new([bad.clone()])).with_summarise_at_tokens(100);
+        let compact = Compact::new(FakeProvider::new([bad.clone()])).with_summarize_at_tokens(100);
         let result = trim(&compact, &messages, 10_000).await;
         assert_eq!(result.messages, messages, "{kind}");
         // Over the budget, with a fresh strategy (so the call is made again).
-        let compact = Compact::new(FakeProvider::new([bad])).with_summarise_at_tokens(100);
+        let compact = Compact::new(FakeProvider::new([bad])).with_summarize_at_tokens(100);
         let result = trim(&compact, &messages, 150).await;
         assert!(result.messages.contains(&previous), "{kind}");
         assert!(result.fits && result.to_store().is_none(), "{kind}");
@@ -135,7 +135,7 @@ async fn after_a_failure_the_next_attempt_waits_for_the_threshold_again() {
         FakeReply::Text(String::new()),
         FakeReply::Text("## State\nok".into()),
     ]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(100);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut messages = rounds(5);
     // Turn 6: rounds 1-3 older (150 > 100): the call fails.
     messages.push(user(6));
@@ -165,7 +165,7 @@ async fn a_summary_no_shorter_than_what_it_covers_replaces_nothing() {
     let long = format!("## State\n{}", "Every detail, restated. ".repeat(60));
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(FakeProvider::new([FakeReply::Text(long)]))
-        .with_summarise_at_tokens(100)
+        .with_summarize_at_tokens(100)
         .with_observer(log.clone());
     let result = trim(&compact, &messages, 10_000).await;
     assert_eq!(result.messages, messages);

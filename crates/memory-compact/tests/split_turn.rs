@@ -42,7 +42,7 @@ async fn the_history_and_the_turns_older_steps_are_summarized_apart() {
     let fake = split_provider();
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(fake.clone())
-        .with_summarise_at_tokens(20)
+        .with_summarize_at_tokens(20)
         .with_instructions("Name every failing test.")
         .with_observer(log.clone());
     let messages = long_task();
@@ -142,7 +142,7 @@ async fn a_failure_in_either_part_replaces_nothing() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text(
         "## Goals\nhistory part".into(),
     )]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(20);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(20);
     let messages = long_task();
     let result = compact
         .trim(&messages, &Budget::tokens(10_000), &CharTokenCounter)
@@ -158,7 +158,7 @@ async fn without_earlier_history_the_older_steps_are_one_request() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text(
         "## State\nsteps".into(),
     )]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(20);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(20);
     let mut messages = long_task();
     messages.drain(1..3);
     let result = compact

@@ -33,7 +33,7 @@ async fn summarizes_only_past_the_threshold_and_keeps_the_newest_turns() {
         FakeReply::Text("## State\nsummary one".into()),
         FakeReply::Text("## State\nsummary two".into()),
     ]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(100);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
 
     // Turn i: the tail is u_i and rounds i-1 and i-2; older are rounds
@@ -69,7 +69,7 @@ async fn aged_out_turns_stay_verbatim_until_a_summary_covers_them_and_the_summar
         FakeReply::Text("## State\nsummary one".into()),
         FakeReply::Text("## State\nsummary two".into()),
     ]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(100);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
     for i in 1..=6 {
         turn(&mut memory, i).await;
@@ -115,7 +115,7 @@ async fn keep_verbatim_counts_rounds_before_the_question() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text("s".into())]));
     // Keeping 4 turns: at turn 8, older are rounds 1-3 (150 > 100).
     let compact = Compact::new(fake.clone())
-        .with_summarise_at_tokens(100)
+        .with_summarize_at_tokens(100)
         .with_keep_verbatim(4);
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
     for i in 1..=7 {
@@ -190,7 +190,7 @@ async fn a_summary_not_written_back_is_reapplied_instead_of_paid_for_again() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text(
         "## State\nonce".into(),
     )]));
-    let compact = Compact::new(fake.clone()).with_summarise_at_tokens(100);
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut history = Vec::new();
     for i in 1..=5 {
         history.extend([user(i), reply(i)]);

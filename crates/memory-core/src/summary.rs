@@ -3,7 +3,9 @@
 //!
 //! A summary is a [`Message::System`] whose text starts with [`PREFIX`].
 //! Producers build summaries with [`message`]; every subtractive stage keeps
-//! what [`is_summary`] recognizes.
+//! what [`is_summary`] recognizes. The defaults every summarizing strategy
+//! shares are here too: [`DEFAULT_SUMMARY_MAX_TOKENS`] and
+//! [`DEFAULT_SUMMARY_TEMPERATURE`].
 //!
 //! ```
 //! use memory_core::{summary, Message};
@@ -18,6 +20,25 @@ use crate::Message;
 
 /// What every summary message starts with.
 pub const PREFIX: &str = "Summary of prior context:\n";
+
+/// The default cap on a summary, in tokens, for every strategy that asks a
+/// model for one: sent as the request's `max_tokens`, a reply cut off there
+/// is rejected ([`accept_reply`](crate::accept_reply)), and where a strategy
+/// keeps room for the summary in the budget, that room.
+///
+/// ```
+/// assert_eq!(memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS, 1_024);
+/// ```
+pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1_024;
+
+/// The default sampling temperature of a summary request: a summary should
+/// restate, not invent, and the same history should give the same summary.
+/// Strategies send it unless their options set another.
+///
+/// ```
+/// assert_eq!(memory_core::summary::DEFAULT_SUMMARY_TEMPERATURE, 0.0);
+/// ```
+pub const DEFAULT_SUMMARY_TEMPERATURE: f32 = 0.0;
 
 /// Builds the summary message for `body`.
 ///

@@ -2,6 +2,7 @@
 
 use std::collections::HashSet;
 
+use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
 use memory_core::{
     CharTokenCounter, ChatRequest, ChatResponse, Message, Provider, ProviderError, StopReason,
     Usage,
@@ -16,9 +17,6 @@ const PREVIOUS_SUMMARY: &str = "previous summary:";
 /// assert!(memory_summarize::EXTRACTIVE_HEADER.contains("no model"));
 /// ```
 pub const EXTRACTIVE_HEADER: &str = "Extractive summary (no model):";
-
-/// The reply cap when a request sets no `max_tokens`.
-const DEFAULT_MAX_TOKENS: u32 = 1024;
 
 /// Longest line kept whole, in characters; longer ones are cut.
 const MAX_LINE_CHARS: usize = 240;
@@ -85,7 +83,8 @@ const OPEN_WORDS: &[&str] = &[
 /// are taken once; very long lines are cut.
 ///
 /// The best lines are kept while the reply stays within the request's
-/// `max_tokens` (estimated with [`CharTokenCounter`]; 1024 when unset). The
+/// `max_tokens` (estimated with [`CharTokenCounter`]; when unset,
+/// [`DEFAULT_SUMMARY_MAX_TOKENS`], 1,024). The
 /// reply's first line says that it is extractive. Same request, same reply:
 /// it is deterministic. It reports [`Usage`] estimated the same way and
 /// [`StopReason::Stop`]; a cap too small for the first line and one line of
@@ -188,7 +187,10 @@ impl Provider for ExtractiveSummarizer {
             .map(Message::text)
             .collect::<Vec<_>>()
             .join("\n");
-        let max_tokens = request.options.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS) as usize;
+        let max_tokens = request
+            .options
+            .max_tokens
+            .unwrap_or(DEFAULT_SUMMARY_MAX_TOKENS) as usize;
         let (content, stop_reason) = match self.summarize(&transcript, max_tokens) {
             Some(text) => (text, StopReason::Stop),
             None => (String::new(), StopReason::Length),

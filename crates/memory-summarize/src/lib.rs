@@ -8,7 +8,8 @@
 //! | [`SummarizeStrategy`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)) |
 //! | [`ExtractiveSummarizer`] | an offline [`Provider`](memory_core::Provider) that keeps the most informative lines |
 //! | [`accept_reply`], [`Rejection`] | when a reply may become a summary |
-//! | [`DEFAULT_PROMPT`], [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults |
+//! | [`DEFAULT_SUMMARIZE_PROMPT`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults of this strategy |
+//! | [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_SUMMARY_TEMPERATURE`] | the defaults every summarizing strategy shares (core's [`summary`](memory_core::summary) module, re-exported) |
 //!
 //! ```
 //! use memory_core::{summary, Memory, Message};
@@ -37,6 +38,7 @@ mod prompt;
 mod strategy;
 
 pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
+pub use memory_core::summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
 pub use memory_core::{Rejection, accept_reply};
-pub use prompt::DEFAULT_PROMPT;
-pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, DEFAULT_SUMMARY_MAX_TOKENS, SummarizeStrategy};
+pub use prompt::DEFAULT_SUMMARIZE_PROMPT;
+pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, SummarizeStrategy};

@@ -1,4 +1,4 @@
-//! [`DEFAULT_PROMPT`]: the instruction sent before the transcript.
+//! [`DEFAULT_SUMMARIZE_PROMPT`]: the instruction sent before the transcript.
 
 /// The instruction a [`SummarizeStrategy`](crate::SummarizeStrategy) sends
 /// as the system message of each summarizer call, unless
@@ -6,10 +6,17 @@
 /// transcript (see [`memory_core::transcript`]) follows as the user
 /// message.
 ///
+/// It differs from `memory-compact`'s prompt because the requests differ:
+/// this strategy sends the bare transcript, the previous summary as its
+/// first entry (and, for a long transcript, chunk after chunk folded into a
+/// running summary), so the prompt says how to treat a leading summary;
+/// Compact frames the previous summary, the current request and the
+/// transcript in sections of its own and asks for fixed headings.
+///
 /// ```
-/// assert!(memory_summarize::DEFAULT_PROMPT.contains("previous summary"));
+/// assert!(memory_summarize::DEFAULT_SUMMARIZE_PROMPT.contains("previous summary"));
 /// ```
-pub const DEFAULT_PROMPT: &str = "\
+pub const DEFAULT_SUMMARIZE_PROMPT: &str = "\
 You condense the earlier part of a conversation between a user and an AI agent. \
 The agent will continue the work with your summary in place of those messages, \
 so write what it needs to carry on:

@@ -13,15 +13,8 @@ use memory_window::WindowDrop;
 
 use crate::fold::{Fold, FoldError};
 use crate::plan::{Plan, plan};
-use crate::prompt::DEFAULT_PROMPT;
-
-/// The default cap on a summary, in tokens; also what is reserved for it in
-/// the budget.
-///
-/// ```
-/// assert_eq!(memory_summarize::DEFAULT_SUMMARY_MAX_TOKENS, 1024);
-/// ```
-pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1024;
+use crate::prompt::DEFAULT_SUMMARIZE_PROMPT;
+use crate::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
 
 /// The default limit on one summarizer call's input (prompt, running
 /// summary and transcript), in tokens of the strategy's counter.
@@ -30,10 +23,6 @@ pub const DEFAULT_SUMMARY_MAX_TOKENS: u32 = 1024;
 /// assert_eq!(memory_summarize::DEFAULT_MAX_INPUT_TOKENS, 100_000);
 /// ```
 pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
-
-/// The sampling temperature of summary requests unless configured: a
-/// summary is a record, not a creative text.
-const SUMMARY_TEMPERATURE: f32 = 0.0;
 
 /// Summarizes the older history into one summary message when the history
 /// exceeds the budget, and keeps the newest verbatim.
@@ -145,7 +134,7 @@ impl fmt::Debug for SummarizeStrategy {
 }
 
 impl SummarizeStrategy {
-    /// Summarizes with `provider`, the [`DEFAULT_PROMPT`], a summary cap of
+    /// Summarizes with `provider`, the [`DEFAULT_SUMMARIZE_PROMPT`], a summary cap of
     /// [`DEFAULT_SUMMARY_MAX_TOKENS`], an input limit of
     /// [`DEFAULT_MAX_INPUT_TOKENS`], temperature 0 and the default
     /// [`BreakerPolicy`]. Pass an `Arc` to keep a handle on the provider.
@@ -159,11 +148,11 @@ impl SummarizeStrategy {
         let provider: Arc<dyn Provider> = Arc::new(provider);
         Self {
             provider: CircuitBreaker::new(provider, BreakerPolicy::default()),
-            prompt: DEFAULT_PROMPT.to_string(),
+            prompt: DEFAULT_SUMMARIZE_PROMPT.to_string(),
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
             options: ModelOptions {
-                temperature: Some(SUMMARY_TEMPERATURE),
+                temperature: Some(DEFAULT_SUMMARY_TEMPERATURE),
                 ..ModelOptions::default()
             },
             chunk_cap: AtomicUsize::new(usize::MAX),
@@ -183,10 +172,12 @@ impl SummarizeStrategy {
         self
     }
 
-    /// Caps the summary at `max_tokens` and reserves as much of the budget
-    /// for it: the rounds kept verbatim fit the budget less this. A smaller
-    /// cap keeps more history verbatim. The cap overrides any `max_tokens`
-    /// given with [`with_options`](Self::with_options).
+    /// The cap on a summary, in tokens (default
+    /// [`DEFAULT_SUMMARY_MAX_TOKENS`]): sent as each call's `max_tokens`
+    /// (whatever [`with_options`](Self::with_options) says; less when the
+    /// budget has less room), a reply cut off there is rejected, and as much
+    /// of the budget is kept for the summary: the rounds kept verbatim fit
+    /// the budget less this. A smaller cap keeps more history verbatim.
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
@@ -228,6 +219,7 @@ impl SummarizeStrategy {
     /// options.headers.insert("x-tenant".into(), "acme".into());
     /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_options(options);
     /// assert_eq!(strategy.options().headers["x-tenant"], "acme");
+    /// assert_eq!(strategy.options().temperature, Some(0.0));
     /// ```
     pub fn with_options(mut self, options: ModelOptions) -> Self {
         let temperature = options.temperature.or(self.options.temperature);
@@ -273,14 +265,14 @@ impl SummarizeStrategy {
     /// The instruction sent before the transcript.
     ///
     /// ```
-    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy, DEFAULT_PROMPT};
-    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).prompt(), DEFAULT_PROMPT);
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy, DEFAULT_SUMMARIZE_PROMPT};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).prompt(), DEFAULT_SUMMARIZE_PROMPT);
     /// ```
     pub fn prompt(&self) -> &str {
         &self.prompt
     }
 
-    /// The summary cap and reservation.
+    /// The cap on a summary, in tokens (also the room kept for it).
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};

@@ -13,7 +13,7 @@ use memory_core::{
     Budget, CharTokenCounter, ChatResponse, ContentBlock, FakeProvider, FakeReply, Memory, Message,
     ModelOptions, ProviderError, StopReason, ToolCall, TrimStrategy, Usage, summary, validate,
 };
-use memory_summarize::{DEFAULT_PROMPT, ExtractiveSummarizer, SummarizeStrategy};
+use memory_summarize::{DEFAULT_SUMMARIZE_PROMPT, ExtractiveSummarizer, SummarizeStrategy};
 use memory_window::WindowMemory;
 
 async fn record_rounds(memory: &mut WindowMemory, from: usize, to: usize) {
@@ -74,7 +74,10 @@ async fn older_rounds_become_one_summary_and_the_newest_round_stays() {
     // One call: the prompt, then the transcript of rounds 1-3 only.
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
-    assert_eq!(requests[0].messages[0], Message::system(DEFAULT_PROMPT));
+    assert_eq!(
+        requests[0].messages[0],
+        Message::system(DEFAULT_SUMMARIZE_PROMPT)
+    );
     let transcript = sent(&model, 0);
     for i in 1..=3 {
         assert!(transcript.contains(&format!("user: Question from round {i}")));

@@ -1,0 +1,193 @@
+//! What a [`Compact`](crate::Compact) remembers of its summaries between
+//! turns: the summary it last applied (re-applied while the result is not
+//! written back), the attempt that last failed (not repeated until the
+//! threshold is passed again), and the files of its last summary.
+//!
+//! [`Memo`] is shared with the background task; each method locks it once.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use memory_core::{History, MemoryError, Message, TokenCounter, TrimResult};
+
+use crate::FileOps;
+use crate::covering::{Applied, Covering, Fingerprint, identity};
+use crate::turns::Plan;
+
+/// An attempt that made no usable summary: no other is made for the same
+/// history until its new material has grown by the threshold again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FailedAt {
+    /// The history up to the last message the attempt would have replaced.
+    fingerprint: Fingerprint,
+    /// Tokens of its new material.
+    new_tokens: usize,
+}
+
+impl FailedAt {
+    /// The attempt for `plan` of `history`; `None` when the plan folds
+    /// nothing.
+    pub fn of(history: &History<'_>, plan: &Plan) -> Option<FailedAt> {
+        let last = plan.region.last()?;
+        Some(FailedAt {
+            fingerprint: Fingerprint::of(history, last.end),
+            new_tokens: plan.new_tokens,
+        })
+    }
+}
+
+/// The summary remembered, applied to a turn's history.
+#[derive(Debug)]
+pub(crate) struct Known {
+    covering: Covering,
+    applied: Applied,
+}
+
+impl Known {
+    /// The history with the summary applied.
+    pub fn work(&self) -> Result<History<'_>, MemoryError> {
+        self.applied.result.as_history()
+    }
+
+    /// The compacted history, materializing.
+    pub fn into_result(self) -> TrimResult {
+        self.applied.result
+    }
+}
+
+/// A turn's history as given, and the summary remembered for it.
+pub(crate) struct Base<'r, 'h> {
+    raw: &'r History<'h>,
+    known: Option<Known>,
+}
+
+impl<'r, 'h> Base<'r, 'h> {
+    /// `raw` with what `memo` knows of it.
+    ///
+    /// # Errors
+    ///
+    /// Counting the summary failed.
+    pub async fn new(
+        raw: &'r History<'h>,
+        memo: &Memo,
+        counter: &dyn TokenCounter,
+    ) -> Result<Self, MemoryError> {
+        let known = memo.known(raw, counter).await?;
+        Ok(Base { raw, known })
+    }
+
+    /// The history as given.
+    pub fn raw(&self) -> &'r History<'h> {
+        self.raw
+    }
+
+    /// The history a turn works on: the remembered summary applied, when
+    /// there is one.
+    pub fn work(&self) -> Result<History<'_>, MemoryError> {
+        match &self.known {
+            Some(known) => known.work(),
+            None => Ok(self.raw.clone()),
+        }
+    }
+
+    /// `covering`, made on [`work`](Self::work), restated for the history
+    /// as given. `None` when it keeps the remembered summary (never the case
+    /// for Compact's own plans).
+    pub fn restate(&self, covering: Covering) -> Option<Covering> {
+        match &self.known {
+            Some(known) => covering.over(&known.covering, &known.applied, self.raw),
+            None => Some(covering),
+        }
+    }
+
+    /// The remembered summary applied, if any.
+    pub fn into_known(self) -> Option<Known> {
+        self.known
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    covered: Option<Covering>,
+    failed: Option<FailedAt>,
+    files: Option<(u64, FileOps)>,
+}
+
+/// The summary state, shared with the background task.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Memo {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl Memo {
+    /// A panic elsewhere while the lock was held leaves nothing half-written
+    /// that matters (each field is replaced whole), so a poisoned lock is
+    /// used as it is rather than wedging every later turn.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The summaries of the last materializing result applied to `raw`,
+    /// when it starts with the messages they replaced (that result was not
+    /// written back).
+    ///
+    /// # Errors
+    ///
+    /// Counting the summary failed.
+    pub async fn known(
+        &self,
+        raw: &History<'_>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<Known>, MemoryError> {
+        let covering = match &self.lock().covered {
+            Some(c) if c.fingerprint.matches(raw) => c.clone(),
+            _ => return Ok(None),
+        };
+        let applied = covering.apply(raw, counter).await?;
+        Ok(Some(Known { covering, applied }))
+    }
+
+    /// Remembers the summaries of a materializing result (restated for the
+    /// history the call was given) and the files of the newest.
+    pub fn remember(&self, covering: Option<Covering>) {
+        let mut inner = self.lock();
+        if let Some(c) = &covering {
+            inner.files = Some((identity(&c.message), c.files.clone()));
+        }
+        inner.covered = covering;
+        inner.failed = None;
+    }
+
+    /// Whether an attempt for `plan` of `work` must wait: the last one, for
+    /// the same messages, failed, and the new material has not grown by
+    /// `threshold` since.
+    pub fn backed_off(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> bool {
+        self.lock().failed.is_some_and(|f| {
+            plan.new_tokens < f.new_tokens.saturating_add(threshold) && f.fingerprint.matches(work)
+        })
+    }
+
+    /// Records a failed attempt.
+    pub fn back_off(&self, failed: Option<FailedAt>) {
+        if let Some(failed) = failed {
+            self.lock().failed = Some(failed);
+        }
+    }
+
+    /// The files of the last summary made, when it is among `previous`.
+    pub fn files_of<'m>(&self, mut previous: impl Iterator<Item = &'m Message>) -> Option<FileOps> {
+        let inner = self.lock();
+        let (made, files) = inner.files.as_ref()?;
+        previous
+            .any(|m| identity(m) == *made)
+            .then(|| files.clone())
+    }
+
+    /// The files listed in the last summary made.
+    pub fn files(&self) -> FileOps {
+        self.lock()
+            .files
+            .as_ref()
+            .map(|(_, files)| files.clone())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,371 @@
+//! What a [`Compact`](crate::Compact) is configured with, fixed once it is
+//! built, and the defaults.
+//!
+//! [`Settings`] is the builder's product: the provider, thresholds, request
+//! options, observer and hook. The foreground and background engines read it
+//! and never change it; what changes from turn to turn lives in the
+//! [engine](crate::engine).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{
+    ModelOptions, Provider,
+    summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE},
+};
+
+use crate::call::Policy;
+use crate::prompt::{DEFAULT_COMPACT_PROMPT, Template};
+use crate::turns::Plan;
+use crate::{CompactEvent, CompactHook, CompactObserver, event};
+
+/// Turns kept verbatim by default.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_KEEP_VERBATIM, 2);
+/// ```
+pub const DEFAULT_KEEP_VERBATIM: usize = 2;
+
+/// Tokens of new older material that trigger a summary by default.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_SUMMARIZE_AT_TOKENS, 2_500);
+/// ```
+pub const DEFAULT_SUMMARIZE_AT_TOKENS: usize = 2_500;
+
+/// The default limit on one summary request's input (prompt, previous
+/// summary, instructions and transcript), in tokens of the strategy's
+/// counter: about 48,000 characters of English text.
+///
+/// Lower than the default of `memory-summarize`'s strategy on purpose: a
+/// compaction sends all its material in one request (two for a split turn),
+/// shortening long messages to fit, where that strategy folds a long
+/// transcript in chunks; so this limit must stay below the summarizer's
+/// context window less the summary cap.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_MAX_INPUT_TOKENS, 12_000);
+/// ```
+pub const DEFAULT_MAX_INPUT_TOKENS: usize = 12_000;
+
+/// Share of the token budget past which background mode starts a summary.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_TRIGGER_RATIO, 0.6);
+/// ```
+pub const DEFAULT_TRIGGER_RATIO: f32 = 0.6;
+
+/// How long one background summary request may run.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_TIMEOUT.as_secs(), 120);
+/// ```
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How often a background request is tried again after a retryable failure.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_RETRIES, 3);
+/// ```
+pub const DEFAULT_RETRIES: u32 = 3;
+
+/// Wait before the first retry, doubled for each further one.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_BACKOFF.as_secs(), 1);
+/// ```
+pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Where summaries are made: during the turn that needs them, or off the
+/// hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Foreground,
+    Background,
+}
+
+/// Who asked for a compaction: the threshold, or the caller through
+/// [`compact_now`](crate::Compact::compact_now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    Threshold,
+    Manual,
+}
+
+/// Everything a compaction is configured with.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    provider: Arc<dyn Provider>,
+    keep_verbatim: usize,
+    summarize_at_tokens: usize,
+    summary_max_tokens: u32,
+    prompt: String,
+    instructions: Option<String>,
+    options: ModelOptions,
+    max_input_tokens: usize,
+    mode: Mode,
+    trigger_ratio: f32,
+    timeout: Option<Duration>,
+    retries: Option<u32>,
+    backoff: Duration,
+    observer: Option<Arc<dyn CompactObserver>>,
+    hook: Option<Arc<dyn CompactHook>>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("keep_verbatim", &self.keep_verbatim)
+            .field("summarize_at_tokens", &self.summarize_at_tokens)
+            .field("summary_max_tokens", &self.summary_max_tokens)
+            .field("max_input_tokens", &self.max_input_tokens)
+            .field("mode", &self.mode)
+            .field("trigger_ratio", &self.trigger_ratio)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Settings {
+    /// The defaults, summarizing with `provider` in the foreground.
+    pub fn new(provider: Arc<dyn Provider>) -> Self {
+        Self {
+            provider,
+            keep_verbatim: DEFAULT_KEEP_VERBATIM,
+            summarize_at_tokens: DEFAULT_SUMMARIZE_AT_TOKENS,
+            summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
+            prompt: DEFAULT_COMPACT_PROMPT.to_string(),
+            instructions: None,
+            options: ModelOptions {
+                temperature: Some(DEFAULT_SUMMARY_TEMPERATURE),
+                ..ModelOptions::default()
+            },
+            max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
+            mode: Mode::Foreground,
+            trigger_ratio: DEFAULT_TRIGGER_RATIO,
+            timeout: None,
+            retries: None,
+            backoff: DEFAULT_BACKOFF,
+            observer: None,
+            hook: None,
+        }
+    }
+
+    /// Turns kept verbatim; 0 is taken as 1.
+    pub fn set_keep_verbatim(&mut self, turns: usize) {
+        self.keep_verbatim = turns.max(1);
+    }
+
+    pub fn set_summarize_at_tokens(&mut self, tokens: usize) {
+        self.summarize_at_tokens = tokens;
+    }
+
+    pub fn set_summary_max_tokens(&mut self, tokens: u32) {
+        self.summary_max_tokens = tokens;
+    }
+
+    pub fn set_prompt(&mut self, prompt: String) {
+        self.prompt = prompt;
+    }
+
+    pub fn set_instructions(&mut self, instructions: String) {
+        self.instructions = Some(instructions);
+    }
+
+    /// Request options; without a temperature, the summary default is
+    /// kept. Their `max_tokens` is replaced by the summary cap when sent.
+    pub fn set_options(&mut self, options: ModelOptions) {
+        let temperature = options.temperature.or(Some(DEFAULT_SUMMARY_TEMPERATURE));
+        self.options = ModelOptions {
+            temperature,
+            ..options
+        };
+    }
+
+    pub fn set_max_input_tokens(&mut self, tokens: usize) {
+        self.max_input_tokens = tokens;
+    }
+
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
+    /// Clamped to 0.05..=1.0; a value that is not a number is the default.
+    pub fn set_trigger_ratio(&mut self, ratio: f32) {
+        self.trigger_ratio = if ratio.is_nan() {
+            DEFAULT_TRIGGER_RATIO
+        } else {
+            ratio.clamp(0.05, 1.0)
+        };
+    }
+
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = Some(timeout);
+    }
+
+    pub fn set_retries(&mut self, retries: u32) {
+        self.retries = Some(retries);
+    }
+
+    pub fn set_backoff(&mut self, backoff: Duration) {
+        self.backoff = backoff;
+    }
+
+    pub fn set_observer(&mut self, observer: Arc<dyn CompactObserver>) {
+        self.observer = Some(observer);
+    }
+
+    pub fn set_hook(&mut self, hook: Arc<dyn CompactHook>) {
+        self.hook = Some(hook);
+    }
+
+    pub fn keep_verbatim(&self) -> usize {
+        self.keep_verbatim
+    }
+
+    pub fn summarize_at_tokens(&self) -> usize {
+        self.summarize_at_tokens
+    }
+
+    pub fn summary_max_tokens(&self) -> u32 {
+        self.summary_max_tokens
+    }
+
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    pub fn options(&self) -> &ModelOptions {
+        &self.options
+    }
+
+    pub fn max_input_tokens(&self) -> usize {
+        self.max_input_tokens
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn trigger_ratio(&self) -> f32 {
+        self.trigger_ratio
+    }
+
+    pub fn provider(&self) -> &dyn Provider {
+        &*self.provider
+    }
+
+    pub fn hook(&self) -> Option<&dyn CompactHook> {
+        self.hook.as_deref()
+    }
+
+    /// What a compaction of `history` keeps and folds.
+    pub fn plan(&self, history: &memory_core::History<'_>) -> Plan {
+        Plan::new(history, self.keep_verbatim)
+    }
+
+    /// Whether `plan`'s new material passes the threshold.
+    pub fn is_due(&self, plan: &Plan) -> bool {
+        plan.new_tokens > self.summarize_at_tokens
+    }
+
+    /// How long a request of `mode` may take and how often it is tried
+    /// again: background mode has a timeout and retries by default, the
+    /// foreground neither.
+    pub fn policy(&self, mode: Mode) -> Policy {
+        let (timeout, retries) = match mode {
+            Mode::Background => (
+                Some(self.timeout.unwrap_or(DEFAULT_TIMEOUT)),
+                self.retries.unwrap_or(DEFAULT_RETRIES),
+            ),
+            Mode::Foreground => (self.timeout, self.retries.unwrap_or(0)),
+        };
+        Policy {
+            timeout,
+            retries,
+            backoff: self.backoff,
+        }
+    }
+
+    /// The standing instructions followed by `extra`.
+    pub fn instructions(&self, extra: Option<&str>) -> Option<String> {
+        match (self.instructions.as_deref(), extra) {
+            (Some(a), Some(b)) => Some(format!("{a}\n{b}")),
+            (a, b) => a.or(b).map(str::to_string),
+        }
+    }
+
+    /// How requests are written: the prompt, `instructions`, the input
+    /// limit, and the options with the summary cap as `max_tokens`.
+    pub fn template<'a>(&'a self, instructions: Option<&'a str>) -> Template<'a> {
+        Template {
+            prompt: &self.prompt,
+            instructions,
+            max_input_tokens: self.max_input_tokens,
+            options: ModelOptions {
+                max_tokens: Some(self.summary_max_tokens),
+                ..self.options.clone()
+            },
+        }
+    }
+
+    /// Tells `event` to the observer and to `tracing`.
+    pub fn emit(&self, event: CompactEvent) {
+        event::trace(&event);
+        if let Some(observer) = &self.observer {
+            observer.on_event(&event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::FakeProvider;
+
+    use super::*;
+
+    fn settings() -> Settings {
+        Settings::new(Arc::new(FakeProvider::default()))
+    }
+
+    #[test]
+    fn the_cap_is_sent_as_max_tokens_whatever_the_options_say() {
+        let mut s = settings();
+        s.set_options(ModelOptions {
+            max_tokens: Some(9),
+            ..ModelOptions::default()
+        });
+        s.set_summary_max_tokens(300);
+        assert_eq!(s.template(None).options.max_tokens, Some(300));
+    }
+
+    #[test]
+    fn summaries_are_asked_for_at_temperature_zero_unless_configured() {
+        let mut s = settings();
+        assert_eq!(s.template(None).options.temperature, Some(0.0));
+        s.set_options(ModelOptions::default());
+        assert_eq!(s.template(None).options.temperature, Some(0.0));
+        s.set_options(ModelOptions {
+            temperature: Some(0.7),
+            ..ModelOptions::default()
+        });
+        assert_eq!(s.template(None).options.temperature, Some(0.7));
+    }
+
+    #[test]
+    fn the_foreground_waits_and_retries_only_when_told_to() {
+        let mut s = settings();
+        let fg = s.policy(Mode::Foreground);
+        assert_eq!((fg.timeout, fg.retries), (None, 0));
+        let bg = s.policy(Mode::Background);
+        assert_eq!(
+            (bg.timeout, bg.retries),
+            (Some(DEFAULT_TIMEOUT), DEFAULT_RETRIES)
+        );
+        s.set_retries(1);
+        s.set_timeout(Duration::from_secs(5));
+        let fg = s.policy(Mode::Foreground);
+        assert_eq!((fg.timeout, fg.retries), (Some(Duration::from_secs(5)), 1));
+    }
+}

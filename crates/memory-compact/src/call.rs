@@ -1,9 +1,13 @@
 //! The model work of one compaction: the hook, then one request (two for a
-//! split turn), each under the timeout and retries allowed.
+//! split turn), each under the timeout and retries allowed (core's provider
+//! layers), halved when it overflows the model's context.
 
 use std::time::Duration;
 
-use memory_core::{ChatRequest, Provider};
+use std::sync::Mutex;
+
+use memory_core::layer::{Retry, RetryPolicy, Timeout};
+use memory_core::{ChatRequest, ChatResponse, ContentBlock, Message, Provider, ProviderError};
 
 use crate::{CompactCost, CompactHook, Failure, HookDecision, Preparation};
 
@@ -95,77 +99,133 @@ fn supplied(text: &str) -> Outcome {
     }
 }
 
-/// One request, tried again after retryable failures and timeouts. Timers
-/// are used only inside a tokio runtime; without one a request has no
-/// timeout and retries follow at once.
+/// One request through the provider layers of `memory_core::layer`: each
+/// attempt limited by [`Timeout`] (when the policy has a limit), retryable
+/// failures tried again by [`Retry`] with the policy's backoff (a rate
+/// limit's own delay wins), every attempt counted into `cost`. A request
+/// too large for the model's context is sent again with its transcript
+/// halved, up to [`OVERFLOW_HALVINGS`] times, rather than failing the
+/// compaction. Timers are used only inside a tokio runtime; without one a
+/// request has no limit and retries follow at once.
 async fn ask(
     provider: &dyn Provider,
     request: &ChatRequest,
     policy: Policy,
     cost: &mut CompactCost,
 ) -> Result<String, Failure> {
-    let timers = tokio::runtime::Handle::try_current().is_ok();
-    let mut attempt = 0u32;
+    let mut request = request.clone();
+    let mut halvings = 0;
     loop {
-        let result = match policy.timeout {
-            Some(limit) if timers => {
-                match tokio::time::timeout(limit, provider.chat(request.clone())).await {
-                    Ok(reply) => reply.map_err(Failure::Provider),
-                    Err(_) => Err(Failure::TimedOut(limit)),
-                }
+        match attempt(provider, &request, policy, cost).await {
+            Err(Failure::Provider(ProviderError::ContextOverflow(message)))
+                if halvings < OVERFLOW_HALVINGS =>
+            {
+                halvings += 1;
+                tracing::debug!(
+                    target: "memory_compact",
+                    halvings,
+                    "summary request too large for the model ({message}); sending it halved"
+                );
+                request = halved(request);
             }
-            _ => provider
-                .chat(request.clone())
-                .await
-                .map_err(Failure::Provider),
-        };
-        let failure = match result {
-            Ok(reply) => {
-                cost.add_call(Some(reply.usage));
-                // A rejected reply is the model's answer, not an accident:
-                // asking again would pay for the same answer.
-                return memory_core::accept_reply(&reply)
-                    .map(str::to_string)
-                    .map_err(Failure::Rejected);
-            }
-            Err(failure) => failure,
-        };
-        cost.add_call(None);
-        let Some(delay) = retry_delay(&failure, attempt, policy) else {
-            return Err(failure);
-        };
-        tracing::debug!(
-            target: "memory_compact",
-            attempt = attempt + 1,
-            ?delay,
-            "summary request failed ({failure}); retrying"
-        );
-        if timers && !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+            result => return result,
         }
-        attempt += 1;
     }
 }
 
-/// How long to wait before trying again after `failure` on attempt
-/// `attempt` (0 for the first); `None` when it is not tried again: the
-/// failure is permanent or the retries are spent. A rate limit's own delay
-/// wins over the backoff.
-fn retry_delay(failure: &Failure, attempt: u32, policy: Policy) -> Option<Duration> {
-    let retry_after = match failure {
-        Failure::TimedOut(_) => Some(None),
-        Failure::Provider(memory_core::ProviderError::RateLimited { retry_after_ms, .. }) => {
-            Some(retry_after_ms.map(Duration::from_millis))
-        }
-        Failure::Provider(e) if e.is_retryable() => Some(None),
-        _ => None,
+/// How often a request that overflows the model's context is halved and
+/// sent again.
+pub(crate) const OVERFLOW_HALVINGS: u32 = 3;
+
+/// One request under the policy's timeout and retries, counted into `cost`.
+async fn attempt(
+    provider: &dyn Provider,
+    request: &ChatRequest,
+    policy: Policy,
+    cost: &mut CompactCost,
+) -> Result<String, Failure> {
+    let timers = tokio::runtime::Handle::try_current().is_ok();
+    let counted = Counted {
+        inner: provider,
+        cost: Mutex::new(CompactCost::default()),
     };
-    let retry_after = retry_after.filter(|_| attempt < policy.retries)?;
-    Some(retry_after.unwrap_or_else(|| {
-        policy
-            .backoff
-            .saturating_mul(2u32.saturating_pow(attempt.min(16)))
-    }))
+    let result = {
+        let limited: Box<dyn Provider + '_> = match policy.timeout {
+            Some(limit) if timers => Box::new(Timeout::new(&counted, limit)),
+            _ => Box::new(&counted),
+        };
+        let retries = RetryPolicy::new(policy.retries, policy.backoff)
+            .with_max_delay(Duration::MAX)
+            .with_budget(None);
+        Retry::new(limited, retries).chat(request.clone()).await
+    };
+    cost.add(counted.cost.into_inner().unwrap_or_else(|e| e.into_inner()));
+    match result {
+        // A rejected reply is the model's answer, not an accident: asking
+        // again would pay for the same answer.
+        Ok(reply) => memory_core::accept_reply(&reply)
+            .map(str::to_string)
+            .map_err(Failure::Rejected),
+        Err(ProviderError::Timeout(ms)) => match policy.timeout {
+            Some(limit) if u128::from(ms) == limit.as_millis() => Err(Failure::TimedOut(limit)),
+            _ => Err(Failure::Provider(ProviderError::Timeout(ms))),
+        },
+        Err(error) => Err(Failure::Provider(error)),
+    }
+}
+
+/// A provider that counts every attempt made through it, with the usage
+/// the provider reported (nothing for an attempt that failed or was
+/// abandoned).
+struct Counted<'a> {
+    inner: &'a dyn Provider,
+    cost: Mutex<CompactCost>,
+}
+
+impl Counted<'_> {
+    fn count(&self, usage: Option<memory_core::Usage>) {
+        self.cost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add_call(usage);
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for &Counted<'_> {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        // Counted when it ends, or as a failure when it is abandoned.
+        struct Pending<'c, 'a>(&'c Counted<'a>, bool);
+        impl Drop for Pending<'_, '_> {
+            fn drop(&mut self) {
+                if !self.1 {
+                    self.0.count(None);
+                }
+            }
+        }
+        let mut pending = Pending(self, false);
+        let result = self.inner.chat(request).await;
+        pending.1 = true;
+        self.count(result.as_ref().ok().map(|reply| reply.usage));
+        result
+    }
+}
+
+/// `request` with the text of its messages after the first (the
+/// transcript; the first is the instruction) cut to half its length, the
+/// middle left out.
+fn halved(mut request: ChatRequest) -> ChatRequest {
+    for message in request.messages.iter_mut().skip(1) {
+        if let Message::User(blocks) = message {
+            for block in blocks.iter_mut() {
+                if let ContentBlock::Text(text) = block {
+                    let keep = text.chars().count() / 2;
+                    *text = crate::prompt::shorten(text, keep);
+                }
+            }
+        }
+    }
+    request
 }
 
 #[cfg(test)]
@@ -280,5 +340,61 @@ mod tests {
             }
         ));
         assert!(fake.requests().is_empty());
+    }
+
+    /// Rejects every request whose user text is longer than `max`
+    /// characters as a context overflow; answers the others.
+    struct Small {
+        max: usize,
+        seen: std::sync::Mutex<Vec<usize>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Provider for Small {
+        async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+            let length = request.messages[1].text().chars().count();
+            self.seen.lock().unwrap().push(length);
+            if length > self.max {
+                Err(ProviderError::ContextOverflow(format!(
+                    "{length} > {}",
+                    self.max
+                )))
+            } else {
+                Ok(ChatResponse::text("## State\nshort enough"))
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_that_overflows_is_halved_and_sent_again() {
+        let long = ChatRequest::new(vec![
+            Message::system("prompt"),
+            Message::user("x".repeat(4_000)),
+        ]);
+        let mut job = job(1);
+        job.requests = vec![long];
+        let small = Small {
+            max: 1_200,
+            seen: Default::default(),
+        };
+        let outcome = futures::executor::block_on(run(&job, &small, None, NO_WAIT));
+        assert!(
+            matches!(outcome, Outcome::Summary { ref text, .. } if text == "## State\nshort enough"),
+            "{outcome:?}"
+        );
+        let seen = small.seen.lock().unwrap().clone();
+        // 4,000 characters, then about 2,000, then about 1,000: three calls.
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[1] < w[0]), "{seen:?}");
+        // Never more than the halvings allowed.
+        let tiny = Small {
+            max: 10,
+            seen: Default::default(),
+        };
+        let outcome = futures::executor::block_on(run(&job, &tiny, None, NO_WAIT));
+        assert!(
+            matches!(outcome, Outcome::Failed { failure: Failure::Provider(ProviderError::ContextOverflow(_)), cost } if cost.calls == 1 + OVERFLOW_HALVINGS),
+            "{outcome:?}"
+        );
     }
 }

@@ -181,7 +181,7 @@ async fn render(
 
 /// `text` cut to about `max` characters: its beginning and its end, with a
 /// note of what was left out between.
-fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let n = text.chars().count();
     if n <= max {
         return text.to_string();

@@ -50,7 +50,8 @@ fn bad_replies() -> Vec<(&'static str, FakeReply)> {
         ),
         (
             "a failed call",
-            FakeReply::Error(ProviderError::ContextOverflow("too long".into())),
+            // (A context overflow is sent again halved: see call.rs.)
+            FakeReply::Error(ProviderError::Authentication("bad key".into())),
         ),
     ]
 }

@@ -427,7 +427,7 @@ impl Store for PostgresStore {
         to_u64(row.try_get(0).map_err(backend)?, "version")
     }
 
-    async fn compact(
+    async fn replace_view(
         &self,
         session: &str,
         expected: Version,

@@ -68,10 +68,10 @@ async fn child(url: &str, tenant: &str, process: usize) {
                         true,
                     )];
                     view.extend_from_slice(&snapshot.messages[snapshot.messages.len() - 10..]);
-                    match store.compact(&id, snapshot.version, view).await {
+                    match store.replace_view(&id, snapshot.version, view).await {
                         Ok(_) => committed += 1,
                         Err(StoreError::Conflict { .. }) => conflicts += 1,
-                        Err(e) => panic!("child: compact: {e}"),
+                        Err(e) => panic!("child: replace the view: {e}"),
                     }
                 }
             }

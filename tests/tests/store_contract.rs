@@ -242,7 +242,9 @@ async fn tenants_are_isolated(backend: &dyn Backend) {
             ..
         }
     ));
-    a.replace_view(&session, 1, vec![summary_of("a")]).await.unwrap();
+    a.replace_view(&session, 1, vec![summary_of("a")])
+        .await
+        .unwrap();
     assert_eq!(b.load(&session).await.unwrap().messages.len(), 3);
     assert!(b.replaced(&session).await.unwrap().is_empty());
     assert_eq!(
@@ -342,7 +344,10 @@ async fn compaction_keeps_replaced_readable_and_history_intact(backend: &dyn Bac
         .await
         .unwrap();
     let first = vec![system.clone(), summary_of("1, 2"), user("3")];
-    assert_eq!(store.replace_view("s", v, first.clone()).await.unwrap(), v + 1);
+    assert_eq!(
+        store.replace_view("s", v, first.clone()).await.unwrap(),
+        v + 1
+    );
     store.append("s", vec![user("4")]).await.unwrap();
     let v = store.append("s", vec![user("5")]).await.unwrap();
     let second = vec![system.clone(), summary_of("1-4"), user("5")];

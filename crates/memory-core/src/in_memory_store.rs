@@ -151,7 +151,10 @@ mod tests {
         let store = InMemoryStore::new();
         let v = store.append("s", vec![m("1"), m("2")]).await.unwrap();
         let summary = StoredMessage::new(summary::message("one, two"), 3, true);
-        store.replace_view("s", v, vec![summary.clone()]).await.unwrap();
+        store
+            .replace_view("s", v, vec![summary.clone()])
+            .await
+            .unwrap();
         store.append("s", vec![m("3")]).await.unwrap();
         assert_eq!(
             store.load("s").await.unwrap().messages,

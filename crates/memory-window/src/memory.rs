@@ -301,7 +301,11 @@ impl WindowMemory {
             .await?;
         if let Some(stored) = result.to_store() {
             let view = State::stored_view(stored);
-            match self.store.replace_view(&self.session, state.version, view).await {
+            match self
+                .store
+                .replace_view(&self.session, state.version, view)
+                .await
+            {
                 Ok(version) => {
                     let mut next = State {
                         version,

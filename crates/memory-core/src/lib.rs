@@ -24,7 +24,6 @@
 //! assert!(Budget::tokens(20).admits_tokens(floor.tokens));
 //! ```
 
-pub mod backend;
 mod budget;
 mod counter;
 mod error;

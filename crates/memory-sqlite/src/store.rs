@@ -11,7 +11,7 @@ use rusqlite::{
 };
 
 use crate::schema;
-use memory_core::backend::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
+use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);

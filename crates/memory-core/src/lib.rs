@@ -27,7 +27,6 @@
 mod budget;
 mod counter;
 mod error;
-mod fake;
 mod history;
 mod in_memory_store;
 mod memory;
@@ -40,13 +39,14 @@ pub mod store;
 mod strategy;
 pub mod structure;
 pub mod summary;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod transcript;
 mod validate;
 
 pub use budget::Budget;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
 pub use error::MemoryError;
-pub use fake::{FakeProvider, FakeReply};
 pub use history::History;
 pub use in_memory_store::InMemoryStore;
 pub use memory::Memory;
@@ -58,6 +58,8 @@ pub use provider::{
 pub use reply::{Rejection, accept_reply};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
+#[cfg(feature = "test-util")]
+pub use test_util::{FakeProvider, FakeReply};
 pub use validate::{
     MISSING_RESULT, RepairAction, Repaired, Violation, is_shrunk_from, repair, validate,
 };

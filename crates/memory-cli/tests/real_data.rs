@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use memory_core::{CharTokenCounter, Message, TokenCounter, openai};
+use memory_core::{CharTokenCounter, Message, TokenCounter, openai_wire};
 
 fn trajectories_file() -> Option<PathBuf> {
     let dir = std::env::var_os("MEMORY_DATA_DIR")?;
@@ -57,7 +57,7 @@ fn swe_gym_trajectories_replay_valid_and_fit_exactly_when_the_floor_does() {
         .unwrap()
         .iter()
         .map(|t| {
-            let messages = openai::from_value(&t["messages"]).unwrap();
+            let messages = openai_wire::from_value(&t["messages"]).unwrap();
             let counts = runtime.block_on(async {
                 let mut counts = Vec::new();
                 for m in &messages {

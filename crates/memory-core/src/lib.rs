@@ -31,7 +31,7 @@ mod history;
 mod in_memory_store;
 mod memory;
 mod message;
-pub mod openai;
+pub mod openai_wire;
 mod pipeline;
 mod provider;
 mod reply;

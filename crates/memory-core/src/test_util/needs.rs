@@ -75,6 +75,7 @@ impl Needs {
     /// const HOME: Needs = Needs { var: "PATH", how: "set a PATH" };
     /// assert!(HOME.value().is_some());
     /// ```
+    #[track_caller]
     pub fn value(&self) -> Option<String> {
         let value = std::env::var(self.var).ok().filter(|v| !v.is_empty());
         self.settle(self.decide(value, None, under_ci()))
@@ -95,6 +96,7 @@ impl Needs {
     ///     assert!(path.exists());
     /// }
     /// ```
+    #[track_caller]
     pub fn file(&self, relative: &str) -> Option<PathBuf> {
         let value = std::env::var(self.var).ok().filter(|v| !v.is_empty());
         let outcome = match self.decide(value, None, under_ci()) {
@@ -130,6 +132,7 @@ impl Needs {
         }
     }
 
+    #[track_caller]
     fn settle<T>(&self, outcome: Outcome<T>) -> Option<T> {
         match outcome {
             Outcome::Found(found) => Some(found),

@@ -25,6 +25,7 @@
 //! ```
 
 mod budget;
+mod context;
 mod counter;
 mod error;
 mod history;
@@ -45,6 +46,7 @@ pub mod transcript;
 mod validate;
 
 pub use budget::Budget;
+pub use context::Context;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
 pub use error::MemoryError;
 pub use history::History;

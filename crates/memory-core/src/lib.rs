@@ -24,6 +24,7 @@
 //! assert!(Budget::tokens(20).admits_tokens(floor.tokens));
 //! ```
 
+pub mod audit;
 mod budget;
 mod context;
 mod counter;

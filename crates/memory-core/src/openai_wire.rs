@@ -175,56 +175,62 @@ pub fn message_from_value(value: &Value, index: usize) -> Result<Message, Import
     match role {
         "system" | "developer" => Ok(Message::System(text_content(obj, index)?)),
         "user" => Ok(Message::User(user_content(obj, index)?)),
-        "assistant" => {
-            let content = text_content(obj, index)?;
-            let reasoning = match obj
-                .get("reasoning_content")
-                .or_else(|| obj.get("reasoning"))
-            {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(other) => {
-                    return Err(ImportError::at(
-                        index,
-                        "reasoning_content",
-                        format!("expected a string, found {}", kind(other)),
-                    ));
-                }
-            };
-            let tool_calls = tool_calls(obj, index)?;
-            Ok(Message::Assistant {
-                content,
-                reasoning,
-                tool_calls,
-            })
-        }
-        "tool" => {
-            let tool_call_id = match obj.get("tool_call_id") {
-                Some(Value::String(id)) => id.clone(),
-                None | Some(Value::Null) => {
-                    return Err(ImportError::at(index, "tool_call_id", "is missing"));
-                }
-                Some(other) => {
-                    return Err(ImportError::at(
-                        index,
-                        "tool_call_id",
-                        format!("expected a string, found {}", kind(other)),
-                    ));
-                }
-            };
-            let name = obj.get("name").and_then(Value::as_str).map(str::to_string);
-            Ok(Message::ToolResult {
-                tool_call_id,
-                content: text_content(obj, index)?,
-                name,
-            })
-        }
+        "assistant" => assistant_from(obj, index),
+        "tool" => tool_result_from(obj, index),
         other => Err(ImportError::at(
             index,
             "role",
             format!("unknown role {other:?}; expected system, developer, user, assistant or tool"),
         )),
     }
+}
+
+/// An assistant message: its text, reasoning and tool calls.
+fn assistant_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
+    let content = text_content(obj, index)?;
+    let reasoning = match obj
+        .get("reasoning_content")
+        .or_else(|| obj.get("reasoning"))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "reasoning_content",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    let tool_calls = tool_calls(obj, index)?;
+    Ok(Message::Assistant {
+        content,
+        reasoning,
+        tool_calls,
+    })
+}
+
+/// A tool result: the call it answers, its text, the tool's name if given.
+fn tool_result_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
+    let tool_call_id = match obj.get("tool_call_id") {
+        Some(Value::String(id)) => id.clone(),
+        None | Some(Value::Null) => {
+            return Err(ImportError::at(index, "tool_call_id", "is missing"));
+        }
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "tool_call_id",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    let name = obj.get("name").and_then(Value::as_str).map(str::to_string);
+    Ok(Message::ToolResult {
+        tool_call_id,
+        content: text_content(obj, index)?,
+        name,
+    })
 }
 
 /// How a JSON value is named in error messages ("a string", "null", ...).

@@ -72,8 +72,8 @@ impl Needs {
     ///
     /// ```
     /// use memory_core::test_util::Needs;
-    /// const HOME: Needs = Needs { var: "PATH", how: "set a PATH" };
-    /// assert!(HOME.value().is_some());
+    /// const SHELL_PATH: Needs = Needs { var: "PATH", how: "set a PATH" };
+    /// assert!(SHELL_PATH.value().is_some());
     /// ```
     #[track_caller]
     pub fn value(&self) -> Option<String> {

@@ -1,5 +1,5 @@
 //! An agent loop's memory: a protected system prompt, a long tool-calling
-//! task, and a context that always fits the model's budget.
+//! task, and a context that always fits the model's budget (and says so).
 //!
 //! `cargo run -p memory-examples --example window`
 
@@ -30,12 +30,14 @@ async fn main() -> Result<(), memory_core::MemoryError> {
             ))
             .await?;
     }
-    let context = memory.context().await?;
+    let context = memory.fitted().await?;
     println!(
-        "{} messages recorded, {} sent; tool pairing intact: {}",
-        memory.len(),
-        context.len(),
-        validate(&context).is_empty()
+        "{} messages recorded, {} sent ({} tokens, fits: {}); tool pairing intact: {}",
+        memory.history().await?.len(),
+        context.messages.len(),
+        context.tokens,
+        context.fits,
+        validate(&context.messages).is_empty()
     );
     Ok(())
 }

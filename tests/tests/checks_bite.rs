@@ -1,4 +1,5 @@
-//! The checks of the suite catch what they are meant to catch: each broken
+//! The checks of the suite (the rules of `memory_core::audit`, and the two
+//! that need a second trim) catch what they are meant to catch: each broken
 //! strategy below breaks one invariant, and the matching check fails on some
 //! generated scenario. (A suite that passes everything proves nothing.)
 
@@ -7,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_core::{
     Budget, History, MemoryError, Message, Selection, TokenCounter, TrimResult, TrimStrategy,
-    summary,
+    structure, summary,
 };
 use memory_tests::invariants::{self, Check, for_every_trim};
 use memory_tests::registry::Entry;
@@ -37,6 +38,10 @@ enum Break {
     Flaky(&'static AtomicUsize),
     /// Makes a summary but does not mark it protected.
     UnprotectedSummary,
+    /// Drops the current question (part of the floor, though unprotected).
+    DropCurrentQuestion,
+    /// Keeps everything and says it does not fit.
+    GiveUp,
 }
 
 struct Broken(Break);
@@ -114,8 +119,17 @@ impl TrimStrategy for Broken {
                 keep_all_but(&mut s, None);
                 s.finish(false, true)
             }
+            Break::DropCurrentQuestion => {
+                keep_all_but(&mut s, structure::current_question(messages));
+                s.finish(false, true)
+            }
+            Break::GiveUp => {
+                let mut r = TrimResult::unchanged(history, budget);
+                r.fits = false;
+                r
+            }
         };
-        if !matches!(self.0, Break::ClaimFits | Break::ZeroCounts) {
+        if !matches!(self.0, Break::ClaimFits | Break::ZeroCounts | Break::GiveUp) {
             result.fits = budget.admits_tokens(result.tokens());
         }
         Ok(result)
@@ -147,7 +161,7 @@ static FLAKY: AtomicUsize = AtomicUsize::new(0);
 
 #[test]
 fn each_check_catches_its_breakage() {
-    let cases: [(&str, Break, Check); 10] = [
+    let cases: [(&str, Break, Check); 12] = [
         (
             "tool pairing",
             Break::DropToolResults,
@@ -156,6 +170,11 @@ fn each_check_catches_its_breakage() {
         ("order", Break::Reverse, invariants::order_kept),
         ("nothing invented", Break::Invent, invariants::order_kept),
         ("fits", Break::ClaimFits, invariants::fits_when_floor_fits),
+        (
+            "honest no-fit",
+            Break::GiveUp,
+            invariants::fits_when_floor_fits,
+        ),
         ("true counts", Break::ZeroCounts, invariants::true_counts),
         (
             "protected kept",
@@ -170,6 +189,11 @@ fn each_check_catches_its_breakage() {
         (
             "summary protected",
             Break::UnprotectedSummary,
+            invariants::protected_kept,
+        ),
+        (
+            "floor kept",
+            Break::DropCurrentQuestion,
             invariants::protected_kept,
         ),
         ("stable", Break::DropOldestAlways, invariants::stable),

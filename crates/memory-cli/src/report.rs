@@ -65,12 +65,13 @@ pub struct Row {
     pub cache_break: bool,
     /// Time of the `context()` call, in microseconds.
     pub latency_us: u64,
-    /// Whether every checked invariant holds; see `problems` otherwise.
+    /// Whether the context passes [`memory_core::audit`] against the
+    /// transcript and the budget; see `problems` otherwise.
     pub valid: bool,
     /// The result's own verdict: false only when the floor alone exceeds the
     /// budget.
     pub fits: bool,
-    /// What broke, when `valid` is false.
+    /// What broke, when `valid` is false: the audit's breaches, as text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
     /// What a `thrift` stage shed in this call, per kind (tokens and counts

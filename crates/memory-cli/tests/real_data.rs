@@ -1,16 +1,16 @@
 //! `memory replay` on real agent trajectories, found through
-//! `MEMORY_DATA_DIR`; skipped with a notice when it is not set.
+//! `MEMORY_DATA_DIR`; skipped with a notice when it is not set, failed when
+//! it is not set under CI.
 
 mod common;
 
 use std::path::PathBuf;
 
-use memory_core::{CharTokenCounter, Message, TokenCounter, openai};
+use memory_core::test_util::DATA;
+use memory_core::{CharTokenCounter, Message, TokenCounter, openai_wire};
 
 fn trajectories_file() -> Option<PathBuf> {
-    let dir = std::env::var_os("MEMORY_DATA_DIR")?;
-    let path = PathBuf::from(dir).join("agent-trajectories/swe-gym-openhands.json");
-    path.exists().then_some(path)
+    DATA.file("agent-trajectories/swe-gym-openhands.json")
 }
 
 /// The floor before the call at `turn`, computed here from the input: the
@@ -44,7 +44,6 @@ fn floor_tokens(messages: &[Message], counts: &[usize], turn: usize) -> usize {
 #[test]
 fn swe_gym_trajectories_replay_valid_and_fit_exactly_when_the_floor_does() {
     let Some(path) = trajectories_file() else {
-        println!("skipped: MEMORY_DATA_DIR not set");
         return;
     };
     let raw: serde_json::Value =
@@ -57,7 +56,7 @@ fn swe_gym_trajectories_replay_valid_and_fit_exactly_when_the_floor_does() {
         .unwrap()
         .iter()
         .map(|t| {
-            let messages = openai::from_value(&t["messages"]).unwrap();
+            let messages = openai_wire::from_value(&t["messages"]).unwrap();
             let counts = runtime.block_on(async {
                 let mut counts = Vec::new();
                 for m in &messages {

@@ -1,20 +1,18 @@
 //! `memory eval locomo` on the real LoCoMo conversations, found through
-//! `MEMORY_DATA_DIR`; skipped with a notice when it is not set.
+//! `MEMORY_DATA_DIR`; skipped with a notice when it is not set, failed when
+//! it is not set under CI.
 
 mod common;
 
 use std::path::PathBuf;
 
 fn locomo_file() -> Option<PathBuf> {
-    let dir = std::env::var_os("MEMORY_DATA_DIR")?;
-    let path = PathBuf::from(dir).join("locomo/locomo-dev.json");
-    path.exists().then_some(path)
+    memory_core::test_util::DATA.file("locomo/locomo-dev.json")
 }
 
 #[test]
 fn most_recent_turns_recall_about_a_tenth_of_the_evidence_at_2000_tokens() {
     let Some(path) = locomo_file() else {
-        println!("skipped: MEMORY_DATA_DIR not set");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -57,7 +55,6 @@ fn most_recent_turns_recall_about_a_tenth_of_the_evidence_at_2000_tokens() {
 #[test]
 fn compact_thrift_summarizes_each_conversation_a_few_times_not_each_question() {
     let Some(path) = locomo_file() else {
-        println!("skipped: MEMORY_DATA_DIR not set");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

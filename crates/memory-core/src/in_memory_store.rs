@@ -69,7 +69,7 @@ impl Store for InMemoryStore {
         })
     }
 
-    async fn compact(
+    async fn replace_view(
         &self,
         session: &str,
         expected: Version,
@@ -125,7 +125,7 @@ mod tests {
         let read = store.append("s", vec![m("1")]).await.unwrap();
         store.append("s", vec![m("2")]).await.unwrap();
         let err = store
-            .compact(
+            .replace_view(
                 "s",
                 read,
                 vec![StoredMessage::new(summary::message("1"), 2, true)],
@@ -151,7 +151,10 @@ mod tests {
         let store = InMemoryStore::new();
         let v = store.append("s", vec![m("1"), m("2")]).await.unwrap();
         let summary = StoredMessage::new(summary::message("one, two"), 3, true);
-        store.compact("s", v, vec![summary.clone()]).await.unwrap();
+        store
+            .replace_view("s", v, vec![summary.clone()])
+            .await
+            .unwrap();
         store.append("s", vec![m("3")]).await.unwrap();
         assert_eq!(
             store.load("s").await.unwrap().messages,

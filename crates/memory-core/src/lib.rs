@@ -1,13 +1,37 @@
 //! The contracts of the memory workspace.
 //!
-//! A [`Memory`] records a conversation; a [`TrimStrategy`] fits it into a
-//! [`Budget`] measured by a [`TokenCounter`]. Strategies chain through a
-//! [`Pipeline`]. Model calls go through a [`Provider`]; durable history
-//! through a [`Store`]; the [`layer`]s add retries, timeouts, metering and
-//! a circuit breaker to any provider. This crate holds no strategy logic,
-//! only what every strategy shares: the [`structure`] of a transcript
-//! (steps, rounds, the floor), [`validate`] and [`repair`], and the
-//! [`summary`] recognizer.
+//! A [`Memory`] records a conversation and fits it into a [`Context`]; a
+//! [`TrimStrategy`] fits it into a [`Budget`] measured by a
+//! [`TokenCounter`]. Strategies chain through a [`Pipeline`]. Model calls go
+//! through a [`Provider`], and the [`layer`]s add retries, timeouts,
+//! metering and a circuit breaker to any provider; durable history goes
+//! through a [`Store`]. This crate
+//! holds no strategy logic, only what every strategy shares: the
+//! [`structure`] of a transcript (steps, rounds, the floor), [`validate`]
+//! and [`repair`], the [`summary`] recognizer, and the [`audit`] that checks
+//! a trim against the invariants.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`Message`], [`ContentBlock`], [`ImageContent`], [`ToolCall`] | a conversation's messages |
+//! | [`openai_wire`] | the OpenAI chat-completions wire format of a message, in and out |
+//! | [`transcript`] | messages as plain text (what a summarizer reads) |
+//! | [`TokenCounter`], [`CharTokenCounter`], [`count_messages`] | token counting, async and fallible |
+//! | [`Budget`] | a token limit, a rounds limit, or both |
+//! | [`History`] | counted messages and their protected indices, as a strategy gets them |
+//! | [`TrimStrategy`], [`TrimResult`], [`Selection`] | fitting a history into a budget, and building the result |
+//! | [`Pipeline`] | strategies in a chain, itself a strategy |
+//! | [`Memory`], [`Context`] | what an agent loop records into, and the fitted context it gets back |
+//! | [`structure`] | steps, rounds, the current question, the floor |
+//! | [`validate`], [`Violation`], [`repair`], [`Repaired`], [`RepairAction`], [`MISSING_RESULT`], [`is_shrunk_from`] | tool pairing and order: checked, repaired, and what a shrunk message is |
+//! | [`summary`] | the one recognizer of summary messages |
+//! | [`audit`] | the checker of a trim result against its history and budget |
+//! | [`Provider`], [`ChatRequest`], [`ChatResponse`], [`ModelOptions`], [`StopReason`], [`Usage`], [`ProviderError`] | model calls |
+//! | [`layer`] | provider wrappers: retry, timeout, metering, circuit breaker |
+//! | [`accept_reply`], [`Rejection`] | whether a model's reply may serve as a summary |
+//! | [`Store`], [`store`], [`StoredMessage`], [`Snapshot`], [`Version`], [`StoreError`], [`InMemoryStore`] | durable, append-only history and its in-process store |
+//! | [`MemoryError`] | the one error type |
+//! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply` (also at the root) and `Needs`, for tests |
 //!
 //! ```
 //! use memory_core::{structure, validate, Budget, CharTokenCounter, History, Message, ToolCall};
@@ -26,17 +50,17 @@
 //! assert!(Budget::tokens(20).admits_tokens(floor.tokens));
 //! ```
 
-pub mod backend;
+pub mod audit;
 mod budget;
+mod context;
 mod counter;
 mod error;
-mod fake;
 mod history;
 mod in_memory_store;
 pub mod layer;
 mod memory;
 mod message;
-pub mod openai;
+pub mod openai_wire;
 mod pipeline;
 mod provider;
 mod reply;
@@ -44,13 +68,15 @@ pub mod store;
 mod strategy;
 pub mod structure;
 pub mod summary;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod transcript;
 mod validate;
 
 pub use budget::Budget;
+pub use context::Context;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
 pub use error::MemoryError;
-pub use fake::{FakeProvider, FakeReply};
 pub use history::History;
 pub use in_memory_store::InMemoryStore;
 pub use memory::Memory;
@@ -62,6 +88,8 @@ pub use provider::{
 pub use reply::{Rejection, accept_reply};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
+#[cfg(feature = "test-util")]
+pub use test_util::{FakeProvider, FakeReply};
 pub use validate::{
     MISSING_RESULT, RepairAction, Repaired, Violation, is_shrunk_from, repair, validate,
 };

@@ -1,27 +1,41 @@
 //! [`Memory`]: what an agent loop records into and reads its context from.
 
-use crate::{MemoryError, Message};
+use crate::{Context, MemoryError, Message, StoredMessage};
 
 /// Records a conversation and hands back the context to send to the model.
 ///
-/// ```
-/// use memory_core::{Memory, MemoryError, Message};
+/// Implement [`record`](Memory::record),
+/// [`record_protected`](Memory::record_protected), [`fitted`](Memory::fitted)
+/// and the two inspections, [`view`](Memory::view) and
+/// [`history`](Memory::history); [`context`](Memory::context) is the
+/// messages of `fitted`.
 ///
-/// /// Keeps everything, trims nothing.
+/// ```
+/// use memory_core::{Context, Memory, MemoryError, Message, StoredMessage};
+///
+/// /// Keeps everything, trims nothing, counts a token per message.
 /// #[derive(Default)]
-/// struct Everything(Vec<Message>);
+/// struct Everything(Vec<StoredMessage>);
 ///
 /// #[async_trait::async_trait]
 /// impl Memory for Everything {
 ///     async fn record(&mut self, message: Message) -> Result<(), MemoryError> {
-///         self.0.push(message);
+///         self.0.push(StoredMessage::new(message, 1, false));
 ///         Ok(())
 ///     }
 ///     async fn record_protected(&mut self, message: Message) -> Result<(), MemoryError> {
-///         self.record(message).await
+///         self.0.push(StoredMessage::new(message, 1, true));
+///         Ok(())
 ///     }
-///     async fn context(&mut self) -> Result<Vec<Message>, MemoryError> {
+///     async fn fitted(&mut self) -> Result<Context, MemoryError> {
+///         let messages: Vec<Message> = self.0.iter().map(|s| s.message.clone()).collect();
+///         Ok(Context::new(messages, self.0.len(), true))
+///     }
+///     async fn view(&self) -> Result<Vec<StoredMessage>, MemoryError> {
 ///         Ok(self.0.clone())
+///     }
+///     async fn history(&self) -> Result<Vec<Message>, MemoryError> {
+///         Ok(self.0.iter().map(|s| s.message.clone()).collect())
 ///     }
 /// }
 ///
@@ -29,6 +43,8 @@ use crate::{MemoryError, Message};
 /// let mut memory = Everything::default();
 /// memory.record(Message::user("hi")).await.unwrap();
 /// assert_eq!(memory.context().await.unwrap().len(), 1);
+/// let context = memory.fitted().await.unwrap();
+/// assert!(context.fits && context.tokens == 1);
 /// # });
 /// ```
 #[async_trait::async_trait]
@@ -48,10 +64,40 @@ pub trait Memory: Send {
     /// As [`record`](Memory::record).
     async fn record_protected(&mut self, message: Message) -> Result<(), MemoryError>;
 
-    /// The context for the next model call, fitted to the budget.
+    /// The context for the next model call, fitted to the budget, with its
+    /// token count and whether it fits (false only when what may never be
+    /// shed exceeds the budget on its own).
     ///
     /// # Errors
     ///
     /// Counting, strategy or storage errors. History is never lost on error.
-    async fn context(&mut self) -> Result<Vec<Message>, MemoryError>;
+    async fn fitted(&mut self) -> Result<Context, MemoryError>;
+
+    /// The messages of [`fitted`](Memory::fitted): the context for the next
+    /// model call.
+    ///
+    /// # Errors
+    ///
+    /// As [`fitted`](Memory::fitted).
+    async fn context(&mut self) -> Result<Vec<Message>, MemoryError> {
+        Ok(self.fitted().await?.messages)
+    }
+
+    /// The stored view the next trim starts from: everything recorded, less
+    /// what materializing stages replaced (a rolling summary in place of
+    /// older turns), with each message's count and protection. For
+    /// inspection.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors.
+    async fn view(&self) -> Result<Vec<StoredMessage>, MemoryError>;
+
+    /// Every message ever recorded, in order, including what compactions
+    /// replaced in the view. For inspection.
+    ///
+    /// # Errors
+    ///
+    /// Storage errors.
+    async fn history(&self) -> Result<Vec<Message>, MemoryError>;
 }

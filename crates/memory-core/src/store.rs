@@ -87,16 +87,18 @@ pub enum StoreError {
 /// Durable history of many sessions.
 ///
 /// Append-only: a message once appended stays readable through
-/// [`history`](Store::history) forever. A compaction replaces the session's
-/// current view atomically, only if the session is still at the version the
-/// caller read; what it replaced stays readable.
+/// [`history`](Store::history) forever. A compaction commits through
+/// [`replace_view`](Store::replace_view): a compare-and-swap that replaces the
+/// session's current view atomically, only if the session is still at the
+/// version the caller read; what it replaced stays readable through
+/// [`replaced`](Store::replaced).
 ///
 /// ```
 /// use memory_core::{InMemoryStore, Message, Store, StoredMessage, summary};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = InMemoryStore::new();
 /// let v = store.append("s1", vec![StoredMessage::new(Message::user("a"), 1, false)]).await.unwrap();
-/// let v = store.compact("s1", v, vec![StoredMessage::new(summary::message("a"), 3, true)]).await.unwrap();
+/// let v = store.replace_view("s1", v, vec![StoredMessage::new(summary::message("a"), 3, true)]).await.unwrap();
 /// assert_eq!(store.load("s1").await.unwrap().version, v);
 /// assert_eq!(store.history("s1").await.unwrap(), vec![Message::user("a")]);
 /// # });
@@ -122,14 +124,15 @@ pub trait Store: Send + Sync {
         messages: Vec<StoredMessage>,
     ) -> Result<Version, StoreError>;
 
-    /// Replaces the view with `view` if the session is at `expected`;
-    /// returns the new version.
+    /// Compare-and-swap of the current view: replaces it with `view` if the
+    /// session is still at `expected` (the version the caller read); returns
+    /// the new version. This is how a compaction commits.
     ///
     /// # Errors
     ///
     /// [`StoreError::Conflict`] when another write came first; nothing is
     /// changed then.
-    async fn compact(
+    async fn replace_view(
         &self,
         session: &str,
         expected: Version,

@@ -129,20 +129,8 @@ impl fmt::Display for Violation {
 /// assert!(validate(&ok).is_empty());
 /// ```
 pub fn validate(messages: &[Message]) -> Vec<Violation> {
-    let mut first_call: HashMap<&str, usize> = HashMap::new();
     let mut violations = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        for call in m.tool_calls() {
-            if first_call.contains_key(call.id.as_str()) {
-                violations.push(Violation::DuplicateCallId {
-                    index: i,
-                    tool_call_id: call.id.clone(),
-                });
-            } else {
-                first_call.insert(&call.id, i);
-            }
-        }
-    }
+    let first_call = first_calls(messages, &mut violations);
     let mut answered: HashSet<&str> = HashSet::new();
     for step in structure::steps(messages) {
         let head = &messages[step.start];
@@ -160,29 +148,8 @@ pub fn validate(messages: &[Message]) -> Vec<Violation> {
                 }
                 continue;
             }
-            violations.push(match first_call.get(id) {
-                None => Violation::OrphanResult {
-                    index: i,
-                    tool_call_id: id.to_string(),
-                },
-                Some(&c) if c > i => Violation::ResultBeforeCall {
-                    index: i,
-                    call_index: c,
-                    tool_call_id: id.to_string(),
-                },
-                Some(&c) if answered.contains(id) => {
-                    let _ = c;
-                    Violation::DuplicateResult {
-                        index: i,
-                        tool_call_id: id.to_string(),
-                    }
-                }
-                Some(&c) => Violation::DetachedResult {
-                    index: i,
-                    call_index: c,
-                    tool_call_id: id.to_string(),
-                },
-            });
+            let call = first_call.get(id).copied();
+            violations.push(misplaced(i, id, call, answered.contains(id)));
         }
         for id in calls {
             let answered_here = messages[step.clone()]
@@ -198,6 +165,55 @@ pub fn validate(messages: &[Message]) -> Vec<Violation> {
     }
     violations.sort_by_key(violation_index);
     violations
+}
+
+/// Where each call id is first made; a [`Violation::DuplicateCallId`] for
+/// every later call with the same id.
+fn first_calls<'m>(
+    messages: &'m [Message],
+    violations: &mut Vec<Violation>,
+) -> HashMap<&'m str, usize> {
+    let mut first_call: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in messages.iter().enumerate() {
+        for call in m.tool_calls() {
+            if first_call.contains_key(call.id.as_str()) {
+                violations.push(Violation::DuplicateCallId {
+                    index: i,
+                    tool_call_id: call.id.clone(),
+                });
+            } else {
+                first_call.insert(&call.id, i);
+            }
+        }
+    }
+    first_call
+}
+
+/// What is wrong with result `index`, which answers `id` outside the step
+/// that first called it (`call`, if anywhere); `answered` says whether that
+/// call already has its result.
+fn misplaced(index: usize, id: &str, call: Option<usize>, answered: bool) -> Violation {
+    let tool_call_id = id.to_string();
+    match call {
+        None => Violation::OrphanResult {
+            index,
+            tool_call_id,
+        },
+        Some(call_index) if call_index > index => Violation::ResultBeforeCall {
+            index,
+            call_index,
+            tool_call_id,
+        },
+        Some(_) if answered => Violation::DuplicateResult {
+            index,
+            tool_call_id,
+        },
+        Some(call_index) => Violation::DetachedResult {
+            index,
+            call_index,
+            tool_call_id,
+        },
+    }
 }
 
 fn violation_index(v: &Violation) -> usize {
@@ -327,6 +343,27 @@ pub fn repair(messages: &[Message]) -> Repaired {
             }
         }
     }
+    actions.extend(dropped(messages, &first_result, &used));
+    actions.sort_by_key(|a| match a {
+        RepairAction::DroppedOrphan { index, .. }
+        | RepairAction::DroppedDuplicate { index, .. }
+        | RepairAction::MovedResult { index, .. }
+        | RepairAction::AddedMissingResult { index, .. } => *index,
+    });
+    Repaired {
+        messages: out,
+        actions,
+    }
+}
+
+/// The results [`repair`] leaves out (those not `used`): a duplicate when
+/// their call already has its first result, an orphan otherwise.
+fn dropped(
+    messages: &[Message],
+    first_result: &HashMap<&str, usize>,
+    used: &HashSet<usize>,
+) -> Vec<RepairAction> {
+    let mut actions = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let Some(id) = m.tool_call_id() else {
             continue;
@@ -347,16 +384,7 @@ pub fn repair(messages: &[Message]) -> Repaired {
             }
         });
     }
-    actions.sort_by_key(|a| match a {
-        RepairAction::DroppedOrphan { index, .. }
-        | RepairAction::DroppedDuplicate { index, .. }
-        | RepairAction::MovedResult { index, .. }
-        | RepairAction::AddedMissingResult { index, .. } => *index,
-    });
-    Repaired {
-        messages: out,
-        actions,
-    }
+    actions
 }
 
 /// Whether `shown` is `original` with some of its content shed, as a

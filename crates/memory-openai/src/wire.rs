@@ -1,6 +1,6 @@
 //! The Chat Completions JSON: the request body out, the reply in.
 
-use memory_core::{ChatRequest, ChatResponse, ProviderError, StopReason, Usage, openai};
+use memory_core::{ChatRequest, ChatResponse, ProviderError, StopReason, Usage, openai_wire};
 use serde_json::{Map, Value, json};
 
 /// The JSON body for `request` to `model`; `max_tokens_field` names the
@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 pub fn request_body(model: &str, request: &ChatRequest, max_tokens_field: &str) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("messages".into(), openai::to_value(&request.messages));
+    body.insert("messages".into(), openai_wire::to_value(&request.messages));
     if !request.tools.is_empty() {
         body.insert("tools".into(), Value::Array(request.tools.clone()));
     }
@@ -101,7 +101,7 @@ pub fn parse_reply(body: &str) -> Result<ChatResponse, ProviderError> {
             snippet(body)
         ))
     })?;
-    let message = openai::message_from_value(message_value, 0)
+    let message = openai_wire::message_from_value(message_value, 0)
         .map_err(|e| ProviderError::MalformedReply(format!("choices[0].{e}")))?;
     let refused = message_value
         .get("refusal")

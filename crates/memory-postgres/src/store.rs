@@ -12,7 +12,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Config, IsolationLevel, NoTls};
 
 use crate::schema;
-use memory_core::backend::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
+use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 
 /// Connections a store opens at most unless told otherwise.
 ///
@@ -427,7 +427,7 @@ impl Store for PostgresStore {
         to_u64(row.try_get(0).map_err(backend)?, "version")
     }
 
-    async fn compact(
+    async fn replace_view(
         &self,
         session: &str,
         expected: Version,

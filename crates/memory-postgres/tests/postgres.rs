@@ -2,23 +2,21 @@
 //! of `Debug` and logs. The `Store` contract itself is checked by the
 //! cross-crate suite (`tests/tests/store_contract.rs`).
 //!
-//! Reads `MEMORY_POSTGRES_URL`; each test skips with a notice when unset.
+//! Reads `MEMORY_POSTGRES_URL`; each test skips with a notice when unset,
+//! and fails when it is unset under CI.
 
 use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use memory_core::test_util::POSTGRES;
 use memory_core::{Message, Store, StoredMessage};
 use memory_postgres::{PostgresStore, SCHEMA_VERSION};
 
+/// The server's URL; a notice and `None` when it is unset (a failure under
+/// CI).
 fn url() -> Option<String> {
-    let url = std::env::var("MEMORY_POSTGRES_URL").ok();
-    if url.is_none() {
-        eprintln!(
-            "skipping: MEMORY_POSTGRES_URL is unset (source .ci/postgres.sh to start a server)"
-        );
-    }
-    url
+    POSTGRES.value()
 }
 
 fn unique(prefix: &str) -> String {
@@ -168,7 +166,7 @@ async fn the_password_stays_out_of_debug_output_errors_and_logs() {
         .append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)])
         .await
         .unwrap();
-    let conflict = tenant.compact("s", 0, vec![]).await.unwrap_err();
+    let conflict = tenant.replace_view("s", 0, vec![]).await.unwrap_err();
     // A wrong password: the server refuses, the message names the target.
     let wrong = url.replacen(&password, "not-the-password", 1);
     let refused = PostgresStore::connect(&wrong).await.unwrap_err();

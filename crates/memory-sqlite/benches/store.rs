@@ -74,8 +74,8 @@ fn bench(c: &mut Criterion) {
                 let view = view.clone();
                 let start = Instant::now();
                 version = runtime
-                    .block_on(store.compact("compacted", version, view))
-                    .expect("compact");
+                    .block_on(store.replace_view("compacted", version, view))
+                    .expect("replace the view");
                 spent += start.elapsed();
             }
             spent

@@ -11,7 +11,7 @@ use rusqlite::{
 };
 
 use crate::schema;
-use memory_core::backend::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
+use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,7 +48,7 @@ struct Shared {
 ///     StoredMessage::new(Message::assistant("The parser test."), 5, false),
 /// ]).await.unwrap();
 /// let summary = StoredMessage::new(summary::message("The parser test failed."), 8, true);
-/// store.compact("s1", v, vec![summary.clone()]).await.unwrap();
+/// store.replace_view("s1", v, vec![summary.clone()]).await.unwrap();
 ///
 /// assert_eq!(store.load("s1").await.unwrap().messages, vec![summary]);
 /// assert_eq!(store.history("s1").await.unwrap().len(), 2);
@@ -420,7 +420,7 @@ fn append(conn: &mut Connection, key: &Key, rows: &[Row]) -> Result<Version, Sto
     to_u64(next.version, "version")
 }
 
-fn compact(
+fn replace_view(
     conn: &mut Connection,
     key: &Key,
     expected: Version,
@@ -518,7 +518,7 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn compact(
+    async fn replace_view(
         &self,
         session: &str,
         expected: Version,
@@ -526,7 +526,7 @@ impl Store for SqliteStore {
     ) -> Result<Version, StoreError> {
         let rows = Row::encode_all(&view)?;
         self.run(session, move |conn, key| {
-            compact(conn, key, expected, &rows)
+            replace_view(conn, key, expected, &rows)
         })
         .await
     }
@@ -603,13 +603,13 @@ mod tests {
         let s1 = StoredMessage::new(summary::message("1-2"), 2, true);
         let s2 = StoredMessage::new(summary::message("1-4"), 2, true);
         let v = store.append("s", vec![m("1"), m("2")]).await.unwrap();
-        store.compact("s", v, vec![s1.clone()]).await.unwrap();
+        store.replace_view("s", v, vec![s1.clone()]).await.unwrap();
         store.append("s", vec![m("3")]).await.unwrap();
         let v = store.append("s", vec![m("4")]).await.unwrap();
-        let v = store.compact("s", v, vec![s2.clone()]).await.unwrap();
+        let v = store.replace_view("s", v, vec![s2.clone()]).await.unwrap();
         // A compaction with nothing appended since the last one.
         let v = store
-            .compact("s", v, vec![s2.clone(), m("x")])
+            .replace_view("s", v, vec![s2.clone(), m("x")])
             .await
             .unwrap();
         store.append("s", vec![m("5")]).await.unwrap();

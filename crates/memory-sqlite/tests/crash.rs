@@ -88,9 +88,9 @@ async fn child(path: &Path) {
         )];
         view.extend_from_slice(&snapshot.messages[cut..]);
         store
-            .compact(SESSION, snapshot.version, view)
+            .replace_view(SESSION, snapshot.version, view)
             .await
-            .expect("child: compact (the only writer)");
+            .expect("child: replace the view (the only writer)");
     }
 }
 

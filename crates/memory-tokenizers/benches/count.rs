@@ -1,8 +1,8 @@
 //! Counting throughput of the cl100k and o200k counters against tiktoken-rs,
 //! one call per message text, as an agent memory counts, on the real data
 //! sets found through `MEMORY_DATA_DIR` (agent trajectories and LoCoMo chat),
-//! or on a generated corpus when it is unset. Counts are checked equal on
-//! every text before timing.
+//! or on a generated corpus when it is unset (under CI an unset variable
+//! fails instead). Counts are checked equal on every text before timing.
 //!
 //! `MEMORY_DATA_DIR=path/to/data cargo bench -p memory-tokenizers --bench count`
 

@@ -1,5 +1,6 @@
 //! Our cl100k and o200k counts equal tiktoken-rs's on every message text of
-//! the real data sets (skipped, with a notice, when they are absent).
+//! the real data sets (skipped, with a notice, when they are absent; failed
+//! when they are absent under CI).
 //!
 //! The reference is `encode_ordinary`: bpe-openai has no special tokens, so a
 //! marker such as `<|endoftext|>` inside a message is counted as the plain

@@ -2,6 +2,11 @@
 //! [`WindowDrop`], the strategy that keeps the newest rounds and steps that
 //! fit.
 //!
+//! | item | what it is |
+//! |---|---|
+//! | [`WindowMemory`] | the default [`Memory`](memory_core::Memory): records into a [`Store`](memory_core::Store), trims with a strategy on every call, commits what materializes |
+//! | [`WindowDrop`] | the strategy that keeps the newest rounds (and, inside one long round, the newest steps) that fit |
+//!
 //! ```
 //! use memory_core::{Memory, Message};
 //! use memory_window::WindowMemory;
@@ -14,6 +19,9 @@
 //! }
 //! // Each round is 2 tokens: only the newest fits in 3.
 //! assert_eq!(memory.context().await.unwrap(), vec![Message::user("u3"), Message::assistant("a3")]);
+//! // With its size and whether it fits.
+//! let context = memory.fitted().await.unwrap();
+//! assert_eq!((context.tokens, context.fits), (2, true));
 //! # });
 //! ```
 

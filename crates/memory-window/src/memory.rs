@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::{
-    Budget, CharTokenCounter, History, InMemoryStore, Memory, MemoryError, Message, Store,
+    Budget, CharTokenCounter, Context, History, InMemoryStore, Memory, MemoryError, Message, Store,
     StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
 };
 
@@ -55,7 +55,8 @@ impl State {
     }
 }
 
-/// Records every message in a [`Store`] and trims on [`context`](Memory::context).
+/// Records every message in a [`Store`] and trims on [`fitted`](Memory::fitted)
+/// (and [`context`](Memory::context), its messages).
 ///
 /// Each message is counted once, when recorded; the counts are stored with
 /// it. The strategy (default [`WindowDrop`]) decides what the model sees: a
@@ -78,6 +79,12 @@ impl State {
 /// // Reopened later, in another process say: the same context.
 /// let mut reopened = WindowMemory::new(8_000).with_store(store, "session-1");
 /// assert_eq!(reopened.context().await.unwrap(), memory.context().await.unwrap());
+///
+/// // With its size and whether it fits; and what is stored, for inspection.
+/// let context = memory.fitted().await.unwrap();
+/// assert!(context.fits && context.tokens > 0);
+/// assert_eq!(memory.view().await.unwrap().len(), 2);
+/// assert_eq!(memory.history().await.unwrap().len(), 2);
 /// # });
 /// ```
 pub struct WindowMemory {
@@ -250,26 +257,9 @@ impl WindowMemory {
         self.len() == 0
     }
 
-    /// Every message ever recorded in the session, whatever compactions did.
-    ///
-    /// # Errors
-    ///
-    /// Store failures.
-    ///
-    /// ```
-    /// use memory_core::{Memory, Message};
-    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let mut memory = memory_window::WindowMemory::new(10);
-    /// memory.record(Message::user("hi")).await.unwrap();
-    /// assert_eq!(memory.history().await.unwrap(), vec![Message::user("hi")]);
-    /// # });
-    /// ```
-    pub async fn history(&self) -> Result<Vec<Message>, MemoryError> {
-        Ok(self.store.history(&self.session).await?)
-    }
-
-    /// Like [`context`](Memory::context), with everything the strategy
-    /// reported: counts, protected indices and whether the floor fit.
+    /// Like [`fitted`](Memory::fitted), with everything the strategy
+    /// reported: each message's count, the protected indices, and for a
+    /// pipeline what it wrote back.
     ///
     /// # Errors
     ///
@@ -301,7 +291,11 @@ impl WindowMemory {
             .await?;
         if let Some(stored) = result.to_store() {
             let view = State::stored_view(stored);
-            match self.store.compact(&self.session, state.version, view).await {
+            match self
+                .store
+                .replace_view(&self.session, state.version, view)
+                .await
+            {
                 Ok(version) => {
                     let mut next = State {
                         version,
@@ -367,7 +361,15 @@ impl Memory for WindowMemory {
         self.append(message, true).await
     }
 
-    async fn context(&mut self) -> Result<Vec<Message>, MemoryError> {
-        Ok(self.trimmed().await?.messages)
+    async fn fitted(&mut self) -> Result<Context, MemoryError> {
+        Ok(self.trimmed().await?.into())
+    }
+
+    async fn view(&self) -> Result<Vec<StoredMessage>, MemoryError> {
+        Ok(self.store.load(&self.session).await?.messages)
+    }
+
+    async fn history(&self) -> Result<Vec<Message>, MemoryError> {
+        Ok(self.store.history(&self.session).await?)
     }
 }

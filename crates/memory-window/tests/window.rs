@@ -306,6 +306,51 @@ async fn a_materializing_strategy_writes_back_and_keeps_the_original_readable() 
 }
 
 #[tokio::test]
+async fn fitted_says_how_big_the_context_is_and_whether_it_fits() {
+    let mut memory = WindowMemory::new(3);
+    rounds(&mut memory, 1..=3).await;
+    let context = memory.fitted().await.unwrap();
+    assert_eq!(context.messages, memory.context().await.unwrap());
+    assert_eq!((context.tokens, context.fits), (2, true));
+    // A floor over the budget: the newest round alone is 2 tokens.
+    memory.set_max_tokens(1);
+    let context = memory.fitted().await.unwrap();
+    assert_eq!((context.tokens, context.fits), (2, false));
+}
+
+#[tokio::test]
+async fn the_view_and_the_history_are_open_to_inspection() {
+    // The view holds each message with its count and protection.
+    let mut memory = WindowMemory::new(100);
+    memory
+        .record_protected(Message::system("rules"))
+        .await
+        .unwrap();
+    memory.record(Message::user("u1")).await.unwrap();
+    let view = memory.view().await.unwrap();
+    assert_eq!(view.len(), 2);
+    assert!(view[0].protected && !view[1].protected);
+    assert_eq!((view[0].tokens, view[1].tokens), (2, 1));
+
+    // After a materializing trim the view is what was stored; the history
+    // still holds everything recorded.
+    let mut memory = WindowMemory::new(5).with_strategy(Fold);
+    rounds(&mut memory, 1..=3).await;
+    assert_eq!(memory.view().await.unwrap().len(), 6);
+    let context = memory.fitted().await.unwrap();
+    let view: Vec<Message> = memory
+        .view()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.message)
+        .collect();
+    assert_eq!(view, context.messages);
+    assert_eq!(view[0], summary::message("4 messages"));
+    assert_eq!(memory.history().await.unwrap().len(), 6);
+}
+
+#[tokio::test]
 async fn a_projection_leaves_the_store_alone() {
     let store = Arc::new(InMemoryStore::new());
     let mut memory = WindowMemory::new(3).with_store(store.clone(), "s");

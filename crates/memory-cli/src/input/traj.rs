@@ -33,7 +33,7 @@
 use std::iter;
 
 use memory_core::Message;
-use memory_core::openai::message_from_value;
+use memory_core::openai_wire::message_from_value;
 use serde_json::{Map, Value, json};
 
 use super::json::Record;

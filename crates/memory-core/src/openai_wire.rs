@@ -1,4 +1,6 @@
-//! Import and export of OpenAI's chat-completions message shape.
+//! The OpenAI chat-completions wire format of a [`Message`]: import and
+//! export of the JSON messages that OpenAI-compatible endpoints, agent
+//! frameworks and transcript files exchange.
 //!
 //! Roles `system`, `developer`, `user`, `assistant` and `tool`; content as a
 //! string or an array of parts; `tool_calls[{id, function{name, arguments}}]`
@@ -6,7 +8,7 @@
 //! [`ImportError`] naming the message's position and the field.
 //!
 //! ```
-//! use memory_core::{openai, Message, ToolCall};
+//! use memory_core::{openai_wire, Message, ToolCall};
 //!
 //! let json = r#"[
 //!   {"role": "system", "content": "be brief"},
@@ -15,10 +17,10 @@
 //!    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
 //!   {"role": "tool", "tool_call_id": "c1", "content": "lib.rs"}
 //! ]"#;
-//! let messages = openai::from_json_str(json).unwrap();
+//! let messages = openai_wire::from_json_str(json).unwrap();
 //! assert_eq!(messages[2].tool_calls(), &[ToolCall::new("c1", "ls", "{}")]);
-//! let back = openai::to_value(&messages);
-//! assert_eq!(openai::from_value(&back).unwrap(), messages);
+//! let back = openai_wire::to_value(&messages);
+//! assert_eq!(openai_wire::from_value(&back).unwrap(), messages);
 //! ```
 
 use std::fmt;
@@ -31,7 +33,7 @@ use crate::{ContentBlock, ImageContent, Message, ToolCall};
 /// Why a message could not be imported.
 ///
 /// ```
-/// let err = memory_core::openai::from_json_str(r#"[{"role": "user"}, {"content": "x"}]"#).unwrap_err();
+/// let err = memory_core::openai_wire::from_json_str(r#"[{"role": "user"}, {"content": "x"}]"#).unwrap_err();
 /// assert_eq!(err.to_string(), "message 1: field `role`: is missing");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,7 +72,7 @@ impl ImportError {
     /// messages are nested in a larger document).
     ///
     /// ```
-    /// let e = memory_core::openai::from_json_str(r#"[{"role": 1}]"#).unwrap_err().shifted("trajectory 2, ");
+    /// let e = memory_core::openai_wire::from_json_str(r#"[{"role": 1}]"#).unwrap_err().shifted("trajectory 2, ");
     /// assert!(e.to_string().starts_with("trajectory 2, message 0"));
     /// ```
     pub fn shifted(mut self, context: &str) -> Self {
@@ -100,7 +102,7 @@ impl ImportError {
 /// message.
 ///
 /// ```
-/// assert!(memory_core::openai::from_json_str("[").is_err());
+/// assert!(memory_core::openai_wire::from_json_str("[").is_err());
 /// ```
 pub fn from_json_str(text: &str) -> Result<Vec<Message>, ImportError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ImportError {
@@ -123,7 +125,7 @@ pub fn from_json_str(text: &str) -> Result<Vec<Message>, ImportError> {
 ///
 /// ```
 /// let v = serde_json::json!([{"role": "developer", "content": "rules"}]);
-/// assert_eq!(memory_core::openai::from_value(&v).unwrap(), vec![memory_core::Message::system("rules")]);
+/// assert_eq!(memory_core::openai_wire::from_value(&v).unwrap(), vec![memory_core::Message::system("rules")]);
 /// ```
 pub fn from_value(value: &Value) -> Result<Vec<Message>, ImportError> {
     let Some(items) = value.as_array() else {
@@ -147,7 +149,7 @@ pub fn from_value(value: &Value) -> Result<Vec<Message>, ImportError> {
 /// A non-object value, a missing or unknown role, a field of the wrong type.
 ///
 /// ```
-/// use memory_core::openai::message_from_value;
+/// use memory_core::openai_wire::message_from_value;
 /// let e = message_from_value(&serde_json::json!("hi"), 4).unwrap_err();
 /// assert_eq!(e.to_string(), "message 4: expected an object, found a string");
 /// ```
@@ -173,50 +175,8 @@ pub fn message_from_value(value: &Value, index: usize) -> Result<Message, Import
     match role {
         "system" | "developer" => Ok(Message::System(text_content(obj, index)?)),
         "user" => Ok(Message::User(user_content(obj, index)?)),
-        "assistant" => {
-            let content = text_content(obj, index)?;
-            let reasoning = match obj
-                .get("reasoning_content")
-                .or_else(|| obj.get("reasoning"))
-            {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(other) => {
-                    return Err(ImportError::at(
-                        index,
-                        "reasoning_content",
-                        format!("expected a string, found {}", kind(other)),
-                    ));
-                }
-            };
-            let tool_calls = tool_calls(obj, index)?;
-            Ok(Message::Assistant {
-                content,
-                reasoning,
-                tool_calls,
-            })
-        }
-        "tool" => {
-            let tool_call_id = match obj.get("tool_call_id") {
-                Some(Value::String(id)) => id.clone(),
-                None | Some(Value::Null) => {
-                    return Err(ImportError::at(index, "tool_call_id", "is missing"));
-                }
-                Some(other) => {
-                    return Err(ImportError::at(
-                        index,
-                        "tool_call_id",
-                        format!("expected a string, found {}", kind(other)),
-                    ));
-                }
-            };
-            let name = obj.get("name").and_then(Value::as_str).map(str::to_string);
-            Ok(Message::ToolResult {
-                tool_call_id,
-                content: text_content(obj, index)?,
-                name,
-            })
-        }
+        "assistant" => assistant_from(obj, index),
+        "tool" => tool_result_from(obj, index),
         other => Err(ImportError::at(
             index,
             "role",
@@ -225,10 +185,58 @@ pub fn message_from_value(value: &Value, index: usize) -> Result<Message, Import
     }
 }
 
+/// An assistant message: its text, reasoning and tool calls.
+fn assistant_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
+    let content = text_content(obj, index)?;
+    let reasoning = match obj
+        .get("reasoning_content")
+        .or_else(|| obj.get("reasoning"))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "reasoning_content",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    let tool_calls = tool_calls(obj, index)?;
+    Ok(Message::Assistant {
+        content,
+        reasoning,
+        tool_calls,
+    })
+}
+
+/// A tool result: the call it answers, its text, the tool's name if given.
+fn tool_result_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
+    let tool_call_id = match obj.get("tool_call_id") {
+        Some(Value::String(id)) => id.clone(),
+        None | Some(Value::Null) => {
+            return Err(ImportError::at(index, "tool_call_id", "is missing"));
+        }
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "tool_call_id",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    let name = obj.get("name").and_then(Value::as_str).map(str::to_string);
+    Ok(Message::ToolResult {
+        tool_call_id,
+        content: text_content(obj, index)?,
+        name,
+    })
+}
+
 /// How a JSON value is named in error messages ("a string", "null", ...).
 ///
 /// ```
-/// assert_eq!(memory_core::openai::kind(&serde_json::json!([1])), "an array");
+/// assert_eq!(memory_core::openai_wire::kind(&serde_json::json!([1])), "an array");
 /// ```
 pub fn kind(value: &Value) -> &'static str {
     match value {
@@ -402,8 +410,8 @@ fn tool_calls(obj: &Map<String, Value>, index: usize) -> Result<Vec<ToolCall>, I
 /// Converts messages to the chat-completions JSON array.
 ///
 /// ```
-/// use memory_core::{openai, Message};
-/// let v = openai::to_value(&[Message::tool_result("c1", "ok")]);
+/// use memory_core::{openai_wire, Message};
+/// let v = openai_wire::to_value(&[Message::tool_result("c1", "ok")]);
 /// assert_eq!(v[0]["role"], "tool");
 /// assert_eq!(v[0]["tool_call_id"], "c1");
 /// ```
@@ -414,7 +422,7 @@ pub fn to_value(messages: &[Message]) -> Value {
 /// Converts one message.
 ///
 /// ```
-/// let v = memory_core::openai::message_to_value(&memory_core::Message::user("hi"));
+/// let v = memory_core::openai_wire::message_to_value(&memory_core::Message::user("hi"));
 /// assert_eq!(v["content"], "hi");
 /// ```
 pub fn message_to_value(message: &Message) -> Value {

@@ -1,0 +1,24 @@
+//! What tests of code built on these contracts share, behind the
+//! `test-util` feature (enable it in `[dev-dependencies]`):
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`FakeProvider`], [`FakeReply`] | a scripted model that records every request |
+//! | [`Needs`], [`POSTGRES`], [`DATA`] | a service or data set found through an environment variable: skipped with a notice when missing, a failure under CI |
+//!
+//! ```toml
+//! [dev-dependencies]
+//! memory-core = { version = "0.1", features = ["test-util"] }
+//! ```
+//!
+//! ```
+//! use memory_core::test_util::{FakeProvider, FakeReply};
+//! let model = FakeProvider::new([FakeReply::Text("a summary".into())]);
+//! assert!(model.requests().is_empty());
+//! ```
+
+mod fake;
+mod needs;
+
+pub use fake::{FakeProvider, FakeReply};
+pub use needs::{DATA, Needs, POSTGRES};

@@ -309,22 +309,24 @@ impl Report {
         if self.pipelines.len() > 1 {
             return self.comparison();
         }
-        let t = &self.totals;
-        let messages: usize = self.trajectories.iter().map(|t| t.messages).sum();
+        let mut lines = self.heading();
+        lines.extend(self.totals.lines(&self.pricing));
         let repairs: usize = self.trajectories.iter().map(|t| t.repairs).sum();
-        let mean = |sum: usize| {
-            if t.calls == 0 {
-                0
-            } else {
-                (sum as f64 / t.calls as f64).round() as usize
-            }
-        };
-        let saved = if t.tokens_in == 0 {
-            0.0
-        } else {
-            100.0 * (1.0 - t.tokens_out as f64 / t.tokens_in as f64)
-        };
-        let mut lines = vec![
+        if repairs > 0 {
+            lines.push(format!("repaired:     {}", plural(repairs, "fix", "fixes")));
+        }
+        let t = &self.totals;
+        lines.push(format!(
+            "latency:      mean {:.0} us, p50 {} us, max {} us",
+            t.latency_us_mean, t.latency_us_p50, t.latency_us_max
+        ));
+        lines.join("\n")
+    }
+
+    /// The input, its format and the pipeline.
+    fn heading(&self) -> Vec<String> {
+        let messages: usize = self.trajectories.iter().map(|t| t.messages).sum();
+        vec![
             format!("input:        {}", self.input),
             format!(
                 "format:       {} ({}, {})",
@@ -336,11 +338,33 @@ impl Report {
                 "pipeline:     {} (counter {}, budget {} tokens)",
                 self.pipeline, self.counter, self.budget
             ),
+        ]
+    }
+}
+
+impl Totals {
+    /// The summary's lines about the calls: tokens, cache, cost, support,
+    /// validity and the summarizer.
+    fn lines(&self, pricing: &str) -> Vec<String> {
+        let t = self;
+        let saved = if t.tokens_in == 0 {
+            0.0
+        } else {
+            100.0 * (1.0 - t.tokens_out as f64 / t.tokens_in as f64)
+        };
+        let support = match t.support_recall {
+            Some(recall) => format!(
+                "recall {recall:.3} over {} calls with something to recall",
+                t.support_rows
+            ),
+            None => "no call had anything to recall".to_string(),
+        };
+        let mut lines = vec![
             format!(
                 "calls:        {}, tokens in -> out per call: mean {} -> {} ({saved:.0}% fewer)",
                 t.calls,
-                mean(t.tokens_in),
-                mean(t.tokens_out)
+                mean(t.tokens_in, t.calls),
+                mean(t.tokens_out, t.calls)
             ),
             format!(
                 "cache:        {} breaks in {} calls, {:.0}% of input served from cache",
@@ -349,19 +373,10 @@ impl Report {
                 100.0 * t.cached_share
             ),
             format!(
-                "cost:         {:.0} per call, {:.0} in all, in fresh input tokens priced {}",
-                t.cost_per_call, t.cost, self.pricing
+                "cost:         {:.0} per call, {:.0} in all, in fresh input tokens priced {pricing}",
+                t.cost_per_call, t.cost
             ),
-            format!(
-                "support:      {}",
-                match t.support_recall {
-                    Some(recall) => format!(
-                        "recall {recall:.3} over {} calls with something to recall",
-                        t.support_rows
-                    ),
-                    None => "no call had anything to recall".to_string(),
-                }
-            ),
+            format!("support:      {support}"),
             format!(
                 "invalid rows: {}, not fitting: {}, over budget: {}",
                 t.calls - t.valid_rows,
@@ -379,14 +394,7 @@ impl Report {
                 t.summarizer_failures
             ));
         }
-        if repairs > 0 {
-            lines.push(format!("repaired:     {}", plural(repairs, "fix", "fixes")));
-        }
-        lines.push(format!(
-            "latency:      mean {:.0} us, p50 {} us, max {} us",
-            t.latency_us_mean, t.latency_us_p50, t.latency_us_max
-        ));
-        lines.join("\n")
+        lines
     }
 }
 

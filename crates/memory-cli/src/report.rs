@@ -417,55 +417,9 @@ impl Report {
         let calls = sections.first().map_or(0, |s| s.totals.calls);
         let tokens_in = sections.first().map_or(0, |s| s.totals.tokens_in);
         let mut table = Table::new(sections.iter().map(|s| s.pipeline.clone()));
-        let column = |f: &dyn Fn(&Totals) -> String| -> Vec<String> {
-            sections.iter().map(|s| f(&s.totals)).collect()
-        };
-        table
-            .row("calls", column(&|t| t.calls.to_string()))
-            .row(
-                "tokens out, mean",
-                column(&|t| mean(t.tokens_out, t.calls).to_string()),
-            )
-            .row("tokens out, total", column(&|t| t.tokens_out.to_string()))
-            .row(
-                "cached share",
-                column(&|t| format!("{:.0}%", 100.0 * t.cached_share)),
-            )
-            .row(
-                "cost per call",
-                column(&|t| format!("{:.0}", t.cost_per_call)),
-            )
-            .row(
-                "support recall",
-                column(&|t| t.support_recall.map_or("-".into(), |r| format!("{r:.3}"))),
-            )
-            .row("cache breaks", column(&|t| t.cache_breaks.to_string()))
-            .row(
-                "summarizer calls",
-                column(&|t| t.summarizer_calls.to_string()),
-            )
-            .row(
-                "summarizer tokens in/out",
-                column(&|t| {
-                    format!(
-                        "{}/{}",
-                        t.summarizer_input_tokens, t.summarizer_output_tokens
-                    )
-                }),
-            )
-            .row(
-                "summarizer failures",
-                column(&|t| t.summarizer_failures.total().to_string()),
-            )
-            .row(
-                "invalid rows",
-                column(&|t| (t.calls - t.valid_rows).to_string()),
-            )
-            .row("not fitting", column(&|t| t.not_fitting_rows.to_string()))
-            .row(
-                "latency, mean (us)",
-                column(&|t| format!("{:.0}", t.latency_us_mean)),
-            );
+        for (label, cell) in COMPARED {
+            table.row(*label, sections.iter().map(|s| cell(&s.totals)));
+        }
         [
             format!("input:        {}", self.input),
             format!(
@@ -480,16 +434,46 @@ impl Report {
                 self.counter,
                 mean(tokens_in, calls)
             ),
-            format!(
-                "pricing:      {} (cost in fresh input tokens)",
-                self.pricing
-            ),
+            format!("pricing:      {}; cost in fresh input tokens", self.pricing),
             String::new(),
             table.to_string(),
         ]
         .join("\n")
     }
 }
+
+/// The rows of [`Report::comparison`]: a label and how a pipeline's totals
+/// fill its cell.
+const COMPARED: &[(&str, fn(&Totals) -> String)] = &[
+    ("calls", |t| t.calls.to_string()),
+    ("tokens out, mean", |t| {
+        mean(t.tokens_out, t.calls).to_string()
+    }),
+    ("tokens out, total", |t| t.tokens_out.to_string()),
+    ("cached share", |t| {
+        format!("{:.0}%", 100.0 * t.cached_share)
+    }),
+    ("cost per call", |t| format!("{:.0}", t.cost_per_call)),
+    ("support recall", |t| {
+        t.support_recall.map_or("-".into(), |r| format!("{r:.3}"))
+    }),
+    ("cache breaks", |t| t.cache_breaks.to_string()),
+    ("summarizer calls", |t| t.summarizer_calls.to_string()),
+    ("summarizer tokens in/out", |t| {
+        format!(
+            "{}/{}",
+            t.summarizer_input_tokens, t.summarizer_output_tokens
+        )
+    }),
+    ("summarizer failures", |t| {
+        t.summarizer_failures.total().to_string()
+    }),
+    ("invalid rows", |t| (t.calls - t.valid_rows).to_string()),
+    ("not fitting", |t| t.not_fitting_rows.to_string()),
+    ("latency, mean (us)", |t| {
+        format!("{:.0}", t.latency_us_mean)
+    }),
+];
 
 /// `a / b`, 0 when `b` is 0.
 fn ratio(a: f64, b: f64) -> f64 {

@@ -442,9 +442,12 @@ impl Report {
     }
 }
 
+/// How a pipeline's totals fill one cell of the side-by-side table.
+type Cell = fn(&Totals) -> String;
+
 /// The rows of [`Report::comparison`]: a label and how a pipeline's totals
 /// fill its cell.
-const COMPARED: &[(&str, fn(&Totals) -> String)] = &[
+const COMPARED: &[(&str, Cell)] = &[
     ("calls", |t| t.calls.to_string()),
     ("tokens out, mean", |t| {
         mean(t.tokens_out, t.calls).to_string()

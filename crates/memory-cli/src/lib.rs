@@ -145,27 +145,7 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
 
     let file = args.input.display().to_string();
     let mut input = input::load(&args.input)?;
-    let mut trajectories = Vec::with_capacity(input.trajectories.len());
-    for (index, trajectory) in input.trajectories.iter_mut().enumerate() {
-        let repairs = match input::check(trajectory, args.repair).map_err(|l| l.in_file(&file))? {
-            input::Verdict::Valid => 0,
-            input::Verdict::Repaired(repairs) => {
-                eprintln!(
-                    "memory: {file}: {}: --repair made {} {}: {repairs}",
-                    trajectory.name(),
-                    repairs.total(),
-                    if repairs.total() == 1 { "fix" } else { "fixes" },
-                );
-                repairs.total()
-            }
-        };
-        trajectories.push(report::TrajectoryInfo {
-            index,
-            label: trajectory.label.clone(),
-            messages: trajectory.messages.len(),
-            repairs,
-        });
-    }
+    let trajectories = checked(&mut input, &file, args.repair)?;
 
     let steps = input.message_count() as u64 * args.stages.pipeline.len() as u64;
     let progress = Progress::new(steps, "messages");
@@ -202,6 +182,37 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         plot::cumulative_cost(&report, path)?;
     }
     Ok(report)
+}
+
+/// Checks (and with `repair`, repairs) every trajectory of `input`, saying
+/// on stderr what a repair changed; what the report lists of each.
+fn checked(
+    input: &mut input::Input,
+    file: &str,
+    repair: bool,
+) -> Result<Vec<report::TrajectoryInfo>, CliError> {
+    let mut trajectories = Vec::with_capacity(input.trajectories.len());
+    for (index, trajectory) in input.trajectories.iter_mut().enumerate() {
+        let repairs = match input::check(trajectory, repair).map_err(|l| l.in_file(file))? {
+            input::Verdict::Valid => 0,
+            input::Verdict::Repaired(repairs) => {
+                eprintln!(
+                    "memory: {file}: {}: --repair made {} {}: {repairs}",
+                    trajectory.name(),
+                    repairs.total(),
+                    if repairs.total() == 1 { "fix" } else { "fixes" },
+                );
+                repairs.total()
+            }
+        };
+        trajectories.push(report::TrajectoryInfo {
+            index,
+            label: trajectory.label.clone(),
+            messages: trajectory.messages.len(),
+            repairs,
+        });
+    }
+    Ok(trajectories)
 }
 
 /// `memory eval locomo`: checks the options, loads the LoCoMo file, asks its

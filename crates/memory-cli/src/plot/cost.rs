@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::{COLOURS, text};
 use crate::CliError;
-use crate::report::Report;
+use crate::report::{PipelineReport, Report};
 
 /// Draws the cumulative `cost` of each pipeline's calls into the SVG file
 /// `path`: x is the model call's index across the replay, y the sum of the
@@ -37,9 +37,9 @@ pub fn cumulative_cost(report: &Report, path: &Path) -> Result<(), CliError> {
     super::written(path, draw(report, path))
 }
 
-fn draw(report: &Report, path: &Path) -> Result<(), String> {
-    let sections = report.sections();
-    let lines: Vec<(String, Vec<(usize, f64)>)> = sections
+/// Each pipeline's label and its cost so far, call by call.
+fn cumulative(sections: &[PipelineReport]) -> Vec<(String, Vec<(usize, f64)>)> {
+    sections
         .iter()
         .map(|s| {
             let mut sum = 0.0;
@@ -57,7 +57,12 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
                 points,
             )
         })
-        .collect();
+        .collect()
+}
+
+fn draw(report: &Report, path: &Path) -> Result<(), String> {
+    let sections = report.sections();
+    let lines = cumulative(&sections);
     let calls = sections.iter().map(|s| s.rows.len()).max().unwrap_or(0);
     let top = lines
         .iter()

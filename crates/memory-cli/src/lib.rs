@@ -118,7 +118,7 @@ fn closing_notes(sections: &[PipelineReport]) {
         let t = &section.totals;
         if t.background_summaries_started > 0 && t.summaries_landed < t.summaries_started {
             eprintln!(
-                "memory: {}: {} background summaries started, {} landed before the replay ended; give --turn-delay-ms the time of the agent's own model call so they can",
+                "memory: {}: {} background summaries started, {} landed before the replay ended; give --turn-delay-ms the time of the agent's own model call so that they can land",
                 section.pipeline, t.background_summaries_started, t.summaries_landed
             );
         }

@@ -39,7 +39,8 @@ pub struct Row {
     pub summaries_started: u64,
     /// Of those, the ones started in the background.
     pub background_summaries_started: u64,
-    /// Summaries that replaced older history since the previous call.
+    /// Summaries of `compact` stages that replaced older history since the
+    /// previous call (`summarize` makes its summaries on the call itself).
     pub summaries_landed: u64,
     /// Tokens of the longest common prefix, message by message, with the
     /// previous call's context in the same trajectory.

@@ -1,13 +1,17 @@
 //! The model work of one compaction: the hook, then one request (two for a
 //! split turn), each under the timeout and retries allowed (core's provider
-//! layers), halved when it overflows the model's context.
+//! layers), split in halves when it overflows the model's context.
 
 use std::time::Duration;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 use memory_core::layer::{Retry, RetryPolicy, Timeout};
-use memory_core::{ChatRequest, ChatResponse, ContentBlock, Message, Provider, ProviderError};
+use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
+
+use crate::split::Piece;
 
 use crate::{CompactCost, CompactHook, Failure, HookDecision, Preparation};
 
@@ -21,6 +25,9 @@ pub(crate) struct Job {
     pub preparation: Preparation,
     /// One request, or two for a split turn (history first, then the turn).
     pub requests: Vec<ChatRequest>,
+    /// What each request is made of, to split it when it overflows the
+    /// model's context (empty: such a request is not split).
+    pub pieces: Vec<Piece>,
 }
 
 /// How long a request may take and how often it is tried again.
@@ -65,8 +72,9 @@ pub(crate) async fn run(
     }
     let mut cost = CompactCost::default();
     let mut texts = Vec::with_capacity(job.requests.len());
-    for request in &job.requests {
-        match ask(provider, request, policy, &mut cost).await {
+    for (i, request) in job.requests.iter().enumerate() {
+        let piece = job.pieces.get(i).cloned();
+        match ask(provider, request.clone(), piece, policy, &mut cost, 0).await {
             Ok(text) => texts.push(text),
             Err(failure) => return Outcome::Failed { failure, cost },
         }
@@ -103,39 +111,62 @@ fn supplied(text: &str) -> Outcome {
 /// attempt limited by [`Timeout`] (when the policy has a limit), retryable
 /// failures tried again by [`Retry`] with the policy's backoff (a rate
 /// limit's own delay wins), every attempt counted into `cost`. A request
-/// too large for the model's context is sent again with its transcript
-/// halved, up to [`OVERFLOW_HALVINGS`] times, rather than failing the
-/// compaction. Timers are used only inside a tokio runtime; without one a
-/// request has no limit and retries follow at once.
-async fn ask(
-    provider: &dyn Provider,
-    request: &ChatRequest,
+/// too large for the model's context is split: its `piece` is summarized in
+/// two halves cut between steps, the first half's summary merged into the
+/// second's, each half split again if it still overflows, down to
+/// [`MAX_SPLITS`] levels. Timers are used only inside a tokio runtime;
+/// without one a request has no limit and retries follow at once.
+fn ask<'a>(
+    provider: &'a dyn Provider,
+    request: ChatRequest,
+    piece: Option<Piece>,
     policy: Policy,
-    cost: &mut CompactCost,
-) -> Result<String, Failure> {
-    let mut request = request.clone();
-    let mut halvings = 0;
-    loop {
-        match attempt(provider, &request, policy, cost).await {
-            Err(Failure::Provider(ProviderError::ContextOverflow(message)))
-                if halvings < OVERFLOW_HALVINGS =>
-            {
-                halvings += 1;
-                tracing::debug!(
-                    target: "memory_compact",
-                    halvings,
-                    "summary request too large for the model ({message}); sending it halved"
-                );
-                request = halved(request);
-            }
-            result => return result,
-        }
-    }
+    cost: &'a mut CompactCost,
+    depth: u32,
+) -> Pin<Box<dyn Future<Output = Result<String, Failure>> + Send + 'a>> {
+    Box::pin(async move {
+        let result = attempt(provider, &request, policy, cost).await;
+        let overflowed = matches!(
+            result,
+            Err(Failure::Provider(ProviderError::ContextOverflow(_)))
+        );
+        let halves = piece
+            .filter(|_| overflowed && depth < MAX_SPLITS)
+            .and_then(|piece| piece.halves());
+        let Some((first, mut second)) = halves else {
+            return result;
+        };
+        tracing::debug!(
+            target: "memory_compact",
+            depth = depth + 1,
+            "summary request too large for the model; summarizing it in two halves"
+        );
+        let request = first.request().await.map_err(unrenderable)?;
+        let summary = ask(
+            provider,
+            request,
+            Some(first),
+            policy,
+            &mut *cost,
+            depth + 1,
+        )
+        .await?;
+        second.previous = Some(summary);
+        let request = second.request().await.map_err(unrenderable)?;
+        ask(provider, request, Some(second), policy, cost, depth + 1).await
+    })
 }
 
-/// How often a request that overflows the model's context is halved and
-/// sent again.
-pub(crate) const OVERFLOW_HALVINGS: u32 = 3;
+/// How many times a request that overflows the model's context is split
+/// again (at most `2^MAX_SPLITS` requests stand for it).
+pub(crate) const MAX_SPLITS: u32 = 3;
+
+/// A half's request could not be written.
+fn unrenderable(error: memory_core::MemoryError) -> Failure {
+    Failure::Provider(ProviderError::Other(format!(
+        "cannot write the request for half of a split summary: {error}"
+    )))
+}
 
 /// One request under the policy's timeout and retries, counted into `cost`.
 async fn attempt(
@@ -211,23 +242,6 @@ impl Provider for &Counted<'_> {
     }
 }
 
-/// `request` with the text of its messages after the first (the
-/// transcript; the first is the instruction) cut to half its length, the
-/// middle left out.
-fn halved(mut request: ChatRequest) -> ChatRequest {
-    for message in request.messages.iter_mut().skip(1) {
-        if let Message::User(blocks) = message {
-            for block in blocks.iter_mut() {
-                if let ContentBlock::Text(text) = block {
-                    let keep = text.chars().count() / 2;
-                    *text = crate::prompt::shorten(text, keep);
-                }
-            }
-        }
-    }
-    request
-}
-
 #[cfg(test)]
 mod tests {
     use memory_core::{FakeProvider, FakeReply, Message, ProviderError, Rejection};
@@ -249,6 +263,7 @@ mod tests {
                 manual: false,
             },
             requests: vec![ChatRequest::new(vec![Message::user("x")]); requests],
+            pieces: Vec::new(),
         }
     }
 
@@ -344,9 +359,11 @@ mod tests {
 
     /// Rejects every request whose user text is longer than `max`
     /// characters as a context overflow; answers the others.
+    #[derive(Default)]
     struct Small {
         max: usize,
         seen: std::sync::Mutex<Vec<usize>>,
+        answered: std::sync::Mutex<Vec<String>>,
     }
 
     #[async_trait::async_trait]
@@ -360,41 +377,96 @@ mod tests {
                     self.max
                 )))
             } else {
+                self.answered
+                    .lock()
+                    .unwrap()
+                    .push(request.messages[1].text());
                 Ok(ChatResponse::text("## State\nshort enough"))
             }
         }
     }
 
+    /// A job over `n` exchanges, its one request and its makings.
+    fn long_job(n: usize) -> Job {
+        let messages: Vec<Message> = (0..n)
+            .flat_map(|i| {
+                [
+                    Message::user(format!("question {i} {}", "q".repeat(200))),
+                    Message::assistant(format!("answer {i} {}", "a".repeat(200))),
+                ]
+            })
+            .collect();
+        let piece = Piece {
+            messages,
+            previous: Some("the summary so far".into()),
+            question: None,
+            prompt: "prompt".into(),
+            instructions: None,
+            max_input_tokens: 100_000,
+            options: memory_core::ModelOptions::default(),
+        };
+        let request = futures::executor::block_on(piece.request()).unwrap();
+        Job {
+            requests: vec![request],
+            pieces: vec![piece],
+            ..job(1)
+        }
+    }
+
     #[test]
-    fn a_request_that_overflows_is_halved_and_sent_again() {
-        let long = ChatRequest::new(vec![
-            Message::system("prompt"),
-            Message::user("x".repeat(4_000)),
-        ]);
-        let mut job = job(1);
-        job.requests = vec![long];
+    fn a_request_that_overflows_is_summarized_in_halves_that_merge() {
+        let job = long_job(16);
         let small = Small {
-            max: 1_200,
-            seen: Default::default(),
+            max: 3_000,
+            ..Small::default()
         };
         let outcome = futures::executor::block_on(run(&job, &small, None, NO_WAIT));
         assert!(
-            matches!(outcome, Outcome::Summary { ref text, .. } if text == "## State\nshort enough"),
+            matches!(outcome, Outcome::Summary { ref text, cost, .. } if text == "## State\nshort enough" && cost.calls > 2),
             "{outcome:?}"
         );
         let seen = small.seen.lock().unwrap().clone();
-        // 4,000 characters, then about 2,000, then about 1,000: three calls.
-        assert_eq!(seen.len(), 3, "{seen:?}");
-        assert!(seen.windows(2).all(|w| w[1] < w[0]), "{seen:?}");
-        // Never more than the halvings allowed.
+        // The whole request overflowed; every request that answered fit.
+        assert!(seen[0] > 3_000, "{seen:?}");
+        assert!(
+            seen.iter().filter(|&&n| n <= 3_000).count() >= 2,
+            "{seen:?}"
+        );
+        // Every exchange reached a request that answered, and the second
+        // half merged the first half's summary.
+        let answered: Vec<String> = small.answered.lock().unwrap().clone();
+        for i in 0..16 {
+            let needle = format!("question {i} ");
+            assert!(
+                answered.iter().any(|t| t.contains(&needle)),
+                "exchange {i} never summarized"
+            );
+        }
+        assert!(
+            answered.iter().any(|t| t.contains("short enough")),
+            "no half merged the other's summary"
+        );
+    }
+
+    #[test]
+    fn splitting_stops_at_its_depth_and_fails_keeping_history() {
+        let job = long_job(16);
         let tiny = Small {
             max: 10,
-            seen: Default::default(),
+            ..Small::default()
         };
         let outcome = futures::executor::block_on(run(&job, &tiny, None, NO_WAIT));
         assert!(
-            matches!(outcome, Outcome::Failed { failure: Failure::Provider(ProviderError::ContextOverflow(_)), cost } if cost.calls == 1 + OVERFLOW_HALVINGS),
+            matches!(
+                outcome,
+                Outcome::Failed {
+                    failure: Failure::Provider(ProviderError::ContextOverflow(_)),
+                    ..
+                }
+            ),
             "{outcome:?}"
         );
+        // One request per level down the first halves: 1 + MAX_SPLITS.
+        assert_eq!(tiny.seen.lock().unwrap().len() as u32, 1 + MAX_SPLITS);
     }
 }

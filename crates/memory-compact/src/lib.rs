@@ -59,6 +59,7 @@ mod prompt;
 mod settings;
 mod settle;
 mod slot;
+mod split;
 mod turns;
 
 pub use compact::Compact;

@@ -7,6 +7,7 @@ use crate::call::Job;
 use crate::memo::Memo;
 use crate::prompt::Part;
 use crate::settings::{Mode, Settings, Trigger};
+use crate::split::Piece;
 use crate::turns::Plan;
 use crate::{FileOps, Preparation, body};
 
@@ -54,9 +55,10 @@ pub(crate) async fn prepare(
     let files = files(memo, messages, plan, earlier.iter().chain(&current));
     let instructions = settings.instructions(occasion.extra);
     let question = plan.question.map(|q| messages[q].text());
-    let requests = {
+    let (requests, pieces) = {
         let template = settings.template(instructions.as_deref());
         let mut requests = Vec::with_capacity(2);
+        let mut pieces = Vec::with_capacity(2);
         for part in parts(
             plan,
             &earlier,
@@ -65,8 +67,9 @@ pub(crate) async fn prepare(
             question.as_deref(),
         ) {
             requests.push(template.request(part, counter).await?);
+            pieces.push(Piece::of(part, &template));
         }
-        requests
+        (requests, pieces)
     };
     let (messages, turn_prefix) = if plan.is_split() {
         (earlier, current)
@@ -86,6 +89,7 @@ pub(crate) async fn prepare(
             manual: occasion.trigger == Trigger::Manual,
         },
         requests,
+        pieces,
     })
 }
 

@@ -123,7 +123,7 @@ fn push_strings(value: &serde_json::Value, keys: bool, text: &mut String) {
 ///
 /// ```
 /// use memory_cli::support::occurs;
-/// assert!(occurs("src/lib.rs", "open /work/src/lib.rs now"));
+/// assert!(occurs("src/lib.rs", "open /repo/src/lib.rs now"));
 /// assert!(!occurs("1234", "12345"));
 /// assert!(!occurs("fix_it", "prefix_it"));
 /// ```

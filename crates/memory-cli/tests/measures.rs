@@ -164,26 +164,9 @@ fn summarizer_failures_are_warned_once_counted_by_class_and_history_is_kept() {
         "400 Bad Request",
         r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
     );
-    let url = server.url.clone();
     let dir = tempfile::tempdir().unwrap();
-    let input = common::example_session().display().to_string();
     // --base-url alone implies the openai summarizer, and says so.
-    let args = [
-        "replay",
-        "--input",
-        &input,
-        "--budget",
-        "1000",
-        "--pipeline",
-        "summarize",
-        "--base-url",
-        &url,
-        "--model",
-        "m",
-        "--api-key-env",
-        "MEMORY_TEST_NO_SUCH_KEY",
-    ];
-    let (run, report) = memory_report(&args, dir.path());
+    let (run, report) = common::summarize_against(&server.url, &[], dir.path());
     let calls = server.served() as u64;
     assert!(calls > 1, "the server saw {calls} requests");
     let t = &report.totals;

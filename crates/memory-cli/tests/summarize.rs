@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Loopback, example_session, memory, replay};
+use common::{Loopback, example_session, memory, replay, summarize_against};
 
 #[test]
 fn the_extractive_summarizer_runs_offline_and_is_reported() {
@@ -46,32 +46,8 @@ fn an_openai_compatible_server_on_loopback_is_called_and_metered() {
         "200 OK",
         r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"The agent is fixing tidyledger's CSV import."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":12}}"#,
     );
-    let url = server.url.clone();
     let dir = tempfile::tempdir().unwrap();
-    let report_path = dir.path().join("r.json");
-    let input = example_session().display().to_string();
-    let run = memory(&[
-        "replay",
-        "--input",
-        &input,
-        "--budget",
-        "1000",
-        "--pipeline",
-        "summarize",
-        "--summarizer",
-        "openai",
-        "--base-url",
-        &url,
-        "--model",
-        "test-model",
-        "--api-key-env",
-        "MEMORY_TEST_NO_SUCH_KEY",
-        "--report",
-        &report_path.display().to_string(),
-    ]);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let report: memory_cli::Report =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let (_, report) = summarize_against(&server.url, &["--summarizer", "openai"], dir.path());
     let calls = server.served();
     assert!(calls > 0);
     assert_eq!(report.totals.summarizer_calls, calls as u64);
@@ -179,32 +155,8 @@ fn a_dead_endpoint_gets_a_handful_of_requests_each_counted() {
         "503 Service Unavailable",
         r#"{"error":{"message":"upstream down"}}"#,
     );
-    let url = server.url.clone();
     let dir = tempfile::tempdir().unwrap();
-    let report_path = dir.path().join("r.json");
-    let input = example_session().display().to_string();
-    let run = memory(&[
-        "replay",
-        "--input",
-        &input,
-        "--budget",
-        "1000",
-        "--pipeline",
-        "summarize",
-        "--base-url",
-        &url,
-        "--model",
-        "test-model",
-        "--api-key-env",
-        "MEMORY_TEST_NO_SUCH_KEY",
-        "--retries",
-        "1",
-        "--report",
-        &report_path.display().to_string(),
-    ]);
-    assert_eq!(run.code, Some(0), "{}", run.stderr);
-    let report: memory_cli::Report =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let (run, report) = summarize_against(&server.url, &["--retries", "1"], dir.path());
     let sent = server.served() as u64;
     // Three calls of two attempts each, then the circuit stays open (the
     // offline summarizer is called 11 times at this budget).

@@ -117,6 +117,30 @@ pub fn memory_report(args: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
     (run, report)
 }
 
+/// Replays the example session through `summarize` at 1,000 tokens against
+/// the OpenAI-compatible server at `url` (model `test-model`, no API key),
+/// with `extra` options; expects success and returns the run and report.
+pub fn summarize_against(url: &str, extra: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
+    let input = example_session().display().to_string();
+    let mut args = vec![
+        "replay",
+        "--input",
+        &input,
+        "--budget",
+        "1000",
+        "--pipeline",
+        "summarize",
+        "--base-url",
+        url,
+        "--model",
+        "test-model",
+        "--api-key-env",
+        "MEMORY_TEST_NO_SUCH_KEY",
+    ];
+    args.extend_from_slice(extra);
+    memory_report(&args, dir)
+}
+
 /// Writes a LoCoMo file of `samples` conversations into `dir`, each of
 /// `utterances` utterances (about 25 tokens each, speakers alternating)
 /// and `questions` questions (categories 1 to 4 in turn) whose answer is

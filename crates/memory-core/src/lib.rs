@@ -4,7 +4,8 @@
 //! [`TrimStrategy`] fits it into a [`Budget`] measured by a
 //! [`TokenCounter`]. Strategies chain through a [`Pipeline`]. Model calls go
 //! through a [`Provider`], and the [`layer`]s add retries, timeouts,
-//! metering and a circuit breaker to any provider; durable history goes
+//! metering and a circuit breaker to any provider; text embeddings through
+//! an [`Embedder`]; durable history goes
 //! through a [`Store`]. This crate
 //! holds no strategy logic, only what every strategy shares: the
 //! [`structure`] of a transcript (steps, rounds, the floor), [`validate`]
@@ -28,10 +29,11 @@
 //! | [`audit`] | the checker of a trim result against its history and budget |
 //! | [`Provider`], [`ChatRequest`], [`ChatResponse`], [`ModelOptions`], [`StopReason`], [`Usage`], [`ProviderError`] | model calls |
 //! | [`layer`] | provider wrappers: retry, timeout, metering, circuit breaker |
+//! | [`Embedder`], [`CachedEmbedder`], [`cosine`], [`check_embeddings`] | text embeddings: one call, a cache with batches, similarity |
 //! | [`accept_reply`], [`Rejection`] | whether a model's reply may serve as a summary |
 //! | [`Store`], [`store`], [`StoredMessage`], [`Snapshot`], [`Version`], [`StoreError`], [`InMemoryStore`] | durable, append-only history and its in-process store |
 //! | [`MemoryError`] | the one error type |
-//! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply` (also at the root) and `Needs`, for tests |
+//! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply`, `FakeEmbedder` (also at the root) and `Needs`, for tests |
 //!
 //! ```
 //! use memory_core::{structure, validate, Budget, CharTokenCounter, History, Message, ToolCall};
@@ -52,8 +54,10 @@
 
 pub mod audit;
 mod budget;
+mod cached_embedder;
 mod context;
 mod counter;
+mod embedder;
 mod error;
 mod history;
 mod in_memory_store;
@@ -74,8 +78,10 @@ pub mod transcript;
 mod validate;
 
 pub use budget::Budget;
+pub use cached_embedder::CachedEmbedder;
 pub use context::Context;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
+pub use embedder::{Embedder, check_embeddings, cosine};
 pub use error::MemoryError;
 pub use history::History;
 pub use in_memory_store::InMemoryStore;
@@ -89,7 +95,7 @@ pub use reply::{Rejection, accept_reply};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 #[cfg(feature = "test-util")]
-pub use test_util::{FakeProvider, FakeReply};
+pub use test_util::{FakeEmbedder, FakeProvider, FakeReply};
 pub use validate::{
     MISSING_RESULT, RepairAction, Repaired, Violation, is_shrunk_from, repair, validate,
 };

@@ -4,6 +4,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`FakeProvider`], [`FakeReply`] | a scripted model that records every request |
+//! | [`FakeEmbedder`] | a deterministic embedder (words hashed into buckets) that records every request |
 //! | [`Needs`], [`POSTGRES`], [`DATA`] | a service or data set found through an environment variable: skipped with a notice when missing, a failure under CI |
 //!
 //! ```toml
@@ -18,7 +19,9 @@
 //! ```
 
 mod fake;
+mod fake_embedder;
 mod needs;
 
 pub use fake::{FakeProvider, FakeReply};
+pub use fake_embedder::FakeEmbedder;
 pub use needs::{DATA, Needs, POSTGRES};

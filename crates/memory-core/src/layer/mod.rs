@@ -23,6 +23,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`ProviderExt`] | `with_retry`, `with_timeout`, `metered`, `with_circuit_breaker` on every provider |
+//! | [`EmbedderExt`] | `with_retry`, `with_timeout` on every [`Embedder`](crate::Embedder): [`Retry`] and [`Timeout`] wrap embedders too |
 //! | [`Retry`], [`RetryPolicy`], [`RetryBudget`], [`parse_retry_after`] | retries of retryable failures: backoff, `Retry-After`, a budget as a share of recent calls |
 //! | [`Timeout`] | a limit on one call ([`ProviderError::Timeout`](crate::ProviderError::Timeout)) |
 //! | [`Metered`], [`Meter`], [`ProviderStats`] | calls, tokens and failures counted |
@@ -32,6 +33,7 @@
 
 mod breaker;
 mod breaker_policy;
+mod embedder_ext;
 mod ext;
 mod failure;
 mod meter;
@@ -44,6 +46,7 @@ mod timeout;
 
 pub use breaker::CircuitBreaker;
 pub use breaker_policy::BreakerPolicy;
+pub use embedder_ext::EmbedderExt;
 pub use ext::ProviderExt;
 pub use failure::{FailureClass, FailureCounts};
 pub use meter::{Meter, ProviderStats};

@@ -1,13 +1,14 @@
-//! [`Retry`]: a provider whose retryable failures are tried again.
+//! [`Retry`]: a provider, or an embedder, whose retryable failures are
+//! tried again.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::layer::RetryPolicy;
 use crate::layer::retry_budget::Ledger;
-use crate::{ChatRequest, ChatResponse, Provider, ProviderError};
+use crate::{ChatRequest, ChatResponse, Embedder, Provider, ProviderError};
 
-/// Wraps a [`Provider`] so that a failed call is tried again as its
+/// Wraps a [`Provider`] (or an [`Embedder`]) so that a failed call is tried again as its
 /// [`RetryPolicy`] says: only retryable failures
 /// ([`ProviderError::is_retryable`]), at most `max_retries` times, after
 /// the backoff or the server's `Retry-After`, and within the policy's
@@ -106,18 +107,21 @@ impl<P> Retry<P> {
         }
         Some(self.policy.delay(retry, error.retry_after()))
     }
-}
 
-#[async_trait::async_trait]
-impl<P: Provider> Provider for Retry<P> {
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+    /// Makes `attempt` until it succeeds or the policy gives up: the loop
+    /// every wrapped contract shares.
+    async fn call<T, F, Fut>(&self, mut attempt: F) -> Result<T, ProviderError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, ProviderError>>,
+    {
         if let Some(budget) = &self.policy.budget {
             self.ledger().call(budget, Instant::now());
         }
         let timers = tokio::runtime::Handle::try_current().is_ok();
         let mut retry = 1;
         loop {
-            let error = match self.inner.chat(request.clone()).await {
+            let error = match attempt().await {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
@@ -135,6 +139,35 @@ impl<P: Provider> Provider for Retry<P> {
             }
             retry += 1;
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl<P: Provider> Provider for Retry<P> {
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        self.call(|| self.inner.chat(request.clone())).await
+    }
+}
+
+/// Retries an [`Embedder`]'s failed calls as a provider's are retried.
+///
+/// ```
+/// use memory_core::layer::{EmbedderExt, RetryPolicy};
+/// use memory_core::{Embedder, FakeEmbedder, ProviderError};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let flaky = FakeEmbedder::new(8);
+/// flaky.fail_after(0, ProviderError::Network("connection reset".into()));
+/// let embedder = flaky.with_retry(RetryPolicy::new(2, std::time::Duration::from_millis(1)));
+/// let vectors = embedder.embed(&["a text".into()]).await.unwrap();
+/// assert_eq!(vectors[0], embedder.inner().vector("a text"));
+/// assert_eq!(embedder.inner().requests().len(), 2);
+/// # });
+/// ```
+#[async_trait::async_trait]
+impl<E: Embedder> Embedder for Retry<E> {
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
+        self.call(|| self.inner.embed(texts)).await
     }
 }
 

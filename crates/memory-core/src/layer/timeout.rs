@@ -1,10 +1,11 @@
-//! [`Timeout`]: a provider whose calls may take so long and no longer.
+//! [`Timeout`]: a provider, or an embedder, whose calls may take so long
+//! and no longer.
 
 use std::time::Duration;
 
-use crate::{ChatRequest, ChatResponse, Provider, ProviderError};
+use crate::{ChatRequest, ChatResponse, Embedder, Provider, ProviderError};
 
-/// Wraps a [`Provider`] so that a call taking longer than its limit is
+/// Wraps a [`Provider`] (or an [`Embedder`]) so that a call taking longer than its limit is
 /// abandoned (the inner call is dropped, which closes its connection) and
 /// fails with [`ProviderError::Timeout`]. Under a
 /// [`Retry`](crate::layer::Retry) layer it limits each attempt; over one,
@@ -78,10 +79,39 @@ impl<P> Timeout<P> {
 #[async_trait::async_trait]
 impl<P: Provider> Provider for Timeout<P> {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
+        self.limited(self.inner.chat(request)).await
+    }
+}
+
+/// Limits an [`Embedder`]'s calls as a provider's are limited.
+///
+/// ```
+/// use std::time::Duration;
+/// use memory_core::layer::EmbedderExt;
+/// use memory_core::{Embedder, FakeEmbedder};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let embedder = FakeEmbedder::new(8).with_timeout(Duration::from_secs(5));
+/// assert_eq!(embedder.embed(&["quick".into()]).await.unwrap().len(), 1);
+/// # });
+/// ```
+#[async_trait::async_trait]
+impl<E: Embedder> Embedder for Timeout<E> {
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, ProviderError> {
+        self.limited(self.inner.embed(texts)).await
+    }
+}
+
+impl<P> Timeout<P> {
+    /// `call`, abandoned past the limit: what every wrapped contract shares.
+    async fn limited<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, ProviderError>>,
+    ) -> Result<T, ProviderError> {
         if tokio::runtime::Handle::try_current().is_err() {
-            return self.inner.chat(request).await;
+            return call.await;
         }
-        match tokio::time::timeout(self.limit, self.inner.chat(request)).await {
+        match tokio::time::timeout(self.limit, call).await {
             Ok(outcome) => outcome,
             Err(_) => Err(ProviderError::Timeout(
                 u64::try_from(self.limit.as_millis()).unwrap_or(u64::MAX),

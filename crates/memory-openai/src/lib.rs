@@ -2,11 +2,13 @@
 //! OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, the llama.cpp
 //! server, Ollama, gateways), over `reqwest` with rustls. Each call is one
 //! request, one attempt; retries, timeouts, metering and a circuit breaker
-//! are [`memory_core::layer`]s, stacked in one line.
+//! are [`memory_core::layer`]s, stacked in one line. [`OpenAiEmbedder`] is
+//! the same client for `/embeddings`.
 //!
 //! | item | what it is |
 //! |---|---|
 //! | [`OpenAiProvider`] | the provider: endpoint, model, key, headers |
+//! | [`OpenAiEmbedder`] | an [`Embedder`](memory_core::Embedder) over `/embeddings`, endpoint, model, key and headers as the provider's |
 //! | [`classify_status`] | HTTP errors as [`ProviderError`](memory_core::ProviderError)s |
 //! | [`request_body`], [`parse_reply`], [`stop_reason`] | the wire format |
 //!
@@ -24,10 +26,12 @@
 //! # let _ = provider;
 //! ```
 
+mod embedder;
 mod error;
 mod provider;
 mod wire;
 
+pub use embedder::OpenAiEmbedder;
 pub use error::classify_status;
 pub use provider::OpenAiProvider;
 pub use wire::{parse_reply, request_body, stop_reason};

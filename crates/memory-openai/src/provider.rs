@@ -190,6 +190,11 @@ impl OpenAiProvider {
         &self.model
     }
 
+    /// The URL of `path` under the base URL.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}/{path}", self.base_url)
+    }
+
     fn api_key(&self) -> Option<String> {
         match &self.api_key {
             ApiKey::None => None,
@@ -198,7 +203,7 @@ impl OpenAiProvider {
         }
     }
 
-    fn headers(&self, request: &ChatRequest) -> Result<HeaderMap, ProviderError> {
+    pub(crate) fn headers(&self, request: &ChatRequest) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         if let Some(key) = self.api_key() {
@@ -228,19 +233,22 @@ impl OpenAiProvider {
         Ok(headers)
     }
 
-    /// Sends `body` once: the reply, or the classified failure.
-    async fn send(
+    /// Posts `body` once to `path` under the base URL (`chat/completions`,
+    /// `embeddings`): the body of a successful response, or the classified
+    /// failure.
+    pub(crate) async fn post(
         &self,
+        path: &str,
         headers: HeaderMap,
         body: &serde_json::Value,
-    ) -> Result<ChatResponse, ProviderError> {
+    ) -> Result<String, ProviderError> {
         let client = self.client.as_ref().map_err(|e| {
             ProviderError::Other(format!(
                 "the HTTP client could not be set up: {e}; check the system's TLS configuration"
             ))
         })?;
         let response = client
-            .post(self.endpoint())
+            .post(self.url(path))
             .headers(headers)
             .json(body)
             .send()
@@ -254,7 +262,7 @@ impl OpenAiProvider {
             .and_then(parse_retry_after);
         let text = response.text().await.map_err(|e| classify_transport(&e))?;
         if status.is_success() {
-            parse_reply(&text)
+            Ok(text)
         } else {
             Err(classify_status(status.as_u16(), retry_after, &text))
         }
@@ -266,6 +274,6 @@ impl Provider for OpenAiProvider {
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, ProviderError> {
         let headers = self.headers(&request)?;
         let body = request_body(&self.model, &request, self.max_tokens_field);
-        self.send(headers, &body).await
+        parse_reply(&self.post("chat/completions", headers, &body).await?)
     }
 }

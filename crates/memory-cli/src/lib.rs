@@ -36,6 +36,7 @@ pub mod plot;
 pub mod pricing;
 pub mod progress;
 pub mod registry;
+pub mod relevance;
 pub mod replay;
 pub mod report;
 pub mod store;
@@ -100,6 +101,7 @@ fn stage_config(
         eprintln!("memory: no stage of these pipelines summarizes; the summarizer is not called");
     }
     config.turn_delay = std::time::Duration::from_millis(model.turn_delay_ms);
+    config.relevance = relevance::build(&stages.relevance)?;
     for spec in &stages.pipeline {
         registry::pipeline(spec, &config)?;
     }

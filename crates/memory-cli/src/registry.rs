@@ -46,6 +46,8 @@ pub struct StageConfig {
     pub compactions: Arc<CompactTally>,
     /// How each replayed call is priced (`Row::cost`).
     pub pricing: Pricing,
+    /// How `thrift` stages score older turns.
+    pub relevance: Arc<dyn memory_thrift::Relevance>,
 }
 
 impl StageConfig {
@@ -72,6 +74,7 @@ impl StageConfig {
             thrift_trace: Arc::default(),
             compactions: Arc::default(),
             pricing: Pricing::default(),
+            relevance: Arc::new(memory_thrift::Lexical),
         }
     }
 
@@ -224,7 +227,7 @@ fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 
 fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     Ok(Arc::new(Traced {
-        thrift: Thrift::new(),
+        thrift: Thrift::new().with_relevance(config.relevance.clone()),
         sink: config.thrift_trace.clone(),
     }))
 }

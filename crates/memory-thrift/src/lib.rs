@@ -9,7 +9,8 @@
 //! ([`ThriftTrace`]). It returns a projection: storage keeps everything.
 //!
 //! Public surface: [`Thrift`] and its defaults, [`ThriftTrace`] with
-//! [`Shed`] and [`Tally`], the [`relevance`] scorer, the head-and-tail
+//! [`Shed`] and [`Tally`], the [`Relevance`] trait with its default
+//! [`Lexical`] and the embedding blend [`Semantic`], the [`relevance`] terms, the head-and-tail
 //! [`cut`] and the [`placeholder`] texts.
 //!
 //! ```
@@ -37,7 +38,9 @@ pub mod cut;
 mod layout;
 pub mod placeholder;
 pub mod relevance;
+mod scoring;
 mod select;
+mod semantic;
 mod settle;
 mod shrunk;
 mod sticky;
@@ -46,6 +49,8 @@ mod tiers;
 mod trace;
 mod work;
 
+pub use scoring::{Lexical, Relevance};
+pub use semantic::{DEFAULT_SEMANTIC_WEIGHT, Semantic};
 pub use thrift::{
     DEFAULT_KEEP_RECENT_RESULTS, DEFAULT_LOW_WATERMARK, DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
     DEFAULT_RECENCY_WEIGHT, Thrift,

@@ -148,7 +148,7 @@ static CLASS: [u8; 256] = {
     table
 };
 
-/// The bit of a word's first letter (any case) in [`Relevance`]'s initials.
+/// The bit of a word's first letter (any case) in [`TermScorer`]'s initials.
 fn initial(letter: u8) -> u32 {
     1 << (letter.to_ascii_lowercase().wrapping_sub(b'a') % 32)
 }
@@ -285,7 +285,7 @@ pub fn keep_floor(pressure: f64) -> f64 {
 /// question's term list (sorted, distinct).
 ///
 /// ```
-/// let mut rel = memory_thrift::relevance::Relevance::new("disk quota exceeded");
+/// let mut rel = memory_thrift::relevance::TermScorer::new("disk quota exceeded");
 /// let m = rel.matches(["the quota was raised"]);
 /// assert_eq!(m.len(), 1);
 /// ```
@@ -313,19 +313,19 @@ impl Matches {
 }
 
 /// Scores texts against a question, with term weights (inverse document
-/// frequency) learned from the documents [added](Relevance::add_document).
+/// frequency) learned from the documents [added](TermScorer::add_document).
 ///
-/// Use: [`matches`](Relevance::matches) for every text, `add_document` for
-/// those that form the corpus, then [`score`](Relevance::score). Scores are
+/// Use: [`matches`](TermScorer::matches) for every text, `add_document` for
+/// those that form the corpus, then [`score`](TermScorer::score). Scores are
 /// in `[0, 1]`: the weighted share of the question's terms a text holds,
 /// counting only the terms some matched text holds (a word of the question
 /// that nothing holds cannot tell texts apart, and would only shrink every
 /// score alike).
 ///
 /// ```
-/// use memory_thrift::relevance::Relevance;
+/// use memory_thrift::relevance::TermScorer;
 ///
-/// let mut rel = Relevance::new("what did the flaky parser test print");
+/// let mut rel = TermScorer::new("what did the flaky parser test print");
 /// let docs = [
 ///     "what did you print? what did it say?",
 ///     "what a day, what did the build print",
@@ -339,7 +339,7 @@ impl Matches {
 /// assert!(scores[2] > scores[0] && scores[2] > scores[1]);
 /// ```
 #[derive(Debug, Clone)]
-pub struct Relevance {
+pub struct TermScorer {
     index: HashMap<Vec<u8>, u32, BuildHasherDefault<WordHasher>>,
     /// Lengths of the words that may stem to a term of the question: a stem
     /// is never longer than its word, nor more than [`MAX_STEM_CUT`] shorter.
@@ -349,7 +349,7 @@ pub struct Relevance {
     initials: u32,
     df: Vec<usize>,
     seen: Vec<bool>,
-    /// Per term, the number of the [`matches`](Relevance::matches) call that
+    /// Per term, the number of the [`matches`](TermScorer::matches) call that
     /// last found it: what that call has found so far, without clearing.
     found_in: Vec<u32>,
     call: u32,
@@ -358,11 +358,11 @@ pub struct Relevance {
     documents: usize,
 }
 
-impl Relevance {
+impl TermScorer {
     /// A scorer for `question`.
     ///
     /// ```
-    /// assert_eq!(memory_thrift::relevance::Relevance::new("Tests are failing, tests!").len(), 2);
+    /// assert_eq!(memory_thrift::relevance::TermScorer::new("Tests are failing, tests!").len(), 2);
     /// ```
     pub fn new(question: &str) -> Self {
         let mut index: HashMap<Vec<u8>, u32, BuildHasherDefault<WordHasher>> = HashMap::default();
@@ -393,7 +393,7 @@ impl Relevance {
     /// Number of distinct terms of the question.
     ///
     /// ```
-    /// assert_eq!(memory_thrift::relevance::Relevance::new("").len(), 0);
+    /// assert_eq!(memory_thrift::relevance::TermScorer::new("").len(), 0);
     /// ```
     pub fn len(&self) -> usize {
         self.index.len()
@@ -402,7 +402,7 @@ impl Relevance {
     /// Whether the question has no terms (then every score is 0).
     ///
     /// ```
-    /// assert!(memory_thrift::relevance::Relevance::new("ok?").is_empty());
+    /// assert!(memory_thrift::relevance::TermScorer::new("ok?").is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.index.is_empty()
@@ -412,7 +412,7 @@ impl Relevance {
     /// towards every score from now on.
     ///
     /// ```
-    /// let mut rel = memory_thrift::relevance::Relevance::new("parse the config");
+    /// let mut rel = memory_thrift::relevance::TermScorer::new("parse the config");
     /// assert_eq!(rel.matches(["configs", "parsing"]).len(), 2);
     /// ```
     pub fn matches<'t>(&mut self, texts: impl IntoIterator<Item = &'t str>) -> Matches {
@@ -421,7 +421,7 @@ impl Relevance {
         Matches(found)
     }
 
-    /// Like [`matches`](Relevance::matches), appending the positions found
+    /// Like [`matches`](TermScorer::matches), appending the positions found
     /// (sorted, distinct) to `out`.
     pub(crate) fn match_into<'t>(
         &mut self,
@@ -460,7 +460,7 @@ impl Relevance {
     }
 
     /// Counts one document given as positions found by
-    /// [`match_into`](Relevance::match_into).
+    /// [`match_into`](TermScorer::match_into).
     pub(crate) fn add_terms(&mut self, terms: &[u32]) {
         self.documents += 1;
         for &k in terms {
@@ -488,7 +488,7 @@ impl Relevance {
     /// Counts one document of the corpus the weights are learned from.
     ///
     /// ```
-    /// let mut rel = memory_thrift::relevance::Relevance::new("cache");
+    /// let mut rel = memory_thrift::relevance::TermScorer::new("cache");
     /// let m = rel.matches(["the cache"]);
     /// rel.add_document(&m);
     /// assert_eq!(rel.documents(), 1);
@@ -503,7 +503,7 @@ impl Relevance {
     /// Number of documents added.
     ///
     /// ```
-    /// assert_eq!(memory_thrift::relevance::Relevance::new("x").documents(), 0);
+    /// assert_eq!(memory_thrift::relevance::TermScorer::new("x").documents(), 0);
     /// ```
     pub fn documents(&self) -> usize {
         self.documents
@@ -522,7 +522,7 @@ impl Relevance {
     /// (of the terms some matched text holds).
     ///
     /// ```
-    /// let mut rel = memory_thrift::relevance::Relevance::new("alpha beta gamma");
+    /// let mut rel = memory_thrift::relevance::TermScorer::new("alpha beta gamma");
     /// let both = rel.matches(["alpha and beta"]);
     /// let one = rel.matches(["beta"]);
     /// let none = rel.matches(["delta"]);
@@ -534,7 +534,7 @@ impl Relevance {
         self.score_with_total(matches, self.total())
     }
 
-    /// Like [`score`](Relevance::score), with the total weight precomputed.
+    /// Like [`score`](TermScorer::score), with the total weight precomputed.
     pub(crate) fn score_with_total(&self, matches: &Matches, total: f64) -> f64 {
         if total <= 0.0 || matches.is_empty() {
             return 0.0;
@@ -561,7 +561,7 @@ impl Relevance {
 /// assert!(scores[0] > 0.0 && scores[1] == 0.0);
 /// ```
 pub fn rank(question: &str, documents: &[&str]) -> Vec<f64> {
-    let mut rel = Relevance::new(question);
+    let mut rel = TermScorer::new(question);
     let matches: Vec<Matches> = documents.iter().map(|d| rel.matches([*d])).collect();
     for m in &matches {
         rel.add_document(m);
@@ -609,7 +609,7 @@ mod tests {
 
     #[test]
     fn rare_terms_weigh_more_than_common_ones() {
-        let mut rel = Relevance::new("common rare");
+        let mut rel = TermScorer::new("common rare");
         let common = rel.matches(["common"]);
         let rare = rel.matches(["rare"]);
         for _ in 0..9 {
@@ -623,7 +623,7 @@ mod tests {
 
     #[test]
     fn without_a_corpus_every_term_weighs_the_same() {
-        let mut rel = Relevance::new("alpha beta gamma delta");
+        let mut rel = TermScorer::new("alpha beta gamma delta");
         let half = rel.matches(["alpha beta"]);
         rel.matches(["gamma delta"]);
         assert_eq!(rel.score(&half), 0.5);
@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn terms_nothing_holds_do_not_count() {
-        let mut rel = Relevance::new("alpha omega");
+        let mut rel = TermScorer::new("alpha omega");
         let m = rel.matches(["alpha"]);
         assert_eq!(rel.score(&m), 1.0);
     }

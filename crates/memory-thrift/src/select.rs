@@ -10,15 +10,18 @@
 //! its request and its newest steps that fit (it counts as kept in the
 //! trace, its dropped steps as saved). A unit is valuable when it is relevant (its score reaches
 //! [`keep_floor`] of the pressure) and, among equals, when its score plus
-//! the recency bonus is higher.
+//! the recency bonus is higher. A unit's score is its own relevance or a
+//! share of its neighbours', whichever is higher, so that the turns around
+//! a strongly relevant one come with it.
 
 use std::ops::Range;
 
 use memory_core::{Budget, ContentBlock, Message, structure};
 
+use crate::Relevance;
 use crate::layout::Layout;
 use crate::placeholder;
-use crate::relevance::{Relevance, keep_floor};
+use crate::relevance::keep_floor;
 use crate::sticky;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
@@ -55,12 +58,13 @@ pub(crate) struct Target {
 }
 
 /// Runs the stage when `run`, else only takes stock.
-pub(crate) fn drop_units(
+pub(crate) async fn drop_units(
     work: &mut Work<'_, '_>,
     layout: &Layout,
     budget: &Budget,
     aim: &Target,
     run: bool,
+    relevance: &dyn Relevance,
 ) -> Dropped {
     let units = units(work, layout);
     let tally = |keep: &dyn Fn(usize) -> bool, round: bool| Tally {
@@ -127,7 +131,7 @@ pub(crate) fn drop_units(
     // Then the earlier rounds (and the head's steps), by relevance.
     let earlier: Vec<usize> = (0..units.len()).filter(|&k| !units[k].newest).collect();
     if !earlier.is_empty() {
-        let scores = scores(work, layout, &units, &earlier);
+        let scores = scores(work, layout, &units, &earlier, relevance).await;
         let earlier_cost: usize = earlier.iter().map(|&k| units[k].cost).sum();
         let pressure = if earlier_cost == 0 {
             0.0
@@ -297,44 +301,65 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
 }
 
 /// The relevance of each of the units `which` (earlier rounds and the
-/// head's steps, the corpus the term weights are learned from) to the
-/// current question.
-fn scores(work: &Work<'_, '_>, layout: &Layout, units: &[Unit], which: &[usize]) -> Vec<f64> {
+/// head's steps, the corpus term weights are learned from) to the current
+/// question, with their neighbours' share. A failing scorer leaves
+/// recency to decide (every score 0).
+async fn scores(
+    work: &Work<'_, '_>,
+    layout: &Layout,
+    units: &[Unit],
+    which: &[usize],
+    relevance: &dyn Relevance,
+) -> Vec<f64> {
     let question = layout
         .question
         .map(|q| work.message(q).text())
         .unwrap_or_default();
-    let mut relevance = Relevance::new(&question);
-    if relevance.is_empty() {
-        return vec![0.0; which.len()];
-    }
-    // The terms each unit holds, one after the other.
-    let mut terms = Vec::new();
-    let mut ends = Vec::with_capacity(which.len());
-    let mut texts = Vec::new();
-    for &k in which {
-        texts.clear();
-        for i in units[k].range.clone() {
-            // A placeholder's words are Thrift's, not the conversation's.
-            if !layout.in_floor(i) && !work.is_replaced(i) {
-                texts_of(work.message(i), &mut texts);
+    let texts: Vec<Vec<&str>> = which
+        .iter()
+        .map(|&k| {
+            let mut texts = Vec::new();
+            for i in units[k].range.clone() {
+                // A placeholder's words are Thrift's, not the conversation's.
+                if !layout.in_floor(i) && !work.is_replaced(i) {
+                    texts_of(work.message(i), &mut texts);
+                }
             }
+            texts
+        })
+        .collect();
+    match relevance.score(&question, &texts).await {
+        Ok(own) if own.len() == which.len() => with_neighbours(&own),
+        Ok(own) => {
+            tracing::warn!(
+                scorer = relevance.name(),
+                scores = own.len(),
+                units = which.len(),
+                "relevance scorer returned the wrong number of scores; recency decides"
+            );
+            vec![0.0; which.len()]
         }
-        relevance.match_into(texts.iter().copied(), &mut terms);
-        ends.push(terms.len());
+        Err(error) => {
+            tracing::warn!(scorer = relevance.name(), %error, "relevance scorer failed; recency decides");
+            vec![0.0; which.len()]
+        }
     }
-    let mut start = 0;
-    for &end in &ends {
-        relevance.add_terms(&terms[start..end]);
-        start = end;
-    }
-    let score = relevance.scorer();
-    let mut start = 0;
-    ends.iter()
-        .map(|&end| {
-            let s = score(&terms[start..end]);
-            start = end;
-            s
+}
+
+/// Share of a unit's relevance its neighbours inherit: an answer, a
+/// follow-up or the request before a strongly relevant turn is often what
+/// the question needs too (in conversations, about one relevant turn in
+/// four has its evidence in the turn beside it).
+const NEIGHBOUR_SHARE: f64 = 0.7;
+
+/// Each unit's score, raised to [`NEIGHBOUR_SHARE`] of the better of its
+/// neighbours' own scores (neighbours in history order).
+fn with_neighbours(own: &[f64]) -> Vec<f64> {
+    (0..own.len())
+        .map(|k| {
+            let before = k.checked_sub(1).map_or(0.0, |j| own[j]);
+            let after = own.get(k + 1).copied().unwrap_or(0.0);
+            own[k].max(NEIGHBOUR_SHARE * before.max(after))
         })
         .collect()
 }
@@ -358,5 +383,24 @@ fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
         }
         Message::ToolResult { content, .. } if placeholder::is_placeholder(content) => {}
         Message::ToolResult { content, .. } => out.push(content),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_inherit_a_share_of_the_better_neighbour() {
+        let own = [0.0, 1.0, 0.0, 0.2, 0.0];
+        let got = with_neighbours(&own);
+        let share = NEIGHBOUR_SHARE;
+        assert_eq!(got, vec![share, 1.0, share, 0.2, 0.2 * share]);
+    }
+
+    #[test]
+    fn a_unit_keeps_its_own_score_when_it_is_higher() {
+        assert_eq!(with_neighbours(&[0.9, 1.0]), vec![0.9, 1.0]);
+        assert!(with_neighbours(&[]).is_empty());
     }
 }

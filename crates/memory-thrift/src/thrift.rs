@@ -4,7 +4,10 @@ use memory_core::{
     Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
 };
 
+use std::sync::Arc;
+
 use crate::layout::Layout;
+use crate::scoring::{Lexical, Relevance};
 use crate::select::{Target, drop_units};
 use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
@@ -120,12 +123,13 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 /// assert!(memory_core::validate(&result.messages).is_empty());
 /// # });
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Thrift {
     low_watermark: f32,
     keep_recent_results: usize,
     max_tool_output_tokens: usize,
     recency_weight: f32,
+    relevance: Arc<dyn Relevance>,
 }
 
 impl Default for Thrift {
@@ -135,6 +139,7 @@ impl Default for Thrift {
             keep_recent_results: DEFAULT_KEEP_RECENT_RESULTS,
             max_tool_output_tokens: DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
             recency_weight: DEFAULT_RECENCY_WEIGHT,
+            relevance: Arc::new(Lexical),
         }
     }
 }
@@ -214,6 +219,27 @@ impl Thrift {
             weight.max(0.0)
         };
         self
+    }
+
+    /// How older units are scored against the current question (default
+    /// [`Lexical`]: no model, no network).
+    ///
+    /// ```
+    /// use memory_thrift::{Lexical, Thrift};
+    /// assert_eq!(Thrift::new().with_relevance(Lexical).relevance().name(), "lexical");
+    /// ```
+    pub fn with_relevance(mut self, relevance: impl Relevance + 'static) -> Self {
+        self.relevance = Arc::new(relevance);
+        self
+    }
+
+    /// The relevance scorer.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::Thrift::new().relevance().name(), "lexical");
+    /// ```
+    pub fn relevance(&self) -> &dyn Relevance {
+        &*self.relevance
     }
 
     /// The low watermark, a share of the budget.
@@ -449,7 +475,7 @@ impl Thrift {
             recency_weight: f64::from(self.recency_weight),
         };
         let run = over(&work) || !budget.admits_rounds(history.messages());
-        let dropped = drop_units(&mut work, &layout, budget, &target, run);
+        let dropped = drop_units(&mut work, &layout, budget, &target, run, &*self.relevance).await;
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;
         if dropped.target.is_some() {

@@ -835,7 +835,7 @@ async fn placeholders_too_are_replaced_in_steps() {
     let mut previous: [Option<Vec<Message>>; 2] = [None, None];
     for steps in 10..40 {
         let m = agent_task(steps, 20);
-        for (k, t) in [thrift, eager].iter().enumerate() {
+        for (k, t) in [&thrift, &eager].into_iter().enumerate() {
             let (result, trace) = trim(t, &m, &[0], budget).await;
             assert!(result.fits);
             assert_eq!(trace.steps_dropped.shed(), 0, "placeholders suffice here");

@@ -1,0 +1,201 @@
+//! Thrift's relevance: the scorer is pluggable, neighbours of a strongly
+//! relevant turn come with it, and a failing scorer never fails a turn.
+
+use memory_core::test_util::FakeEmbedder;
+use memory_core::{
+    Budget, CharTokenCounter, History, MemoryError, Message, ProviderError, TrimResult,
+    count_messages, structure, validate,
+};
+use memory_thrift::{Lexical, Relevance, Semantic, Thrift};
+
+/// A chat: `rounds` of (request, reply), then `question`.
+fn chat(rounds: &[(String, String)], question: &str) -> Vec<Message> {
+    let mut m = vec![Message::system("You are a helpful assistant.")];
+    for (q, a) in rounds {
+        m.push(Message::user(q.as_str()));
+        m.push(Message::assistant(a.as_str()));
+    }
+    m.push(Message::user(question));
+    m
+}
+
+/// Twelve rounds of chatter with the garden story in rounds 5 and 6: round
+/// 5 names the roses, round 6 only follows on from it.
+fn story() -> Vec<(String, String)> {
+    let mut rounds: Vec<(String, String)> = (0..12)
+        .map(|i| {
+            (
+                format!("Round {i}: what a day it has been, honestly."),
+                format!("Round {i}: sounds like quite a day for you."),
+            )
+        })
+        .collect();
+    rounds[5] = (
+        "I planted climbing roses along the south fence of the allotment.".into(),
+        "Climbing roses on a south fence will flower beautifully by June.".into(),
+    );
+    rounds[6] = (
+        "They cost me forty euros at the market stall near the station.".into(),
+        "Forty euros at a market stall is a bargain for those.".into(),
+    );
+    rounds
+}
+
+/// Trims `m` at the tokens of its floor plus `extra`.
+async fn trim_with(thrift: &Thrift, m: &[Message], extra: usize) -> TrimResult {
+    let counts = count_messages(&CharTokenCounter, m).await.unwrap();
+    let history = History::new(m, &counts).unwrap();
+    let floor = structure::floor(&history).tokens;
+    let budget = Budget::tokens(floor + extra);
+    let (result, _) = thrift
+        .trim_traced(&history, &budget, &CharTokenCounter)
+        .await
+        .unwrap();
+    assert!(validate(&result.messages).is_empty());
+    assert!(result.fits);
+    result
+}
+
+fn holds(result: &TrimResult, text: &str) -> bool {
+    result.messages.iter().any(|m| m.text() == text)
+}
+
+/// Tokens of the two story rounds and a little more.
+async fn two_rounds(rounds: &[(String, String)]) -> usize {
+    let m: Vec<Message> = rounds[5..7]
+        .iter()
+        .flat_map(|(q, a)| [Message::user(q.as_str()), Message::assistant(a.as_str())])
+        .collect();
+    count_messages(&CharTokenCounter, &m)
+        .await
+        .unwrap()
+        .iter()
+        .sum::<usize>()
+        + 4
+}
+
+#[tokio::test]
+async fn the_turn_after_a_strongly_relevant_one_comes_with_it() {
+    let rounds = story();
+    let m = chat(&rounds, "Where did I plant the climbing roses?");
+    let result = trim_with(&Thrift::new(), &m, two_rounds(&rounds).await).await;
+    // Round 5 matches the question; round 6 shares no word with it, yet it
+    // is what says what the roses cost.
+    assert!(holds(&result, &rounds[5].0), "{:?}", result.messages);
+    assert!(holds(&result, &rounds[6].0), "{:?}", result.messages);
+    assert!(!holds(&result, &rounds[11].0));
+}
+
+/// Prefers the rounds that mention a market.
+#[derive(Debug)]
+struct Markets;
+
+#[async_trait::async_trait]
+impl Relevance for Markets {
+    fn name(&self) -> &str {
+        "markets"
+    }
+    async fn score(&self, _question: &str, units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError> {
+        Ok(units
+            .iter()
+            .map(|texts| f64::from(u8::from(texts.iter().any(|t| t.contains("market")))))
+            .collect())
+    }
+}
+
+#[tokio::test]
+async fn a_scorer_of_ones_own_decides_what_is_kept() {
+    let rounds = story();
+    let m = chat(&rounds, "Anything else?");
+    let budget = two_rounds(&rounds).await / 2 + 2;
+    let lexical = trim_with(&Thrift::new(), &m, budget).await;
+    assert!(
+        !holds(&lexical, &rounds[6].0),
+        "recency alone keeps round 11"
+    );
+    let own = trim_with(&Thrift::new().with_relevance(Markets), &m, budget).await;
+    assert!(holds(&own, &rounds[6].0), "{:?}", own.messages);
+}
+
+/// Always fails.
+#[derive(Debug)]
+struct Broken;
+
+#[async_trait::async_trait]
+impl Relevance for Broken {
+    fn name(&self) -> &str {
+        "broken"
+    }
+    async fn score(&self, _question: &str, _units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError> {
+        Err(MemoryError::InvalidTranscript("scorer down".into()))
+    }
+}
+
+/// Returns one score too few.
+#[derive(Debug)]
+struct Short;
+
+#[async_trait::async_trait]
+impl Relevance for Short {
+    fn name(&self) -> &str {
+        "short"
+    }
+    async fn score(&self, _question: &str, units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError> {
+        Ok(vec![1.0; units.len().saturating_sub(1)])
+    }
+}
+
+#[tokio::test]
+async fn a_failing_scorer_leaves_recency_to_decide() {
+    let rounds = story();
+    let m = chat(&rounds, "Where did I plant the climbing roses?");
+    let extra = two_rounds(&rounds).await;
+    let lexical = trim_with(&Thrift::new(), &m, extra).await;
+    assert!(holds(&lexical, &rounds[5].0));
+    for thrift in [
+        Thrift::new().with_relevance(Broken),
+        Thrift::new().with_relevance(Short),
+    ] {
+        let result = trim_with(&thrift, &m, extra).await;
+        assert!(
+            !holds(&result, &rounds[5].0),
+            "{}",
+            thrift.relevance().name()
+        );
+        assert!(holds(&result, &rounds[11].0), "the newest round stays");
+    }
+}
+
+#[tokio::test]
+async fn semantic_relevance_falls_back_to_lexical_when_embedding_fails() {
+    let rounds = story();
+    let m = chat(&rounds, "Where did I plant the climbing roses?");
+    let extra = two_rounds(&rounds).await;
+    let lexical = trim_with(&Thrift::new().with_relevance(Lexical), &m, extra).await;
+    let embedder = std::sync::Arc::new(FakeEmbedder::new(16));
+    embedder.fail_after(0, ProviderError::Network("connection refused".into()));
+    let semantic = Thrift::new().with_relevance(Semantic::new(embedder.clone()));
+    let result = trim_with(&semantic, &m, extra).await;
+    assert_eq!(result.messages, lexical.messages);
+    assert!(!embedder.requests().is_empty(), "the embedder was asked");
+}
+
+#[tokio::test]
+async fn semantic_relevance_asks_for_the_question_and_every_candidate() {
+    let rounds = story();
+    let question = "Where did I plant the climbing roses?";
+    let m = chat(&rounds, question);
+    let embedder = std::sync::Arc::new(FakeEmbedder::new(64));
+    let thrift = Thrift::new().with_relevance(Semantic::new(embedder.clone()).with_weight(1.0));
+    let result = trim_with(&thrift, &m, two_rounds(&rounds).await).await;
+    let asked: Vec<String> = embedder.requests().concat();
+    assert!(asked.iter().any(|t| t == question));
+    assert!(
+        asked
+            .iter()
+            .any(|t| t.contains("climbing roses on a south fence")
+                || t.contains("Climbing roses on a south fence"))
+    );
+    // With similarity alone the words of the roses round still bring it back.
+    assert!(holds(&result, &rounds[5].0), "{:?}", result.messages);
+}

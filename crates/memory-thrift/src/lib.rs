@@ -37,6 +37,7 @@
 pub mod cut;
 mod layout;
 pub mod placeholder;
+mod reach;
 pub mod relevance;
 mod scoring;
 mod select;

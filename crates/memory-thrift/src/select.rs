@@ -18,13 +18,13 @@ use std::ops::Range;
 
 use memory_core::{Budget, ContentBlock, Message, structure};
 
-use crate::Relevance;
 use crate::layout::Layout;
 use crate::placeholder;
 use crate::relevance::keep_floor;
 use crate::sticky;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
+use crate::{Relevance, reach};
 
 /// One candidate: kept or dropped whole.
 struct Unit {
@@ -313,7 +313,7 @@ async fn scores(
 ) -> Vec<f64> {
     let question = layout
         .question
-        .map(|q| work.message(q).text())
+        .map(|q| reach::query(work.history(), q))
         .unwrap_or_default();
     let texts: Vec<Vec<&str>> = which
         .iter()
@@ -354,7 +354,7 @@ const NEIGHBOUR_SHARE: f64 = 0.7;
 
 /// Each unit's score, raised to [`NEIGHBOUR_SHARE`] of the better of its
 /// neighbours' own scores (neighbours in history order).
-fn with_neighbours(own: &[f64]) -> Vec<f64> {
+pub(crate) fn with_neighbours(own: &[f64]) -> Vec<f64> {
     (0..own.len())
         .map(|k| {
             let before = k.checked_sub(1).map_or(0.0, |j| own[j]);
@@ -365,7 +365,7 @@ fn with_neighbours(own: &[f64]) -> Vec<f64> {
 }
 
 /// Every text a message sends to the model, but a placeholder's.
-fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
+pub(crate) fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
     match message {
         Message::System(text) => out.push(text),
         Message::User(blocks) => out.extend(blocks.iter().filter_map(ContentBlock::as_text)),

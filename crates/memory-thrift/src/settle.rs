@@ -1,21 +1,23 @@
-//! Settled turns: inside one round, each turn's context is the previous
-//! turn's plus the new step, for as long as that fits.
+//! Settled turns: each turn's context is the previous turn's plus what
+//! came since, for as long as that fits and no new question reaches back.
 //!
 //! In an agent loop the question stays the same while steps pile up, and
-//! the model is called once per step. A projection recomputed from the
+//! the model is called once per step; a text-only agent gets its
+//! observations back as user messages, and a chat goes on turn by turn. A projection recomputed from the
 //! whole history on every call would move its cuts a little with every
 //! step and rewrite the prompt's prefix each time, which defeats the
 //! provider's prefix cache. So Thrift defines the context shown at each
-//! call of the newest round from the one shown at the call before: that
-//! context with the new step appended, when the sum fits the budget (with
-//! the new step's long tool outputs cut, when that is what makes it fit);
-//! only when it does not fit is the history shed afresh, down to the low
-//! watermark, which leaves room for the next steps to append again.
+//! call from the one shown at the call before: that context with the new
+//! messages appended, when the sum fits the budget (with the new step's
+//! long tool outputs cut, when that is what makes it fit); when it does
+//! not fit, the history is shed afresh, down to the low watermark, which
+//! leaves room for the next steps to append again; and when a new user
+//! message [reaches back](crate::reach) to turns the context dropped, the
+//! context is chosen afresh for it.
 //!
-//! This stays a function of the history alone (it replays the round's
-//! calls), so the same history always gives the same context. To bound
-//! that replay on very long rounds, it starts afresh every
-//! [`REPLAY_SPAN`] calls of a round.
+//! This stays a function of the history alone (it replays the calls), so
+//! the same history always gives the same context. To bound that replay,
+//! it starts afresh every [`REPLAY_SPAN`] calls.
 
 use std::ops::Range;
 
@@ -26,23 +28,31 @@ use crate::placeholder;
 use crate::tiers;
 use crate::trace::Shed;
 
-/// A round's replay starts afresh at every multiple of this many calls.
+/// The replay starts afresh at every multiple of this many calls.
 pub(crate) const REPLAY_SPAN: usize = 32;
 
-/// The model calls of the newest round, as the lengths of the history
-/// each one saw: right after the current question, before each later step
-/// of the round, and now (the whole history). Empty when the history has
-/// no user message.
+/// The model calls the history records, as the lengths of the history
+/// each one saw: before each assistant message, and now (the whole
+/// history). Empty when the history has no user message.
 pub(crate) fn call_points(messages: &[Message]) -> Vec<usize> {
-    let Some(question) = structure::current_question(messages) else {
+    if structure::current_question(messages).is_none() {
         return Vec::new();
-    };
-    let start = question + 1;
-    let mut points = vec![start];
-    points.extend(structure::steps(&messages[start..]).map(|step| start + step.start));
+    }
+    let mut points: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, m)| matches!(m, Message::Assistant { .. }))
+        .map(|(i, _)| i)
+        .collect();
     points.push(messages.len());
     points.dedup();
     points
+}
+
+/// Whether the messages `range` start a new round (hold a user message).
+pub(crate) fn new_round(messages: &[Message], range: Range<usize>) -> bool {
+    messages[range].iter().any(Message::is_user)
 }
 
 /// The first call of the replay that ends in `points[last]`.
@@ -143,7 +153,7 @@ mod tests {
     }
 
     #[test]
-    fn the_calls_of_the_newest_round_are_its_step_starts_and_now() {
+    fn the_calls_are_before_each_assistant_message_and_now() {
         let m = [
             Message::system("s"),
             Message::user("old"),
@@ -154,9 +164,10 @@ mod tests {
             call("2"),
             Message::tool_result("2", "r"),
         ];
-        assert_eq!(call_points(&m), vec![4, 6, 8]);
-        assert_eq!(call_points(&m[..4]), vec![4]);
+        assert_eq!(call_points(&m), vec![2, 4, 6, 8]);
+        assert_eq!(call_points(&m[..4]), vec![2, 4]);
         assert!(call_points(&[Message::assistant("no question")]).is_empty());
+        assert!(new_round(&m, 2..4) && !new_round(&m, 4..6));
     }
 
     #[test]

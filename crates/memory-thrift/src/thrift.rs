@@ -12,7 +12,7 @@ use crate::select::{Target, drop_units};
 use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
 use crate::work::Work;
-use crate::{settle, sticky, tiers};
+use crate::{reach, settle, sticky, tiers};
 
 /// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
 ///
@@ -320,7 +320,7 @@ impl Thrift {
                 .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
                 .await;
         }
-        // Nothing to settle in a round of one call (a new question).
+        // Nothing to settle before the first call.
         let points = settle::call_points(history.messages());
         if points.len() < 2 {
             return self
@@ -363,6 +363,16 @@ impl Thrift {
         let (mut result, mut trace) = self.shed(&seen, budget, aim, counter, &mut shrunk).await?;
         for k in from + 1..=last {
             let step = points[k - 1]..points[k];
+            if settle::new_round(history.messages(), step.clone()) {
+                let seen = settle::prefix(history, points[k], totals[k])?;
+                if reach::reaches_back(&seen, &result, &*self.relevance).await {
+                    (result, trace) = self
+                        .shed(&seen, budget, Aim::Level, counter, &mut shrunk)
+                        .await?;
+                    trace.reached_back = true;
+                    continue;
+                }
+            }
             let max_output = self.max_tool_output_tokens;
             match settle::append(&mut result, history, step, max, max_output, counter).await? {
                 Some(appended) => trace.append(appended.tokens, appended.cut),

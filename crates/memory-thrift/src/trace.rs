@@ -143,12 +143,18 @@ pub struct ThriftTrace {
     pub steps_dropped: Shed,
     /// The newest step's tool outputs, cut as a last resort.
     pub newest_outputs_cut: Shed,
-    /// Steps of the newest round appended, as they are or with their long
+    /// Appends of what came since the call before (steps, or a reply and a
+    /// new user message), as they are or with their long
     /// outputs cut, to the context shown at the call before, since the
     /// history was last shed (count), and their tokens as shown. While
     /// this grows, the prompt's prefix stays the same.
     #[serde(default)]
     pub appended: Tally,
+    /// Whether the context was last chosen afresh because a new user
+    /// message reached back to turns it no longer
+    /// showed (rather than because the budget was crossed).
+    #[serde(default)]
+    pub reached_back: bool,
 }
 
 impl ThriftTrace {

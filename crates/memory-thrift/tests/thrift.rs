@@ -1017,6 +1017,8 @@ async fn a_follow_up_keeps_the_earlier_rounds_request_and_newest_steps() {
     // A long agent round, then a short follow-up: the earlier round does
     // not fit whole even with its results replaced by placeholders, so it
     // keeps its request and the newest steps that fit rather than nothing.
+    // The follow-up asks nothing new, so it is appended to the context the
+    // round ended with (whose cuts dropped the round's older steps).
     let mut m = uneven_task(120);
     m.push(Message::assistant("Done: the suite passes."));
     m.push(Message::user("Please continue."));
@@ -1042,8 +1044,9 @@ async fn a_follow_up_keeps_the_earlier_rounds_request_and_newest_steps() {
     assert_eq!(calls[..], newest[newest.len() - calls.len()..]);
     assert!(result.tokens() > 2500 / 2, "{} tokens", result.tokens());
     assert_eq!(trace.rounds_dropped.shed(), 0);
-    assert!(trace.rounds_dropped.saved() > 0);
-    assert_eq!(trace.tokens_before - trace.tokens_after, trace.saved());
+    assert!(trace.steps_dropped.saved() > 0);
+    assert!(!trace.reached_back);
+    assert_eq!(trace.appended.count, 1, "the answer with the follow-up");
     // Trimming the result again changes nothing.
     let again = again(&Thrift::new(), &result, budget).await;
     assert_eq!(bytes(&again.messages), bytes(&result.messages));

@@ -1,0 +1,205 @@
+//! Whether a new user message reaches back: whether what it needs lies in
+//! turns the context no longer shows, so that choosing the context afresh
+//! is worth breaking the prompt cache.
+//!
+//! A text-only agent gets each observation back as a user message, and a
+//! chat partner follows on from the last reply: such a message is best
+//! served by what the context already shows (the step it answers, the
+//! turns it follows), and appending it keeps the cached prefix. A question
+//! about something said long ago is served by turns the context dropped.
+//! So the older rounds are scored against the new message (with their
+//! neighbours' share, as the drop stage scores them) and a short message
+//! (at most [`MAX_QUESTION_TOKENS`]) that does not answer the step before
+//! it (see [`ANSWERED_SHARE`]) reaches back when a dropped round scores at least [`MIN_SCORE`] and
+//! more than [`SHOWN_SHARE`] of the best shown one, unless the message
+//! repeats that round (an observation of the same file again, the same
+//! tool output) rather than asks for it.
+
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use memory_core::{History, Message, TrimResult, structure};
+
+use crate::select::{texts_of, with_neighbours};
+use crate::{Relevance, relevance};
+
+/// The least score of the best dropped round for a message to reach back.
+const MIN_SCORE: f64 = 0.15;
+
+/// The best dropped round must score more than this share of the best
+/// shown one.
+const SHOWN_SHARE: f64 = 0.7;
+
+/// A user message longer than this many tokens brings its own context (an
+/// observation, a pasted file): it is appended, not asked about.
+const MAX_QUESTION_TOKENS: usize = 128;
+
+/// A user message at least this share of whose terms the assistant
+/// message before it holds answers that step.
+const ANSWERED_SHARE: f64 = 0.5;
+
+/// A dropped round whose terms occur in the new message at this share or
+/// more is repeated by it, not asked for.
+const REPEATED_SHARE: f64 = 0.5;
+
+fn key(message: &Message) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    message.text().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Whether the newest user message of `seen` reaches back past `shown`,
+/// the context the previous call showed. A failing scorer never asks for a
+/// fresh choice.
+pub(crate) async fn reaches_back(
+    seen: &History<'_>,
+    shown: &TrimResult,
+    relevance: &dyn Relevance,
+) -> bool {
+    let messages = seen.messages();
+    let Some(question) = structure::current_question(messages) else {
+        return false;
+    };
+    if answers(seen, question) {
+        return false;
+    }
+    let asked = messages[question].text();
+    let earlier: Vec<_> = structure::rounds(messages)
+        .rounds
+        .into_iter()
+        .filter(|r| r.end <= question)
+        .collect();
+    if earlier.is_empty() {
+        return false;
+    }
+    let keys: HashSet<u64> = shown.messages.iter().map(key).collect();
+    let is_shown: Vec<bool> = earlier
+        .iter()
+        .map(|r| {
+            let last = r.end - 1;
+            keys.contains(&key(&messages[last]))
+                || (!seen.is_protected(r.start) && keys.contains(&key(&messages[r.start])))
+        })
+        .collect();
+    if is_shown.iter().all(|&s| s) {
+        return false;
+    }
+    let units: Vec<Vec<&str>> = earlier
+        .iter()
+        .map(|r| {
+            let mut texts = Vec::new();
+            for m in &messages[r.clone()] {
+                texts_of(m, &mut texts);
+            }
+            texts
+        })
+        .collect();
+    let Ok(own) = relevance.score(&asked, &units).await else {
+        return false;
+    };
+    if own.len() != units.len() {
+        return false;
+    }
+    let scores = with_neighbours(&own);
+    let kept = scores
+        .iter()
+        .zip(&is_shown)
+        .filter(|(_, s)| **s)
+        .map(|(score, _)| *score)
+        .fold(0.0, f64::max);
+    let bar = MIN_SCORE.max(SHOWN_SHARE * kept);
+    // The dropped rounds over the bar, best first: the first that the new
+    // message does not already repeat is a reason to choose afresh.
+    let mut over: Vec<usize> = (0..earlier.len())
+        .filter(|&k| !is_shown[k] && scores[k] >= bar && scores[k] > 0.0)
+        .collect();
+    if over.is_empty() {
+        return false;
+    }
+    over.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+    let said = terms_of(&[asked.as_str()]);
+    over.iter().any(|&k| !repeats(&said, &units[k]))
+}
+
+/// Whether the user message at `question` answers the step before it
+/// rather than asks something: it is long (more than
+/// [`MAX_QUESTION_TOKENS`]: an observation, a pasted file), or most of its
+/// terms occur in the assistant message before it (see
+/// [`ANSWERED_SHARE`]).
+pub(crate) fn answers(history: &History<'_>, question: usize) -> bool {
+    if history.counts()[question] > MAX_QUESTION_TOKENS {
+        return true;
+    }
+    let said = terms_of(&[history.messages()[question].text().as_str()]);
+    answers_the_step(&said, &history.messages()[..question])
+}
+
+/// What older turns are scored against: the current question, and when it
+/// [answers](answers) a step, that step too (what the agent is doing is
+/// what its next step needs).
+pub(crate) fn query(history: &History<'_>, question: usize) -> String {
+    let asked = history.messages()[question].text();
+    if !answers(history, question) {
+        return asked;
+    }
+    let step = history.messages()[..question]
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::Assistant { .. }));
+    match step {
+        Some(step) => {
+            let mut texts = Vec::new();
+            texts_of(step, &mut texts);
+            texts.push(&asked);
+            texts.join("\n")
+        }
+        None => asked,
+    }
+}
+
+/// Whether most of the terms of the new message (`said`) occur in the
+/// assistant message before it: the output of the step it answers ("File
+/// created at src/app.py" after the call that wrote it), a reply to what
+/// was just said.
+fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
+    let Some(step) = before
+        .iter()
+        .rev()
+        .find(|m| matches!(m, Message::Assistant { .. }))
+    else {
+        return false;
+    };
+    if said.is_empty() {
+        return true;
+    }
+    let mut texts = Vec::new();
+    texts_of(step, &mut texts);
+    let step = terms_of(&texts);
+    let shared = said.iter().filter(|t| step.contains(*t)).count();
+    shared as f64 >= ANSWERED_SHARE * said.len() as f64
+}
+
+/// The distinct terms of `texts`.
+fn terms_of(texts: &[&str]) -> HashSet<String> {
+    let mut out = HashSet::new();
+    for text in texts {
+        relevance::for_each_term(text, |t| {
+            if !out.contains(t) {
+                out.insert(t.to_string());
+            }
+        });
+    }
+    out
+}
+
+/// Whether at least [`REPEATED_SHARE`] of the terms of `unit` occur in
+/// `said`: an earlier view of the same file, the same tool output again.
+/// The new message then supersedes the round rather than asks for it.
+fn repeats(said: &HashSet<String>, unit: &[&str]) -> bool {
+    let terms = terms_of(unit);
+    if terms.is_empty() {
+        return true;
+    }
+    let shared = terms.iter().filter(|t| said.contains(*t)).count();
+    shared as f64 >= REPEATED_SHARE * terms.len() as f64
+}

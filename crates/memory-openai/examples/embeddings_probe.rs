@@ -38,7 +38,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let Some(base_url) = args.first() else {
         return Err("usage: embeddings_probe BASE_URL [MODEL] [LOCOMO_JSON] [PASSAGES]".into());
     };
-    let model = args.get(1).map_or("multilingual-e5-small-q4", String::as_str);
+    let model = args
+        .get(1)
+        .map_or("multilingual-e5-small-q4", String::as_str);
     let endpoint = OpenAiEmbedder::new(base_url, model);
     let passages = endpoint.clone().with_input_type("passage");
     let queries = endpoint.with_input_type("query");
@@ -60,7 +62,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
         let shown: Vec<String> = scores.iter().map(|s| format!("{s:.3}")).collect();
         let verdict = if best == *answer { "found" } else { "MISSED" };
         missed += usize::from(best != *answer);
-        println!("{verdict}: {question:?} cosine to passages [{}]", shown.join(", "));
+        println!(
+            "{verdict}: {question:?} cosine to passages [{}]",
+            shown.join(", ")
+        );
     }
     let as_query = queries.embed(&texts[..1]).await?;
     println!(
@@ -76,7 +81,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
         throughput(passages, file, limit).await?;
     }
     if missed > 0 {
-        return Err(format!("{missed} of {} questions missed their passage", QUESTIONS.len()).into());
+        return Err(format!(
+            "{missed} of {} questions missed their passage",
+            QUESTIONS.len()
+        )
+        .into());
     }
     Ok(())
 }

@@ -11,8 +11,10 @@
 #    finds its passage by cosine similarity, whether the server tells queries
 #    from passages, and passages per second over LoCoMo turns in batches of 32.
 # 2. When the command has `--relevance`: `memory eval locomo` with thrift and
-#    `--relevance embeddings --embeddings-url` at budgets 1000 and 2000, its
-#    tables printed (evidence recall overall and per category).
+#    `--relevance embeddings --embeddings-url --embeddings-input-types` (the
+#    server adds e5's "query: " or "passage: " as `input_type` says) at
+#    budgets 1000 and 2000, its tables printed (evidence recall overall and
+#    per category).
 #
 # Options:
 #   --probe-only  only step 1
@@ -136,7 +138,8 @@ fi
 for budget in 1000 2000; do
     stem="$run_dir/locomo-$budget"
     cmd=("$memory" eval locomo --input "$locomo" --budget "$budget" --pipeline thrift
-        --relevance embeddings --embeddings-url "$base_url" --report "$stem.json" "${memory_args[@]}")
+        --relevance embeddings --embeddings-url "$base_url" --embeddings-model "$model"
+        --embeddings-input-types --report "$stem.json" "${memory_args[@]}")
     echo
     echo "=== LoCoMo, budget $budget, thrift with embeddings"
     echo "\$ ${cmd[*]#"$repo/"}"

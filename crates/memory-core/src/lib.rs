@@ -28,7 +28,8 @@
 //! | [`audit`] | the checker of a trim result against its history and budget |
 //! | [`Provider`], [`ChatRequest`], [`ChatResponse`], [`ModelOptions`], [`StopReason`], [`Usage`], [`ProviderError`] | model calls |
 //! | [`layer`] | provider wrappers: retry, timeout, metering, circuit breaker |
-//! | [`accept_reply`], [`Rejection`] | whether a model's reply may serve as a summary |
+//! | [`accept_reply`], [`accept_summary`], [`Rejection`] | whether a model's reply may serve as a summary |
+//! | [`grounding`] | whether a summary says something about what it covers |
 //! | [`Store`], [`store`], [`StoredMessage`], [`Snapshot`], [`Version`], [`StoreError`], [`InMemoryStore`] | durable, append-only history and its in-process store |
 //! | [`MemoryError`] | the one error type |
 //! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply` (also at the root) and `Needs`, for tests |
@@ -55,6 +56,7 @@ mod budget;
 mod context;
 mod counter;
 mod error;
+pub mod grounding;
 mod history;
 mod in_memory_store;
 pub mod layer;
@@ -85,7 +87,7 @@ pub use pipeline::Pipeline;
 pub use provider::{
     ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
 };
-pub use reply::{Rejection, accept_reply};
+pub use reply::{Rejection, accept_reply, accept_summary};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 #[cfg(feature = "test-util")]

@@ -5,12 +5,13 @@ use std::time::Instant;
 
 use crate::layer::{CallEvent, CallObserver, FailureClass, Meter};
 use crate::{CharTokenCounter, ChatRequest, ChatResponse, Provider, ProviderError, Usage};
-use crate::{Rejection, accept_reply};
+use crate::{Rejection, accept_summary, grounding};
 
 /// Wraps a [`Provider`] and counts, in a [`Meter`], the calls made through
 /// it, the tokens they used as the provider reported them in [`Usage`],
 /// and the calls that came to nothing usable, by [`FailureClass`] (a reply
-/// is judged as a summary: see [`FailureClass::of`]). A call the caller
+/// is judged as a summary of what its request asked to summarize: see
+/// [`FailureClass::of_reply_to`]). A call the caller
 /// drops before it answers (a timeout above this layer) counts as a
 /// [`FailureClass::Timeout`]; the first failure's message is kept.
 ///
@@ -167,12 +168,16 @@ fn usage_of(outcome: &Result<ChatResponse, ProviderError>, input_estimate: u64) 
     }
 }
 
-/// The class of an unusable `outcome`, and what it said.
-fn failure_of(outcome: &Result<ChatResponse, ProviderError>) -> Option<(FailureClass, String)> {
-    let class = FailureClass::of(outcome)?;
+/// The class of an unusable `outcome` to a request that asked to
+/// summarize `source`, and what it said.
+fn failure_of(
+    source: &str,
+    outcome: &Result<ChatResponse, ProviderError>,
+) -> Option<(FailureClass, String)> {
+    let class = FailureClass::of_reply_to(source, outcome)?;
     let message = match outcome {
         Err(error) => error.to_string(),
-        Ok(reply) => accept_reply(reply)
+        Ok(reply) => accept_summary(source, reply)
             .err()
             .as_ref()
             .map_or_else(String::new, Rejection::to_string),
@@ -194,11 +199,12 @@ impl<P: Provider> Provider for Metered<P> {
             started: Instant::now(),
             answered: false,
         };
+        let source = grounding::source_of(&request);
         let outcome = self.inner.chat(request).await;
         in_flight.answered = true;
         self.end(
             usage_of(&outcome, input_estimate),
-            failure_of(&outcome),
+            failure_of(&source, &outcome),
             in_flight.started,
         );
         outcome

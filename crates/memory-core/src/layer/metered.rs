@@ -261,6 +261,35 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_reply_that_says_nothing_about_its_request_is_ungrounded() {
+        let chatter = "I'm ready to assist with any code you'd like me to work on.";
+        let metered = FakeProvider::new([
+            FakeReply::Text(chatter.into()),
+            FakeReply::Text("Renamed parse_amount in tidyledger/importer.py.".into()),
+        ])
+        .metered();
+        let meter = metered.meter();
+        let request = || {
+            ChatRequest::new(vec![
+                Message::system("Summarize the conversation."),
+                Message::user(
+                    "user: rename parse_amount in tidyledger/importer.py, then run test_importer.py",
+                ),
+            ])
+        };
+        metered.chat(request()).await.unwrap();
+        metered.chat(request()).await.unwrap();
+        let stats = meter.snapshot();
+        assert_eq!(
+            (stats.calls, stats.failures, stats.by_class.ungrounded),
+            (2, 1, 1)
+        );
+        let (class, message) = meter.first_failure().unwrap();
+        assert_eq!(class, FailureClass::Ungrounded);
+        assert!(message.contains("salient terms"), "{message}");
+    }
+
+    #[tokio::test]
     async fn rejected_replies_and_abandoned_calls_are_failures_by_class() {
         let refused = ChatResponse {
             message: Message::assistant("I can't help with that."),

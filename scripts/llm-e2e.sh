@@ -13,8 +13,11 @@
 #              trajectory 0 of $MEMORY_DATA_DIR/agent-trajectories/swe-gym-openhands.json
 #              (budget 4000; skipped with a notice when the file is absent)
 # and prints, per run: model calls, summarizer calls, tokens in and out,
-# summarizer failures by class (when the report has them), the stderr of the
-# run, and up to two summaries as stored in the run's SQLite store.
+# summarizer failures by class (when the report has them), how many of the
+# model's replies were accepted as summaries and how many rejected (refused,
+# cut off, malformed, or ungrounded: saying nothing about what they cover),
+# the stderr of the run, and up to two summaries as stored in the run's
+# SQLite store; at the end, the replies accepted and rejected over all runs.
 #
 # Options:
 #   --quick       only the example session (same as LLM_E2E_QUICK=1)
@@ -177,10 +180,13 @@ fi
 
 # 6. The runs.
 show_run() {
-    "$py" - "$1" "$2" <<'EOF'
+    "$py" - "$1" "$2" "$3" <<'EOF'
 import json, sqlite3, sys
 
-report_path, db_path = sys.argv[1], sys.argv[2]
+report_path, db_path, tally_path = sys.argv[1], sys.argv[2], sys.argv[3]
+# Failure classes of a reply the model gave (the others are calls that got
+# no reply: timeouts, overflows, server and network errors).
+REJECTED = ("refused", "truncated", "malformed_reply", "ungrounded")
 PREFIX = "Summary of prior context:\n"  # memory_core::summary::PREFIX
 
 try:
@@ -205,6 +211,14 @@ if report is not None:
     failures = t.get("summarizer_failures")
     if isinstance(failures, dict):
         print("  summarizer failures: " + ", ".join(f"{k} {v}" for k, v in failures.items()))
+        calls = t.get("summarizer_calls") or 0
+        rejected = {k: failures.get(k, 0) for k in REJECTED}
+        errors = sum(failures.values()) - sum(rejected.values())
+        accepted = calls - sum(failures.values())
+        print(f"  replies: {accepted} accepted, {sum(rejected.values())} rejected "
+              f"({', '.join(f'{k} {v}' for k, v in rejected.items())}); {errors} calls without a reply")
+        with open(tally_path, "a", encoding="utf-8") as tally:
+            tally.write(json.dumps({"accepted": accepted, **rejected}) + "\n")
     else:
         print("  summarizer failures: (not in this report)")
     for row in report.get("rows", []):
@@ -284,7 +298,7 @@ for ((i = 0; i < ${#inputs[@]}; i += 3)); do
         sed 's/^/  | /' "$stem.stdout"
         echo "  --- stderr ($(wc -l <"$stem.stderr") lines) ---"
         sed 's/^/  | /' "$stem.stderr"
-        show_run "$stem.json" "$stem.db"
+        show_run "$stem.json" "$stem.db" "$run_dir/replies.jsonl"
         if [[ "$server_alive" == 0 ]]; then
             echo "llm-e2e: the model server died during this run; the end of $stem.server.log:" >&2
             tail -n 30 "$stem.server.log" >&2
@@ -294,5 +308,18 @@ for ((i = 0; i < ${#inputs[@]}; i += 3)); do
 done
 
 echo
+if [[ -f "$run_dir/replies.jsonl" ]]; then
+    "$py" - "$run_dir/replies.jsonl" <<'EOF'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8") if line.strip()]
+total = {}
+for row in rows:
+    for k, v in row.items():
+        total[k] = total.get(k, 0) + v
+accepted = total.pop("accepted", 0)
+print(f"replies of the model over all runs: {accepted} accepted as summaries, {sum(total.values())} rejected "
+      f"({', '.join(f'{k} {v}' for k, v in total.items())})")
+EOF
+fi
 log "$run_count runs, $failed_runs failed, in $(elapsed "$started"); files in $run_dir"
 ((failed_runs == 0))

@@ -84,6 +84,19 @@ impl<'a> Background<'a> {
             settle.failed(Failure::Stale, ready.cost);
             return Ok(None);
         }
+        // Fitted to the cap here, where the turn's counter is.
+        let mut ready = ready;
+        let text = body::text(&ready.covering.message).unwrap_or_default();
+        let cap = self.settings.summary_max_tokens() as usize;
+        match body::fitted(&text, &ready.covering.files, cap, counter).await? {
+            Ok(message) => ready.covering.message = message,
+            Err(rejection) => {
+                settle.failed(Failure::Rejected(rejection), ready.cost);
+                let plan = self.settings.plan(&work);
+                self.engine.memo().back_off(FailedAt::of(&work, &plan));
+                return Ok(None);
+            }
+        }
         let applied = ready.covering.apply(&work, counter).await?;
         if !settle.shrinks(work.total(), &applied.result, ready.cost) {
             // Not asked again until the threshold is passed again; the

@@ -21,7 +21,7 @@
 //! assert!(!body::is_compact_summary(&summary::message("someone else's")));
 //! ```
 
-use memory_core::{Message, summary};
+use memory_core::{MemoryError, Message, Rejection, TokenCounter, summary};
 
 use crate::FileOps;
 
@@ -35,8 +35,12 @@ pub const HEADER: &str = "[rolling summary: earlier turns, folded in as the conv
 /// assert_eq!(body, format!("{}\nDone.", memory_compact::body::HEADER));
 /// ```
 pub fn compose(text: &str, files: &FileOps) -> String {
+    compose_rendered(text, &files.render())
+}
+
+/// The body of a summary with `files` already rendered.
+fn compose_rendered(text: &str, files: &str) -> String {
     let text = FileOps::strip(text);
-    let files = files.render();
     if files.is_empty() {
         format!("{HEADER}\n{text}")
     } else {
@@ -52,6 +56,48 @@ pub fn compose(text: &str, files: &FileOps) -> String {
 /// ```
 pub fn message(text: &str, files: &FileOps) -> Message {
     summary::message(compose(text, files))
+}
+
+/// The summary message for `text` and `files` within `cap` tokens of
+/// `counter`, the whole message counted: the file list keeps the most
+/// recently touched paths that fit ([`FileOps::render_newest`]), saying how
+/// many it left out. `Err` when the header and the text alone exceed the
+/// cap.
+///
+/// # Errors
+///
+/// Counting failed.
+pub(crate) async fn fitted(
+    text: &str,
+    files: &FileOps,
+    cap: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Result<Message, Rejection>, MemoryError> {
+    let with = |keep: usize| summary::message(compose_rendered(text, &files.render_newest(keep)));
+    let bare = message(text, &FileOps::new());
+    let tokens = counter.count_message(&bare).await?;
+    if tokens > cap {
+        return Ok(Err(Rejection::OverCap { tokens, cap }));
+    }
+    let all = files.len();
+    let full = with(all);
+    if counter.count_message(&full).await? <= cap {
+        return Ok(Ok(full));
+    }
+    if counter.count_message(&with(0)).await? > cap {
+        return Ok(Ok(bare));
+    }
+    // The most paths that fit: `fit` does, `over` does not.
+    let (mut fit, mut over) = (0, all);
+    while over - fit > 1 {
+        let middle = fit + (over - fit) / 2;
+        if counter.count_message(&with(middle)).await? <= cap {
+            fit = middle;
+        } else {
+            over = middle;
+        }
+    }
+    Ok(Ok(with(fit)))
 }
 
 /// Whether `message` is a summary Compact wrote.

@@ -176,6 +176,7 @@ async fn attempt(
     cost: &mut CompactCost,
 ) -> Result<String, Failure> {
     let timers = tokio::runtime::Handle::try_current().is_ok();
+    let source = memory_core::grounding::source_of(request);
     let counted = Counted {
         inner: provider,
         cost: Mutex::new(CompactCost::default()),
@@ -194,7 +195,7 @@ async fn attempt(
     match result {
         // A rejected reply is the model's answer, not an accident: asking
         // again would pay for the same answer.
-        Ok(reply) => memory_core::accept_reply(&reply)
+        Ok(reply) => memory_core::accept_summary(&source, &reply)
             .map(str::to_string)
             .map_err(Failure::Rejected),
         Err(ProviderError::Timeout(ms)) => match policy.timeout {
@@ -357,6 +358,9 @@ mod tests {
         assert!(fake.requests().is_empty());
     }
 
+    /// What [`Small`] answers: about the parser, as the exchanges are.
+    const SHORT: &str = "## State\nparser questions 10 to 15: short enough";
+
     /// Rejects every request whose user text is longer than `max`
     /// characters as a context overflow; answers the others.
     #[derive(Default)]
@@ -381,7 +385,7 @@ mod tests {
                     .lock()
                     .unwrap()
                     .push(request.messages[1].text());
-                Ok(ChatResponse::text("## State\nshort enough"))
+                Ok(ChatResponse::text(SHORT))
             }
         }
     }
@@ -391,7 +395,7 @@ mod tests {
         let messages: Vec<Message> = (0..n)
             .flat_map(|i| {
                 [
-                    Message::user(format!("question {i} {}", "q".repeat(200))),
+                    Message::user(format!("question {i} on the parser {}", "q".repeat(200))),
                     Message::assistant(format!("answer {i} {}", "a".repeat(200))),
                 ]
             })
@@ -422,7 +426,7 @@ mod tests {
         };
         let outcome = futures::executor::block_on(run(&job, &small, None, NO_WAIT));
         assert!(
-            matches!(outcome, Outcome::Summary { ref text, cost, .. } if text == "## State\nshort enough" && cost.calls > 2),
+            matches!(outcome, Outcome::Summary { ref text, cost, .. } if text == SHORT && cost.calls > 2),
             "{outcome:?}"
         );
         let seen = small.seen.lock().unwrap().clone();

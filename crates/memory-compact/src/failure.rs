@@ -1,5 +1,5 @@
 //! [`Failure`]: why a compaction made no summary. Whether a reply may
-//! become one is core's rule ([`memory_core::accept_reply`]); its
+//! become one is core's rule ([`memory_core::accept_summary`]); its
 //! [`Rejection`] is wrapped, not restated.
 
 use std::time::Duration;
@@ -26,8 +26,10 @@ pub enum Failure {
     )]
     TimedOut(Duration),
     /// The reply may not become a summary: cut off at the summary cap,
-    /// refused, failed mid-way, empty, not an assistant message, or asking
-    /// for tools (see [`memory_core::accept_reply`]).
+    /// refused, failed mid-way, empty, not an assistant message, asking
+    /// for tools, or saying nothing about what it covers (see
+    /// [`memory_core::accept_summary`]); or the summary message, file list
+    /// included, is over the summary cap ([`Rejection::OverCap`]).
     #[error(transparent)]
     Rejected(#[from] Rejection),
     /// A `before_compaction` hook supplied a blank summary.

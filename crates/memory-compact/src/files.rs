@@ -20,8 +20,15 @@
 //! it is decided by [`classify`]: the arguments' `command` field first (as in
 //! editor tools: `view`, `create`, `str_replace`, `insert`), then the tool's
 //! name. A file both read and modified is listed as modified.
+//!
+//! Paths are listed in the order they were last touched, oldest first
+//! (paths put into the sets directly, whose order is unknown, first and
+//! sorted). A list too long for the summary's cap keeps the most recently
+//! touched paths ([`FileOps::render_newest`]) and ends each section that
+//! lost some with a line saying how many (`... and 12 more files`), which
+//! [`FileOps::parse`] skips.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use memory_core::{Message, ToolCall};
 
@@ -163,13 +170,34 @@ fn words(name: &str) -> Vec<String> {
 /// assert!(ops.modified.contains("src/main.rs"));
 /// assert_eq!(FileOps::parse(&ops.render()), ops);
 /// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default)]
 pub struct FileOps {
     /// Paths read (a path also modified is listed by [`render`](FileOps::render)
     /// as modified only).
     pub read: BTreeSet<String>,
     /// Paths created, changed, moved or deleted.
     pub modified: BTreeSet<String>,
+    /// When each path was last touched, by a rising sequence number.
+    touched: BTreeMap<String, u64>,
+    /// The next sequence number.
+    clock: u64,
+}
+
+/// Two lists are equal when they hold the same paths, whatever the order
+/// they were touched in.
+impl PartialEq for FileOps {
+    fn eq(&self, other: &Self) -> bool {
+        self.read == other.read && self.modified == other.modified
+    }
+}
+
+impl Eq for FileOps {}
+
+impl std::hash::Hash for FileOps {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.read.hash(state);
+        self.modified.hash(state);
+    }
 }
 
 impl FileOps {
@@ -227,15 +255,75 @@ impl FileOps {
         if paths.is_empty() {
             return;
         }
-        let set = match classify(&call.name, command) {
+        let access = classify(&call.name, command);
+        for path in paths {
+            if let Some(path) = clean(path) {
+                self.insert(access, path);
+            }
+        }
+    }
+
+    /// Records `path` as `access`ed, now: the most recently touched.
+    ///
+    /// ```
+    /// use memory_compact::{files::Access, FileOps};
+    /// let mut ops = FileOps::new();
+    /// ops.insert(Access::Modified, "b.rs");
+    /// ops.insert(Access::Read, "a.rs");
+    /// assert_eq!(ops.by_recency(), ["b.rs", "a.rs"]);
+    /// ```
+    pub fn insert(&mut self, access: Access, path: &str) {
+        let set = match access {
             Access::Read => &mut self.read,
             Access::Modified => &mut self.modified,
         };
-        for path in paths {
-            if let Some(path) = clean(path) {
-                set.insert(path.to_string());
-            }
-        }
+        set.insert(path.to_string());
+        self.touched.insert(path.to_string(), self.clock);
+        self.clock += 1;
+    }
+
+    /// How many paths are listed (a path both read and modified once).
+    ///
+    /// ```
+    /// let mut ops = memory_compact::FileOps::new();
+    /// ops.read.insert("a".into());
+    /// ops.modified.insert("a".into());
+    /// assert_eq!(ops.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.read_only().count() + self.modified.len()
+    }
+
+    /// Every path, the least recently touched first (paths never touched
+    /// through [`insert`](FileOps::insert), [`merge`](FileOps::merge) or
+    /// [`parse`](FileOps::parse) first of all, sorted).
+    ///
+    /// ```
+    /// let mut ops = memory_compact::FileOps::new();
+    /// ops.read.insert("z".into());
+    /// ops.insert(memory_compact::files::Access::Read, "a");
+    /// assert_eq!(ops.by_recency(), ["z", "a"]);
+    /// ```
+    pub fn by_recency(&self) -> Vec<&str> {
+        let all: BTreeSet<&str> = self
+            .read
+            .iter()
+            .chain(&self.modified)
+            .map(String::as_str)
+            .collect();
+        let mut known: Vec<(&str, u64)> = self
+            .touched
+            .iter()
+            .filter(|(p, _)| all.contains(p.as_str()))
+            .map(|(p, &n)| (p.as_str(), n))
+            .collect();
+        known.sort_by_key(|&(_, n)| n);
+        let seen: HashSet<&str> = known.iter().map(|&(p, _)| p).collect();
+        all.iter()
+            .copied()
+            .filter(|p| !seen.contains(p))
+            .chain(known.into_iter().map(|(p, _)| p))
+            .collect()
     }
 
     /// Records every tool call of `messages`.
@@ -270,8 +358,14 @@ impl FileOps {
     /// assert_eq!((a.read.len(), a.modified.len()), (1, 1));
     /// ```
     pub fn merge(&mut self, other: &FileOps) {
-        self.read.extend(other.read.iter().cloned());
-        self.modified.extend(other.modified.iter().cloned());
+        for path in other.by_recency() {
+            if other.modified.contains(path) {
+                self.insert(Access::Modified, path);
+            }
+            if other.read.contains(path) {
+                self.insert(Access::Read, path);
+            }
+        }
     }
 
     /// The paths read and never modified, sorted.
@@ -301,17 +395,43 @@ impl FileOps {
     /// assert_eq!(FileOps::new().render(), "");
     /// ```
     pub fn render(&self) -> String {
+        self.render_newest(usize::MAX)
+    }
+
+    /// The two sections with only the `keep` most recently touched paths;
+    /// a section that lost some ends with a line saying how many.
+    ///
+    /// ```
+    /// use memory_compact::{files::Access, FileOps};
+    /// let mut ops = FileOps::new();
+    /// for path in ["a.rs", "b.rs", "c.rs"] {
+    ///     ops.insert(Access::Modified, path);
+    /// }
+    /// assert_eq!(ops.render_newest(2), "<modified-files>\nb.rs\nc.rs\n... and 1 more files\n</modified-files>");
+    /// assert_eq!(FileOps::parse(&ops.render_newest(2)).len(), 2);
+    /// ```
+    pub fn render_newest(&self, keep: usize) -> String {
+        let order = self.by_recency();
+        let kept = &order[order.len().saturating_sub(keep)..];
         let mut sections = Vec::new();
-        let read: Vec<&str> = self.read_only().collect();
-        if !read.is_empty() {
-            sections.push(format!("{READ_OPEN}\n{}\n{READ_CLOSE}", read.join("\n")));
-        }
-        if !self.modified.is_empty() {
-            let modified: Vec<&str> = self.modified.iter().map(String::as_str).collect();
-            sections.push(format!(
-                "{MODIFIED_OPEN}\n{}\n{MODIFIED_CLOSE}",
-                modified.join("\n")
-            ));
+        for (open, close, modified) in [
+            (READ_OPEN, READ_CLOSE, false),
+            (MODIFIED_OPEN, MODIFIED_CLOSE, true),
+        ] {
+            let in_section = |p: &&&str| self.modified.contains(**p) == modified;
+            let total = order.iter().filter(in_section).count();
+            if total == 0 {
+                continue;
+            }
+            let mut lines: Vec<String> = kept
+                .iter()
+                .filter(in_section)
+                .map(|p| p.to_string())
+                .collect();
+            if lines.len() < total {
+                lines.push(more_line(total - lines.len()));
+            }
+            sections.push(format!("{open}\n{}\n{close}", lines.join("\n")));
         }
         sections.join("\n")
     }
@@ -330,13 +450,17 @@ impl FileOps {
             (READ_OPEN, READ_CLOSE, false),
             (MODIFIED_OPEN, MODIFIED_CLOSE, true),
         ] {
+            let access = if modified {
+                Access::Modified
+            } else {
+                Access::Read
+            };
             for inner in sections(text, open, close) {
-                let set = if modified {
-                    &mut ops.modified
-                } else {
-                    &mut ops.read
-                };
-                set.extend(inner.lines().filter_map(clean).map(str::to_string));
+                for path in inner.lines().filter_map(clean) {
+                    if !is_more_line(path) {
+                        ops.insert(access, path);
+                    }
+                }
             }
         }
         ops
@@ -382,6 +506,18 @@ fn sections<'t>(text: &'t str, open: &str, close: &str) -> Vec<&'t str> {
         }
     }
     out
+}
+
+/// The line that ends a section which lost `n` paths.
+fn more_line(n: usize) -> String {
+    format!("... and {n} more files")
+}
+
+/// Whether `line` is a [`more_line`].
+fn is_more_line(line: &str) -> bool {
+    line.strip_prefix("... and ")
+        .and_then(|rest| rest.strip_suffix(" more files"))
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// A path as it may be listed: trimmed, one line, no `<`.

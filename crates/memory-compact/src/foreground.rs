@@ -10,7 +10,7 @@ use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings, Trigger};
 use crate::settle::{Compacted, Report, Settle};
 use crate::turns::Plan;
-use crate::{CompactCost, CompactEvent, FallbackReason, body};
+use crate::{CompactCost, CompactEvent, Failure, FallbackReason, body};
 
 /// What one summary attempt came to.
 enum Made {
@@ -132,12 +132,16 @@ impl<'a> Foreground<'a> {
             }
         };
         let files = job.preparation.files;
-        let covering = Covering::new(
-            work,
-            plan.region.clone(),
-            body::message(&text, &files),
-            files,
-        );
+        let cap = self.settings.summary_max_tokens() as usize;
+        let message = match body::fitted(&text, &files, cap, counter).await? {
+            Ok(message) => message,
+            Err(rejection) => {
+                settle.failed(Failure::Rejected(rejection), cost);
+                self.memo.back_off(FailedAt::of(work, plan));
+                return Ok(Made::Failed);
+            }
+        };
+        let covering = Covering::new(work, plan.region.clone(), message, files);
         let applied = covering.apply(work, counter).await?;
         // A summary no shorter than what it covers replaces nothing.
         if !settle.shrinks(work.total(), &applied.result, cost) {

@@ -1,13 +1,14 @@
 //! [`Compact`]: the newest turns verbatim, the older history folded into one
 //! rolling summary by a model once it grows past a threshold; a failed,
-//! empty, cut-off or refused summary never replaces anything.
+//! empty, cut-off, refused or ungrounded summary, or one over its cap (the
+//! whole message, file list included), never replaces anything.
 //!
 //! | item | what it is |
 //! |---|---|
 //! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)): its builder, foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
 //! | [`CompactEvent`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost |
 //! | [`CompactHook`], [`HookDecision`], [`Preparation`] | the `before_compaction` hook: go ahead, decline, or supply the summary |
-//! | [`Failure`] | why no summary was used (a rejected reply is core's [`Rejection`](memory_core::Rejection), by [`accept_reply`](memory_core::accept_reply)) |
+//! | [`Failure`] | why no summary was used (a rejected reply is core's [`Rejection`](memory_core::Rejection), by [`accept_summary`](memory_core::accept_summary)) |
 //! | [`FileOps`], [`files`] | the files tool calls read and modified, carried from summary to summary |
 //! | [`body`] | the summary message: how Compact writes and recognizes its own |
 //! | [`BackgroundStatus`] | where the background summary stands |

@@ -11,6 +11,11 @@ use crate::split::Piece;
 use crate::turns::Plan;
 use crate::{FileOps, Preparation, body};
 
+/// The file list of a summary keeps room for itself of up to
+/// `1 / FILES_SHARE` of the summary cap: the model is asked for that much
+/// less.
+const FILES_SHARE: usize = 4;
+
 /// Why and where a compaction runs, and the instructions added for it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Occasion<'a> {
@@ -56,7 +61,20 @@ pub(crate) async fn prepare(
     let instructions = settings.instructions(occasion.extra);
     let question = plan.question.map(|q| messages[q].text());
     let (requests, pieces) = {
-        let template = settings.template(instructions.as_deref());
+        let mut template = settings.template(instructions.as_deref());
+        // The cap holds the whole message: the model's share is the cap
+        // less the header and prefix every summary carries, and less the
+        // room of the file list, up to a quarter of the cap.
+        let cap = settings.summary_max_tokens() as usize;
+        let overhead = counter
+            .count_message(&body::message("", &FileOps::new()))
+            .await?;
+        let listed = match files.is_empty() {
+            true => 0,
+            false => counter.count(&files.render()).await?.min(cap / FILES_SHARE),
+        };
+        let share = cap.saturating_sub(overhead + listed);
+        template.options.max_tokens = Some(u32::try_from(share.max(1)).unwrap_or(u32::MAX));
         let mut requests = Vec::with_capacity(2);
         let mut pieces = Vec::with_capacity(2);
         for part in parts(

@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Act, Scripted, reply, user};
+use common::{Act, Scripted, reply, said, user};
 use memory_compact::{BackgroundStatus, Compact, CompactEvent, EventLog, Failure, FallbackReason};
 use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, History, Message, TrimResult, TrimStrategy,
@@ -57,7 +57,7 @@ fn background(provider: Arc<Scripted>, log: &Arc<EventLog>) -> Compact {
 }
 
 fn answer(after_secs: u64, text: &str) -> Act {
-    Act::Answer(Duration::from_secs(after_secs), text.to_string())
+    Act::Answer(Duration::from_secs(after_secs), said(text))
 }
 
 #[tokio::test(start_paused = true)]
@@ -287,7 +287,7 @@ fn without_a_runtime_the_turn_is_fitted_by_dropping() {
 
 #[test]
 fn without_a_runtime_the_foreground_mode_still_summarizes() {
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text("## State\nok".into())]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said("## State\nok"))]));
     let compact = Compact::new(fake.clone())
         .with_summarize_at_tokens(100)
         .with_timeout(Duration::from_secs(5))
@@ -299,7 +299,10 @@ fn without_a_runtime_the_foreground_mode_still_summarizes() {
 
 #[tokio::test(start_paused = true)]
 async fn a_ready_summary_no_shorter_than_what_it_covers_is_not_spliced() {
-    let long = format!("## State\n{}", "Everything, restated. ".repeat(60));
+    let long = said(&format!(
+        "## State\n{}",
+        "Everything, restated. ".repeat(60)
+    ));
     let provider = Scripted::new(vec![answer(30, &long)]);
     let log = Arc::new(EventLog::new());
     let compact = background(provider.clone(), &log);

@@ -10,7 +10,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{reply, reply_with_usage, sent, user};
+use common::{reply, reply_with_usage, said, sent, user};
 use memory_compact::{
     Compact, CompactCost, CompactEvent, EventLog, HookDecision, Preparation, body,
 };
@@ -88,7 +88,7 @@ async fn a_hook_that_supplies_the_summary_is_used_without_a_call() {
 
 #[tokio::test]
 async fn compact_now_forces_a_summary_with_its_instructions() {
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text("## State\nnow".into())]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said("## State\nnow"))]));
     // Below the default threshold of 2,500 tokens.
     let compact = Compact::new(fake.clone());
     let messages = turn_six();
@@ -121,7 +121,10 @@ async fn compact_now_forces_a_summary_with_its_instructions() {
 
 #[tokio::test]
 async fn compact_now_keeps_the_history_when_the_summary_is_no_shorter() {
-    let long = format!("## State\n{}", "All of it, restated at length. ".repeat(80));
+    let long = said(&format!(
+        "## State\n{}",
+        "All of it, restated at length. ".repeat(80)
+    ));
     let fake = Arc::new(FakeProvider::new([FakeReply::Text(long)]));
     let compact = Compact::new(fake.clone());
     let messages = turn_six();
@@ -185,7 +188,7 @@ async fn events_report_tokens_before_and_after_and_the_calls_cost() {
 
 #[tokio::test]
 async fn protected_messages_stay_in_place_and_tool_pairs_stay_whole() {
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text("## State\nok".into())]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said("## State\nok"))]));
     let compact = Compact::new(fake).with_summarize_at_tokens(20);
     let parallel = Message::assistant_with_tools(
         "",

@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::text;
+use common::{said, text};
 use memory_compact::{Compact, FileOps, HookDecision, Preparation, body};
 use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, Message, ToolCall, TrimResult, TrimStrategy,
@@ -46,8 +46,10 @@ fn listed(result: &TrimResult) -> FileOps {
 async fn files_accumulate_across_compactions_and_survive_a_restart() {
     let fake = Arc::new(FakeProvider::new([
         // A model's own file list is replaced by the one kept by Compact.
-        FakeReply::Text("## State\none\n<modified-files>\nbogus.rs\n</modified-files>".into()),
-        FakeReply::Text("## State\ntwo".into()),
+        FakeReply::Text(said(
+            "## State\none\n<modified-files>\nbogus.rs\n</modified-files>",
+        )),
+        FakeReply::Text(said("## State\ntwo")),
     ]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(20);
     let mut messages = vec![
@@ -91,15 +93,16 @@ async fn files_accumulate_across_compactions_and_survive_a_restart() {
     );
     // The previous summary is sent as text, without its file lists.
     let request = common::sent(&fake, 1);
-    assert!(request.contains("<previous-summary>\n## State\none\n</previous-summary>"));
+    assert!(request.contains("<previous-summary>\n## State\none\n"));
+    assert!(!request.contains("bogus.rs") && !request.contains("<modified-files>"));
 
     // A new process: a fresh strategy over the stored history. What it
     // knows of the earlier files comes from the summary's text.
     let seen: Arc<std::sync::Mutex<Option<FileOps>>> = Arc::default();
     let keep = seen.clone();
-    let restarted = Compact::new(FakeProvider::new([FakeReply::Text(
-        "## State\nthree".into(),
-    )]))
+    let restarted = Compact::new(FakeProvider::new([FakeReply::Text(said(
+        "## State\nthree",
+    ))]))
     .with_summarize_at_tokens(20)
     .with_before_compaction(move |p: &Preparation| {
         *keep.lock().unwrap() = Some(p.files.clone());

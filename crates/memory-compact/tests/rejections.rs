@@ -10,7 +10,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{reply, user};
+use common::{reply, said, user};
 use memory_compact::{Compact, CompactEvent, EventLog, FallbackReason, FileOps, body};
 use memory_core::{
     Budget, CharTokenCounter, ChatResponse, FakeProvider, FakeReply, History, Message,
@@ -134,7 +134,7 @@ async fn a_bad_reply_never_erases_the_previous_summary() {
 async fn after_a_failure_the_next_attempt_waits_for_the_threshold_again() {
     let fake = Arc::new(FakeProvider::new([
         FakeReply::Text(String::new()),
-        FakeReply::Text("## State\nok".into()),
+        FakeReply::Text(said("## State\nok")),
     ]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut messages = rounds(5);
@@ -163,7 +163,10 @@ async fn a_summary_no_shorter_than_what_it_covers_replaces_nothing() {
     // Rounds 1-4 (200 tokens) are due; the reply is longer than they are.
     let mut messages = rounds(6);
     messages.push(user(7));
-    let long = format!("## State\n{}", "Every detail, restated. ".repeat(60));
+    let long = said(&format!(
+        "## State\n{}",
+        "Every detail, restated. ".repeat(60)
+    ));
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(FakeProvider::new([FakeReply::Text(long)]))
         .with_summarize_at_tokens(100)

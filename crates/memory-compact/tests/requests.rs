@@ -1,4 +1,4 @@
-//! What a summary request carries: the summary cap as `max_tokens` (the
+//! What a summary request carries: the summary cap less the summary's prefix and header as `max_tokens` (the
 //! same setting as `memory-summarize`'s), temperature 0 unless configured,
 //! and a transcript held to the input limit in tokens; and what a rejected
 //! reply or a hook's blank summary is reported as.
@@ -11,7 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{reply, user};
+use common::{reply, said, user};
 use memory_compact::{
     Compact, CompactEvent, DEFAULT_SUMMARY_MAX_TOKENS, EventLog, Failure, HookDecision, Preparation,
 };
@@ -38,7 +38,7 @@ async fn first_request(compact: Compact, fake: &FakeProvider, messages: &[Messag
 }
 
 fn answering() -> Arc<FakeProvider> {
-    Arc::new(FakeProvider::new([FakeReply::Text("## State\nok".into())]))
+    Arc::new(FakeProvider::new([FakeReply::Text(said("## State\nok"))]))
 }
 
 #[tokio::test]
@@ -46,7 +46,12 @@ async fn the_cap_is_max_tokens_and_the_temperature_is_zero_by_default() {
     let fake = answering();
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let request = first_request(compact, &fake, &turn_six()).await;
-    assert_eq!(request.options.max_tokens, Some(DEFAULT_SUMMARY_MAX_TOKENS));
+    // The cap holds the whole message: less the prefix and header (95
+    // characters, 24 tokens of CharTokenCounter).
+    assert_eq!(
+        request.options.max_tokens,
+        Some(DEFAULT_SUMMARY_MAX_TOKENS - 24)
+    );
     assert_eq!(request.options.temperature, Some(0.0));
 }
 
@@ -63,7 +68,7 @@ async fn options_set_the_temperature_but_never_the_cap() {
         .with_summary_max_tokens(300)
         .with_options(options);
     let request = first_request(compact, &fake, &turn_six()).await;
-    assert_eq!(request.options.max_tokens, Some(300));
+    assert_eq!(request.options.max_tokens, Some(300 - 24));
     assert_eq!(request.options.temperature, Some(0.3));
 }
 

@@ -10,7 +10,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{reply, sent, tool_step, user};
+use common::{reply, said, sent, tool_step, user};
 use memory_compact::{Compact, CompactEvent, EventLog, HookDecision, Preparation, body};
 use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, History, Message, TrimStrategy, summary,
@@ -32,8 +32,8 @@ fn long_task() -> Vec<Message> {
 
 fn split_provider() -> Arc<FakeProvider> {
     Arc::new(FakeProvider::new([
-        FakeReply::Text("## Goals\nhistory part".into()),
-        FakeReply::Text("## State\nturn part".into()),
+        FakeReply::Text(said("## Goals\nhistory part")),
+        FakeReply::Text(said("## State\nturn part")),
     ]))
 }
 
@@ -76,7 +76,9 @@ async fn the_history_and_the_turns_older_steps_are_summarized_apart() {
     assert!(summary::is_summary(&result.messages[1]));
     let text = body::text(&result.messages[1]).unwrap();
     assert!(text.starts_with("## Goals\nhistory part"));
-    assert!(text.ends_with("## Earlier steps of the current request\n## State\nturn part"));
+    assert!(text.ends_with(&said(
+        "## Earlier steps of the current request\n## State\nturn part"
+    )));
     assert_eq!(
         result.messages[2..],
         messages[3..4]
@@ -139,9 +141,9 @@ async fn manual_instructions_and_the_hook_see_both_parts() {
 
 #[tokio::test]
 async fn a_failure_in_either_part_replaces_nothing() {
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text(
-        "## Goals\nhistory part".into(),
-    )]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said(
+        "## Goals\nhistory part",
+    ))]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(20);
     let messages = long_task();
     let result = compact
@@ -155,9 +157,9 @@ async fn a_failure_in_either_part_replaces_nothing() {
 
 #[tokio::test]
 async fn without_earlier_history_the_older_steps_are_one_request() {
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text(
-        "## State\nsteps".into(),
-    )]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said(
+        "## State\nsteps",
+    ))]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(20);
     let mut messages = long_task();
     messages.drain(1..3);

@@ -10,7 +10,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{reply, sent, text, user};
+use common::{reply, said, sent, text, user};
 use memory_compact::{Compact, CompactEvent, EventLog, body};
 use memory_core::{FakeProvider, FakeReply, Memory, Message, summary};
 use memory_window::WindowMemory;
@@ -30,8 +30,8 @@ fn summaries(context: &[Message]) -> Vec<&Message> {
 #[tokio::test]
 async fn summarizes_only_past_the_threshold_and_keeps_the_newest_turns() {
     let fake = Arc::new(FakeProvider::new([
-        FakeReply::Text("## State\nsummary one".into()),
-        FakeReply::Text("## State\nsummary two".into()),
+        FakeReply::Text(said("## State\nsummary one")),
+        FakeReply::Text(said("## State\nsummary two")),
     ]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
@@ -66,8 +66,8 @@ async fn summarizes_only_past_the_threshold_and_keeps_the_newest_turns() {
 #[tokio::test]
 async fn aged_out_turns_stay_verbatim_until_a_summary_covers_them_and_the_summary_rolls() {
     let fake = Arc::new(FakeProvider::new([
-        FakeReply::Text("## State\nsummary one".into()),
-        FakeReply::Text("## State\nsummary two".into()),
+        FakeReply::Text(said("## State\nsummary one")),
+        FakeReply::Text(said("## State\nsummary two")),
     ]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
@@ -91,7 +91,10 @@ async fn aged_out_turns_stay_verbatim_until_a_summary_covers_them_and_the_summar
     let context = turn(&mut memory, 9).await;
     assert_eq!(fake.requests().len(), 2);
     let request = sent(&fake, 1);
-    assert!(request.contains("<previous-summary>\n## State\nsummary one\n</previous-summary>"));
+    assert!(request.contains(&format!(
+        "<previous-summary>\n{}\n</previous-summary>",
+        said("## State\nsummary one")
+    )));
     for i in 4..=6 {
         assert!(request.contains(&user(i).text()));
     }
@@ -112,7 +115,7 @@ async fn aged_out_turns_stay_verbatim_until_a_summary_covers_them_and_the_summar
 
 #[tokio::test]
 async fn keep_verbatim_counts_rounds_before_the_question() {
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text("s".into())]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said("s"))]));
     // Keeping 4 turns: at turn 8, older are rounds 1-3 (150 > 100).
     let compact = Compact::new(fake.clone())
         .with_summarize_at_tokens(100)
@@ -133,9 +136,10 @@ async fn a_forty_turn_run_makes_a_handful_of_calls_and_loses_nothing_between_the
     // Rounds of 250 tokens (user 200 characters, reply 800), default
     // threshold 2,500: the first call when 11 rounds are older (turn 14),
     // then every 11 rounds (turns 25 and 36). Three calls, not one a turn.
-    let fake = Arc::new(FakeProvider::new(
-        (1..=10).map(|k| FakeReply::Text(format!("## State\nsummary {k}"))),
-    ));
+    let fake =
+        Arc::new(FakeProvider::new((1..=10).map(|k| {
+            FakeReply::Text(said(&format!("## State\nsummary {k}")))
+        })));
     let log = Arc::new(EventLog::new());
     let compact = Compact::new(fake.clone()).with_observer(log.clone());
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
@@ -187,9 +191,7 @@ async fn a_summary_not_written_back_is_reapplied_instead_of_paid_for_again() {
     // A caller that shows the result but does not store it: the next
     // history starts with the same messages, so the summary is reused.
     use memory_core::{Budget, CharTokenCounter, TrimStrategy};
-    let fake = Arc::new(FakeProvider::new([FakeReply::Text(
-        "## State\nonce".into(),
-    )]));
+    let fake = Arc::new(FakeProvider::new([FakeReply::Text(said("## State\nonce"))]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let mut history = Vec::new();
     for i in 1..=5 {

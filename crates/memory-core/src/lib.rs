@@ -30,7 +30,8 @@
 //! | [`Provider`], [`ChatRequest`], [`ChatResponse`], [`ModelOptions`], [`StopReason`], [`Usage`], [`ProviderError`] | model calls |
 //! | [`layer`] | provider wrappers: retry, timeout, metering, circuit breaker |
 //! | [`Embedder`], [`CachedEmbedder`], [`cosine`], [`check_embeddings`] | text embeddings: one call, a cache with batches, similarity |
-//! | [`accept_reply`], [`Rejection`] | whether a model's reply may serve as a summary |
+//! | [`accept_reply`], [`accept_summary`], [`Rejection`] | whether a model's reply may serve as a summary |
+//! | [`grounding`] | whether a summary says something about what it covers |
 //! | [`Store`], [`store`], [`StoredMessage`], [`Snapshot`], [`Version`], [`StoreError`], [`InMemoryStore`] | durable, append-only history and its in-process store |
 //! | [`MemoryError`] | the one error type |
 //! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply`, `FakeEmbedder` (also at the root) and `Needs`, for tests |
@@ -59,6 +60,7 @@ mod context;
 mod counter;
 mod embedder;
 mod error;
+pub mod grounding;
 mod history;
 mod in_memory_store;
 pub mod layer;
@@ -91,7 +93,7 @@ pub use pipeline::Pipeline;
 pub use provider::{
     ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
 };
-pub use reply::{Rejection, accept_reply};
+pub use reply::{Rejection, accept_reply, accept_summary};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 #[cfg(feature = "test-util")]

@@ -3,7 +3,12 @@
 //! A summary replaces the history it covers, so a reply is checked before it
 //! may: it must be an assistant message without tool calls, it must have
 //! ended normally ([`StopReason::is_complete`]: not cut off at the token
-//! limit, not refused, not failed), and its text must not be blank.
+//! limit, not refused, not failed), and its text must not be blank
+//! ([`accept_reply`]). A reply to a summary request must also say something
+//! about what it covers ([`accept_summary`], by
+//! [`grounding`](crate::grounding)). A strategy also rejects a summary
+//! message over its cap ([`Rejection::OverCap`]) or no shorter than what it
+//! covers ([`Rejection::NotShorter`]), counted with its own counter.
 
 use crate::{ChatResponse, Message, StopReason};
 
@@ -38,6 +43,40 @@ pub enum Rejection {
     /// The reply held no text.
     #[error("the summarizer replied with no text; check the model and the prompt")]
     Empty,
+    /// The reply shares next to none of the salient terms of what it
+    /// covers: it says nothing about it ([`grounding`](crate::grounding)).
+    #[error(
+        "the summary shares {shared} of the {source_terms} salient terms (names, identifiers, paths, numbers, rare words) of what it covers, fewer than the {needed} needed: it says nothing about it; check the model and the prompt"
+    )]
+    Ungrounded {
+        /// Salient terms the reply shares with what it covers.
+        shared: usize,
+        /// How many it needed to share.
+        needed: usize,
+        /// Salient terms of what it covers.
+        source_terms: usize,
+    },
+    /// The summary message holds more tokens than its cap.
+    #[error(
+        "the summary message holds {tokens} tokens, over its cap of {cap}; raise the summary cap or ask for a shorter summary"
+    )]
+    OverCap {
+        /// Tokens of the whole summary message.
+        tokens: usize,
+        /// The cap.
+        cap: usize,
+    },
+    /// The summary message holds at least as many tokens as the messages
+    /// it covers: replacing them would save nothing.
+    #[error(
+        "the summary message holds {tokens} tokens, no fewer than the {covered} of the messages it covers; nothing was replaced"
+    )]
+    NotShorter {
+        /// Tokens of the whole summary message.
+        tokens: usize,
+        /// Tokens of the messages it covers.
+        covered: usize,
+    },
 }
 
 /// The summary text of `reply`, trimmed, or why it cannot be one.
@@ -77,6 +116,31 @@ pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Rejection> {
     if text.is_empty() {
         return Err(Rejection::Empty);
     }
+    Ok(text)
+}
+
+/// The summary text of `reply` to a request that asked to summarize
+/// `source` ([`grounding::source_of`](crate::grounding::source_of) of the
+/// request), or why it cannot be one: [`accept_reply`]'s rules, then
+/// [`grounding::check`](crate::grounding::check).
+///
+/// # Errors
+///
+/// A [`Rejection`] as [`accept_reply`] gives, or
+/// [`Rejection::Ungrounded`] for a reply that says nothing about `source`.
+///
+/// ```
+/// use memory_core::{accept_summary, ChatResponse, Rejection};
+///
+/// let source = "user: Why does tests/test_importer.py fail?\nassistant: parse_amount rejects '1.234,56'.";
+/// let good = ChatResponse::text("tests/test_importer.py fails: parse_amount rejects '1.234,56'.");
+/// assert!(accept_summary(source, &good).is_ok());
+/// let chatter = ChatResponse::text("I'm ready to assist with any code you'd like me to work on.");
+/// assert!(matches!(accept_summary(source, &chatter), Err(Rejection::Ungrounded { .. })));
+/// ```
+pub fn accept_summary<'r>(source: &str, reply: &'r ChatResponse) -> Result<&'r str, Rejection> {
+    let text = accept_reply(reply)?;
+    crate::grounding::check(source, text)?;
     Ok(text)
 }
 

@@ -9,7 +9,8 @@
 //! only. When the summarizer reports a context overflow anyway, the chunk is
 //! halved and packed again, and the halved size is kept as the cap of every
 //! later chunk, in later folds too: a request the endpoint refused is not
-//! sent again. Any other failed or rejected call fails the whole fold: a
+//! sent again. Any other failed or rejected call (a reply that says nothing
+//! about its chunk included: [`accept_summary`]) fails the whole fold: a
 //! partial summary never stands for the whole.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +20,7 @@ use memory_core::{
     summary, transcript,
 };
 
-use memory_core::{Rejection, accept_reply};
+use memory_core::{Rejection, accept_summary};
 
 /// How many times a context overflow may halve the input limit before the
 /// fold gives up.
@@ -145,8 +146,9 @@ impl Fold<'_> {
         Ok((parts[start..end].join("\n"), used, end))
     }
 
-    /// One call; the accepted summary text.
+    /// One call; the accepted summary text (grounded in `transcript`).
     async fn call(&self, transcript: String) -> Result<String, FoldError> {
+        let source = transcript.clone();
         let request = ChatRequest {
             messages: vec![Message::system(self.prompt), Message::user(transcript)],
             tools: Vec::new(),
@@ -156,7 +158,7 @@ impl Fold<'_> {
             },
         };
         let reply = self.provider.chat(request).await?;
-        Ok(accept_reply(&reply)?.to_string())
+        Ok(accept_summary(&source, &reply)?.to_string())
     }
 }
 
@@ -232,9 +234,9 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_limit_one_call_takes_everything() {
-        let fake = FakeProvider::new([FakeReply::Text("all".into())]);
+        let fake = FakeProvider::new([FakeReply::Text("all, number 01 to 06".into())]);
         let out = fold(&fake, None).run(&parts()).await.unwrap();
-        assert_eq!(out, "all");
+        assert_eq!(out, "all, number 01 to 06");
         assert_eq!(fake.requests().len(), 1);
         assert_eq!(sent(&fake, 0), parts().join("\n"));
     }
@@ -243,13 +245,13 @@ mod tests {
     async fn a_small_limit_folds_chunks_into_the_running_summary() {
         // Prompt 3 tokens; each part 5 tokens; limit 17 → 14 for the first
         // chunk (two parts: 5 + 1 + 5); later chunks carry the running summary.
-        let fake = FakeProvider::new((1..=6).map(|i| FakeReply::Text(format!("s{i}"))));
+        let fake = FakeProvider::new((1..=6).map(|i| FakeReply::Text(format!("s{i} number"))));
         let out = fold(&fake, Some(17)).run(&parts()).await.unwrap();
         let requests = fake.requests();
         assert!(requests.len() >= 3, "{} calls", requests.len());
-        assert_eq!(out, format!("s{}", requests.len()));
+        assert_eq!(out, format!("s{} number", requests.len()));
         assert_eq!(sent(&fake, 0), "user: part number 01\nuser: part number 02");
-        assert!(sent(&fake, 1).starts_with("previous summary: s1\nuser: part number 03"));
+        assert!(sent(&fake, 1).starts_with("previous summary: s1 number\nuser: part number 03"));
         let all: String = (0..requests.len()).map(|c| sent(&fake, c)).collect();
         for p in parts() {
             assert!(all.contains(&p), "{p} never sent");
@@ -259,7 +261,7 @@ mod tests {
     #[tokio::test]
     async fn any_failed_chunk_fails_the_fold() {
         let fake = FakeProvider::new([
-            FakeReply::Text("s1".into()),
+            FakeReply::Text("s1 number".into()),
             FakeReply::Error(ProviderError::Network("reset".into())),
         ]);
         let err = fold(&fake, Some(17)).run(&parts()).await.unwrap_err();
@@ -273,22 +275,22 @@ mod tests {
     async fn a_context_overflow_halves_the_chunk() {
         let fake = FakeProvider::new([
             FakeReply::Error(ProviderError::ContextOverflow("too long".into())),
-            FakeReply::Text("half".into()),
-            FakeReply::Text("rest".into()),
+            FakeReply::Text("half of number 01".into()),
+            FakeReply::Text("rest of number 02".into()),
         ]);
         let two = vec![parts()[0].clone(), parts()[1].clone()];
         let cap = AtomicUsize::new(usize::MAX);
         let out = fold_with(&fake, None, &cap).run(&two).await.unwrap();
-        assert_eq!(out, "rest");
+        assert_eq!(out, "rest of number 02");
         assert_eq!(sent(&fake, 1), two[0]);
         assert_eq!(
             sent(&fake, 2),
-            format!("previous summary: half\n{}", two[1])
+            format!("previous summary: half of number 01\n{}", two[1])
         );
         // The halved size is kept: the next fold starts small.
         assert_eq!(cap.load(Ordering::Relaxed), 5);
-        fake.push(FakeReply::Text("next".into()));
-        fake.push(FakeReply::Text("next, merged".into()));
+        fake.push(FakeReply::Text("next number".into()));
+        fake.push(FakeReply::Text("next number, merged".into()));
         fold_with(&fake, None, &cap).run(&two).await.unwrap();
         assert_eq!(fake.requests().len(), 5, "split at once, no overflow first");
         assert_eq!(sent(&fake, 3), two[0]);
@@ -296,7 +298,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversized_part_is_shortened_for_the_summarizer() {
-        let fake = FakeProvider::new([FakeReply::Text("short".into())]);
+        let fake = FakeProvider::new([FakeReply::Text("short: it printed xxxxxxxx".into())]);
         let long = vec![format!("tool result: {}", "x".repeat(4_000))];
         fold(&fake, Some(103)).run(&long).await.unwrap();
         let text = sent(&fake, 0);

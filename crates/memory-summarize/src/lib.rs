@@ -1,7 +1,8 @@
 //! [`SummarizeStrategy`]: when the history exceeds the budget, the older part
 //! is folded into one summary by a model and the newest part is kept
-//! verbatim; a failed, empty, cut-off or refused summary never replaces
-//! history. And [`ExtractiveSummarizer`], a summarizer that needs no model.
+//! verbatim; a failed, empty, cut-off, refused or ungrounded summary (one
+//! that says nothing about what it covers), or one over its cap, never
+//! replaces history. And [`ExtractiveSummarizer`], a summarizer that needs no model.
 //!
 //! | item | what it is |
 //! |---|---|

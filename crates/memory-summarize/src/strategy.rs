@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_core::layer::{BreakerPolicy, CircuitBreaker};
 use memory_core::{
-    Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Selection,
-    TokenCounter, TrimResult, TrimStrategy, structure, summary, transcript,
+    Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Rejection,
+    Selection, TokenCounter, TrimResult, TrimStrategy, structure, summary, transcript,
 };
 use memory_window::WindowDrop;
 
@@ -55,8 +55,9 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 ///
 /// The options set with [`with_options`](Self::with_options) (headers,
 /// temperature, extra fields) travel with every call; `max_tokens` is the
-/// summary cap, or less when the budget has less room left for the summary
-/// (the room less what the summary's prefix costs). The temperature is 0
+/// summary cap, or the room the budget leaves for the summary when that is
+/// less, less what the summary message's prefix costs (the cap holds the
+/// whole message). The temperature is 0
 /// unless configured ([`with_temperature`](Self::with_temperature)).
 /// A transcript larger than [`with_max_input_tokens`](Self::with_max_input_tokens)
 /// is summarized in chunks split between steps, each folded into the
@@ -68,8 +69,16 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// # Failure never destroys history
 ///
 /// A failed call, a reply that is not an assistant message, asks for tools,
-/// is blank, or did not end normally (cut off at the token limit, refused,
-/// failed: see [`accept_reply`](crate::accept_reply)), in any chunk, gives
+/// is blank, did not end normally (cut off at the token limit, refused,
+/// failed: see [`accept_reply`](crate::accept_reply)), or says nothing
+/// about the transcript it was sent (it shares next to none of its salient
+/// terms: [`accept_summary`](memory_core::accept_summary),
+/// [`Rejection::Ungrounded`](crate::Rejection::Ungrounded)), in any chunk,
+/// or a summary message over the cap
+/// ([`Rejection::OverCap`](crate::Rejection::OverCap)) or no shorter than
+/// the messages it covers
+/// ([`Rejection::NotShorter`](crate::Rejection::NotShorter)), counted with
+/// the strategy's counter, gives
 /// [`WindowDrop`]'s projection instead: storage is unchanged
 /// (`replace: false`), one `warn` is logged, and the next over-budget call
 /// tries again. No call is made when there is nothing new to summarize (one
@@ -83,9 +92,9 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// [`with_circuit_breaker`](Self::with_circuit_breaker)). Meanwhile every
 /// over-budget turn gets the projection at once.
 ///
-/// A summary that turns out larger than the room left (a model that
-/// overruns its cap, a counter that disagrees with the model's tokenizer)
-/// is still stored, and what is shown is [`WindowDrop`]'s view of the
+/// A summary within its cap that turns out larger than the room left (a
+/// newest round that leaves less room than the cap, and a model that
+/// overruns its `max_tokens` by the strategy's counter) is still stored, and what is shown is [`WindowDrop`]'s view of the
 /// stored history ([`TrimResult::write_back`]); if even that cannot fit,
 /// the summary is dropped as above.
 ///
@@ -172,12 +181,14 @@ impl SummarizeStrategy {
         self
     }
 
-    /// The cap on a summary, in tokens (default
-    /// [`DEFAULT_SUMMARY_MAX_TOKENS`]): sent as each call's `max_tokens`
-    /// (whatever [`with_options`](Self::with_options) says; less when the
-    /// budget has less room), a reply cut off there is rejected, and as much
-    /// of the budget is kept for the summary: the rounds kept verbatim fit
-    /// the budget less this. A smaller cap keeps more history verbatim.
+    /// The cap on a summary message, prefix included, in tokens of the
+    /// strategy's counter (default [`DEFAULT_SUMMARY_MAX_TOKENS`]): less the
+    /// prefix, sent as each call's `max_tokens` (whatever
+    /// [`with_options`](Self::with_options) says; less when the budget has
+    /// less room), a reply cut off there or a message over it is rejected,
+    /// and as much of the budget is kept for the summary: the rounds kept
+    /// verbatim fit the budget less this. A smaller cap keeps more history
+    /// verbatim.
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
@@ -366,18 +377,19 @@ impl TrimStrategy for SummarizeStrategy {
         let room = budget
             .max_tokens
             .map_or(usize::MAX, |max| max.saturating_sub(plan.kept_tokens));
-        // What the summary message costs beyond its body.
-        let overhead = counter.count(summary::PREFIX).await?;
-        let Some(allowance) = room.checked_sub(overhead).filter(|&a| a > 0) else {
+        // What the summary message costs beyond its body: the cap and the
+        // room hold the whole message.
+        let overhead = counter.count_message(&summary::message("")).await?;
+        let whole = room.min(self.summary_max_tokens as usize);
+        let Some(allowance) = whole.checked_sub(overhead).filter(|&a| a > 0) else {
             tracing::debug!(
                 room,
-                "the budget leaves no room for a summary; showing the newest history"
+                cap = self.summary_max_tokens,
+                "the budget or the summary cap leaves no room for a summary; showing the newest history"
             );
             return Ok(fallback());
         };
-        let max_tokens = u32::try_from(allowance)
-            .unwrap_or(u32::MAX)
-            .min(self.summary_max_tokens);
+        let max_tokens = u32::try_from(allowance).unwrap_or(u32::MAX);
 
         let folded = self.summarize(history, &plan, max_tokens, counter).await;
         let Some(body) = body_of(folded)? else {
@@ -385,6 +397,13 @@ impl TrimStrategy for SummarizeStrategy {
         };
         let message = summary::message(&body);
         let tokens = counter.count_message(&message).await?;
+        if let Err(rejection) = self.admit(history, &plan, tokens) {
+            tracing::warn!(
+                %rejection,
+                "summary rejected; showing the newest history instead (storage unchanged, retried on the next call over budget)"
+            );
+            return Ok(fallback());
+        }
         let stored = assemble(history, &plan, message, tokens, budget);
         if stored.fits {
             return Ok(stored);
@@ -402,6 +421,27 @@ impl TrimStrategy for SummarizeStrategy {
             "the summary does not fit the budget even with the newest history alone; dropped (storage unchanged)"
         );
         Ok(fallback())
+    }
+}
+
+impl SummarizeStrategy {
+    /// Whether a summary message of `tokens` may replace what `plan`
+    /// summarizes: within the summary cap, and shorter than the messages it
+    /// covers.
+    fn admit(&self, history: &History<'_>, plan: &Plan, tokens: usize) -> Result<(), Rejection> {
+        let cap = self.summary_max_tokens as usize;
+        if tokens > cap {
+            return Err(Rejection::OverCap { tokens, cap });
+        }
+        let covered: usize = plan
+            .summarized
+            .iter()
+            .map(|range| history.tokens(range.clone()))
+            .sum();
+        if tokens >= covered {
+            return Err(Rejection::NotShorter { tokens, covered });
+        }
+        Ok(())
     }
 }
 

@@ -123,7 +123,7 @@ async fn after_a_context_overflow_later_requests_are_split_from_the_start() {
     });
     let strategy = SummarizeStrategy::new(endpoint.clone())
         .with_prompt("Summarize.")
-        .with_summary_max_tokens(4);
+        .with_summary_max_tokens(12);
     let mut memory = WindowMemory::new(30).with_strategy(strategy);
     for i in 1..=4 {
         record_round(&mut memory, i).await;

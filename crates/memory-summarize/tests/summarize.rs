@@ -5,7 +5,8 @@
 //! With `CharTokenCounter`, "Question from round N" is 6 tokens and "Answer
 //! from round N" 5: 11 a round, 44 for four rounds. A summary message is the
 //! prefix "Summary of prior context:\n" (26 characters) and its body, so a
-//! body of up to 6 characters makes an 8-token summary.
+//! body of up to 6 characters makes an 8-token summary. The summary cap
+//! holds the whole message: a cap of 11 leaves 4 tokens for the body.
 
 use std::sync::Arc;
 
@@ -96,12 +97,12 @@ async fn older_rounds_become_one_summary_and_the_newest_round_stays() {
 
 #[tokio::test]
 async fn a_smaller_summary_cap_keeps_more_rounds() {
-    // Budget 30 less the cap 4 leaves 26: rounds 4 and 3 (22) fit, round 2
+    // Budget 37 less the cap 11 leaves 26: rounds 4 and 3 (22) fit, round 2
     // (33) does not.
     let model = fake([text("Gist.")]);
     let mut memory = memory(
-        30,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(4),
+        37,
+        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(11),
     );
     record_rounds(&mut memory, 1, 4).await;
 
@@ -125,12 +126,12 @@ async fn options_and_headers_go_with_the_call_and_the_cap_sets_max_tokens() {
     options
         .extra
         .insert("seed".into(), serde_json::Value::from(7));
-    // Budget 35, cap 4: rounds 3 and 4 stay (22 tokens), leaving 13, which
-    // holds the summary's prefix (7) and more than the cap.
+    // Budget 42, cap 11: rounds 3 and 4 stay (22 tokens), leaving 20, which
+    // holds more than the cap: the cap less the summary's prefix (7) is sent.
     let mut memory = memory(
-        35,
+        42,
         SummarizeStrategy::new(model.clone())
-            .with_summary_max_tokens(4)
+            .with_summary_max_tokens(11)
             .with_options(options),
     );
     record_rounds(&mut memory, 1, 4).await;
@@ -163,8 +164,8 @@ async fn the_cap_shrinks_to_the_room_the_budget_leaves() {
 async fn the_previous_summary_is_merged_into_the_next_one() {
     let model = fake([text("First."), text("Merged")]);
     let mut memory = memory(
-        30,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(4),
+        37,
+        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(11),
     );
     record_rounds(&mut memory, 1, 4).await;
     memory.context().await.unwrap(); // [summary, round 3, round 4]: 30 tokens
@@ -368,12 +369,15 @@ fn tool_step(i: usize) -> [Message; 2] {
     ]
 }
 
+/// What the summarizer says of the older steps of the long round.
+const PARTS_READ: &str = "Read src/part_1.rs to src/part_6.rs.";
+
 #[tokio::test]
 async fn one_long_agent_round_has_its_older_steps_summarized() {
-    let model = fake([text("Read parts 1-6.")]);
+    let model = fake([text(PARTS_READ)]);
     let mut memory = memory(
-        100,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(20),
+        107,
+        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(27),
     );
     memory
         .record(Message::user("Refactor every part of the parser."))
@@ -392,7 +396,7 @@ async fn one_long_agent_round_has_its_older_steps_summarized() {
         context[0],
         Message::user("Refactor every part of the parser.")
     );
-    assert_eq!(context[1], summary::message("Read parts 1-6."));
+    assert_eq!(context[1], summary::message(PARTS_READ));
     // The newest steps, whole, end the context.
     let tail = &context[2..];
     assert!(tail.len() >= 2 && tail.len() % 2 == 0);
@@ -414,11 +418,11 @@ async fn one_long_agent_round_has_its_older_steps_summarized() {
 
 #[tokio::test]
 async fn the_cut_never_separates_a_call_from_its_results() {
-    let model = fake([text("Gist.")]);
-    // 18 tokens a round, 72 in all: round 4 and the summary fit in 40.
+    let model = fake([text("Ran ls in /home/dev/app.")]);
+    // 18 tokens a round, 72 in all: round 4 and the summary fit in 47.
     let mut memory = memory(
-        40,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(10),
+        47,
+        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(17),
     );
     for r in 1..=4 {
         memory
@@ -458,9 +462,9 @@ async fn the_cut_never_separates_a_call_from_its_results() {
 async fn a_large_history_is_summarized_in_chunks_folded_into_one_summary() {
     let model = fake((1..=20).map(|i| text(&format!("S{i}"))));
     let mut memory = memory(
-        30,
+        37,
         SummarizeStrategy::new(model.clone())
-            .with_summary_max_tokens(4)
+            .with_summary_max_tokens(11)
             .with_prompt("Sum up.")
             .with_max_input_tokens(30),
     );
@@ -501,9 +505,9 @@ async fn a_large_history_is_summarized_in_chunks_folded_into_one_summary() {
 async fn a_failed_chunk_fails_the_whole_summary() {
     let model = fake([text("S1"), FakeReply::Error(ProviderError::Timeout(30_000))]);
     let mut memory = memory(
-        30,
+        37,
         SummarizeStrategy::new(model.clone())
-            .with_summary_max_tokens(4)
+            .with_summary_max_tokens(11)
             .with_prompt("Sum up.")
             .with_max_input_tokens(30),
     );
@@ -516,31 +520,32 @@ async fn a_failed_chunk_fails_the_whole_summary() {
 }
 
 #[tokio::test]
-async fn a_summary_larger_than_its_room_is_stored_and_the_window_of_it_shown() {
-    // Cap 4 keeps rounds 3 and 4 (22 tokens); the model ignores its cap and
-    // "Highlights" makes a 9-token summary: 31 > 30. The summary is stored
-    // with both rounds; what is shown is the window of that: the summary and
-    // round 4.
-    let model = fake([text("Highlights")]);
+async fn a_summary_over_its_cap_or_no_shorter_than_what_it_covers_is_rejected() {
+    // Cap 11 keeps rounds 3 and 4 (22 tokens) of a budget of 37; the model
+    // ignores its cap and writes a 16-token summary message: rejected, the
+    // window shown, nothing stored.
+    let model = fake([text("Highlights of rounds 1 and 2, and more")]);
     let mut memory = memory(
-        30,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(4),
+        37,
+        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(11),
     );
     record_rounds(&mut memory, 1, 4).await;
     let result = memory.trimmed().await.unwrap();
-    assert!(!result.replace);
+    assert!(!result.replace && result.to_store().is_none());
+    assert!(!result.messages.iter().any(summary::is_summary));
     assert!(result.fits);
-    let mut shown = vec![summary::message("Highlights")];
-    shown.extend(round(4));
-    assert_eq!(result.messages, shown);
-    let stored = result.to_store().expect("the summary is stored");
-    let mut expected = vec![summary::message("Highlights")];
-    expected.extend(round(3));
-    expected.extend(round(4));
-    assert_eq!(stored.messages, expected);
-    assert_eq!(memory.len(), 5);
-    // The next call shows the same, with no new call.
-    assert_eq!(memory.context().await.unwrap(), shown);
+    assert_eq!(memory.len(), 8);
+
+    // Within the default cap, but as long as the three rounds it covers
+    // (33 tokens): rejected too.
+    let long = format!("Rounds 1 to 3: {}", "q".repeat(90));
+    let model = fake([text(&long)]);
+    let mut long_memory =
+        WindowMemory::new(30).with_strategy(SummarizeStrategy::new(model.clone()));
+    record_rounds(&mut long_memory, 1, 4).await;
+    let result = long_memory.trimmed().await.unwrap();
+    assert!(!result.replace && result.to_store().is_none());
+    assert!(!result.messages.iter().any(summary::is_summary));
     assert_eq!(model.requests().len(), 1);
 }
 
@@ -599,5 +604,39 @@ async fn a_rounds_budget_summarizes_the_rounds_beyond_it() {
     assert!(result.replace);
     assert_eq!(result.messages[0], summary::message("Rounds 1-2."));
     assert_eq!(result.messages[1..], messages[4..]);
-    assert_eq!(model.requests()[0].options.max_tokens, Some(1024));
+    // The default cap less the summary's prefix (7).
+    assert_eq!(model.requests()[0].options.max_tokens, Some(1017));
+}
+
+#[tokio::test]
+async fn a_reply_that_says_nothing_about_the_history_is_rejected() {
+    let chatter = "I'm ready to assist with any code you'd like me to work on.";
+    let model = fake([
+        text(chatter),
+        text("Parser: src/parse.rs handles ';' and quotes."),
+    ]);
+    let mut memory = memory(40, SummarizeStrategy::new(model.clone()));
+    let turns = [
+        (
+            "Port the parser to src/parse.rs",
+            "Ported; parse_field handles quotes.",
+        ),
+        (
+            "Use ';' as the delimiter",
+            "Changed DELIMITER in src/parse.rs to ';'.",
+        ),
+        ("Run the tests", "cargo test: 14 passed."),
+    ];
+    for (q, a) in turns {
+        memory.record(Message::user(q)).await.unwrap();
+        memory.record(Message::assistant(a)).await.unwrap();
+    }
+    let result = memory.trimmed().await.unwrap();
+    assert!(!result.replace && result.to_store().is_none());
+    assert!(!result.messages.iter().any(summary::is_summary));
+    assert_eq!(memory.len(), 6);
+    // The next call over budget asks again, and a grounded reply lands.
+    let context = memory.context().await.unwrap();
+    assert!(summary::is_summary(&context[0]), "{context:?}");
+    assert_eq!(model.requests().len(), 2);
 }

@@ -10,10 +10,23 @@ use memory_core::{
     StopReason, ToolCall, Usage,
 };
 
-/// A text of exactly `chars` ASCII characters, starting with `tag`: under
-/// `CharTokenCounter` it counts `ceil(chars / 4)` tokens.
+/// What every text of these conversations is about, after its tag.
+pub const TOPIC: &str = "lexer parser tokens grammar syntax ";
+
+/// What a summarizer that read any of these conversations writes: the
+/// topic's words, which every text begins with.
+pub const GIST: &str = "lexer, parser, tokens, grammar and syntax";
+
+/// `text` as a summarizer that read these conversations writes it: with
+/// the [`GIST`] as its last line.
+pub fn said(text: &str) -> String {
+    format!("{text}\n{GIST}")
+}
+
+/// A text of exactly `chars` ASCII characters, starting with `tag` and
+/// [`TOPIC`]: under `CharTokenCounter` it counts `ceil(chars / 4)` tokens.
 pub fn text(tag: &str, chars: usize) -> String {
-    let mut t = format!("{tag} ");
+    let mut t = format!("{tag} {TOPIC}");
     while t.len() < chars {
         t.push('x');
     }
@@ -65,7 +78,7 @@ pub fn sent(fake: &FakeProvider, k: usize) -> String {
 /// A provider that answers every call with `text`, up to `n` calls.
 pub fn answering(text: &str, n: usize) -> Arc<FakeProvider> {
     Arc::new(FakeProvider::new(std::iter::repeat_n(
-        FakeReply::Text(text.to_string()),
+        FakeReply::Text(said(text)),
         n,
     )))
 }
@@ -73,7 +86,7 @@ pub fn answering(text: &str, n: usize) -> Arc<FakeProvider> {
 /// A complete reply with this text and usage.
 pub fn reply_with_usage(text: &str, input: u64, output: u64) -> FakeReply {
     FakeReply::Response(ChatResponse {
-        message: Message::assistant(text),
+        message: Message::assistant(said(text)),
         usage: Usage {
             input_tokens: input,
             output_tokens: output,

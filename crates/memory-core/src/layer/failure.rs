@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatResponse, ProviderError, Rejection, StopReason, accept_reply};
+use crate::{ChatResponse, ProviderError, Rejection, StopReason, accept_reply, accept_summary};
 
 /// Why a model call came to nothing usable. A reply is judged as a
 /// summary would be, by [`accept_reply`]: the rule every summarizing
@@ -39,6 +39,11 @@ pub enum FailureClass {
     /// The reply could not be read, or cannot be a summary: not an
     /// assistant message, a request for tools, or no text.
     MalformedReply,
+    /// The reply says nothing about what it was asked to summarize: it
+    /// shares next to none of its salient terms
+    /// ([`Rejection::Ungrounded`], judged only where the request is known:
+    /// [`FailureClass::of_reply_to`]).
+    Ungrounded,
     /// Anything else (authentication, an open circuit, an unclassified
     /// error).
     Other,
@@ -60,6 +65,7 @@ impl FailureClass {
                 Err(Rejection::Incomplete(StopReason::Refusal)) => Some(Self::Refused),
                 Err(Rejection::Incomplete(StopReason::Length)) => Some(Self::Truncated),
                 Err(Rejection::Incomplete(_)) => Some(Self::ServerError),
+                Err(Rejection::Ungrounded { .. }) => Some(Self::Ungrounded),
                 Err(_) => Some(Self::MalformedReply),
             },
             Err(error) => Some(match error {
@@ -75,9 +81,35 @@ impl FailureClass {
         }
     }
 
+    /// The class of a call's outcome, a reply judged as a summary of
+    /// `source` (what the request asked to summarize,
+    /// [`grounding::source_of`](crate::grounding::source_of)) by
+    /// [`accept_summary`]; `None` for a reply that may become a summary.
+    ///
+    /// ```
+    /// use memory_core::ChatResponse;
+    /// use memory_core::layer::FailureClass;
+    /// let source = "user: rename parse_amount in tidyledger/importer.py and rerun test_importer.py";
+    /// let chatter = ChatResponse::text("I'm ready to assist with any code you'd like me to work on.");
+    /// assert_eq!(FailureClass::of_reply_to(source, &Ok(chatter)), Some(FailureClass::Ungrounded));
+    /// let summary = ChatResponse::text("Renamed parse_amount in tidyledger/importer.py.");
+    /// assert_eq!(FailureClass::of_reply_to(source, &Ok(summary)), None);
+    /// ```
+    pub fn of_reply_to(
+        source: &str,
+        outcome: &Result<ChatResponse, ProviderError>,
+    ) -> Option<Self> {
+        match outcome {
+            Ok(reply) if accept_reply(reply).is_ok() => accept_summary(source, reply)
+                .err()
+                .map(|_| Self::Ungrounded),
+            _ => Self::of(outcome),
+        }
+    }
+
     /// The class's name in reports: `refused`, `truncated`, `timeout`,
     /// `context_overflow`, `server_error`, `network`, `malformed_reply`,
-    /// `other`.
+    /// `ungrounded`, `other`.
     ///
     /// ```
     /// assert_eq!(memory_core::layer::FailureClass::ContextOverflow.name(), "context_overflow");
@@ -91,6 +123,7 @@ impl FailureClass {
             Self::ServerError => "server_error",
             Self::Network => "network",
             Self::MalformedReply => "malformed_reply",
+            Self::Ungrounded => "ungrounded",
             Self::Other => "other",
         }
     }
@@ -118,6 +151,7 @@ pub struct FailureCounts {
     pub server_error: u64,
     pub network: u64,
     pub malformed_reply: u64,
+    pub ungrounded: u64,
     pub other: u64,
 }
 
@@ -137,9 +171,9 @@ impl FailureCounts {
     ///
     /// ```
     /// let c = memory_core::layer::FailureCounts::default();
-    /// assert_eq!(c.classes().len(), 8);
+    /// assert_eq!(c.classes().len(), 9);
     /// ```
-    pub fn classes(&self) -> [(FailureClass, u64); 8] {
+    pub fn classes(&self) -> [(FailureClass, u64); 9] {
         use FailureClass::*;
         let mut copy = *self;
         [
@@ -150,6 +184,7 @@ impl FailureCounts {
             ServerError,
             Network,
             MalformedReply,
+            Ungrounded,
             Other,
         ]
         .map(|class| (class, *copy.slot(class)))
@@ -212,6 +247,7 @@ impl FailureCounts {
             FailureClass::ServerError => &mut self.server_error,
             FailureClass::Network => &mut self.network,
             FailureClass::MalformedReply => &mut self.malformed_reply,
+            FailureClass::Ungrounded => &mut self.ungrounded,
             FailureClass::Other => &mut self.other,
         }
     }

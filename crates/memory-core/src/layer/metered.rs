@@ -5,12 +5,13 @@ use std::time::Instant;
 
 use crate::layer::{CallEvent, CallObserver, FailureClass, Meter};
 use crate::{CharTokenCounter, ChatRequest, ChatResponse, Provider, ProviderError, Usage};
-use crate::{Rejection, accept_reply};
+use crate::{Rejection, accept_summary, grounding};
 
 /// Wraps a [`Provider`] and counts, in a [`Meter`], the calls made through
 /// it, the tokens they used as the provider reported them in [`Usage`],
 /// and the calls that came to nothing usable, by [`FailureClass`] (a reply
-/// is judged as a summary: see [`FailureClass::of`]). A call the caller
+/// is judged as a summary of what its request asked to summarize: see
+/// [`FailureClass::of_reply_to`]). A call the caller
 /// drops before it answers (a timeout above this layer) counts as a
 /// [`FailureClass::Timeout`]; the first failure's message is kept.
 ///
@@ -167,12 +168,16 @@ fn usage_of(outcome: &Result<ChatResponse, ProviderError>, input_estimate: u64) 
     }
 }
 
-/// The class of an unusable `outcome`, and what it said.
-fn failure_of(outcome: &Result<ChatResponse, ProviderError>) -> Option<(FailureClass, String)> {
-    let class = FailureClass::of(outcome)?;
+/// The class of an unusable `outcome` to a request that asked to
+/// summarize `source`, and what it said.
+fn failure_of(
+    source: &str,
+    outcome: &Result<ChatResponse, ProviderError>,
+) -> Option<(FailureClass, String)> {
+    let class = FailureClass::of_reply_to(source, outcome)?;
     let message = match outcome {
         Err(error) => error.to_string(),
-        Ok(reply) => accept_reply(reply)
+        Ok(reply) => accept_summary(source, reply)
             .err()
             .as_ref()
             .map_or_else(String::new, Rejection::to_string),
@@ -194,11 +199,12 @@ impl<P: Provider> Provider for Metered<P> {
             started: Instant::now(),
             answered: false,
         };
+        let source = grounding::source_of(&request);
         let outcome = self.inner.chat(request).await;
         in_flight.answered = true;
         self.end(
             usage_of(&outcome, input_estimate),
-            failure_of(&outcome),
+            failure_of(&source, &outcome),
             in_flight.started,
         );
         outcome
@@ -252,6 +258,35 @@ mod tests {
                 output_tokens: 3
             }
         );
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_says_nothing_about_its_request_is_ungrounded() {
+        let chatter = "I'm ready to assist with any code you'd like me to work on.";
+        let metered = FakeProvider::new([
+            FakeReply::Text(chatter.into()),
+            FakeReply::Text("Renamed parse_amount in tidyledger/importer.py.".into()),
+        ])
+        .metered();
+        let meter = metered.meter();
+        let request = || {
+            ChatRequest::new(vec![
+                Message::system("Summarize the conversation."),
+                Message::user(
+                    "user: rename parse_amount in tidyledger/importer.py, then run test_importer.py",
+                ),
+            ])
+        };
+        metered.chat(request()).await.unwrap();
+        metered.chat(request()).await.unwrap();
+        let stats = meter.snapshot();
+        assert_eq!(
+            (stats.calls, stats.failures, stats.by_class.ungrounded),
+            (2, 1, 1)
+        );
+        let (class, message) = meter.first_failure().unwrap();
+        assert_eq!(class, FailureClass::Ungrounded);
+        assert!(message.contains("salient terms"), "{message}");
     }
 
     #[tokio::test]

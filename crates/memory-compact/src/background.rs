@@ -9,6 +9,7 @@
 //!           messages are unchanged, else discard; then arm again
 //! ```
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult};
@@ -154,7 +155,13 @@ impl<'a> Background<'a> {
         };
         let (memo, slot) = (self.engine.memo(), self.engine.slot());
         let occasion = Occasion::threshold(Mode::Background);
-        let job = prepare(self.settings, memo, stored, &plan, occasion, counter).await?;
+        // The summary cap and input limit of this budget, for the request
+        // and for the task that runs it.
+        let settings = match self.settings.for_budget(budget) {
+            Cow::Borrowed(_) => self.settings.clone(),
+            Cow::Owned(scaled) => Arc::new(scaled),
+        };
+        let job = prepare(&settings, memo, stored, &plan, occasion, counter).await?;
         let Some(last) = plan.region.last() else {
             return Ok(());
         };
@@ -174,8 +181,7 @@ impl<'a> Background<'a> {
             split: target.plan.is_split(),
             background: true,
         });
-        let (settings, memo) = (self.settings.clone(), memo.clone());
-        slot.hold(runtime.spawn(run(settings, memo, job, target, claim)));
+        slot.hold(runtime.spawn(run(settings, memo.clone(), job, target, claim)));
         Ok(())
     }
 

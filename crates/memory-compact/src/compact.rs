@@ -29,13 +29,23 @@ use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
 /// in place, verbatim. The cut falls between steps only: a tool call never
 /// loses its results.
 ///
-/// **When.** Once the messages older than the kept turns, and not yet
-/// summarized, pass [`summarize_at_tokens`](Compact::with_summarize_at_tokens)
-/// (default 2,500), one request folds them, together with the previous
+/// **When.** Under a token budget, by default, a summary is made on a call
+/// where a cut is due (the history is over the budget, so the prompt's
+/// prefix changes on this call anyway), once the messages older than the
+/// kept turns, and not yet summarized, hold at least
+/// [`DEFAULT_DEPTH_RATIO`](crate::DEFAULT_DEPTH_RATIO) of the budget, so
+/// that the new prefix lasts for several calls; with less to fold, the fit
+/// sheds the oldest turns from view that time. A threshold set with
+/// [`with_summarize_at_tokens`](Compact::with_summarize_at_tokens) (and,
+/// without a token budget, its default of 2,500) summarizes as soon as that
+/// material passes it, and under pressure at the smaller of it and the
+/// depth. One request folds that material, together with the previous
 /// summary, into one new summary, which replaces them (the result
 /// materializes: `replace: true`; a memory keeps what it replaced readable).
-/// Until then they stay verbatim: nothing leaves the context uncovered, and
-/// no call is made on turns that add less than the threshold. When the
+/// Until then they stay verbatim or are shed from view only, never
+/// replaced: nothing is summarized on turns that do not call for it. Under
+/// a token budget, the summary cap and the request's input limit follow the
+/// budget unless set (a tenth and a half of it, within bounds). When the
 /// newest round is itself cut (a long agent task), its older steps are
 /// summarized by a second request of their own, and the custom instructions
 /// reach both. Paths read and modified by tool calls are listed at the end
@@ -161,8 +171,9 @@ impl Compact {
     }
 
     /// Summarizes once the older, not yet summarized messages hold more than
-    /// `tokens` tokens. Lower it for tight budgets: the summary then comes
-    /// before the budget forces history out of view.
+    /// `tokens` tokens, within the budget or not (without it, a summary
+    /// waits for a cut under a token budget; see **When** above). Over the
+    /// budget the summary comes at the smaller of `tokens` and the depth.
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())

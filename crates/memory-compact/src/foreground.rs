@@ -9,6 +9,7 @@ use crate::memo::{Base, FailedAt, Memo};
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings, Trigger};
 use crate::settle::{Compacted, Report, Settle};
+use crate::timing;
 use crate::turns::Plan;
 use crate::{CompactCost, CompactEvent, Failure, FallbackReason, body};
 
@@ -30,7 +31,7 @@ impl<'a> Foreground<'a> {
         Foreground { settings, memo }
     }
 
-    /// One turn: a summary when the threshold is passed, then the fit.
+    /// One turn: a summary when one is due (see [`timing`]), then the fit.
     pub async fn trim(
         &self,
         raw: &History<'_>,
@@ -44,9 +45,13 @@ impl<'a> Foreground<'a> {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
             let threshold = self.settings.summarize_at_tokens();
-            if self.settings.is_due(&plan) && !self.memo.backed_off(&work, &plan, threshold) {
+            if timing::due(self.settings, &work, &plan, budget)
+                && !self.memo.backed_off(&work, &plan, threshold)
+            {
                 let occasion = Occasion::threshold(Mode::Foreground);
-                match self
+                let settings = self.settings.for_budget(budget);
+                let scaled = Foreground::new(&settings, self.memo);
+                match scaled
                     .summarize(&base, &work, &plan, occasion, counter)
                     .await?
                 {

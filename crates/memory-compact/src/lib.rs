@@ -57,10 +57,12 @@ mod hook;
 mod memo;
 mod prepare;
 mod prompt;
+mod scaled;
 mod settings;
 mod settle;
 mod slot;
 mod split;
+mod timing;
 mod turns;
 
 pub use compact::Compact;
@@ -71,7 +73,7 @@ pub use hook::{CompactHook, HookDecision, Preparation};
 pub use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
 pub use prompt::DEFAULT_COMPACT_PROMPT;
 pub use settings::{
-    DEFAULT_BACKOFF, DEFAULT_KEEP_VERBATIM, DEFAULT_MAX_INPUT_TOKENS, DEFAULT_RETRIES,
-    DEFAULT_SUMMARIZE_AT_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
+    DEFAULT_BACKOFF, DEFAULT_DEPTH_RATIO, DEFAULT_KEEP_VERBATIM, DEFAULT_MAX_INPUT_TOKENS,
+    DEFAULT_RETRIES, DEFAULT_SUMMARIZE_AT_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
 };
 pub use slot::BackgroundStatus;

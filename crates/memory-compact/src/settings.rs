@@ -6,18 +6,19 @@
 //! and never change it; what changes from turn to turn lives in the
 //! [engine](crate::engine).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use memory_core::{
-    ModelOptions, Provider,
+    Budget, ModelOptions, Provider,
     summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE},
 };
 
 use crate::call::Policy;
 use crate::prompt::{DEFAULT_COMPACT_PROMPT, Template};
 use crate::turns::Plan;
-use crate::{CompactEvent, CompactHook, CompactObserver, event};
+use crate::{CompactEvent, CompactHook, CompactObserver, event, scaled};
 
 /// Turns kept verbatim by default.
 ///
@@ -47,6 +48,17 @@ pub const DEFAULT_SUMMARIZE_AT_TOKENS: usize = 2_500;
 /// assert_eq!(memory_compact::DEFAULT_MAX_INPUT_TOKENS, 12_000);
 /// ```
 pub const DEFAULT_MAX_INPUT_TOKENS: usize = 12_000;
+
+/// The least new material, as a share of the token budget, that a summary
+/// made by default timing folds: a summary is asked for only when a cut is
+/// due (the history is over the budget, so the prompt's prefix changes on
+/// this call anyway) and there is this much to fold, so that the prefix it
+/// makes lasts for several calls.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_DEPTH_RATIO, 0.75);
+/// ```
+pub const DEFAULT_DEPTH_RATIO: f32 = 0.75;
 
 /// Share of the token budget past which background mode starts a summary.
 ///
@@ -92,6 +104,14 @@ pub(crate) enum Trigger {
     Manual,
 }
 
+/// Which settings the caller chose, rather than left to the defaults.
+#[derive(Debug, Clone, Copy, Default)]
+struct Chosen {
+    threshold: bool,
+    cap: bool,
+    input: bool,
+}
+
 /// Everything a compaction is configured with.
 #[derive(Clone)]
 pub(crate) struct Settings {
@@ -99,6 +119,9 @@ pub(crate) struct Settings {
     keep_verbatim: usize,
     summarize_at_tokens: usize,
     summary_max_tokens: u32,
+    /// Which of the threshold, the summary cap and the input limit were
+    /// set by the caller (the others follow the budget).
+    chosen: Chosen,
     prompt: String,
     instructions: Option<String>,
     options: ModelOptions,
@@ -135,6 +158,7 @@ impl Settings {
             keep_verbatim: DEFAULT_KEEP_VERBATIM,
             summarize_at_tokens: DEFAULT_SUMMARIZE_AT_TOKENS,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
+            chosen: Chosen::default(),
             prompt: DEFAULT_COMPACT_PROMPT.to_string(),
             instructions: None,
             options: ModelOptions {
@@ -159,10 +183,12 @@ impl Settings {
 
     pub fn set_summarize_at_tokens(&mut self, tokens: usize) {
         self.summarize_at_tokens = tokens;
+        self.chosen.threshold = true;
     }
 
     pub fn set_summary_max_tokens(&mut self, tokens: u32) {
         self.summary_max_tokens = tokens;
+        self.chosen.cap = true;
     }
 
     pub fn set_prompt(&mut self, prompt: String) {
@@ -185,6 +211,7 @@ impl Settings {
 
     pub fn set_max_input_tokens(&mut self, tokens: usize) {
         self.max_input_tokens = tokens;
+        self.chosen.input = true;
     }
 
     pub fn set_mode(&mut self, mode: Mode) {
@@ -226,6 +253,38 @@ impl Settings {
 
     pub fn summarize_at_tokens(&self) -> usize {
         self.summarize_at_tokens
+    }
+
+    /// Whether the caller set the threshold (else the timing follows the
+    /// budget).
+    pub fn threshold_chosen(&self) -> bool {
+        self.chosen.threshold
+    }
+
+    /// These settings for a turn at `budget`: a summary cap and an input
+    /// limit the caller did not set scale with a token budget (see
+    /// [`scaled`]); borrowed when nothing changes.
+    pub fn for_budget(&self, budget: &Budget) -> Cow<'_, Settings> {
+        let Some(max) = budget.max_tokens else {
+            return Cow::Borrowed(self);
+        };
+        let cap = if self.chosen.cap {
+            self.summary_max_tokens
+        } else {
+            u32::try_from(scaled::cap(max)).unwrap_or(self.summary_max_tokens)
+        };
+        let input = if self.chosen.input {
+            self.max_input_tokens
+        } else {
+            scaled::input(max)
+        };
+        if (cap, input) == (self.summary_max_tokens, self.max_input_tokens) {
+            return Cow::Borrowed(self);
+        }
+        let mut settings = self.clone();
+        settings.summary_max_tokens = cap;
+        settings.max_input_tokens = input;
+        Cow::Owned(settings)
     }
 
     pub fn summary_max_tokens(&self) -> u32 {

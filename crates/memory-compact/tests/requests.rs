@@ -12,9 +12,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{reply, said, user};
-use memory_compact::{
-    Compact, CompactEvent, DEFAULT_SUMMARY_MAX_TOKENS, EventLog, Failure, HookDecision, Preparation,
-};
+use memory_compact::{Compact, CompactEvent, EventLog, Failure, HookDecision, Preparation};
 use memory_core::{
     Budget, CharTokenCounter, ChatRequest, ChatResponse, FakeProvider, FakeReply, Message,
     ModelOptions, Rejection, StopReason, TokenCounter, TrimStrategy, Usage,
@@ -46,12 +44,10 @@ async fn the_cap_is_max_tokens_and_the_temperature_is_zero_by_default() {
     let fake = answering();
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let request = first_request(compact, &fake, &turn_six()).await;
-    // The cap holds the whole message: less the prefix and header (95
+    // Under a budget of 10,000 tokens the default cap is a tenth of it,
+    // and it holds the whole message: less the prefix and header (95
     // characters, 24 tokens of CharTokenCounter).
-    assert_eq!(
-        request.options.max_tokens,
-        Some(DEFAULT_SUMMARY_MAX_TOKENS - 24)
-    );
+    assert_eq!(request.options.max_tokens, Some(1_000 - 24));
     assert_eq!(request.options.temperature, Some(0.0));
 }
 

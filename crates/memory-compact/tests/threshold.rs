@@ -11,7 +11,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{reply, said, sent, text, user};
-use memory_compact::{Compact, CompactEvent, EventLog, body};
+use memory_compact::{Compact, CompactEvent, DEFAULT_SUMMARIZE_AT_TOKENS, EventLog, body};
 use memory_core::{FakeProvider, FakeReply, Memory, Message, summary};
 use memory_window::WindowMemory;
 
@@ -133,15 +133,18 @@ async fn keep_verbatim_counts_rounds_before_the_question() {
 
 #[tokio::test]
 async fn a_forty_turn_run_makes_a_handful_of_calls_and_loses_nothing_between_them() {
-    // Rounds of 250 tokens (user 200 characters, reply 800), default
-    // threshold 2,500: the first call when 11 rounds are older (turn 14),
+    // Rounds of 250 tokens (user 200 characters, reply 800), the default
+    // threshold of 2,500 chosen (far within the budget, an unchosen one
+    // waits for a cut): the first call when 11 rounds are older (turn 14),
     // then every 11 rounds (turns 25 and 36). Three calls, not one a turn.
     let fake =
         Arc::new(FakeProvider::new((1..=10).map(|k| {
             FakeReply::Text(said(&format!("## State\nsummary {k}")))
         })));
     let log = Arc::new(EventLog::new());
-    let compact = Compact::new(fake.clone()).with_observer(log.clone());
+    let compact = Compact::new(fake.clone())
+        .with_summarize_at_tokens(DEFAULT_SUMMARIZE_AT_TOKENS)
+        .with_observer(log.clone());
     let mut memory = WindowMemory::new(100_000).with_strategy(compact);
     let question = |i: usize| Message::user(text(&format!("q{i}"), 200));
     let answer = |i: usize| Message::assistant(text(&format!("r{i}"), 800));

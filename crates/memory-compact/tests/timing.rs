@@ -120,7 +120,7 @@ async fn too_little_to_fold_is_shed_by_the_fit_until_the_summary_can_last() {
 }
 
 /// Tokens of a summary's prefix and header by CharTokenCounter.
-const HEADER: usize = 24;
+const HEADER: u32 = 24;
 
 #[tokio::test]
 async fn the_summary_cap_and_input_limit_follow_the_budget_unless_chosen() {

@@ -150,7 +150,9 @@ memory_postgres_start() {
             return 1
         fi
         echo "postgres: installing Debian's openssl package"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >/dev/null
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >/dev/null
+        apt-get install -y -qq openssl >/dev/null
     fi
     local tls="$MEMORY_POSTGRES_DIR/tls"
     mkdir "$tls"

@@ -256,7 +256,7 @@ pub struct ReplayArgs {
 /// ]).unwrap();
 /// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
 /// assert_eq!(args.model.summarizer, Some(memory_cli::args::SummarizerKind::Openai));
-/// assert_eq!(args.model.api_key_env, "OPENAI_API_KEY");
+/// assert_eq!(args.model.api_key_env, None);
 /// assert_eq!((args.model.timeout_ms, args.model.retries), (120_000, 3));
 /// assert_eq!(args.model.temperature, None);
 /// let bad = ["memory", "replay", "--input", "s.json", "--budget", "10", "--pipeline", "summarize", "--temperature", "9"];
@@ -279,9 +279,12 @@ pub struct SummarizerArgs {
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
 
-    /// Environment variable that holds the API key (never printed).
-    #[arg(long, value_name = "VAR", default_value = "OPENAI_API_KEY")]
-    pub api_key_env: String,
+    /// Environment variable that holds the API key for --base-url, whatever
+    /// its host (the key is never printed); it must be set. Without it,
+    /// only `https://api.openai.com` gets a key, from `OPENAI_API_KEY`:
+    /// another endpoint gets none.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
 
     /// Cap on one summary, in tokens (`summarize`: also what the budget
     /// reserves for it). Default: the stage's own (1,024 for `summarize`).

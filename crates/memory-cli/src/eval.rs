@@ -276,8 +276,10 @@ async fn measure(
 ) -> Result<Measured, MemoryError> {
     let before = config.usage();
     let started = Instant::now();
+    // The request's framing (the reply's start) is not in any message.
+    let budget = config.budget.for_messages(config.counter.framing());
     let result = pipeline
-        .trim_with_counts(history, &config.budget, config.counter.as_ref())
+        .trim_with_counts(history, &budget, config.counter.as_ref())
         .await?;
     let latency = started.elapsed();
     Ok(Measured {

@@ -10,7 +10,7 @@ use memory_core::layer::{
     FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy,
 };
 use memory_core::{ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError};
-use memory_openai::OpenAiProvider;
+use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 
 use crate::CliError;
@@ -69,6 +69,33 @@ pub fn kind(args: &SummarizerArgs) -> Result<(SummarizerKind, Option<String>), C
         )),
         (None, true) => Ok((SummarizerKind::Extractive, None)),
     }
+}
+
+/// The provider at `base_url`, with the key the library's rule gives it:
+/// from the variable `api_key_env` names, whatever the host (it must be
+/// set), else from `OPENAI_API_KEY` for `https://api.openai.com` only. A
+/// note on stderr says when `OPENAI_API_KEY` is set but not sent.
+fn openai(
+    base_url: &str,
+    model: &str,
+    api_key_env: Option<&str>,
+) -> Result<OpenAiProvider, CliError> {
+    let provider = OpenAiProvider::new(base_url, model);
+    let Some(var) = api_key_env else {
+        let default_set = std::env::var(DEFAULT_API_KEY_ENV).is_ok_and(|k| !k.trim().is_empty());
+        if default_set && !is_openai_api(base_url) {
+            eprintln!(
+                "memory: {DEFAULT_API_KEY_ENV} goes only to https://api.openai.com; {base_url} \
+                 gets no key (name the variable that holds its key with --api-key-env)"
+            );
+        }
+        return Ok(provider);
+    };
+    let provider = provider.with_api_key_env(var);
+    provider
+        .check_api_key()
+        .map_err(|e| CliError::Usage(format!("--api-key-env {var}: {e}")))?;
+    Ok(provider)
 }
 
 /// The summarizer every stage of a run calls: a stack of provider layers,
@@ -150,7 +177,8 @@ impl Provider for Summarizer {
 ///
 /// # Errors
 ///
-/// [`CliError::Usage`] when `openai` lacks `--base-url` or `--model`.
+/// [`CliError::Usage`] when `openai` lacks `--base-url` or `--model`, or
+/// the variable `--api-key-env` names is unset.
 ///
 /// ```
 /// use clap::Parser;
@@ -174,7 +202,7 @@ pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Summarizer, 
                     "--summarizer openai needs --base-url URL and --model M".into(),
                 ));
             };
-            Arc::new(OpenAiProvider::new(base_url, model).with_api_key_env(&args.api_key_env))
+            Arc::new(openai(base_url, model, args.api_key_env.as_deref())?)
         }
     };
     let backend: Arc<dyn Provider> = match args.summarizer_latency_ms {

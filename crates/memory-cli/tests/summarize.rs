@@ -110,8 +110,6 @@ fn summary_options_reach_every_request() {
         &url,
         "--model",
         "test-model",
-        "--api-key-env",
-        "MEMORY_TEST_NO_SUCH_KEY",
     ];
     let run = memory(&base);
     assert_eq!(run.code, Some(0), "{}", run.stderr);

@@ -1,6 +1,6 @@
 //! [`Budget`]: how much context a trim may keep.
 
-use crate::Message;
+use crate::{Framing, Message};
 
 /// The limits a trimmed context must respect.
 ///
@@ -103,6 +103,27 @@ impl Budget {
                 .nth(limit)
                 .is_none()
         })
+    }
+
+    /// The budget left for the messages once `framing`'s per-request
+    /// tokens are set aside: the token limit less
+    /// [`per_request`](Framing::per_request) (at least 0); the rounds limit
+    /// as it is. A context fitted to it, counted with a counter of that
+    /// framing, fits this budget by the provider's count.
+    ///
+    /// ```
+    /// use memory_core::{Budget, Framing};
+    /// assert_eq!(Budget::both(1000, 4).for_messages(Framing::OPENAI_CHAT), Budget::both(997, 4));
+    /// assert_eq!(Budget::tokens(2).for_messages(Framing::OPENAI_CHAT).max_tokens, Some(0));
+    /// assert_eq!(Budget::rounds(3).for_messages(Framing::OPENAI_CHAT), Budget::rounds(3));
+    /// ```
+    pub fn for_messages(&self, framing: Framing) -> Self {
+        Self {
+            max_tokens: self
+                .max_tokens
+                .map(|t| t.saturating_sub(framing.per_request)),
+            max_rounds: self.max_rounds,
+        }
     }
 
     /// Whether `tokens` are within the token limit.

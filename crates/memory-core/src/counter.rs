@@ -1,15 +1,18 @@
 //! Token counting: the [`TokenCounter`] trait and [`CharTokenCounter`].
 
-use crate::{ContentBlock, MemoryError, Message};
+use crate::{ContentBlock, Framing, MemoryError, Message};
 
 /// Counts tokens of text, and of whole messages.
 ///
 /// Async and fallible, so a remote counting API is a valid implementation.
 /// [`count_message`](TokenCounter::count_message) has a default that sums the
 /// counts of every text a message sends to the model: the text blocks, the
-/// reply, the reasoning, and each tool call's name and arguments. Image and
-/// pass-through blocks count as zero tokens under the default; a counter that
-/// knows their price overrides `count_message`.
+/// reply, the reasoning, and each tool call's name and arguments; plus the
+/// per-message [`Framing`] of the model family the counter stands for
+/// ([`framing`](TokenCounter::framing), none unless the counter says), and
+/// then a tool result's tool name with its framing. Image and pass-through
+/// blocks count as zero tokens under the default; a counter that knows their
+/// price overrides `count_message`.
 ///
 /// ```
 /// use memory_core::{MemoryError, Message, TokenCounter};
@@ -42,13 +45,29 @@ pub trait TokenCounter: Send + Sync {
     /// counting service is down, say).
     async fn count(&self, text: &str) -> Result<usize, MemoryError>;
 
-    /// Counts the tokens one message occupies in the context.
+    /// The tokens the chat format of the model family this counter stands
+    /// for adds around the messages; [`Framing::NONE`] unless the counter
+    /// says. [`count_message`](TokenCounter::count_message) includes the
+    /// per-message part; [`Budget::for_messages`](crate::Budget::for_messages)
+    /// takes out the per-request part.
+    ///
+    /// ```
+    /// use memory_core::{CharTokenCounter, Framing, TokenCounter};
+    /// assert_eq!(CharTokenCounter.framing(), Framing::NONE);
+    /// ```
+    fn framing(&self) -> Framing {
+        Framing::NONE
+    }
+
+    /// Counts the tokens one message occupies in the context, its
+    /// [`framing`](TokenCounter::framing) included.
     ///
     /// # Errors
     ///
     /// Whatever [`count`](TokenCounter::count) returns.
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
-        match message {
+        let framing = self.framing();
+        let text = match message {
             Message::System(text) => self.count(text).await,
             Message::User(blocks) => {
                 let mut total = 0;
@@ -74,8 +93,17 @@ pub trait TokenCounter: Send + Sync {
                 }
                 Ok(total)
             }
-            Message::ToolResult { content, .. } => self.count(content).await,
-        }
+            Message::ToolResult { content, name, .. } => {
+                let mut total = self.count(content).await?;
+                // The name goes to the provider with the result; only a
+                // counter that knows its format counts it.
+                if let Some(name) = name.as_deref().filter(|_| framing != Framing::NONE) {
+                    total += self.count(name).await? + framing.per_name;
+                }
+                Ok(total)
+            }
+        }?;
+        Ok(text + framing.of_message(message))
     }
 }
 
@@ -83,6 +111,9 @@ pub trait TokenCounter: Send + Sync {
 impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
     async fn count(&self, text: &str) -> Result<usize, MemoryError> {
         (**self).count(text).await
+    }
+    fn framing(&self) -> Framing {
+        (**self).framing()
     }
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
         (**self).count_message(message).await
@@ -93,6 +124,9 @@ impl<T: TokenCounter + ?Sized> TokenCounter for std::sync::Arc<T> {
 impl<T: TokenCounter + ?Sized> TokenCounter for Box<T> {
     async fn count(&self, text: &str) -> Result<usize, MemoryError> {
         (**self).count(text).await
+    }
+    fn framing(&self) -> Framing {
+        (**self).framing()
     }
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
         (**self).count_message(message).await
@@ -199,6 +233,45 @@ mod tests {
         assert_eq!(CharTokenCounter::estimate("記憶体"), 3);
         assert_eq!(CharTokenCounter::estimate("かな"), 1);
         assert_eq!(CharTokenCounter::estimate("𠀀"), 1);
+    }
+
+    /// A quarter-token estimate that says it frames messages as OpenAI's
+    /// chat format does.
+    struct Framed;
+
+    #[async_trait::async_trait]
+    impl TokenCounter for Framed {
+        async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+            CharTokenCounter.count(text).await
+        }
+        fn framing(&self) -> Framing {
+            Framing::OPENAI_CHAT
+        }
+    }
+
+    #[tokio::test]
+    async fn a_counters_framing_is_in_its_message_counts() {
+        let calls = Message::assistant_with_tools(
+            "abcd",
+            vec![
+                ToolCall::new("c1", "ls", "{}"),
+                ToolCall::new("c2", "cat", "abcd"),
+            ],
+        );
+        // Texts 1 + (1 + 1) + (1 + 1) = 5; framing 4 + 2 x 1.
+        assert_eq!(CharTokenCounter.count_message(&calls).await.unwrap(), 5);
+        assert_eq!(Framed.count_message(&calls).await.unwrap(), 5 + 6);
+        let named = Message::ToolResult {
+            tool_call_id: "c1".into(),
+            content: "abcd".into(),
+            name: Some("ls".into()),
+        };
+        // The tool name (1) and its 1 are counted with a framing only.
+        assert_eq!(CharTokenCounter.count_message(&named).await.unwrap(), 1);
+        assert_eq!(Framed.count_message(&named).await.unwrap(), 1 + 4 + 1 + 1);
+        let shared = std::sync::Arc::new(Framed);
+        assert_eq!(shared.framing(), Framing::OPENAI_CHAT);
+        assert_eq!(Box::new(Framed).framing(), Framing::OPENAI_CHAT);
     }
 
     #[tokio::test]

@@ -34,7 +34,8 @@ pub fn classify_status(status: u16, retry_after: Option<Duration>, body: &str) -
     let message = detail.describe(status);
     match status {
         401 | 403 => ProviderError::Authentication(format!(
-            "HTTP {status}: {message}; set the key with with_api_key_env or with_api_key"
+            "HTTP {status}: {message}; name the key's variable with with_api_key_env or give it \
+             with with_api_key ($OPENAI_API_KEY alone goes only to https://api.openai.com)"
         )),
         429 if detail.code.as_deref() == Some("insufficient_quota") => {
             ProviderError::Other(format!(

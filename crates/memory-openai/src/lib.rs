@@ -9,6 +9,7 @@
 //! |---|---|
 //! | [`OpenAiProvider`] | the provider: endpoint, model, key, headers |
 //! | [`OpenAiEmbedder`] | an [`Embedder`](memory_core::Embedder) over `/embeddings`, endpoint, model, key and headers as the provider's |
+//! | [`DEFAULT_API_KEY_ENV`], [`is_openai_api`] | where the key goes: `$OPENAI_API_KEY` only to the OpenAI API, any other endpoint only a key named for it |
 //! | [`classify_status`] | HTTP errors as [`ProviderError`](memory_core::ProviderError)s |
 //! | [`request_body`], [`parse_reply`], [`stop_reason`] | the wire format |
 //!
@@ -18,8 +19,10 @@
 //! use memory_core::layer::{ProviderExt, RetryPolicy};
 //! use memory_openai::OpenAiProvider;
 //!
+//! // A local server gets the key of the variable named for it, if any;
+//! // `$OPENAI_API_KEY` is sent only to https://api.openai.com.
 //! let summarizer = OpenAiProvider::new("http://127.0.0.1:8000/v1", "Qwen/Qwen2.5-7B-Instruct")
-//!     .with_api_key_env("OPENAI_API_KEY")
+//!     .with_api_key_env("VLLM_API_KEY")
 //!     .with_timeout(Duration::from_secs(60))
 //!     .with_retry(RetryPolicy::default());
 //! let provider: Arc<dyn memory_core::Provider> = Arc::new(summarizer);
@@ -28,10 +31,12 @@
 
 mod embedder;
 mod error;
+mod key;
 mod provider;
 mod wire;
 
 pub use embedder::OpenAiEmbedder;
 pub use error::classify_status;
+pub use key::{DEFAULT_API_KEY_ENV, is_openai_api};
 pub use provider::OpenAiProvider;
 pub use wire::{parse_reply, request_body, stop_reason};

@@ -13,26 +13,25 @@ use reqwest::header::{
 use memory_core::layer::parse_retry_after;
 
 use crate::error::{classify_status, classify_transport};
+use crate::key::ApiKey;
 use crate::wire::{parse_reply, request_body};
 
 /// How long connecting to the endpoint may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Where the API key comes from.
-#[derive(Clone)]
-enum ApiKey {
-    None,
-    Env(String),
-    Given(String),
-}
-
 /// A chat model behind an OpenAI-compatible `/chat/completions` endpoint:
 /// OpenAI, vLLM, the llama.cpp server, Ollama, gateways.
 ///
-/// - The API key, if any, goes in an `Authorization: Bearer` header. It is
-///   read from an environment variable at each call
-///   ([`with_api_key_env`](Self::with_api_key_env), so a rotated key is
-///   picked up) or given ([`with_api_key`](Self::with_api_key)); it is never
+/// - The API key, if any, goes in an `Authorization: Bearer` header, and
+///   only where it is meant to go. By default it is read from
+///   `OPENAI_API_KEY` ([`DEFAULT_API_KEY_ENV`](crate::DEFAULT_API_KEY_ENV))
+///   and sent only to the OpenAI API (`https://api.openai.com`, see
+///   [`is_openai_api`](crate::is_openai_api)): a local server, a gateway
+///   or a third party gets no key unless one is named for it, read from a
+///   variable named with [`with_api_key_env`](Self::with_api_key_env) (a
+///   named variable that is unset fails the call with an error naming it)
+///   or given with [`with_api_key`](Self::with_api_key). Variables are
+///   read at each call, so a rotated key is picked up. The key is never
 ///   printed: `Debug` shows `<redacted>`.
 /// - Headers set with [`with_header`](Self::with_header) go with every call,
 ///   and a request's [`ModelOptions::headers`](memory_core::ModelOptions)
@@ -57,15 +56,17 @@ enum ApiKey {
 /// use memory_openai::OpenAiProvider;
 ///
 /// # async fn run() -> Result<(), memory_core::ProviderError> {
-/// // A local llama.cpp or vLLM server needs no key; OpenAI does.
+/// // A local llama.cpp or vLLM server gets no key; OpenAI gets
+/// // $OPENAI_API_KEY; a gateway the key of the variable named for it.
 /// let local = OpenAiProvider::new("http://127.0.0.1:8080/v1", "qwen2.5-7b-instruct");
+/// let gateway = OpenAiProvider::new("https://llm.internal.example/v1", "qwen3")
+///     .with_api_key_env("GATEWAY_API_KEY");
 /// let openai = OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
-///     .with_api_key_env("OPENAI_API_KEY")
 ///     .with_timeout(Duration::from_secs(60))
 ///     .with_retry(RetryPolicy::default());
 /// let reply = openai.chat(ChatRequest::new(vec![Message::user("Say hi")])).await?;
 /// println!("{}", reply.message.text());
-/// # let _ = local;
+/// # let _ = (local, gateway);
 /// # Ok(())
 /// # }
 /// ```
@@ -82,11 +83,7 @@ pub struct OpenAiProvider {
 
 impl fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = match &self.api_key {
-            ApiKey::None => "none".to_string(),
-            ApiKey::Env(var) => format!("from ${var} (<redacted>)"),
-            ApiKey::Given(_) => "<redacted>".to_string(),
-        };
+        let key = self.api_key.describe(&self.base_url);
         // Header values may hold credentials too: names only.
         let headers: Vec<&str> = self.headers.keys().map(String::as_str).collect();
         f.debug_struct("OpenAiProvider")
@@ -100,11 +97,14 @@ impl fmt::Debug for OpenAiProvider {
 
 impl OpenAiProvider {
     /// Calls `model` at `base_url` (the part before `/chat/completions`,
-    /// e.g. `https://api.openai.com/v1`), without a key.
+    /// e.g. `https://api.openai.com/v1`). When `base_url` is the OpenAI API
+    /// the key is `$OPENAI_API_KEY` (none while it is unset); any other
+    /// endpoint gets no key until one is named for it.
     ///
     /// ```
     /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:11434/v1/", "llama3.2");
     /// assert_eq!(p.endpoint(), "http://127.0.0.1:11434/v1/chat/completions");
+    /// assert!(format!("{p:?}").contains("goes only to the OpenAI API"));
     /// ```
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self {
@@ -114,26 +114,28 @@ impl OpenAiProvider {
                 .map_err(|e| e.to_string()),
             base_url: base_url.into().trim_end_matches('/').to_string(),
             model: model.into(),
-            api_key: ApiKey::None,
+            api_key: ApiKey::Default,
             headers: BTreeMap::new(),
             max_tokens_field: "max_tokens",
         }
     }
 
-    /// Reads the API key from environment variable `var` at each call (no
-    /// key is sent while it is unset or empty).
+    /// Reads the API key from environment variable `var` at each call and
+    /// sends it to this endpoint, whatever its host. While `var` is unset or
+    /// empty, calls fail with [`ProviderError::Authentication`] naming it,
+    /// and nothing is sent.
     ///
     /// ```
-    /// let p = memory_openai::OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
-    ///     .with_api_key_env("OPENAI_API_KEY");
-    /// assert!(format!("{p:?}").contains("OPENAI_API_KEY"));
+    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:4000/v1", "m")
+    ///     .with_api_key_env("GATEWAY_API_KEY");
+    /// assert!(format!("{p:?}").contains("GATEWAY_API_KEY"));
     /// ```
     pub fn with_api_key_env(mut self, var: impl Into<String>) -> Self {
         self.api_key = ApiKey::Env(var.into());
         self
     }
 
-    /// Uses `key` as the API key.
+    /// Uses `key` as the API key, for this endpoint whatever its host.
     ///
     /// ```
     /// let p = memory_openai::OpenAiProvider::new("https://api.openai.com/v1", "gpt-4o-mini")
@@ -143,6 +145,40 @@ impl OpenAiProvider {
     pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = ApiKey::Given(key.into());
         self
+    }
+
+    /// Sends requests through `client` (a proxy, other root certificates,
+    /// other timeouts) instead of the default one, which gives up
+    /// connecting after 10 s.
+    ///
+    /// ```
+    /// let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:4000/v1", "m")
+    ///     .with_client(client);
+    /// # let _ = p;
+    /// ```
+    pub fn with_client(mut self, client: reqwest::Client) -> Self {
+        self.client = Ok(client);
+        self
+    }
+
+    /// Whether the key can be had now: an error naming the variable when
+    /// one was named with [`with_api_key_env`](Self::with_api_key_env) and
+    /// is unset or empty (every call would fail so), to check before
+    /// starting work.
+    ///
+    /// # Errors
+    ///
+    /// [`ProviderError::Authentication`] naming the variable.
+    ///
+    /// ```
+    /// let p = memory_openai::OpenAiProvider::new("http://127.0.0.1:4000/v1", "m")
+    ///     .with_api_key_env("MEMORY_DOC_NEVER_SET");
+    /// let err = p.check_api_key().unwrap_err();
+    /// assert!(err.to_string().contains("MEMORY_DOC_NEVER_SET"));
+    /// ```
+    pub fn check_api_key(&self) -> Result<(), ProviderError> {
+        self.api_key.for_endpoint(&self.base_url).map(drop)
     }
 
     /// Sends header `name: value` with every call.
@@ -195,18 +231,10 @@ impl OpenAiProvider {
         format!("{}/{path}", self.base_url)
     }
 
-    fn api_key(&self) -> Option<String> {
-        match &self.api_key {
-            ApiKey::None => None,
-            ApiKey::Env(var) => std::env::var(var).ok().filter(|k| !k.trim().is_empty()),
-            ApiKey::Given(key) => Some(key.clone()),
-        }
-    }
-
     pub(crate) fn headers(&self, request: &ChatRequest) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(key) = self.api_key() {
+        if let Some(key) = self.api_key.for_endpoint(&self.base_url)? {
             let mut value =
                 HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
                     ProviderError::Authentication(

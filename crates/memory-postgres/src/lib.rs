@@ -26,6 +26,35 @@
 //! # let _ = context; Ok(()) }
 //! ```
 //!
+//! # TLS
+//!
+//! Connections use TLS (rustls) as the connection string's `sslmode` says,
+//! with libpq's meanings:
+//!
+//! | `sslmode` | encrypted | the server's certificate |
+//! |---|---|---|
+//! | `disable` | never | - |
+//! | `prefer` (the default) | when the server offers it | not checked |
+//! | `require` | always | not checked (checked as by `verify-ca` when `sslrootcert` is given, as libpq does) |
+//! | `verify-ca` | always | signed by a trusted root |
+//! | `verify-full` | always | signed by a trusted root, and valid for the host name in the string |
+//!
+//! The trusted roots are the certificates in the PEM file `sslrootcert`
+//! names, or the operating system's when it is absent or `system` (unlike
+//! libpq, which reads `~/.postgresql/root.crt`). With `host` a name and
+//! `hostaddr` an address, the connection goes to the address and the
+//! certificate is checked against the name. Client certificates
+//! (`sslcert`, `sslkey`) and `sslmode=allow` are refused with an error
+//! naming them.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), memory_core::StoreError> {
+//! let url = "postgres://agent:secret@db.internal/agents\
+//!            ?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.crt";
+//! let store = memory_postgres::PostgresStore::connect(url).await?;
+//! # let _ = store; Ok(()) }
+//! ```
+//!
 //! # Schema
 //!
 //! Created or migrated on [`PostgresStore::connect`], under an advisory
@@ -48,6 +77,7 @@
 
 mod schema;
 mod store;
+mod tls;
 
 pub use schema::SCHEMA_VERSION;
 pub use store::{DEFAULT_MAX_CONNECTIONS, PostgresStore};

@@ -9,9 +9,10 @@ use deadpool_postgres::{
 };
 use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
 use tokio_postgres::config::Host;
-use tokio_postgres::{Config, IsolationLevel, NoTls};
+use tokio_postgres::{Config, IsolationLevel};
 
 use crate::schema;
+use crate::tls;
 use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
 
 /// Connections a store opens at most unless told otherwise.
@@ -161,14 +162,18 @@ impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/dbname`
     /// or `host=... user=...` pairs) with a pool of up to
     /// [`DEFAULT_MAX_CONNECTIONS`] connections, and creates or migrates the
-    /// schema. Connections are not encrypted: use a local or private
-    /// network.
+    /// schema. TLS follows the string's `sslmode` and `sslrootcert`, as
+    /// the [crate documentation](crate#tls) describes; without them a
+    /// connection is encrypted when the server offers it, and the server's
+    /// certificate is not checked.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Backend`] when the string cannot be parsed, the server
-    /// cannot be reached or refuses the login, or the schema is newer than
-    /// this library. The message never contains the password.
+    /// [`StoreError::Backend`] when the string cannot be parsed or asks for
+    /// an unsupported TLS setting, the root certificates cannot be read,
+    /// the server cannot be reached, fails the certificate check or refuses
+    /// the login, or the schema is newer than this library. The message
+    /// never contains the password.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), memory_core::StoreError> {
@@ -193,6 +198,7 @@ impl PostgresStore {
     /// # Ok(()) }
     /// ```
     pub async fn connect_with(url: &str, max_connections: usize) -> Result<Self, StoreError> {
+        let (url, tls) = tls::split(url)?;
         // The parser's messages may quote a character of the string: keep
         // them out, the string may hold a password.
         let mut config: Config = url.parse().map_err(|_| {
@@ -208,11 +214,12 @@ impl PostgresStore {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(Duration::from_secs(10));
         }
-        let target: Arc<str> = Arc::from(describe(&config));
+        config.ssl_mode(tls.driver_mode());
+        let target: Arc<str> = Arc::from(format!("{}?sslmode={}", describe(&config), tls.mode));
         let max_connections = max_connections.max(1);
         let manager = Manager::from_config(
             config,
-            NoTls,
+            tls.connector()?,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -341,7 +348,17 @@ pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
             db.message(),
             db.detail().map(|d| format!(" ({d})")).unwrap_or_default()
         )),
-        None => StoreError::Backend(format!("postgres: {e}")),
+        None => {
+            // The driver's message names the step ("error performing TLS
+            // handshake"); its sources say what went wrong.
+            let mut text = format!("postgres: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            StoreError::Backend(text)
+        }
     }
 }
 

@@ -207,6 +207,11 @@ impl<C: TokenCounter> TokenCounter for CachedCounter<C> {
         self.store(key, count);
         Ok(count)
     }
+
+    /// The inner counter's.
+    fn framing(&self) -> memory_core::Framing {
+        self.inner.framing()
+    }
 }
 
 /// Domain tags keep a text and a message from sharing a key.

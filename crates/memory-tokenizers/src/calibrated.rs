@@ -319,6 +319,11 @@ impl<C: TokenCounter> TokenCounter for Calibrated<C> {
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
         Ok(self.scale(self.inner.count_message(message).await?))
     }
+
+    /// The inner counter's.
+    fn framing(&self) -> memory_core::Framing {
+        self.inner.framing()
+    }
 }
 
 #[cfg(test)]

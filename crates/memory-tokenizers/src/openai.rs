@@ -11,7 +11,7 @@
 
 use std::sync::LazyLock;
 
-use memory_core::{MemoryError, TokenCounter};
+use memory_core::{Framing, MemoryError, TokenCounter};
 
 use crate::pretokenize::{Pattern, Pieces};
 use crate::singles::SingleTokens;
@@ -57,6 +57,12 @@ static O200K: LazyLock<Encoding> =
 /// Exact counts in `cl100k_base`, the encoding of GPT-4, GPT-3.5 and
 /// `text-embedding-3`.
 ///
+/// A message's count includes the framing of OpenAI's chat format
+/// ([`Framing::OPENAI_CHAT`]: 4 tokens a message, 1 a tool call, and a tool
+/// name with 1 more), and a request adds 3 for the reply's start, which
+/// [`Budget::for_messages`](memory_core::Budget::for_messages) sets aside:
+/// a context that fits by this count fits by OpenAI's.
+///
 /// A zero-sized handle on a process-wide encoder: copy it freely.
 ///
 /// ```
@@ -66,7 +72,7 @@ static O200K: LazyLock<Encoding> =
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// assert_eq!(Cl100k.count("hello world").await.unwrap(), 2);
 /// let n = Cl100k.count_message(&Message::user("hello world")).await.unwrap();
-/// assert_eq!(n, 2);
+/// assert_eq!(n, 2 + 4);
 /// # });
 /// ```
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,10 +104,16 @@ impl TokenCounter for Cl100k {
     async fn count(&self, text: &str) -> Result<usize, MemoryError> {
         Ok(self.count_text(text))
     }
+
+    /// [`Framing::OPENAI_CHAT`]: 4 tokens a message, 3 a request.
+    fn framing(&self) -> Framing {
+        Framing::OPENAI_CHAT
+    }
 }
 
 /// Exact counts in `o200k_base`, the encoding of GPT-4o, GPT-4.1, GPT-5 and
-/// the `o` series.
+/// the `o` series; a message's count includes the framing of OpenAI's chat
+/// format, as [`Cl100k`]'s does.
 ///
 /// A zero-sized handle on a process-wide encoder: copy it freely.
 ///
@@ -141,6 +153,11 @@ impl TokenCounter for O200k {
     async fn count(&self, text: &str) -> Result<usize, MemoryError> {
         Ok(self.count_text(text))
     }
+
+    /// [`Framing::OPENAI_CHAT`]: 4 tokens a message, 3 a request.
+    fn framing(&self) -> Framing {
+        Framing::OPENAI_CHAT
+    }
 }
 
 #[cfg(test)]
@@ -155,6 +172,23 @@ mod tests {
         // Special-token markers are ordinary text.
         assert!(Cl100k.count_text("<|endoftext|>") > 1);
         assert!(O200k.count_text("<|endoftext|>") > 1);
+    }
+
+    #[tokio::test]
+    async fn messages_carry_the_chat_framing_and_layers_keep_it() {
+        use memory_core::{Framing, Message};
+        // Every role is one token in both encodings: 3 + 1 a message.
+        for role in ["system", "user", "assistant", "tool"] {
+            assert_eq!((Cl100k.count_text(role), O200k.count_text(role)), (1, 1));
+        }
+        let hi = Message::user("hello world");
+        assert_eq!(Cl100k.count_message(&hi).await.unwrap(), 2 + 4);
+        assert_eq!(O200k.count_message(&hi).await.unwrap(), 2 + 4);
+        let cached = crate::CachedCounter::new(Cl100k);
+        let calibrated = crate::Calibrated::new(O200k);
+        assert_eq!(cached.framing(), Framing::OPENAI_CHAT);
+        assert_eq!(calibrated.framing(), Framing::OPENAI_CHAT);
+        assert_eq!(cached.count_message(&hi).await.unwrap(), 6);
     }
 
     #[test]

@@ -259,7 +259,9 @@ impl WindowMemory {
 
     /// Like [`fitted`](Memory::fitted), with everything the strategy
     /// reported: each message's count, the protected indices, and for a
-    /// pipeline what it wrote back.
+    /// pipeline what it wrote back. The strategy fits the messages to the
+    /// budget less the tokens the counter's framing adds once per request
+    /// ([`Budget::for_messages`]).
     ///
     /// # Errors
     ///
@@ -285,9 +287,11 @@ impl WindowMemory {
             &state.protected,
             state.total,
         )?;
+        // The request's framing (the reply's start) is not in any message.
+        let budget = self.budget.for_messages(self.counter.framing());
         let result = self
             .strategy
-            .trim_with_counts(&history, &self.budget, &*self.counter)
+            .trim_with_counts(&history, &budget, &*self.counter)
             .await?;
         if let Some(stored) = result.to_store() {
             let view = State::stored_view(stored);

@@ -1,5 +1,6 @@
 //! A minimal OpenAI-compatible HTTP server on loopback: every request gets
-//! the same fixed response; requests are counted and their bodies kept.
+//! the same fixed response; requests are counted and their bodies and
+//! `Authorization` headers kept.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -12,6 +13,7 @@ pub struct Loopback {
     pub url: String,
     served: Arc<AtomicUsize>,
     bodies: Arc<Mutex<Vec<String>>>,
+    authorizations: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl Loopback {
@@ -22,12 +24,14 @@ impl Loopback {
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let served = Arc::new(AtomicUsize::new(0));
         let bodies = Arc::new(Mutex::new(Vec::new()));
-        let (count, kept) = (served.clone(), bodies.clone());
+        let authorizations = Arc::new(Mutex::new(Vec::new()));
+        let (count, kept, keys) = (served.clone(), bodies.clone(), authorizations.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
-                let request = read_body(&mut stream);
+                let (request, authorization) = read_request(&mut stream);
                 kept.lock().unwrap().push(request);
+                keys.lock().unwrap().push(authorization);
                 count.fetch_add(1, Ordering::SeqCst);
                 let response = format!(
                     "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -40,7 +44,14 @@ impl Loopback {
             url,
             served,
             bodies,
+            authorizations,
         }
+    }
+
+    /// The `Authorization` header of each request served so far (`None`
+    /// where there was none), in order.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.authorizations.lock().unwrap().clone()
     }
 
     /// Requests served so far.
@@ -54,10 +65,11 @@ impl Loopback {
     }
 }
 
-/// Reads one request's headers and returns its body.
-fn read_body(stream: &mut std::net::TcpStream) -> String {
+/// Reads one request and returns its body and `Authorization` header.
+fn read_request(stream: &mut std::net::TcpStream) -> (String, Option<String>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let (mut length, mut line) = (0usize, String::new());
+    let mut authorization = None;
     loop {
         line.clear();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
@@ -66,8 +78,13 @@ fn read_body(stream: &mut std::net::TcpStream) -> String {
         if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
             length = v.trim().parse().unwrap_or(0);
         }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("authorization")
+        {
+            authorization = Some(value.trim().to_string());
+        }
     }
     let mut body = vec![0u8; length];
     let _ = reader.read_exact(&mut body);
-    String::from_utf8_lossy(&body).into_owned()
+    (String::from_utf8_lossy(&body).into_owned(), authorization)
 }

@@ -22,8 +22,14 @@ pub struct Run {
 
 /// Runs `memory` with `args`.
 pub fn memory(args: &[&str]) -> Run {
+    memory_with_env(args, &[])
+}
+
+/// Runs `memory` with `args` and the environment variables `env` set.
+pub fn memory_with_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_memory"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("the memory binary runs");
     Run {
@@ -106,11 +112,20 @@ pub fn replay(
 /// Runs `memory` with `args` plus `--report` into `dir`, expects success,
 /// and returns the run and the parsed report.
 pub fn memory_report(args: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
+    memory_report_with_env(args, &[], dir)
+}
+
+/// [`memory_report`] with the environment variables `env` set.
+pub fn memory_report_with_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+    dir: &Path,
+) -> (Run, memory_cli::Report) {
     let path = dir.join("report.json");
     let path_text = path.display().to_string();
     let mut all = args.to_vec();
     all.extend(["--report", path_text.as_str()]);
-    let run = memory(&all);
+    let run = memory_with_env(&all, env);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     let text = std::fs::read_to_string(&path).expect("the report is written");
     let report = serde_json::from_str(&text).expect("the report is valid JSON");
@@ -118,14 +133,33 @@ pub fn memory_report(args: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
 }
 
 /// Replays the example session through `summarize` at 1,000 tokens against
-/// the OpenAI-compatible server at `url` (model `test-model`, no API key),
+/// the OpenAI-compatible server at `url` (model `test-model`, no API key:
+/// none is named for it),
 /// with `extra` options; expects success and returns the run and report.
 pub fn summarize_against(url: &str, extra: &[&str], dir: &Path) -> (Run, memory_cli::Report) {
+    summarize_against_with_env(url, extra, &[], dir)
+}
+
+/// [`summarize_against`] with the environment variables `env` set.
+pub fn summarize_against_with_env(
+    url: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    dir: &Path,
+) -> (Run, memory_cli::Report) {
     let input = example_session().display().to_string();
-    let mut args = vec![
+    let mut args = summarize_args(url, &input);
+    args.extend_from_slice(extra);
+    memory_report_with_env(&args, env, dir)
+}
+
+/// The arguments that replay `input` through `summarize` at 1,000 tokens
+/// against the OpenAI-compatible server at `url` (model `test-model`).
+pub fn summarize_args<'a>(url: &'a str, input: &'a str) -> Vec<&'a str> {
+    vec![
         "replay",
         "--input",
-        &input,
+        input,
         "--budget",
         "1000",
         "--pipeline",
@@ -134,11 +168,7 @@ pub fn summarize_against(url: &str, extra: &[&str], dir: &Path) -> (Run, memory_
         url,
         "--model",
         "test-model",
-        "--api-key-env",
-        "MEMORY_TEST_NO_SUCH_KEY",
-    ];
-    args.extend_from_slice(extra);
-    memory_report(&args, dir)
+    ]
 }
 
 /// Writes a LoCoMo file of `samples` conversations into `dir`, each of

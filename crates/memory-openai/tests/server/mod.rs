@@ -1,6 +1,6 @@
-//! A scripted HTTP/1 server on loopback: it answers each request with the
-//! next scripted response and records what it received. Shared by the
-//! test files, each of which uses part of it.
+//! A scripted HTTP/1 server on loopback, plain or over TLS: it answers
+//! each request with the next scripted response and records what it
+//! received. Shared by the test files, each of which uses part of it.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, VecDeque};
@@ -15,8 +15,10 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 /// One scripted response.
 #[derive(Debug, Clone)]
@@ -69,6 +71,16 @@ pub struct Server {
 
 impl Server {
     pub async fn start(script: impl IntoIterator<Item = Reply>) -> Self {
+        Self::start_with(script, None).await
+    }
+
+    /// A server that speaks TLS through `acceptor` (its certificate, its
+    /// host names).
+    pub async fn start_tls(script: impl IntoIterator<Item = Reply>, acceptor: TlsAcceptor) -> Self {
+        Self::start_with(script, Some(acceptor)).await
+    }
+
+    async fn start_with(script: impl IntoIterator<Item = Reply>, tls: Option<TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let script = Arc::new(Mutex::new(script.into_iter().collect::<VecDeque<_>>()));
@@ -78,16 +90,17 @@ impl Server {
             while let Ok((stream, _)) = listener.accept().await {
                 let script = script.clone();
                 let log = log.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let service = service_fn(move |request: Request<Incoming>| {
-                        let script = script.clone();
-                        let log = log.clone();
-                        async move { Ok::<_, Infallible>(answer(request, &script, &log).await) }
-                    });
-                    // A client that gives up mid-response is not an error here.
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match tls {
+                        None => serve(stream, script, log).await,
+                        // A failed handshake is the client's to report.
+                        Some(tls) => {
+                            if let Ok(stream) = tls.accept(stream).await {
+                                serve(stream, script, log).await;
+                            }
+                        }
+                    }
                 });
             }
         });
@@ -101,6 +114,11 @@ impl Server {
     /// The base URL to give the provider.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -120,6 +138,23 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// Answers the requests of one connection.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    log: Arc<Mutex<Vec<Received>>>,
+) {
+    let service = service_fn(move |request: Request<Incoming>| {
+        let script = script.clone();
+        let log = log.clone();
+        async move { Ok::<_, Infallible>(answer(request, &script, &log).await) }
+    });
+    // A client that gives up mid-response is not an error here.
+    let _ = http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }
 
 async fn answer(

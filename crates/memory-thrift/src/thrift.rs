@@ -374,7 +374,11 @@ impl Thrift {
                 }
             }
             let max_output = self.max_tool_output_tokens;
-            match settle::append(&mut result, history, step, max, max_output, counter).await? {
+            let appended = settle::append(&mut result, history, step, max, max_output, counter)
+                .await?
+                // A round appended may be one too many for a rounds limit.
+                .filter(|_| budget.admits_rounds(&result.messages));
+            match appended {
                 Some(appended) => trace.append(appended.tokens, appended.cut),
                 None => {
                     let seen = settle::prefix(history, points[k], totals[k])?;

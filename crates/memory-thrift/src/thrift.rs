@@ -365,7 +365,7 @@ impl Thrift {
             let step = points[k - 1]..points[k];
             if settle::new_round(history.messages(), step.clone()) {
                 let seen = settle::prefix(history, points[k], totals[k])?;
-                if reach::reaches_back(&seen, &result, &*self.relevance).await {
+                if reach::reaches_back(&seen, &result, &Lexical).await {
                     (result, trace) = self
                         .shed(&seen, budget, Aim::Level, counter, &mut shrunk)
                         .await?;

@@ -7,9 +7,14 @@
 //! - A **round** is a user message and the steps after it, up to the next
 //!   user message.
 //! - The **head** is what comes before the first user message.
+//! - The **task** is the session's first user request: the first user
+//!   message, unless a summary comes before it (the summary then carries it).
+//!   [`History`] protects it by default, so it is kept verbatim or inside an
+//!   accepted summary by every strategy; [`History::forget_task`] turns that
+//!   off.
 //! - The **floor** is what a strategy may never shed: protected messages and
-//!   summaries (with their steps), the current question (the newest user
-//!   message) and the newest step.
+//!   summaries (with their steps; the task among them), the current question
+//!   (the newest user message) and the newest step.
 //!
 //! ```
 //! use memory_core::{structure, Message, ToolCall};
@@ -208,6 +213,29 @@ pub fn round_start(messages: &[Message], end: usize) -> usize {
 /// ```
 pub fn current_question(messages: &[Message]) -> Option<usize> {
     messages.iter().rposition(Message::is_user)
+}
+
+/// Index of the task: the first user message, unless a summary comes
+/// before it (then the summary carries the task and there is none to mark).
+/// Linear in the number of messages before the first user message.
+///
+/// ```
+/// use memory_core::{structure, summary, Message};
+/// let m = [Message::system("rules"), Message::user("fix the bug"), Message::user("go on")];
+/// assert_eq!(structure::task(&m), Some(1));
+/// let compacted = [summary::message("fixed half"), Message::user("go on")];
+/// assert_eq!(structure::task(&compacted), None);
+/// ```
+pub fn task(messages: &[Message]) -> Option<usize> {
+    for (i, m) in messages.iter().enumerate() {
+        if m.is_user() {
+            return Some(i);
+        }
+        if crate::summary::is_summary(m) {
+            return None;
+        }
+    }
+    None
 }
 
 /// What a strategy may never shed, as sorted, disjoint step-aligned ranges.

@@ -94,6 +94,7 @@ pub struct WindowMemory {
     store: Arc<dyn Store>,
     session: String,
     state: Option<State>,
+    keep_task: bool,
 }
 
 impl std::fmt::Debug for WindowMemory {
@@ -133,6 +134,7 @@ impl WindowMemory {
             counter: Arc::new(CharTokenCounter),
             store: Arc::new(InMemoryStore::new()),
             session: "default".to_string(),
+            keep_task: true,
             state: None,
         }
     }
@@ -145,6 +147,24 @@ impl WindowMemory {
     /// ```
     pub fn with_max_rounds(mut self, max_rounds: usize) -> Self {
         self.budget.max_rounds = Some(max_rounds);
+        self
+    }
+
+    /// Whether the task (the session's first user request) is part of the
+    /// floor, as it is by default; `false` for sessions whose first request
+    /// is not a standing task, such as a chat.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut memory = memory_window::WindowMemory::new(6).with_task(false);
+    /// memory.record(Message::user("the first request")).await.unwrap();
+    /// memory.record(Message::user("now")).await.unwrap();
+    /// assert_eq!(memory.context().await.unwrap(), vec![Message::user("now")]);
+    /// # });
+    /// ```
+    pub fn with_task(mut self, keep: bool) -> Self {
+        self.keep_task = keep;
         self
     }
 
@@ -279,12 +299,15 @@ impl WindowMemory {
     pub async fn trimmed(&mut self) -> Result<TrimResult, MemoryError> {
         self.load().await?;
         let state = self.state.as_ref().expect("loaded above");
-        let history = History::from_parts(
+        let mut history = History::from_parts(
             &state.messages,
             &state.counts,
             &state.protected,
             state.total,
         )?;
+        if !self.keep_task {
+            history = history.forget_task();
+        }
         let result = self
             .strategy
             .trim_with_counts(&history, &self.budget, &*self.counter)

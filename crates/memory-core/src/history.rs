@@ -19,7 +19,9 @@ use crate::{MemoryError, Message, structure, summary};
 /// let history = History::new(&messages, &[2, 1]).unwrap().protect(&[0]);
 /// assert_eq!(history.total(), 3);
 /// assert!(history.is_protected(0));
-/// assert!(!history.is_protected(1));
+/// // The first user message is the task.
+/// assert!(history.is_protected(1));
+/// assert!(!history.forget_task().is_protected(1));
 /// ```
 #[derive(Debug, Clone)]
 pub struct History<'a> {
@@ -166,7 +168,8 @@ impl<'a> History<'a> {
     /// use memory_core::{History, Message};
     /// let m = [Message::user("a"), Message::user("b")];
     /// let h = History::new(&m, &[1, 1]).unwrap().protect(&[1, 7]);
-    /// assert_eq!(h.protected(), &[1]);
+    /// assert_eq!(h.protected(), &[0, 1]); // the task, 0, and 1
+    /// assert_eq!(h.forget_task().protected(), &[1]);
     /// ```
     pub fn protect(mut self, indices: &[usize]) -> Self {
         let mut all: Vec<usize> = self.protected.iter().copied().collect();
@@ -204,12 +207,14 @@ impl<'a> History<'a> {
         self.counts
     }
 
-    /// Sorted indices of the protected messages and summaries.
+    /// Sorted indices of the protected messages and summaries (the task
+    /// among them unless it was forgotten).
     ///
     /// ```
     /// # use memory_core::{History, Message};
     /// # let m = [Message::user("a")];
-    /// assert!(History::new(&m, &[1]).unwrap().protected().is_empty());
+    /// assert_eq!(History::new(&m, &[1]).unwrap().protected(), &[0]);
+    /// assert!(History::new(&m, &[1]).unwrap().forget_task().protected().is_empty());
     /// ```
     pub fn protected(&self) -> &[usize] {
         &self.protected

@@ -11,7 +11,8 @@ use memory_core::{
 ///
 /// 1. A history within the budget is returned unchanged.
 /// 2. The floor is always kept: protected messages and summaries with their
-///    steps, the current question and the newest step. If the floor alone
+///    steps (the [task](memory_core::structure::task) among them unless the
+///    history forgot it), the current question and the newest step. If the floor alone
 ///    exceeds the budget, it is all that is returned, with `fits: false`.
 /// 3. If the newest round fits, whole rounds are kept from the newest back
 ///    while they fit (and while the rounds limit allows); the head (what
@@ -33,7 +34,8 @@ use memory_core::{
 ///     Message::user("u2"), Message::assistant("a2"),
 /// ];
 /// let result = WindowDrop::new().trim(&history, &Budget::tokens(3), &CharTokenCounter).await.unwrap();
-/// assert_eq!(result.messages, history[2..].to_vec());
+/// // The task (u1) and the newest round.
+/// assert_eq!(result.messages, [&history[..1], &history[2..]].concat());
 /// assert!(result.fits && !result.replace);
 /// # });
 /// ```

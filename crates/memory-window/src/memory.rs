@@ -157,9 +157,14 @@ impl WindowMemory {
     /// ```
     /// use memory_core::{Memory, Message};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let mut memory = memory_window::WindowMemory::new(6).with_task(false);
+    /// // "the first request" is 5 tokens, "now" 1: over a budget of 3.
+    /// let mut memory = memory_window::WindowMemory::new(3);
     /// memory.record(Message::user("the first request")).await.unwrap();
     /// memory.record(Message::user("now")).await.unwrap();
+    /// let kept = memory.fitted().await.unwrap();
+    /// assert_eq!(kept.messages.len(), 2); // the task stays, over budget
+    /// assert!(!kept.fits);
+    /// let mut memory = memory.with_task(false);
     /// assert_eq!(memory.context().await.unwrap(), vec![Message::user("now")]);
     /// # });
     /// ```

@@ -138,6 +138,45 @@ async fn a_text_only_agent_keeps_its_task_among_observations() {
 }
 
 #[tokio::test]
+async fn after_a_follow_up_the_long_round_before_it_keeps_its_task_and_newest_steps() {
+    // The task, ten tool steps of 4 tokens, then a follow-up request that
+    // starts a new round: the older round does not fit whole, so it keeps
+    // its request (the task) and as many of its newest steps as fit.
+    let mut memory = WindowMemory::new(20);
+    memory.record(Message::user("fix it")).await.unwrap();
+    for i in 0..10 {
+        let id = format!("c{i}");
+        memory
+            .record(Message::assistant_with_tools(
+                "",
+                vec![ToolCall::new(id.clone(), "run", "{}")],
+            ))
+            .await
+            .unwrap();
+        memory
+            .record(Message::tool_result(id, "output"))
+            .await
+            .unwrap();
+    }
+    memory
+        .record(Message::user("Please continue working on the task"))
+        .await
+        .unwrap();
+    memory.record(Message::assistant("ok")).await.unwrap();
+    // "fix it" 2 + the follow-up 9 + "ok" 1 = 12; two steps (8) fill 20.
+    let context = memory.fitted().await.unwrap();
+    assert_eq!((context.tokens, context.fits), (20, true));
+    assert_eq!(context.messages[0], Message::user("fix it"));
+    assert_eq!(context.messages[1].tool_calls()[0].id, "c8");
+    assert_eq!(context.messages[3].tool_calls()[0].id, "c9");
+    assert_eq!(
+        context.messages[5],
+        Message::user("Please continue working on the task")
+    );
+    assert!(memory_core::validate(&context.messages).is_empty());
+}
+
+#[tokio::test]
 async fn parallel_tool_calls_leave_with_their_results() {
     // Round 1: "calculate" 3 + two calls (name 1 + args 1 each) + results 1 + 1 = 9.
     // Round 2: "continue" 2 + "okay" 1 = 3. Budget 8 keeps round 2 only.

@@ -19,6 +19,26 @@ async fn rounds(memory: &mut WindowMemory, range: std::ops::RangeInclusive<usize
     }
 }
 
+/// The request "fix it" (2 tokens) and ten tool steps of 4 tokens (run 1,
+/// {} 1, output 2), `c0` to `c9`.
+async fn long_round(memory: &mut WindowMemory) {
+    memory.record(Message::user("fix it")).await.unwrap();
+    for i in 0..10 {
+        let id = format!("c{i}");
+        memory
+            .record(Message::assistant_with_tools(
+                "",
+                vec![ToolCall::new(id.clone(), "run", "{}")],
+            ))
+            .await
+            .unwrap();
+        memory
+            .record(Message::tool_result(id, "output"))
+            .await
+            .unwrap();
+    }
+}
+
 fn calls(ids: &[&str]) -> Message {
     Message::assistant_with_tools(
         "",
@@ -143,21 +163,7 @@ async fn after_a_follow_up_the_long_round_before_it_keeps_its_task_and_newest_st
     // starts a new round: the older round does not fit whole, so it keeps
     // its request (the task) and as many of its newest steps as fit.
     let mut memory = WindowMemory::new(20);
-    memory.record(Message::user("fix it")).await.unwrap();
-    for i in 0..10 {
-        let id = format!("c{i}");
-        memory
-            .record(Message::assistant_with_tools(
-                "",
-                vec![ToolCall::new(id.clone(), "run", "{}")],
-            ))
-            .await
-            .unwrap();
-        memory
-            .record(Message::tool_result(id, "output"))
-            .await
-            .unwrap();
-    }
+    long_round(&mut memory).await;
     memory
         .record(Message::user("Please continue working on the task"))
         .await
@@ -251,21 +257,7 @@ async fn a_long_agent_round_keeps_its_question_and_newest_steps() {
         .record_protected(Message::system("agent"))
         .await
         .unwrap();
-    memory.record(Message::user("fix it")).await.unwrap();
-    for i in 0..10 {
-        let id = format!("c{i}");
-        memory
-            .record(Message::assistant_with_tools(
-                "",
-                vec![ToolCall::new(id.clone(), "run", "{}")],
-            ))
-            .await
-            .unwrap();
-        memory
-            .record(Message::tool_result(id, "output"))
-            .await
-            .unwrap();
-    }
+    long_round(&mut memory).await;
     memory.record(Message::assistant("done")).await.unwrap();
     // agent 2 + "fix it" 2 + "done" 1 = 5 fixed; each step is run 1 + {} 1
     // + output 2 = 4, so two of the ten steps fit in the 11 left.

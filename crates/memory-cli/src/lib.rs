@@ -100,6 +100,7 @@ fn stage_config(
         eprintln!("memory: no stage of these pipelines summarizes; the summarizer is not called");
     }
     config.turn_delay = std::time::Duration::from_millis(model.turn_delay_ms);
+    config.task_floor = !stages.no_task_floor;
     for spec in &stages.pipeline {
         registry::pipeline(spec, &config)?;
     }

@@ -46,6 +46,9 @@ pub struct StageConfig {
     pub compactions: Arc<CompactTally>,
     /// How each replayed call is priced (`Row::cost`).
     pub pricing: Pricing,
+    /// Whether the task (a session's first user request) is part of the
+    /// floor (`--no-task-floor` turns it off).
+    pub task_floor: bool,
 }
 
 impl StageConfig {
@@ -72,6 +75,7 @@ impl StageConfig {
             thrift_trace: Arc::default(),
             compactions: Arc::default(),
             pricing: Pricing::default(),
+            task_floor: true,
         }
     }
 

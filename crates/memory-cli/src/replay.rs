@@ -256,6 +256,8 @@ impl<'c> TrajectoryReplay<'c> {
             .as_deref()
             .is_some_and(|previous| kept < previous.len());
         let support = self.support(next, &context);
+        let task_kept = memory_core::structure::task(&self.recorded)
+            .map(|t| context.contains(&self.recorded[t]));
         let prefix_kept_tokens: usize = context_counts[..kept].iter().sum();
         let row = Row {
             trajectory: self.index,
@@ -287,6 +289,7 @@ impl<'c> TrajectoryReplay<'c> {
             latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             valid: report.is_clean(),
             fits,
+            task_kept,
             problems: report.breaches.iter().map(ToString::to_string).collect(),
             thrift: self.config.take_thrift_trace(),
         };

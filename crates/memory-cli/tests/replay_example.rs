@@ -236,7 +236,12 @@ fn the_task_floor_keeps_the_first_request_and_can_be_turned_off() {
     let (_, off) = memory_report(&off_args, dir.path());
     for report in [&kept, &off] {
         assert_eq!(report.totals.valid_rows, report.totals.calls);
+        assert_eq!(report.totals.task_rows, report.totals.calls);
     }
+    // Kept in every context by default; dropped from some without it.
+    assert_eq!(kept.totals.task_kept_rows, kept.totals.calls);
+    assert!(off.totals.task_kept_rows < off.totals.calls);
+    assert!(kept.rows.iter().all(|r| r.task_kept == Some(true)));
     assert_eq!(kept.rows.len(), off.rows.len());
     for (k, o) in kept.rows.iter().zip(&off.rows) {
         if k.turn < 26 {

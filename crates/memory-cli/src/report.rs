@@ -477,7 +477,9 @@ const COMPARED: &[(&str, Cell)] = &[
     ("support recall", |t| {
         t.support_recall.map_or("-".into(), |r| format!("{r:.3}"))
     }),
-    ("task kept", |t| format!("{}/{}", t.task_kept_rows, t.task_rows)),
+    ("task kept", |t| {
+        format!("{}/{}", t.task_kept_rows, t.task_rows)
+    }),
     ("cache breaks", |t| t.cache_breaks.to_string()),
     ("summarizer calls", |t| t.summarizer_calls.to_string()),
     ("summarizer tokens in/out", |t| {

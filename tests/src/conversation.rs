@@ -13,7 +13,9 @@
 //! messages in the middle; steps before the first user message; agent-style
 //! rounds of one user message and dozens of tool steps; texts of CJK
 //! ideographs, and single texts of 5,000 to 20,000 characters; protected
-//! messages anywhere (tool results included).
+//! messages anywhere (tool results included); a first user message (the
+//! task, protected by default) that is often a big request; and histories
+//! whose task is forgotten ([`Case::keep_task`]).
 
 use std::fmt;
 
@@ -131,6 +133,11 @@ pub struct Plan {
     /// More protected messages, anywhere: each pick protects message
     /// `pick % len`.
     pub protect: Vec<u16>,
+    /// The text of the first user message, the task, in place of its
+    /// round's (often a big request).
+    pub task: Option<TextPlan>,
+    /// Whether the history forgets the task (leaves it unprotected).
+    pub forget_task: bool,
 }
 
 /// A built conversation: messages, their [`CharTokenCounter`] counts, and
@@ -141,8 +148,11 @@ pub struct Plan {
 /// ```
 /// use memory_core::Message;
 /// use memory_tests::conversation::Case;
-/// let case = Case::new(vec![Message::system("rules"), Message::user("hi")], vec![0]);
+/// let mut case = Case::new(vec![Message::system("rules"), Message::user("hi")], vec![0]);
 /// assert_eq!(case.counts, vec![2, 1]);
+/// // The prompt, and the task (the first user message).
+/// assert_eq!(case.history().protected(), &[0, 1]);
+/// case.keep_task = false;
 /// assert_eq!(case.history().protected(), &[0]);
 /// ```
 #[derive(Clone, PartialEq)]
@@ -151,9 +161,12 @@ pub struct Case {
     pub messages: Vec<Message>,
     /// The count of each message under [`CharTokenCounter`].
     pub counts: Vec<usize>,
-    /// Sorted indices of protected messages (summaries are protected by
-    /// [`History::new`] already).
+    /// Sorted indices of protected messages (summaries and the task are
+    /// protected by [`History::new`] already).
     pub protected: Vec<usize>,
+    /// Whether the history protects the task (the default); `false` for
+    /// a history that [forgets](History::forget_task) it.
+    pub keep_task: bool,
 }
 
 impl Case {
@@ -174,6 +187,7 @@ impl Case {
             messages,
             counts,
             protected,
+            keep_task: true,
         }
     }
 
@@ -185,9 +199,13 @@ impl Case {
     /// assert_eq!(case.history().total(), 1);
     /// ```
     pub fn history(&self) -> History<'_> {
-        History::new(&self.messages, &self.counts)
-            .expect("one count per message")
-            .protect(&self.protected)
+        let history = History::new(&self.messages, &self.counts).expect("one count per message");
+        if self.keep_task {
+            history
+        } else {
+            history.forget_task()
+        }
+        .protect(&self.protected)
     }
 
     /// Total tokens.
@@ -206,10 +224,15 @@ impl fmt::Debug for Case {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "Case {{ {} messages, {} tokens, protected {:?}",
+            "Case {{ {} messages, {} tokens, protected {:?}{}",
             self.messages.len(),
             self.total(),
-            self.protected
+            self.protected,
+            if self.keep_task {
+                ""
+            } else {
+                ", task forgotten"
+            }
         )?;
         f.write_str(&describe(&self.messages, &self.counts))?;
         f.write_str("}")
@@ -303,14 +326,19 @@ pub fn chat_plans() -> impl Strategy<Value = Plan> {
         prop_oneof![4 => Just(Vec::new()), 1 => vec(step(), 1..3)],
         vec(round(0..5), 0..7),
         vec(any::<u16>(), 0..4),
+        task(),
     )
-        .prop_map(|((systems, summary), head, rounds, protect)| Plan {
-            systems,
-            summary,
-            head,
-            rounds,
-            protect,
-        })
+        .prop_map(
+            |((systems, summary), head, rounds, protect, (task, forget_task))| Plan {
+                systems,
+                summary,
+                head,
+                rounds,
+                protect,
+                task,
+                forget_task,
+            },
+        )
 }
 
 /// Agent tasks: maybe a few earlier rounds, then one user request answered
@@ -337,17 +365,33 @@ pub fn agent_plans() -> impl Strategy<Value = Plan> {
         vec(round(0..3), 0..3),
         long_round,
         vec(any::<u16>(), 0..4),
+        task(),
     )
-        .prop_map(|((systems, summary), mut rounds, long, protect)| {
-            rounds.push(long);
-            Plan {
-                systems,
-                summary,
-                head: Vec::new(),
-                rounds,
-                protect,
-            }
-        })
+        .prop_map(
+            |((systems, summary), mut rounds, long, protect, (task, forget_task))| {
+                rounds.push(long);
+                Plan {
+                    systems,
+                    summary,
+                    head: Vec::new(),
+                    rounds,
+                    protect,
+                    task,
+                    forget_task,
+                }
+            },
+        )
+}
+
+/// The task's own text, if any (a big request as often as not), and
+/// whether the history forgets the task.
+fn task() -> impl Strategy<Value = (Option<TextPlan>, bool)> {
+    let big = prop_oneof![
+        2 => (400usize..4_000).prop_map(TextPlan::Ascii),
+        1 => (5_000usize..=12_000).prop_map(TextPlan::Huge),
+        1 => text(),
+    ];
+    (option::weighted(0.4, big), proptest::bool::weighted(0.2))
 }
 
 type Leading = (Vec<(TextPlan, bool)>, Option<(TextPlan, bool)>);
@@ -561,8 +605,12 @@ impl Plan {
         for step in &self.head {
             b.step(step);
         }
-        for round in &self.rounds {
-            let text = b.tagged(round.question);
+        for (k, round) in self.rounds.iter().enumerate() {
+            let question = match self.task {
+                Some(task) if k == 0 => task,
+                _ => round.question,
+            };
+            let text = b.tagged(question);
             let mut blocks = vec![ContentBlock::Text(text)];
             if round.image {
                 blocks.push(ContentBlock::Image(ImageContent::new(
@@ -580,7 +628,10 @@ impl Plan {
             b.protected
                 .extend(self.protect.iter().map(|&p| usize::from(p) % n));
         }
-        Case::new(b.messages, b.protected)
+        Case {
+            keep_task: !self.forget_task,
+            ..Case::new(b.messages, b.protected)
+        }
     }
 }
 

@@ -105,9 +105,12 @@ async fn the_view_fits_keeps_the_summary_and_the_compacted_history_is_stored() {
         .await
         .unwrap();
     assert_eq!(stored.messages, alone.messages);
-    assert_eq!(stored.messages[0], messages[0]);
-    assert_eq!(&stored.messages[1], summaries[0]);
-    assert_eq!(stored.messages[2..], messages[25..]);
+    // The prompt, the task (round 1's request) verbatim, the summary, the
+    // newest rounds.
+    assert_eq!(stored.messages[..2], messages[..2]);
+    assert_eq!(&stored.messages[2], summaries[0]);
+    assert_eq!(stored.messages[3..], messages[25..]);
+    assert_eq!(result.messages[1], messages[1], "the view keeps the task");
     assert!(stored.tokens() > BUDGET);
 }
 
@@ -131,8 +134,9 @@ async fn in_a_memory_the_next_turns_build_on_the_stored_summary() {
         .sum();
     assert!(shown <= BUDGET);
     assert!(context.iter().any(summary::is_summary));
-    // Stored: the system prompt, the summary, rounds 7 and 8, the question.
-    assert_eq!(memory.len(), 1 + 1 + 8 + 1);
+    // Stored: the system prompt, the task, the summary, rounds 7 and 8, the
+    // question.
+    assert_eq!(memory.len(), 1 + 1 + 1 + 8 + 1);
     // Nothing is deleted: the full history stays readable.
     assert_eq!(memory.history().await.unwrap(), messages);
 

@@ -68,6 +68,9 @@ struct Seen {
     steps_before_first_user: bool,
     ends_with_user: bool,
     floor_above_half: bool,
+    big_task: bool,
+    task_forgotten: bool,
+    task_kept: bool,
 }
 
 fn observe(case: &Case, seen: &mut Seen) {
@@ -118,6 +121,16 @@ fn observe(case: &Case, seen: &mut Seen) {
         .any(|r| structure::steps(&m[r.clone()]).count() >= 9);
     seen.ends_with_user |= m.last().is_some_and(Message::is_user);
     seen.floor_above_half |= !m.is_empty() && 2 * structure::floor(&history).tokens > case.total();
+    if let Some(task) = structure::task(m) {
+        seen.big_task |= case.counts[task] >= 100;
+        seen.task_kept |= case.keep_task && history.is_protected(task);
+        seen.task_forgotten |= !case.keep_task && !case.protected.contains(&task);
+        // Forgotten, the task is protected only when the plan protects it.
+        assert_eq!(
+            history.is_protected(task),
+            case.keep_task || case.protected.contains(&task)
+        );
+    }
 }
 
 #[test]

@@ -104,6 +104,14 @@ pub struct StageArgs {
     #[arg(long, value_name = "NAME", default_value = "chars")]
     pub counter: String,
 
+    /// Leave the task (each session's first user request) out of the
+    /// floor. By default every stage and every fallback keeps it, verbatim
+    /// or inside an accepted summary; with this flag it may be dropped or
+    /// summarized like any other message (as for a chat whose first
+    /// message is not a standing request).
+    #[arg(long)]
+    pub no_task_floor: bool,
+
     /// How `thrift` scores older turns against the current question.
     #[command(flatten)]
     pub relevance: RelevanceArgs,

@@ -232,7 +232,11 @@ async fn ask(
     config: &StageConfig,
 ) -> Result<QuestionRow, MemoryError> {
     let asking = state.asking(question.message.clone(), question.tokens);
-    let measured = measure(pipeline, &asking.history()?, config).await?;
+    let mut history = asking.history()?;
+    if !config.task_floor {
+        history = history.forget_task();
+    }
+    let measured = measure(pipeline, &history, config).await?;
     drop(asking);
     let found = found(&measured.context, &sample.messages, &question.evidence);
     let shown = before_question(&measured.context);

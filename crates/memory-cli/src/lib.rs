@@ -102,6 +102,7 @@ fn stage_config(
     }
     config.turn_delay = std::time::Duration::from_millis(model.turn_delay_ms);
     config.relevance = relevance::build(&stages.relevance)?;
+    config.task_floor = !stages.no_task_floor;
     for spec in &stages.pipeline {
         registry::pipeline(spec, &config)?;
     }

@@ -48,6 +48,9 @@ pub struct StageConfig {
     pub pricing: Pricing,
     /// How `thrift` stages score older turns.
     pub relevance: Arc<dyn memory_thrift::Relevance>,
+    /// Whether the task (a session's first user request) is part of the
+    /// floor (`--no-task-floor` turns it off).
+    pub task_floor: bool,
 }
 
 impl StageConfig {
@@ -75,6 +78,7 @@ impl StageConfig {
             compactions: Arc::default(),
             pricing: Pricing::default(),
             relevance: Arc::new(memory_thrift::Lexical),
+            task_floor: true,
         }
     }
 

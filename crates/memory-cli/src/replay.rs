@@ -162,7 +162,8 @@ impl<'c> TrajectoryReplay<'c> {
     ) -> Self {
         let mut memory = WindowMemory::with_budget(config.budget)
             .with_strategy(pipeline)
-            .with_token_counter(config.counter.clone());
+            .with_token_counter(config.counter.clone())
+            .with_task(config.task_floor);
         if let Some((store, session)) = store {
             memory = memory.with_store(store, session);
         }
@@ -255,6 +256,8 @@ impl<'c> TrajectoryReplay<'c> {
             .as_deref()
             .is_some_and(|previous| kept < previous.len());
         let support = self.support(next, &context);
+        let task_kept = memory_core::structure::task(&self.recorded)
+            .map(|t| context.contains(&self.recorded[t]));
         let prefix_kept_tokens: usize = context_counts[..kept].iter().sum();
         let row = Row {
             trajectory: self.index,
@@ -286,6 +289,7 @@ impl<'c> TrajectoryReplay<'c> {
             latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
             valid: report.is_clean(),
             fits,
+            task_kept,
             problems: report.breaches.iter().map(ToString::to_string).collect(),
             thrift: self.config.take_thrift_trace(),
         };
@@ -327,7 +331,8 @@ impl<'c> TrajectoryReplay<'c> {
     }
 
     /// Audits a context against everything recorded (the transcript, its
-    /// leading system prompt protected) and the budget: the memory trimmed
+    /// leading system prompt protected, and its task unless the task floor
+    /// is off) and the budget: the memory trimmed
     /// a view of that transcript, which compactions may have changed.
     fn audit(
         &self,
@@ -335,7 +340,11 @@ impl<'c> TrajectoryReplay<'c> {
         context_counts: &[usize],
     ) -> Result<Report, MemoryError> {
         let protected: Vec<usize> = (0..self.protected).collect();
-        let history = History::new(&self.recorded, &self.counts)?.protect(&protected);
+        let mut history = History::new(&self.recorded, &self.counts)?;
+        if !self.config.task_floor {
+            history = history.forget_task();
+        }
+        let history = history.protect(&protected);
         Audit::new(&history, self.config.budget)
             .given(Given::View)
             .check(result, context_counts)

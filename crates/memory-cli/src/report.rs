@@ -72,6 +72,10 @@ pub struct Row {
     /// The result's own verdict: false only when the floor alone exceeds the
     /// budget.
     pub fits: bool,
+    /// Whether the context holds the task (the transcript's first user
+    /// request) verbatim; `None` (null) before the first user message.
+    #[serde(default)]
+    pub task_kept: Option<bool>,
     /// What broke, when `valid` is false: the audit's breaches, as text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
@@ -126,6 +130,12 @@ pub struct Totals {
     pub support_recall: Option<f64>,
     /// Rows with a `support_recall`.
     pub support_rows: usize,
+    /// Rows whose context holds the task verbatim (`task_kept`).
+    #[serde(default)]
+    pub task_kept_rows: usize,
+    /// Rows with a task (`task_kept` not null).
+    #[serde(default)]
+    pub task_rows: usize,
     /// Mean `latency_us`.
     pub latency_us_mean: f64,
     /// Median `latency_us` (the lower one for an even count).
@@ -173,6 +183,8 @@ impl Totals {
             support_recall: (!recalls.is_empty())
                 .then(|| recalls.iter().sum::<f64>() / recalls.len() as f64),
             support_rows: recalls.len(),
+            task_kept_rows: count(|r| r.task_kept == Some(true)),
+            task_rows: count(|r| r.task_kept.is_some()),
             calls: rows.len(),
             valid_rows: count(|r| r.valid),
             over_budget_rows: rows.iter().filter(|r| r.tokens_out > budget).count(),
@@ -379,6 +391,10 @@ impl Totals {
             ),
             format!("support:      {support}"),
             format!(
+                "task:         kept verbatim in {} of {} calls after it",
+                t.task_kept_rows, t.task_rows
+            ),
+            format!(
                 "invalid rows: {}, not fitting: {}, over budget: {}",
                 t.calls - t.valid_rows,
                 t.not_fitting_rows,
@@ -460,6 +476,9 @@ const COMPARED: &[(&str, Cell)] = &[
     ("cost per call", |t| format!("{:.0}", t.cost_per_call)),
     ("support recall", |t| {
         t.support_recall.map_or("-".into(), |r| format!("{r:.3}"))
+    }),
+    ("task kept", |t| {
+        format!("{}/{}", t.task_kept_rows, t.task_rows)
     }),
     ("cache breaks", |t| t.cache_breaks.to_string()),
     ("summarizer calls", |t| t.summarizer_calls.to_string()),

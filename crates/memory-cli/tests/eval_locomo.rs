@@ -10,7 +10,11 @@
 
 mod common;
 
-use common::{eval_locomo, locomo_fixture, long_locomo, memory};
+use common::{eval_locomo, eval_locomo_with, locomo_fixture, long_locomo, memory};
+
+/// The figures at tight budgets below are the window's alone: the task
+/// floor (the first utterance kept) is off for them.
+const NO_TASK: &[&str] = &["--no-task-floor"];
 
 /// (questions, recalled) per category "1" to "5".
 fn categories(report: &memory_cli::EvalReport) -> Vec<(String, usize, usize)> {
@@ -80,7 +84,7 @@ fn a_tiny_budget_keeps_only_the_last_round() {
     // 60 tokens hold the question and the last round (D2:3, D2:4: 48
     // tokens), never the round before it.
     let dir = tempfile::tempdir().unwrap();
-    let (run, report) = eval_locomo(&locomo_fixture(), 60, &["window"], dir.path());
+    let (run, report) = eval_locomo_with(&locomo_fixture(), 60, &["window"], NO_TASK, dir.path());
     let t = &report.result.totals;
     assert_eq!((t.questions, t.recalled), (6, 2));
     assert!((t.evidence_recall - 2.0 / 6.0).abs() < 1e-12);
@@ -128,7 +132,7 @@ fn a_tiny_budget_keeps_only_the_last_round() {
 #[test]
 fn a_budget_below_the_question_recalls_nothing_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, report) = eval_locomo(&locomo_fixture(), 10, &["window"], dir.path());
+    let (_, report) = eval_locomo_with(&locomo_fixture(), 10, &["window"], NO_TASK, dir.path());
     let t = &report.result.totals;
     assert_eq!((t.questions, t.recalled, t.evidence_recall), (6, 0, 0.0));
     assert_eq!(t.not_fitting, 1, "only the 12-token question is over 10");
@@ -136,12 +140,34 @@ fn a_budget_below_the_question_recalls_nothing_and_says_so() {
 }
 
 #[test]
+fn by_default_the_first_utterance_is_kept_even_over_the_budget() {
+    // The task floor: the first utterance (D1:1, 24 tokens) is in every
+    // context, so the question whose evidence it is finds it even at 10
+    // tokens, and every context says it does not fit.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, report) = eval_locomo(&locomo_fixture(), 10, &["window"], dir.path());
+    let t = &report.result.totals;
+    assert_eq!((t.questions, t.recalled), (6, 1));
+    assert_eq!(t.not_fitting, 6);
+    assert!(report.result.rows.iter().all(|r| r.messages_out == 2));
+    let recalled: Vec<usize> = report
+        .result
+        .rows
+        .iter()
+        .filter(|r| r.recalled)
+        .map(|r| r.evidence)
+        .collect();
+    assert_eq!(recalled, [1]);
+}
+
+#[test]
 fn two_pipelines_are_set_side_by_side() {
     let dir = tempfile::tempdir().unwrap();
-    let (run, report) = eval_locomo(
+    let (run, report) = eval_locomo_with(
         &locomo_fixture(),
         60,
         &["window", "window,window"],
+        NO_TASK,
         dir.path(),
     );
     assert_eq!(report.pipelines.len(), 2);
@@ -338,7 +364,7 @@ fn answer_recall_is_reported_per_category() {
 
     // At 60 tokens only the last round is left: one of "his bike chain; the
     // cello" is there, no answer whole.
-    let (_, report) = eval_locomo(&locomo_fixture(), 60, &["window"], dir.path());
+    let (_, report) = eval_locomo_with(&locomo_fixture(), 60, &["window"], NO_TASK, dir.path());
     let t = &report.result.totals;
     assert_eq!((t.answer_questions, t.answer_recalled), (4, 0));
     assert_eq!(

@@ -14,7 +14,8 @@ fn trajectories_file() -> Option<PathBuf> {
 }
 
 /// The floor before the call at `turn`, computed here from the input: the
-/// leading system prompt, the newest user message and the newest step.
+/// leading system prompt, the task (the first user message), the newest
+/// user message and the newest step.
 fn floor_tokens(messages: &[Message], counts: &[usize], turn: usize) -> usize {
     let recorded = &messages[..turn];
     let mut indices: Vec<usize> = (0..recorded.len())
@@ -22,6 +23,9 @@ fn floor_tokens(messages: &[Message], counts: &[usize], turn: usize) -> usize {
         .collect();
     if let Some(q) = recorded.iter().rposition(Message::is_user) {
         indices.push(q);
+    }
+    if let Some(task) = recorded.iter().position(Message::is_user) {
+        indices.push(task);
     }
     // The newest step: the last message, and when it is a tool result, back
     // over the results to the assistant message that called them.

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{example_session, memory, replay};
+use common::{example_session, memory, memory_report, replay};
 
 #[test]
 fn every_row_is_valid_and_within_budget_where_it_fits() {
@@ -211,4 +211,45 @@ fn one_pipeline_keeps_the_report_shape() {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
     assert!(!keys.contains(&"pipelines"), "{keys:?}");
+}
+
+#[test]
+fn the_task_floor_keeps_the_first_request_and_can_be_turned_off() {
+    // The session's task (about 120 tokens) is the current question until
+    // a follow-up request at message 26; from then on it is in the floor
+    // only while the task floor is on. Either way every row is valid: the
+    // audit holds the replay to the same setting.
+    let dir = tempfile::tempdir().unwrap();
+    let input = example_session().display().to_string();
+    let args = [
+        "replay",
+        "--input",
+        &input,
+        "--budget",
+        "300",
+        "--pipeline",
+        "window",
+    ];
+    let (_, kept) = memory_report(&args, dir.path());
+    let mut off_args = args.to_vec();
+    off_args.push("--no-task-floor");
+    let (_, off) = memory_report(&off_args, dir.path());
+    for report in [&kept, &off] {
+        assert_eq!(report.totals.valid_rows, report.totals.calls);
+        assert_eq!(report.totals.task_rows, report.totals.calls);
+    }
+    // Kept in every context by default; dropped from some without it.
+    assert_eq!(kept.totals.task_kept_rows, kept.totals.calls);
+    assert!(off.totals.task_kept_rows < off.totals.calls);
+    assert!(kept.rows.iter().all(|r| r.task_kept == Some(true)));
+    assert_eq!(kept.rows.len(), off.rows.len());
+    for (k, o) in kept.rows.iter().zip(&off.rows) {
+        if k.turn < 26 {
+            assert_eq!(k.floor_tokens, o.floor_tokens, "turn {}", k.turn);
+        } else {
+            assert!(k.floor_tokens > o.floor_tokens + 100, "turn {}", k.turn);
+        }
+    }
+    let help = memory(&["replay", "--help"]);
+    assert!(help.stdout.contains("--no-task-floor"), "{}", help.stdout);
 }

@@ -25,8 +25,9 @@ use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
 /// [`keep_verbatim`](Compact::with_keep_verbatim) turns (default 2) and the
 /// current question stay as they are, so an agent loop keeps its newest
 /// steps and a chat its newest exchanges. Protected messages (with their
-/// steps), the leading system messages and other strategies' summaries stay
-/// in place, verbatim. The cut falls between steps only: a tool call never
+/// steps; the [task](memory_core::structure::task), the session's first
+/// request, among them unless the history forgot it), the leading system
+/// messages and other strategies' summaries stay in place, verbatim. The cut falls between steps only: a tool call never
 /// loses its results.
 ///
 /// **When.** Under a token budget, by default, a summary is made on a call
@@ -91,10 +92,12 @@ use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
 ///     memory.record(Message::assistant(format!("Renamed field_{i}; its serde name and the tests that use it are unchanged."))).await.unwrap();
 /// }
 /// let context = memory.context().await.unwrap();
-/// // The system prompt, the summary of rounds 1 and 2, rounds 3 and 4 verbatim.
-/// assert_eq!(context.len(), 6);
-/// assert!(summary::is_summary(&context[1]));
-/// assert_eq!(context[2], Message::user("Rename field_3 in src/model.rs, please."));
+/// // The system prompt, the task (the first request) verbatim, the summary
+/// // of the rest of rounds 1 and 2, rounds 3 and 4 verbatim.
+/// assert_eq!(context.len(), 7);
+/// assert_eq!(context[1], Message::user("Rename field_1 in src/model.rs, please."));
+/// assert!(summary::is_summary(&context[2]));
+/// assert_eq!(context[3], Message::user("Rename field_3 in src/model.rs, please."));
 /// assert_eq!(model.requests().len(), 1);
 /// assert_eq!(log.cost().calls, 1);
 /// # });
@@ -509,8 +512,10 @@ impl Compact {
     ///     .await
     ///     .unwrap();
     /// assert!(result.replace);
-    /// assert!(summary::is_summary(&result.messages[0]));
-    /// assert_eq!(result.messages[1..], messages[2..]);
+    /// // The task stays verbatim; the summary takes its reply's place.
+    /// assert_eq!(result.messages[0], messages[0]);
+    /// assert!(summary::is_summary(&result.messages[1]));
+    /// assert_eq!(result.messages[2..], messages[2..]);
     /// assert!(model.requests()[0].messages[1].text().contains("Name every file."));
     /// # });
     /// ```

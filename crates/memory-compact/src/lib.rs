@@ -37,9 +37,11 @@
 //! let result = pipeline.trim(&history, &Budget::tokens(90), &CharTokenCounter).await.unwrap();
 //! assert!(result.fits);
 //! assert!(result.messages.iter().any(summary::is_summary));
-//! // What is stored is the compacted history: the summary and the newest rounds.
+//! // What is stored is the compacted history: the prompt, the task (the
+//! // first request), the summary and the newest rounds.
 //! let stored = result.to_store().unwrap();
-//! assert!(summary::is_summary(&stored.messages[1]));
+//! assert_eq!(stored.messages[1], history[1]);
+//! assert!(summary::is_summary(&stored.messages[2]));
 //! # });
 //! ```
 

@@ -171,9 +171,13 @@ mod tests {
     use super::*;
     use crate::FileOps;
 
+    /// The plan with the task unprotected: these tests are about turns.
     fn plan(messages: &[Message], protected: &[usize], k: usize) -> Plan {
         let counts = vec![10; messages.len()];
-        let history = History::new(messages, &counts).unwrap().protect(protected);
+        let history = History::new(messages, &counts)
+            .unwrap()
+            .forget_task()
+            .protect(protected);
         Plan::new(&history, k)
     }
 

@@ -28,9 +28,13 @@ fn turn_six() -> Vec<Message> {
     m
 }
 
+/// Trims `messages` with the task off: the sizes above count round 1 with
+/// the others.
 async fn trim(compact: &Compact, messages: &[Message], budget: usize) -> TrimResult {
+    let counts = common::counted(messages).await;
+    let history = History::new(messages, &counts).unwrap().forget_task();
     compact
-        .trim(messages, &Budget::tokens(budget), &CharTokenCounter)
+        .trim_with_counts(&history, &Budget::tokens(budget), &CharTokenCounter)
         .await
         .unwrap()
 }
@@ -93,7 +97,7 @@ async fn compact_now_forces_a_summary_with_its_instructions() {
     let compact = Compact::new(fake.clone());
     let messages = turn_six();
     let counts = common::counted(&messages).await;
-    let history = History::new(&messages, &counts).unwrap();
+    let history = History::new(&messages, &counts).unwrap().forget_task();
     assert_eq!(trim(&compact, &messages, 10_000).await.messages, messages);
     assert!(fake.requests().is_empty());
     let result = compact
@@ -211,24 +215,22 @@ async fn protected_messages_stay_in_place_and_tool_pairs_stay_whole() {
         reply(3),
         user(4),
     ];
-    let counts = common::counted(&messages).await;
-    let history = History::new(&messages, &counts).unwrap().protect(&[3]);
-    let result = compact
-        .trim_with_counts(&history, &Budget::tokens(10_000), &CharTokenCounter)
-        .await
-        .unwrap();
+    let result = common::trim_protected(&compact, &messages, &[3], 10_000).await;
     assert!(result.replace);
+    // The task (u1) is protected too: it stays in place, the summary takes
+    // the place of its reply.
     assert_eq!(
-        result.messages[..3],
+        result.messages[..4],
         [
             Message::system("rules"),
-            result.messages[1].clone(),
+            user(1),
+            result.messages[2].clone(),
             Message::system("Always answer in French.")
         ]
     );
-    assert!(summary::is_summary(&result.messages[1]));
-    assert_eq!(result.protected, vec![1, 2]);
+    assert!(summary::is_summary(&result.messages[2]));
+    assert_eq!(result.protected, vec![1, 2, 3]);
     assert!(validate(&result.messages).is_empty());
     // Rounds 2 (with its parallel calls) and 3 are kept whole, with u4.
-    assert_eq!(result.messages[3..], messages[4..]);
+    assert_eq!(result.messages[4..], messages[4..]);
 }

@@ -14,7 +14,7 @@ use common::{reply, said, user};
 use memory_compact::{Compact, CompactEvent, EventLog, FallbackReason, FileOps, body};
 use memory_core::{
     Budget, CharTokenCounter, ChatResponse, FakeProvider, FakeReply, History, Message,
-    ProviderError, StopReason, ToolCall, TrimStrategy, Usage,
+    ProviderError, StopReason, ToolCall, TrimStrategy, Usage, summary,
 };
 use memory_window::WindowDrop;
 
@@ -152,8 +152,11 @@ async fn after_a_failure_the_next_attempt_waits_for_the_threshold_again() {
     let result = trim(&compact, &messages, 10_000).await;
     assert_eq!(fake.requests().len(), 2);
     assert!(result.replace);
+    // The task (u1) stays verbatim before the summary.
+    assert_eq!(result.messages[0], user(1));
+    assert!(summary::is_summary(&result.messages[1]));
     assert_eq!(
-        result.messages[1..],
+        result.messages[2..],
         [user(6), reply(6), user(7), reply(7), user(8)]
     );
 }

@@ -47,7 +47,11 @@ async fn the_history_and_the_turns_older_steps_are_summarized_apart() {
         .with_observer(log.clone());
     let messages = long_task();
     let counts = common::counted(&messages).await;
-    let history = History::new(&messages, &counts).unwrap().protect(&[0]);
+    // The task (u1) forgotten: round 1 is the history summarized first.
+    let history = History::new(&messages, &counts)
+        .unwrap()
+        .forget_task()
+        .protect(&[0]);
     let result = compact
         .trim_with_counts(&history, &Budget::tokens(10_000), &CharTokenCounter)
         .await
@@ -112,7 +116,8 @@ async fn manual_instructions_and_the_hook_see_both_parts() {
         });
     let messages = long_task();
     let counts = common::counted(&messages).await;
-    let history = History::new(&messages, &counts).unwrap();
+    // The task (u1) forgotten: round 1 is the history summarized first.
+    let history = History::new(&messages, &counts).unwrap().forget_task();
     // Below the default threshold: only a manual compaction summarizes.
     let result = compact
         .compact_now(&history, &CharTokenCounter, Some("List flaky tests apart."))

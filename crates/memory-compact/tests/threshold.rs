@@ -34,7 +34,10 @@ async fn summarizes_only_past_the_threshold_and_keeps_the_newest_turns() {
         FakeReply::Text(said("## State\nsummary two")),
     ]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
-    let mut memory = WindowMemory::new(100_000).with_strategy(compact);
+    // The task off: round 1 is summarized like the others.
+    let mut memory = WindowMemory::new(100_000)
+        .with_strategy(compact)
+        .with_task(false);
 
     // Turn i: the tail is u_i and rounds i-1 and i-2; older are rounds
     // 1..=i-3, 50 (i-3) tokens. Turn 5: 100 tokens, not past 100.
@@ -70,7 +73,10 @@ async fn aged_out_turns_stay_verbatim_until_a_summary_covers_them_and_the_summar
         FakeReply::Text(said("## State\nsummary two")),
     ]));
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
-    let mut memory = WindowMemory::new(100_000).with_strategy(compact);
+    // The task off: round 1 is summarized like the others.
+    let mut memory = WindowMemory::new(100_000)
+        .with_strategy(compact)
+        .with_task(false);
     for i in 1..=6 {
         turn(&mut memory, i).await;
     }
@@ -120,7 +126,10 @@ async fn keep_verbatim_counts_rounds_before_the_question() {
     let compact = Compact::new(fake.clone())
         .with_summarize_at_tokens(100)
         .with_keep_verbatim(4);
-    let mut memory = WindowMemory::new(100_000).with_strategy(compact);
+    // The task off: round 1 is summarized like the others.
+    let mut memory = WindowMemory::new(100_000)
+        .with_strategy(compact)
+        .with_task(false);
     for i in 1..=7 {
         turn(&mut memory, i).await;
     }

@@ -4,6 +4,9 @@
 //! than letting the fit shed verbatim turns; the summary cap and the
 //! request's input limit follow the budget unless chosen.
 //!
+//! The task is left out of the floor here: these tests are about when
+//! summaries land, and round 1 is folded like the others.
+//!
 //! Sizes under `CharTokenCounter`: a question is 10 tokens, a reply 40, a
 //! round 50. At turn `i` (the question recorded, the reply not yet) the
 //! history holds 50 (i - 1) + 10 tokens: 510 at turn 11. Budget 500, so
@@ -41,7 +44,9 @@ async fn summarized_at_the_cut(
     compact: Compact,
     fake: &FakeProvider,
 ) -> (WindowMemory, Vec<Message>) {
-    let mut memory = WindowMemory::new(BUDGET).with_strategy(compact);
+    let mut memory = WindowMemory::new(BUDGET)
+        .with_strategy(compact)
+        .with_task(false);
     for i in 1..=10 {
         let context = turn(&mut memory, i).await;
         assert_eq!(context.len(), 2 * i - 1, "turn {i}: everything verbatim");
@@ -100,7 +105,9 @@ async fn too_little_to_fold_is_shed_by_the_fit_until_the_summary_can_last() {
     let fake = answering(1);
     // Six kept rounds leave only rounds 1-4 (200 tokens) older at turn 11.
     let compact = Compact::new(fake.clone()).with_keep_verbatim(6);
-    let mut memory = WindowMemory::new(BUDGET).with_strategy(compact);
+    let mut memory = WindowMemory::new(BUDGET)
+        .with_strategy(compact)
+        .with_task(false);
     for i in 1..=10 {
         turn(&mut memory, i).await;
     }

@@ -24,8 +24,9 @@
 //!    shows that floor shrunk or a summary merged; and, when the strategy
 //!    was given the history itself, the result fits whenever the history's
 //!    floor does. [`Rule::Counts`]: one count per message, the counter's.
-//! 4. [`Rule::Kept`]: each protected message and summary is in the result
-//!    unchanged (an earlier summary may be merged into a new one), each
+//! 4. [`Rule::Kept`]: each protected message and summary (the
+//!    [task](crate::structure::task) among them unless the history forgot
+//!    it) is in the result unchanged (an earlier summary may be merged into a new one), each
 //!    step of the history's floor is there whole, and the result marks
 //!    exactly its protected messages and summaries.
 //! 5. [`Rule::NothingLost`], after a bad reply only: nothing written back,
@@ -225,7 +226,11 @@ impl<'a> Audit<'a> {
         breaches.extend(kept::protected(self.history, result, &sources));
         let floor_shown = kept::floor_shown(self.history, &floor, shown, made);
         breaches.extend(floor_shown.breaches);
-        let own = History::new(shown, counted)?.protect(&result.protected);
+        // The result's own floor is what it marks protected: its first user
+        // message is the task only when the result says so.
+        let own = History::new(shown, counted)?
+            .forget_task()
+            .protect(&result.protected);
         let tokens = own.total();
         let fit = Fit {
             budget: self.budget.max_tokens,
@@ -313,12 +318,15 @@ mod tests {
     }
 
     /// The `memory` command's audit: the transcript with its prompt
-    /// protected, a context shown from a view of it.
+    /// protected (and its task, by default), a context shown from a view
+    /// of it.
     fn replayed(context: &[Message], counts: &[usize], fits: bool, budget: usize) -> Report {
         let m = transcript();
         let history = History::new(&m, &[5; 5]).unwrap().protect(&[0]);
         let protected: Vec<usize> = (0..context.len())
-            .filter(|&k| context[k] == m[0] || summary::is_summary(&context[k]))
+            .filter(|&k| {
+                context[k] == m[0] || context[k] == m[1] || summary::is_summary(&context[k])
+            })
             .collect();
         Audit::new(&history, Budget::tokens(budget))
             .given(Given::View)
@@ -381,7 +389,7 @@ mod tests {
         let report = replayed(&m, &[5; 5], false, 30);
         assert!(has(&report, |b| matches!(b, Breach::FalseNoFit { .. })));
         // Counts that are not the counter's.
-        let mut wrong = result(&m, &[5; 5], &[0], true);
+        let mut wrong = result(&m, &[5; 5], &[0, 1], true);
         wrong.counts[3] = 1;
         let history = History::new(&m, &[5; 5]).unwrap().protect(&[0]);
         let report = Audit::new(&history, Budget::tokens(30))
@@ -443,13 +451,13 @@ mod tests {
         ];
         assert!(
             audit
-                .check(&result(&cut, &[1, 2, 2], &[], true), &[1, 2, 2])
+                .check(&result(&cut, &[1, 2, 2], &[0], true), &[1, 2, 2])
                 .unwrap()
                 .is_clean()
         );
         // The newest step dropped and a claim to fit.
         let report = audit
-            .check(&result(&m[..1], &[1], &[], true), &[1])
+            .check(&result(&m[..1], &[1], &[0], true), &[1])
             .unwrap();
         assert!(has(&report, |b| *b == Breach::FloorMissing { start: 1, end: 3 }));
         assert!(has(&report, |b| *b
@@ -467,7 +475,8 @@ mod tests {
             Message::user("new"),
             Message::assistant("ok"),
         ];
-        let history = History::new(&m, &[5, 5, 1, 1]).unwrap();
+        // The old round may go (the task forgotten): this is about fit.
+        let history = History::new(&m, &[5, 5, 1, 1]).unwrap().forget_task();
         // A summary bigger than the budget in place of the old round.
         let shown = [
             summary::message("a long summary"),
@@ -494,11 +503,46 @@ mod tests {
     }
 
     #[test]
+    fn the_task_is_kept_unless_forgotten() {
+        let m = [
+            Message::user("the task"),
+            Message::assistant("step"),
+            Message::user("go on"),
+        ];
+        // The task shed: a breach while the history protects it.
+        let shown = &m[1..];
+        let history = History::new(&m, &[4, 2, 1]).unwrap();
+        let report = Audit::new(&history, Budget::tokens(3))
+            .check(&result(shown, &[2, 1], &[], true), &[2, 1])
+            .unwrap();
+        assert!(has(&report, |b| *b
+            == Breach::ProtectedShed {
+                index: 0,
+                role: "user"
+            }));
+        assert!(has(&report, |b| *b == Breach::FloorMissing { start: 0, end: 1 }));
+        // Kept but not marked protected.
+        let report = Audit::new(&history, Budget::tokens(10))
+            .check(&result(&m, &[4, 2, 1], &[], true), &[4, 2, 1])
+            .unwrap();
+        assert!(has(&report, |b| matches!(
+            b,
+            Breach::ProtectedMislabeled { .. }
+        )));
+        // Forgotten: the same trim is clean.
+        let forgotten = History::new(&m, &[4, 2, 1]).unwrap().forget_task();
+        let report = Audit::new(&forgotten, Budget::tokens(3))
+            .check(&result(shown, &[2, 1], &[], true), &[2, 1])
+            .unwrap();
+        assert!(report.is_clean(), "{:?}", report.breaches);
+    }
+
+    #[test]
     fn without_a_token_limit_a_result_always_fits() {
         let m = [Message::user("q")];
         let history = History::new(&m, &[1]).unwrap();
         let report = Audit::new(&history, Budget::rounds(1))
-            .check(&result(&m, &[1], &[], false), &[1])
+            .check(&result(&m, &[1], &[0], false), &[1])
             .unwrap();
         assert_eq!(report.breaches, vec![Breach::NoFitWithoutLimit]);
         assert_eq!(Breach::NoFitWithoutLimit.rule().invariant(), 3);

@@ -2,11 +2,15 @@
 
 use std::borrow::Cow;
 
-use crate::{MemoryError, Message, summary};
+use crate::{MemoryError, Message, structure, summary};
 
 /// Messages with their token counts and the indices that must never be shed
-/// (protected messages and summaries), as handed to a
-/// [`TrimStrategy`](crate::TrimStrategy).
+/// (protected messages, summaries and the [task](crate::structure::task)),
+/// as handed to a [`TrimStrategy`](crate::TrimStrategy).
+///
+/// The task, the session's first user request, is protected by default so
+/// that no strategy or fallback loses what the session is for;
+/// [`forget_task`](History::forget_task) turns that off.
 ///
 /// ```
 /// use memory_core::{History, Message};
@@ -15,7 +19,9 @@ use crate::{MemoryError, Message, summary};
 /// let history = History::new(&messages, &[2, 1]).unwrap().protect(&[0]);
 /// assert_eq!(history.total(), 3);
 /// assert!(history.is_protected(0));
-/// assert!(!history.is_protected(1));
+/// // The first user message is the task.
+/// assert!(history.is_protected(1));
+/// assert!(!history.forget_task().is_protected(1));
 /// ```
 #[derive(Debug, Clone)]
 pub struct History<'a> {
@@ -23,11 +29,14 @@ pub struct History<'a> {
     counts: &'a [usize],
     protected: Cow<'a, [usize]>,
     total: usize,
+    /// The task's index when this history protected it (rather than the
+    /// caller).
+    task: Option<usize>,
 }
 
 impl<'a> History<'a> {
     /// Messages and their counts. Summary messages (see [`crate::summary`])
-    /// are protected from the start.
+    /// and the task are protected from the start.
     ///
     /// # Errors
     ///
@@ -50,11 +59,14 @@ impl<'a> History<'a> {
             counts,
             protected: Cow::Owned(protected),
             total: counts.iter().sum(),
-        })
+            task: None,
+        }
+        .with_task())
     }
 
     /// Parts already known to the caller, taken as they are: `protected`
-    /// sorted ascending and holding every summary, `total` the sum of
+    /// sorted ascending and holding every summary (the task is added when
+    /// it is not among them), `total` the sum of
     /// `counts`. This is how a [`Memory`](crate::Memory) that keeps these
     /// figures up to date hands them over without a pass over the history.
     ///
@@ -70,6 +82,18 @@ impl<'a> History<'a> {
     /// assert_eq!(history.len(), 2);
     /// ```
     pub fn from_parts(
+        messages: &'a [Message],
+        counts: &'a [usize],
+        protected: &'a [usize],
+        total: usize,
+    ) -> Result<Self, MemoryError> {
+        Ok(Self::as_given(messages, counts, protected, total)?.with_task())
+    }
+
+    /// [`from_parts`](History::from_parts) without adding the task: for a
+    /// stage's output, which carries its input's protection (the task's
+    /// included, unless it was forgotten).
+    pub(crate) fn as_given(
         messages: &'a [Message],
         counts: &'a [usize],
         protected: &'a [usize],
@@ -91,7 +115,50 @@ impl<'a> History<'a> {
             counts,
             protected: Cow::Borrowed(protected),
             total,
+            task: None,
         })
+    }
+
+    /// Protects the task when it is not protected yet.
+    fn with_task(mut self) -> Self {
+        let Some(task) = structure::task(self.messages) else {
+            return self;
+        };
+        if let Err(at) = self.protected.binary_search(&task) {
+            self.protected.to_mut().insert(at, task);
+            self.task = Some(task);
+        }
+        self
+    }
+
+    /// Leaves the task unprotected (unless the caller protected it): for
+    /// sessions whose first request is not a standing task, such as a chat.
+    ///
+    /// ```
+    /// use memory_core::{History, Message};
+    /// let m = [Message::user("write a parser"), Message::assistant("done")];
+    /// let h = History::new(&m, &[3, 1]).unwrap();
+    /// assert_eq!(h.protected(), &[0]);
+    /// assert!(h.forget_task().protected().is_empty());
+    /// ```
+    pub fn forget_task(mut self) -> Self {
+        if let Some(task) = self.task.take()
+            && let Ok(at) = self.protected.binary_search(&task)
+        {
+            self.protected.to_mut().remove(at);
+        }
+        self
+    }
+
+    /// Index of the task when this history protects it.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// let m = [Message::system("rules"), Message::user("write a parser")];
+    /// assert_eq!(History::new(&m, &[1, 3]).unwrap().task(), Some(1));
+    /// ```
+    pub fn task(&self) -> Option<usize> {
+        self.task
     }
 
     /// Marks more messages as protected (indices; out-of-range ones are
@@ -101,13 +168,19 @@ impl<'a> History<'a> {
     /// use memory_core::{History, Message};
     /// let m = [Message::user("a"), Message::user("b")];
     /// let h = History::new(&m, &[1, 1]).unwrap().protect(&[1, 7]);
-    /// assert_eq!(h.protected(), &[1]);
+    /// assert_eq!(h.protected(), &[0, 1]); // the task, 0, and 1
+    /// assert_eq!(h.forget_task().protected(), &[1]);
     /// ```
     pub fn protect(mut self, indices: &[usize]) -> Self {
         let mut all: Vec<usize> = self.protected.iter().copied().collect();
         all.extend(indices.iter().copied().filter(|&i| i < self.messages.len()));
         all.sort_unstable();
         all.dedup();
+        if self.task.is_some_and(|t| indices.contains(&t)) {
+            // The caller protects it too: it stays when the task is
+            // forgotten.
+            self.task = None;
+        }
         self.protected = Cow::Owned(all);
         self
     }
@@ -134,12 +207,14 @@ impl<'a> History<'a> {
         self.counts
     }
 
-    /// Sorted indices of the protected messages and summaries.
+    /// Sorted indices of the protected messages and summaries (the task
+    /// among them unless it was forgotten).
     ///
     /// ```
     /// # use memory_core::{History, Message};
     /// # let m = [Message::user("a")];
-    /// assert!(History::new(&m, &[1]).unwrap().protected().is_empty());
+    /// assert_eq!(History::new(&m, &[1]).unwrap().protected(), &[0]);
+    /// assert!(History::new(&m, &[1]).unwrap().forget_task().protected().is_empty());
     /// ```
     pub fn protected(&self) -> &[usize] {
         &self.protected

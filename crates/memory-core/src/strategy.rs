@@ -207,7 +207,7 @@ impl TrimResult {
     /// assert_eq!(r.as_history().unwrap().total(), 2);
     /// ```
     pub fn as_history(&self) -> Result<History<'_>, MemoryError> {
-        History::from_parts(&self.messages, &self.counts, &self.protected, self.tokens())
+        History::as_given(&self.messages, &self.counts, &self.protected, self.tokens())
     }
 }
 

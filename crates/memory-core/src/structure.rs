@@ -7,9 +7,14 @@
 //! - A **round** is a user message and the steps after it, up to the next
 //!   user message.
 //! - The **head** is what comes before the first user message.
+//! - The **task** is the session's first user request: the first user
+//!   message, unless a summary comes before it (the summary then carries it).
+//!   [`History`] protects it by default, so it is kept verbatim or inside an
+//!   accepted summary by every strategy; [`History::forget_task`] turns that
+//!   off.
 //! - The **floor** is what a strategy may never shed: protected messages and
-//!   summaries (with their steps), the current question (the newest user
-//!   message) and the newest step.
+//!   summaries (with their steps; the task among them), the current question
+//!   (the newest user message) and the newest step.
 //!
 //! ```
 //! use memory_core::{structure, Message, ToolCall};
@@ -210,6 +215,29 @@ pub fn current_question(messages: &[Message]) -> Option<usize> {
     messages.iter().rposition(Message::is_user)
 }
 
+/// Index of the task: the first user message, unless a summary comes
+/// before it (then the summary carries the task and there is none to mark).
+/// Linear in the number of messages before the first user message.
+///
+/// ```
+/// use memory_core::{structure, summary, Message};
+/// let m = [Message::system("rules"), Message::user("fix the bug"), Message::user("go on")];
+/// assert_eq!(structure::task(&m), Some(1));
+/// let compacted = [summary::message("fixed half"), Message::user("go on")];
+/// assert_eq!(structure::task(&compacted), None);
+/// ```
+pub fn task(messages: &[Message]) -> Option<usize> {
+    for (i, m) in messages.iter().enumerate() {
+        if m.is_user() {
+            return Some(i);
+        }
+        if crate::summary::is_summary(m) {
+            return None;
+        }
+    }
+    None
+}
+
 /// What a strategy may never shed, as sorted, disjoint step-aligned ranges.
 ///
 /// ```
@@ -223,8 +251,10 @@ pub fn current_question(messages: &[Message]) -> Option<usize> {
 /// ];
 /// let h = History::new(&m, &[1, 1, 3, 1, 3]).unwrap().protect(&[0]);
 /// let floor = structure::floor(&h);
-/// assert_eq!(floor.ranges, vec![0..1, 3..5]);
-/// assert_eq!(floor.tokens, 5);
+/// // The prompt, the task ("old"), the question and the newest step.
+/// assert_eq!(floor.ranges, vec![0..2, 3..5]);
+/// assert_eq!(floor.tokens, 6);
+/// assert_eq!(structure::floor(&h.forget_task()).ranges, vec![0..1, 3..5]);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Floor {
@@ -601,7 +631,7 @@ mod tests {
     fn the_floor_holds_protected_steps_the_question_and_the_newest_step() {
         let m = [
             Message::system("rules"), // 0, protected
-            user("q1"),               // 1
+            user("q1"),               // 1, the task
             calls(&["a"]),            // 2
             result("a"),              // 3, protected: pulls in 2
             reply("a1"),              // 4
@@ -614,11 +644,15 @@ mod tests {
         let counts = [5, 1, 2, 3, 4, 6, 7, 8, 9, 10];
         let h = history(&m, &counts).protect(&[0, 3]);
         let f = floor(&h);
-        assert_eq!(f.ranges, vec![0..1, 2..4, 5..6, 7..10]);
-        assert_eq!(f.tokens, 5 + 2 + 3 + 6 + 8 + 9 + 10);
+        assert_eq!(f.ranges, vec![0..4, 5..6, 7..10]);
+        assert_eq!(f.tokens, 5 + 1 + 2 + 3 + 6 + 8 + 9 + 10);
         assert!(f.contains(2) && f.contains(9) && !f.contains(4) && !f.contains(6));
-        assert_eq!(f.tokens_within(1..5, &counts), 5);
+        assert_eq!(f.tokens_within(1..5, &counts), 6);
         assert_eq!(f.tokens_within(5..10, &counts), 6 + 27);
+        // With the task forgotten, only what the caller protected.
+        let f = floor(&history(&m, &counts).forget_task().protect(&[0, 3]));
+        assert_eq!(f.ranges, vec![0..1, 2..4, 5..6, 7..10]);
+        assert_eq!(f.tokens_within(1..5, &counts), 5);
     }
 
     #[test]
@@ -639,7 +673,7 @@ mod tests {
     #[test]
     fn a_trailing_question_is_also_the_newest_step() {
         let m = [user("q1"), reply("a1"), user("q2")];
-        let f = floor(&history(&m, &[1, 2, 3]));
+        let f = floor(&history(&m, &[1, 2, 3]).forget_task());
         assert_eq!(f.ranges, vec![2..3]);
         assert_eq!(f.tokens, 3);
     }

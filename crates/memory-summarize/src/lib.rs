@@ -27,7 +27,9 @@
 //! }
 //! let context = memory.context().await.unwrap();
 //! assert_eq!(context[0], Message::system("You are a coding agent."));
-//! assert!(summary::is_summary(&context[1]));
+//! // The task (the first request) stays verbatim; the summary follows it.
+//! assert_eq!(context[1], Message::user("Rename field_1 in src/model.rs"));
+//! assert!(summary::is_summary(&context[2]));
 //! assert_eq!(context.last(), Some(&Message::assistant("Renamed field_8.")));
 //! # });
 //! ```

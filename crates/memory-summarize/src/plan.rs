@@ -195,7 +195,7 @@ mod tests {
     fn the_reservation_decides_how_many_older_rounds_stay() {
         let m = rounds(4);
         let counts = [6, 5, 6, 5, 6, 5, 6, 5];
-        let h = History::new(&m, &counts).unwrap();
+        let h = History::new(&m, &counts).unwrap().forget_task();
         let p = plan(&h, &Budget::tokens(30), 4);
         assert_eq!(p.kept, vec![4..8]);
         assert_eq!(p.kept_tokens, 22);
@@ -259,8 +259,13 @@ mod tests {
     #[test]
     fn the_rounds_limit_bounds_the_tail() {
         let m = rounds(4);
-        let h = History::new(&m, &[1; 8]).unwrap();
+        let h = History::new(&m, &[1; 8]).unwrap().forget_task();
         let p = plan(&h, &Budget::rounds(2), 1024);
         assert_eq!(p.kept, vec![4..8]);
+        // The task stays in place beside the tail.
+        let h = History::new(&m, &[1; 8]).unwrap();
+        let p = plan(&h, &Budget::rounds(2), 1024);
+        assert_eq!(p.kept, vec![0..1, 4..8]);
+        assert_eq!(p.summarized, vec![1..4]);
     }
 }

@@ -40,7 +40,9 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 ///   steps within the budget less the reservation, the newest always; its
 ///   older steps are summarized with everything before it.
 /// - Protected messages stay verbatim where they are, with their steps, and
-///   are never sent to the summarizer. The previous summary is the
+///   are never sent to the summarizer; the
+///   [task](memory_core::structure::task), the session's first user
+///   request, is one of them unless the history forgot it. The previous summary is the
 ///   exception: it is sent with the older history and the new summary
 ///   replaces it, so summaries merge and are never summarized on their own.
 /// - Everything else before the kept part is rendered as a
@@ -79,7 +81,8 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// the messages it covers
 /// ([`Rejection::NotShorter`](crate::Rejection::NotShorter)), counted with
 /// the strategy's counter, gives
-/// [`WindowDrop`]'s projection instead: storage is unchanged
+/// [`WindowDrop`]'s projection instead (the floor, the task included, then
+/// the newest history that fits the whole budget): storage is unchanged
 /// (`replace: false`), one `warn` is logged, and the next over-budget call
 /// tries again. No call is made when there is nothing new to summarize (one
 /// round, or only a summary before it) or when the budget leaves no room
@@ -111,10 +114,12 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 ///     memory.record(Message::user(format!("Question from round {i}"))).await.unwrap();
 ///     memory.record(Message::assistant(format!("Answer from round {i}"))).await.unwrap();
 /// }
-/// // 44 tokens in a budget of 30: rounds 1-3 become one summary.
+/// // 44 tokens in a budget of 30: the task (round 1's question) stays,
+/// // the rest of rounds 1-3 becomes one summary.
 /// let context = memory.context().await.unwrap();
-/// assert_eq!(context[0], summary::message("Rounds 1-3: setup done."));
-/// assert_eq!(&context[1..], &[Message::user("Question from round 4"), Message::assistant("Answer from round 4")]);
+/// assert_eq!(context[0], Message::user("Question from round 1"));
+/// assert_eq!(context[1], summary::message("Rounds 1-3: setup done."));
+/// assert_eq!(&context[2..], &[Message::user("Question from round 4"), Message::assistant("Answer from round 4")]);
 /// assert_eq!(model.requests().len(), 1);
 /// # });
 /// ```

@@ -74,7 +74,10 @@ async fn after_the_cool_down_a_probe_finds_the_summarizer_back() {
     let flaky = Arc::new(Flaky::default());
     let strategy = SummarizeStrategy::new(flaky.clone())
         .with_circuit_breaker(BreakerPolicy::new(2, Duration::from_millis(100)));
-    let mut memory = WindowMemory::new(30).with_strategy(strategy);
+    // The task off: the summary comes first.
+    let mut memory = WindowMemory::new(30)
+        .with_strategy(strategy)
+        .with_task(false);
     for i in 1..=8 {
         record_round(&mut memory, i).await;
         memory.context().await.unwrap();
@@ -124,7 +127,10 @@ async fn after_a_context_overflow_later_requests_are_split_from_the_start() {
     let strategy = SummarizeStrategy::new(endpoint.clone())
         .with_prompt("Summarize.")
         .with_summary_max_tokens(12);
-    let mut memory = WindowMemory::new(30).with_strategy(strategy);
+    // The task off: the summary comes first.
+    let mut memory = WindowMemory::new(30)
+        .with_strategy(strategy)
+        .with_task(false);
     for i in 1..=4 {
         record_round(&mut memory, i).await;
     }

@@ -11,8 +11,9 @@
 use std::sync::Arc;
 
 use memory_core::{
-    Budget, CharTokenCounter, ChatResponse, ContentBlock, FakeProvider, FakeReply, Memory, Message,
-    ModelOptions, ProviderError, StopReason, ToolCall, TrimStrategy, Usage, summary, validate,
+    Budget, CharTokenCounter, ChatResponse, ContentBlock, FakeProvider, FakeReply, History, Memory,
+    Message, ModelOptions, ProviderError, StopReason, ToolCall, TrimStrategy, Usage,
+    count_messages, structure, summary, validate,
 };
 use memory_summarize::{DEFAULT_SUMMARIZE_PROMPT, ExtractiveSummarizer, SummarizeStrategy};
 use memory_window::WindowMemory;
@@ -57,7 +58,14 @@ fn sent(provider: &FakeProvider, call: usize) -> String {
     text.clone()
 }
 
+/// A memory with the task off: most tests here are about which rounds are
+/// summarized, the first one included.
 fn memory(budget: usize, strategy: SummarizeStrategy) -> WindowMemory {
+    tasked(budget, strategy).with_task(false)
+}
+
+/// A memory that keeps the task (the default).
+fn tasked(budget: usize, strategy: SummarizeStrategy) -> WindowMemory {
     WindowMemory::new(budget).with_strategy(strategy)
 }
 
@@ -597,8 +605,11 @@ async fn a_rounds_budget_summarizes_the_rounds_beyond_it() {
     let model = fake([text("Rounds 1-2.")]);
     let strategy = SummarizeStrategy::new(model.clone());
     let messages: Vec<Message> = (1..=4).flat_map(round).collect();
+    let counts = count_messages(&CharTokenCounter, &messages).await.unwrap();
+    // The task off: round 1 is summarized with round 2.
+    let history = History::new(&messages, &counts).unwrap().forget_task();
     let result = strategy
-        .trim(&messages, &Budget::rounds(2), &CharTokenCounter)
+        .trim_with_counts(&history, &Budget::rounds(2), &CharTokenCounter)
         .await
         .unwrap();
     assert!(result.replace);
@@ -639,4 +650,85 @@ async fn a_reply_that_says_nothing_about_the_history_is_rejected() {
     let context = memory.context().await.unwrap();
     assert!(summary::is_summary(&context[0]), "{context:?}");
     assert_eq!(model.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn the_task_stays_verbatim_and_is_never_sent() {
+    // Floor: the task 6 + round 4 11 = 17 of 30; the summary ("Gist.", 8
+    // tokens) takes the place of the rest of rounds 1-3.
+    let model = fake([text("Gist.")]);
+    let mut memory = tasked(30, SummarizeStrategy::new(model.clone()));
+    record_rounds(&mut memory, 1, 4).await;
+    let result = memory.trimmed().await.unwrap();
+    assert!(result.replace && result.fits);
+    let mut expected = vec![
+        Message::user("Question from round 1"),
+        summary::message("Gist."),
+    ];
+    expected.extend(round(4));
+    assert_eq!(result.messages, expected);
+    assert_eq!(result.protected, vec![0, 1], "the task and the summary");
+    let transcript = sent(&model, 0);
+    assert!(
+        !transcript.contains("Question from round 1"),
+        "the task was sent"
+    );
+    assert!(transcript.contains("Answer from round 1"));
+    // Stored so: the next call changes nothing and makes no call.
+    assert_eq!(memory.context().await.unwrap(), expected);
+    assert_eq!(model.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_summarizer_falls_back_to_the_task_and_the_newest_history_that_fits() {
+    // A text-only agent: the task, then actions whose observations arrive
+    // as user messages, and a follow-up that starts a new round.
+    let task = format!(
+        "Fix the failing test in src/parse.rs. {}",
+        "The tokenizer drops a trailing comma. ".repeat(6)
+    );
+    let mut messages = vec![
+        Message::system("You are a coding agent."),
+        Message::user(&task),
+    ];
+    for i in 0..12 {
+        messages.push(Message::assistant(format!("Running check {i}.")));
+        messages.push(Message::user(format!("Observation {i}: 3 tests pass.")));
+    }
+    messages.push(Message::user("Please continue working on the task"));
+    let budget = 120;
+    let model = fake([FakeReply::Error(ProviderError::Server {
+        status: 500,
+        message: "internal error".into(),
+    })]);
+    let mut memory = tasked(budget, SummarizeStrategy::new(model.clone()));
+    memory.record_protected(messages[0].clone()).await.unwrap();
+    for m in &messages[1..] {
+        memory.record(m.clone()).await.unwrap();
+    }
+    let result = memory.trimmed().await.unwrap();
+    assert_eq!(model.requests().len(), 1, "the summarizer was tried");
+    assert!(!result.replace && result.to_store().is_none());
+    assert!(result.fits);
+    assert_eq!(
+        result.messages[..2],
+        messages[..2],
+        "the prompt and the task"
+    );
+    assert_eq!(result.messages.last(), messages.last());
+    // The budget it has: the newest rounds after the task, as many as fit,
+    // and not one more.
+    let shown = result.tokens();
+    assert!(shown <= budget);
+    let tail = &result.messages[2..];
+    let from = messages.len() - tail.len();
+    assert_eq!(tail, &messages[from..], "a suffix of the history");
+    assert!(from > 3, "the history reaches back to the task");
+    let older = structure::round_start(&messages, from);
+    let next: usize = count_messages(&CharTokenCounter, &messages[older..from])
+        .await
+        .unwrap()
+        .iter()
+        .sum();
+    assert!(shown + next > budget, "room for more was left unused");
 }

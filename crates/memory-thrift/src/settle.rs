@@ -68,12 +68,15 @@ pub(crate) fn prefix<'h>(
 ) -> Result<History<'h>, MemoryError> {
     let protected = history.protected();
     let kept = protected.partition_point(|&i| i < end);
-    History::from_parts(
+    // The prefix protects what `history` does: its task only if `history`
+    // protects it (`forget_task` undoes only what `from_parts` adds).
+    Ok(History::from_parts(
         &history.messages()[..end],
         &history.counts()[..end],
         &protected[..kept],
         total,
-    )
+    )?
+    .forget_task())
 }
 
 /// What [`append`] added.

@@ -81,7 +81,8 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 ///    and tail, to the longest length that fits.
 ///
 /// The floor is never shed: protected messages and summaries (never even
-/// changed), the current question and the newest step. When it does not
+/// changed; the [task](memory_core::structure::task) among them unless the
+/// history forgot it), the current question and the newest step. When it does not
 /// fit even after the last resort, the result is as small as Thrift can
 /// make it and says `fits: false`.
 ///

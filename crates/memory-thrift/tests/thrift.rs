@@ -26,8 +26,26 @@ async fn trim_counted(
     budget: Budget,
     counter: &dyn TokenCounter,
 ) -> (TrimResult, ThriftTrace) {
+    trim_task(thrift, messages, protected, budget, counter, true).await
+}
+
+/// Like [`trim_counted`], the task protected (the default) or forgotten
+/// (`keep_task: false`, for tests about what goes first, where the first
+/// round may go like any other).
+async fn trim_task(
+    thrift: &Thrift,
+    messages: &[Message],
+    protected: &[usize],
+    budget: Budget,
+    counter: &dyn TokenCounter,
+    keep_task: bool,
+) -> (TrimResult, ThriftTrace) {
     let counts = count_messages(counter, messages).await.unwrap();
-    let history = History::new(messages, &counts).unwrap().protect(protected);
+    let mut history = History::new(messages, &counts).unwrap();
+    if !keep_task {
+        history = history.forget_task();
+    }
+    let history = history.protect(protected);
     thrift
         .trim_traced(&history, &budget, counter)
         .await
@@ -278,12 +296,14 @@ async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
         .unwrap()
         .iter()
         .sum();
-    let (result, trace) = trim_counted(
+    // The first image is in the task, which would stay verbatim.
+    let (result, trace) = trim_task(
         &Thrift::new(),
         &m,
         &[],
         Budget::tokens(full - 400),
         &PricedImages,
+        false,
     )
     .await;
     assert!(result.fits);
@@ -396,7 +416,16 @@ async fn without_relevance_the_oldest_rounds_go_first() {
         .collect();
     let m = chat(&refs, "ok?");
     let full = total_of(&m).await;
-    let (result, trace) = trim(&Thrift::new(), &m, &[0], Budget::tokens(full / 2)).await;
+    // The task forgotten: the first round goes like any other.
+    let (result, trace) = trim_task(
+        &Thrift::new(),
+        &m,
+        &[0],
+        Budget::tokens(full / 2),
+        &CharTokenCounter,
+        false,
+    )
+    .await;
     assert!(result.fits);
     // A suffix of the rounds is kept, whole.
     let kept = (result.messages.len() - 2) / 2;
@@ -494,8 +523,16 @@ async fn each_stage_starts_only_once_the_earlier_ones_are_spent() {
     let full: usize = counts.iter().sum();
     let mut seen_stages = std::collections::BTreeSet::new();
     for budget in (0..=full).rev().step_by(37) {
-        let (result, trace) =
-            trim_counted(&thrift, &m, &[0], Budget::tokens(budget), &PricedImages).await;
+        // The task holds the only image: forgotten, so that media goes too.
+        let (result, trace) = trim_task(
+            &thrift,
+            &m,
+            &[0],
+            Budget::tokens(budget),
+            &PricedImages,
+            false,
+        )
+        .await;
         let stages = trace.stages();
         for (k, (name, shed)) in stages.iter().enumerate() {
             if !shed.changed() {
@@ -584,9 +621,67 @@ async fn when_the_floor_does_not_fit_the_result_says_so_and_is_stable() {
     assert!(!result.fits && !trace.fits);
     assert_eq!(
         result.messages,
-        vec![m[0].clone(), m[3].clone(), m[4].clone()],
-        "as small as it gets: the floor"
+        vec![m[0].clone(), m[1].clone(), m[3].clone(), m[4].clone()],
+        "as small as it gets: the floor (the prompt, the task, the newest round)"
     );
+    let second = again(&Thrift::new(), &result, budget).await;
+    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    assert!(!second.fits);
+}
+
+/// A text-only agent: a protected prompt, the task, then `steps` actions
+/// whose observations arrive as user messages (so the newest user message
+/// is an observation, not the task).
+fn text_only_agent(task: &str, steps: usize) -> Vec<Message> {
+    let mut m = vec![
+        Message::system("You are a coding agent."),
+        Message::user(task),
+    ];
+    for s in 0..steps {
+        m.push(Message::assistant(format!("I will run check {s}.")));
+        m.push(Message::user(format!("Observation {s}:\n{}", output(8))));
+    }
+    m
+}
+
+#[tokio::test]
+async fn the_task_of_a_text_only_agent_stays_verbatim() {
+    let task = format!(
+        "Find why the parser rejects empty input. {}",
+        "Details of the failing case. ".repeat(20)
+    );
+    let m = text_only_agent(&task, 30);
+    let counted = count_messages(&CharTokenCounter, &m).await.unwrap();
+    let budget = Budget::tokens(counted[0] + counted[1] + 600);
+    let (result, _) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(result.fits && result.tokens() <= 600 + counted[0] + counted[1]);
+    assert_eq!(
+        result.messages[..2],
+        m[..2],
+        "the prompt and the task, verbatim"
+    );
+    assert_eq!(result.protected[..2], [0, 1]);
+    assert_eq!(result.messages.last(), m.last());
+    assert!(result.messages.len() < m.len(), "older steps went");
+    assert!(validate(&result.messages).is_empty());
+    // Stable: trimming it again changes nothing.
+    let second = again(&Thrift::new(), &result, budget).await;
+    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    // Forgotten, the task goes like the oldest steps.
+    let (forgotten, _) =
+        trim_task(&Thrift::new(), &m, &[0], budget, &CharTokenCounter, false).await;
+    assert!(forgotten.fits);
+    assert!(!forgotten.messages.contains(&m[1]));
+}
+
+#[tokio::test]
+async fn a_task_over_the_budget_is_kept_and_said_not_to_fit() {
+    let m = text_only_agent(&"Port the build to the new toolchain. ".repeat(60), 10);
+    let budget = Budget::tokens(200);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(!result.fits && !trace.fits);
+    assert!(result.messages.contains(&m[1]));
+    assert_eq!(result.messages.last(), m.last());
     let second = again(&Thrift::new(), &result, budget).await;
     assert_eq!(bytes(&second.messages), bytes(&result.messages));
     assert!(!second.fits);

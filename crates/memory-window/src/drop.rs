@@ -11,11 +11,16 @@ use memory_core::{
 ///
 /// 1. A history within the budget is returned unchanged.
 /// 2. The floor is always kept: protected messages and summaries with their
-///    steps, the current question and the newest step. If the floor alone
+///    steps (the [task](memory_core::structure::task) among them unless the
+///    history forgot it), the current question and the newest step. If the floor alone
 ///    exceeds the budget, it is all that is returned, with `fits: false`.
 /// 3. If the newest round fits, whole rounds are kept from the newest back
 ///    while they fit (and while the rounds limit allows); the head (what
-///    precedes the first user message) is kept only after every round.
+///    precedes the first user message) is kept only after every round. The
+///    first round that does not fit whole keeps its user message and its
+///    newest steps that fit (when one does), so that what the budget has
+///    left is used: after a follow-up request, the long agent round before
+///    it keeps its newest steps.
 /// 4. Otherwise (an agent task that is one long round), the round's user
 ///    message and as many of its newest steps as fit are kept.
 ///
@@ -33,7 +38,8 @@ use memory_core::{
 ///     Message::user("u2"), Message::assistant("a2"),
 /// ];
 /// let result = WindowDrop::new().trim(&history, &Budget::tokens(3), &CharTokenCounter).await.unwrap();
-/// assert_eq!(result.messages, history[2..].to_vec());
+/// // The task (u1) and the newest round.
+/// assert_eq!(result.messages, [&history[..1], &history[2..]].concat());
 /// assert!(result.fits && !result.replace);
 /// # });
 /// ```
@@ -85,7 +91,13 @@ impl WindowDrop {
             while end > 0 {
                 let start = structure::round_start(messages, end);
                 let is_round = messages[start].is_user();
-                if (is_round && rounds >= limit) || !fill.take(start..end) {
+                if is_round && rounds >= limit {
+                    break;
+                }
+                if !fill.take(start..end) {
+                    // Too large whole: its request and newest steps that
+                    // fit use what the budget has left.
+                    fill.part(start..end, is_round);
                     break;
                 }
                 rounds += usize::from(is_round);
@@ -94,14 +106,7 @@ impl WindowDrop {
         } else {
             // The newest round alone is too large: keep its newest steps.
             let low = question.map_or(0, |q| q + 1);
-            let mut end = n;
-            while end > low {
-                let start = structure::step_start(messages, end).max(low);
-                if !fill.take(start..end) {
-                    break;
-                }
-                end = start;
-            }
+            fill.steps(low, n);
         }
         select(history, fill.kept, true)
     }
@@ -148,6 +153,32 @@ impl Fill<'_, '_> {
         self.left -= sum - in_floor;
         self.kept.push(range);
         true
+    }
+
+    /// Keeps the whole steps between `low` and `end` that fit, newest
+    /// first; returns where the oldest kept one starts (`end` if none).
+    fn steps(&mut self, low: usize, mut end: usize) -> usize {
+        let messages = self.history.messages();
+        while end > low {
+            let start = structure::step_start(messages, end).max(low);
+            if !self.take(start..end) {
+                break;
+            }
+            end = start;
+        }
+        end
+    }
+
+    /// Keeps part of a round (or of the head) too large to keep whole: its
+    /// user message and its newest steps that fit, or nothing when not one
+    /// step fits beside that message.
+    fn part(&mut self, round: Range<usize>, is_round: bool) {
+        let (left, kept) = (self.left, self.kept.len());
+        let low = round.start + usize::from(is_round);
+        if (is_round && !self.take(round.start..low)) || self.steps(low, round.end) == round.end {
+            self.left = left;
+            self.kept.truncate(kept);
+        }
     }
 }
 

@@ -17,11 +17,15 @@
 //!     memory.record(Message::user(format!("u{i}"))).await.unwrap();
 //!     memory.record(Message::assistant(format!("a{i}"))).await.unwrap();
 //! }
-//! // Each round is 2 tokens: only the newest fits in 3.
-//! assert_eq!(memory.context().await.unwrap(), vec![Message::user("u3"), Message::assistant("a3")]);
+//! // Each round is 2 tokens: the task (the first user message, 1 token)
+//! // and the newest round fit in 3.
+//! assert_eq!(
+//!     memory.context().await.unwrap(),
+//!     vec![Message::user("u1"), Message::user("u3"), Message::assistant("a3")]
+//! );
 //! // With its size and whether it fits.
 //! let context = memory.fitted().await.unwrap();
-//! assert_eq!((context.tokens, context.fits), (2, true));
+//! assert_eq!((context.tokens, context.fits), (3, true));
 //! # });
 //! ```
 

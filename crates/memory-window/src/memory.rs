@@ -94,6 +94,7 @@ pub struct WindowMemory {
     store: Arc<dyn Store>,
     session: String,
     state: Option<State>,
+    keep_task: bool,
 }
 
 impl std::fmt::Debug for WindowMemory {
@@ -133,6 +134,7 @@ impl WindowMemory {
             counter: Arc::new(CharTokenCounter),
             store: Arc::new(InMemoryStore::new()),
             session: "default".to_string(),
+            keep_task: true,
             state: None,
         }
     }
@@ -145,6 +147,29 @@ impl WindowMemory {
     /// ```
     pub fn with_max_rounds(mut self, max_rounds: usize) -> Self {
         self.budget.max_rounds = Some(max_rounds);
+        self
+    }
+
+    /// Whether the task (the session's first user request) is part of the
+    /// floor, as it is by default; `false` for sessions whose first request
+    /// is not a standing task, such as a chat.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// // "the first request" is 5 tokens, "now" 1: over a budget of 3.
+    /// let mut memory = memory_window::WindowMemory::new(3);
+    /// memory.record(Message::user("the first request")).await.unwrap();
+    /// memory.record(Message::user("now")).await.unwrap();
+    /// let kept = memory.fitted().await.unwrap();
+    /// assert_eq!(kept.messages.len(), 2); // the task stays, over budget
+    /// assert!(!kept.fits);
+    /// let mut memory = memory.with_task(false);
+    /// assert_eq!(memory.context().await.unwrap(), vec![Message::user("now")]);
+    /// # });
+    /// ```
+    pub fn with_task(mut self, keep: bool) -> Self {
+        self.keep_task = keep;
         self
     }
 
@@ -281,12 +306,15 @@ impl WindowMemory {
     pub async fn trimmed(&mut self) -> Result<TrimResult, MemoryError> {
         self.load().await?;
         let state = self.state.as_ref().expect("loaded above");
-        let history = History::from_parts(
+        let mut history = History::from_parts(
             &state.messages,
             &state.counts,
             &state.protected,
             state.total,
         )?;
+        if !self.keep_task {
+            history = history.forget_task();
+        }
         // The request's framing (the reply's start) is not in any message.
         let budget = self.budget.for_messages(self.counter.framing());
         let result = self

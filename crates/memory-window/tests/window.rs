@@ -19,6 +19,26 @@ async fn rounds(memory: &mut WindowMemory, range: std::ops::RangeInclusive<usize
     }
 }
 
+/// The request "fix it" (2 tokens) and ten tool steps of 4 tokens (run 1,
+/// {} 1, output 2), `c0` to `c9`.
+async fn long_round(memory: &mut WindowMemory) {
+    memory.record(Message::user("fix it")).await.unwrap();
+    for i in 0..10 {
+        let id = format!("c{i}");
+        memory
+            .record(Message::assistant_with_tools(
+                "",
+                vec![ToolCall::new(id.clone(), "run", "{}")],
+            ))
+            .await
+            .unwrap();
+        memory
+            .record(Message::tool_result(id, "output"))
+            .await
+            .unwrap();
+    }
+}
+
 fn calls(ids: &[&str]) -> Message {
     Message::assistant_with_tools(
         "",
@@ -39,10 +59,14 @@ async fn a_history_within_budget_is_returned_whole() {
     );
 }
 
+// Tests about which history goes first turn the task off (`with_task(false)`)
+// so that the first round may go like any other; the task's own tests follow
+// `the_task_stays_while_older_rounds_go`.
+
 #[tokio::test]
 async fn the_oldest_rounds_go_first() {
     // Every "uN"/"aN" is one token: a round is 2, and 3 holds only one.
-    let mut memory = WindowMemory::new(3);
+    let mut memory = WindowMemory::new(3).with_task(false);
     rounds(&mut memory, 1..=3).await;
     assert_eq!(
         memory.context().await.unwrap(),
@@ -54,10 +78,115 @@ async fn the_oldest_rounds_go_first() {
 }
 
 #[tokio::test]
+async fn the_task_stays_while_older_rounds_go() {
+    // By default the first user message is the task: it stays, verbatim and
+    // in place, while the rounds after it go oldest first.
+    let mut memory = WindowMemory::new(3);
+    rounds(&mut memory, 1..=3).await;
+    let context = memory.fitted().await.unwrap();
+    assert_eq!(
+        context.messages,
+        vec![
+            Message::user("u1"),
+            Message::user("u3"),
+            Message::assistant("a3")
+        ]
+    );
+    assert_eq!((context.tokens, context.fits), (3, true));
+    // Under the floor (task 1 + newest round 2): kept, and said not to fit.
+    memory.set_max_tokens(2);
+    let context = memory.fitted().await.unwrap();
+    assert_eq!(context.messages[0], Message::user("u1"));
+    assert_eq!((context.tokens, context.fits), (3, false));
+    // Turned off, the first round goes like any other.
+    let mut memory = WindowMemory::new(3).with_task(false);
+    rounds(&mut memory, 1..=3).await;
+    assert_eq!(
+        memory.context().await.unwrap(),
+        vec![Message::user("u3"), Message::assistant("a3")]
+    );
+}
+
+#[tokio::test]
+async fn a_text_only_agent_keeps_its_task_among_observations() {
+    // A text-only agent loop: each observation arrives as a user message,
+    // so every step starts a new round and the newest user message is an
+    // observation, not the task.
+    let task = "Fix the failing test in parser.rs: the tokenizer drops a trailing comma.";
+    let record = async |memory: &mut WindowMemory| {
+        memory
+            .record_protected(Message::system("You are a coding agent."))
+            .await
+            .unwrap();
+        memory.record(Message::user(task)).await.unwrap();
+        for i in 0..20 {
+            memory
+                .record(Message::assistant(format!("run step {i}")))
+                .await
+                .unwrap();
+            memory
+                .record(Message::user(format!("observation {i}: ok")))
+                .await
+                .unwrap();
+        }
+    };
+    let mut memory = WindowMemory::new(60);
+    record(&mut memory).await;
+    let context = memory.fitted().await.unwrap();
+    assert!(context.fits && context.tokens <= 60);
+    assert_eq!(
+        context.messages[0],
+        Message::system("You are a coding agent.")
+    );
+    assert_eq!(context.messages[1], Message::user(task));
+    assert_eq!(
+        context.messages.last(),
+        Some(&Message::user("observation 19: ok"))
+    );
+    // Older steps went: the newest ones fill what the task leaves.
+    assert!(!context.messages.contains(&Message::assistant("run step 0")));
+    assert!(
+        context
+            .messages
+            .contains(&Message::assistant("run step 19"))
+    );
+    // Without the task in the floor it goes with the oldest steps.
+    let mut memory = WindowMemory::new(60).with_task(false);
+    record(&mut memory).await;
+    let context = memory.context().await.unwrap();
+    assert!(!context.contains(&Message::user(task)));
+}
+
+#[tokio::test]
+async fn after_a_follow_up_the_long_round_before_it_keeps_its_task_and_newest_steps() {
+    // The task, ten tool steps of 4 tokens, then a follow-up request that
+    // starts a new round: the older round does not fit whole, so it keeps
+    // its request (the task) and as many of its newest steps as fit.
+    let mut memory = WindowMemory::new(20);
+    long_round(&mut memory).await;
+    memory
+        .record(Message::user("Please continue working on the task"))
+        .await
+        .unwrap();
+    memory.record(Message::assistant("ok")).await.unwrap();
+    // "fix it" 2 + the follow-up 9 + "ok" 1 = 12; two steps (8) fill 20.
+    let context = memory.fitted().await.unwrap();
+    assert_eq!((context.tokens, context.fits), (20, true));
+    assert_eq!(context.messages[0], Message::user("fix it"));
+    assert_eq!(context.messages[1].tool_calls()[0].id, "c8");
+    assert_eq!(context.messages[3].tool_calls()[0].id, "c9");
+    assert_eq!(
+        context.messages[5],
+        Message::user("Please continue working on the task")
+    );
+    assert!(memory_core::validate(&context.messages).is_empty());
+}
+
+#[tokio::test]
 async fn parallel_tool_calls_leave_with_their_results() {
     // Round 1: "calculate" 3 + two calls (name 1 + args 1 each) + results 1 + 1 = 9.
     // Round 2: "continue" 2 + "okay" 1 = 3. Budget 8 keeps round 2 only.
-    let mut memory = WindowMemory::new(8);
+    let mut memory = WindowMemory::new(8).with_task(false);
     memory.record(Message::user("calculate")).await.unwrap();
     memory.record(calls(&["t1", "t2"])).await.unwrap();
     memory
@@ -80,7 +209,7 @@ async fn parallel_tool_calls_leave_with_their_results() {
 
 #[tokio::test]
 async fn an_unprotected_system_message_can_be_dropped() {
-    let mut memory = WindowMemory::new(3);
+    let mut memory = WindowMemory::new(3).with_task(false);
     memory.record(Message::system("setup")).await.unwrap();
     rounds(&mut memory, 1..=2).await;
     assert_eq!(
@@ -91,7 +220,7 @@ async fn an_unprotected_system_message_can_be_dropped() {
 
 #[tokio::test]
 async fn protected_messages_survive_in_place() {
-    let mut memory = WindowMemory::new(5);
+    let mut memory = WindowMemory::new(5).with_task(false);
     memory
         .record_protected(Message::system("setup"))
         .await
@@ -128,21 +257,7 @@ async fn a_long_agent_round_keeps_its_question_and_newest_steps() {
         .record_protected(Message::system("agent"))
         .await
         .unwrap();
-    memory.record(Message::user("fix it")).await.unwrap();
-    for i in 0..10 {
-        let id = format!("c{i}");
-        memory
-            .record(Message::assistant_with_tools(
-                "",
-                vec![ToolCall::new(id.clone(), "run", "{}")],
-            ))
-            .await
-            .unwrap();
-        memory
-            .record(Message::tool_result(id, "output"))
-            .await
-            .unwrap();
-    }
+    long_round(&mut memory).await;
     memory.record(Message::assistant("done")).await.unwrap();
     // agent 2 + "fix it" 2 + "done" 1 = 5 fixed; each step is run 1 + {} 1
     // + output 2 = 4, so two of the ten steps fit in the 11 left.
@@ -173,7 +288,7 @@ async fn the_floor_is_kept_and_reported_when_it_does_not_fit() {
 
 #[tokio::test]
 async fn the_rounds_limit_keeps_the_newest_rounds() {
-    let mut memory = WindowMemory::new(1000).with_max_rounds(2);
+    let mut memory = WindowMemory::new(1000).with_max_rounds(2).with_task(false);
     rounds(&mut memory, 1..=4).await;
     assert_eq!(
         memory.context().await.unwrap(),
@@ -188,14 +303,14 @@ async fn the_rounds_limit_keeps_the_newest_rounds() {
 
 #[tokio::test]
 async fn the_smaller_of_tokens_and_rounds_wins() {
-    let mut memory = WindowMemory::new(3).with_max_rounds(3);
+    let mut memory = WindowMemory::new(3).with_max_rounds(3).with_task(false);
     rounds(&mut memory, 1..=4).await;
     assert_eq!(memory.context().await.unwrap().len(), 2);
 }
 
 #[tokio::test]
 async fn raising_the_budget_brings_history_back() {
-    let mut memory = WindowMemory::new(3);
+    let mut memory = WindowMemory::new(3).with_task(false);
     rounds(&mut memory, 1..=2).await;
     assert_eq!(memory.context().await.unwrap().len(), 2);
     memory.set_max_tokens(1000);
@@ -204,7 +319,7 @@ async fn raising_the_budget_brings_history_back() {
 
 #[tokio::test]
 async fn reasoning_counts_against_the_budget() {
-    let mut memory = WindowMemory::new(11);
+    let mut memory = WindowMemory::new(11).with_task(false);
     memory.record(Message::user("u1")).await.unwrap();
     memory
         .record(Message::Assistant {
@@ -252,7 +367,9 @@ impl TokenCounter for OnePerMessage {
 #[tokio::test]
 async fn each_message_is_counted_once_by_the_injected_counter() {
     let counter = Arc::new(OnePerMessage::default());
-    let mut memory = WindowMemory::new(2).with_token_counter(counter.clone());
+    let mut memory = WindowMemory::new(2)
+        .with_token_counter(counter.clone())
+        .with_task(false);
     rounds(&mut memory, 1..=3).await;
     for _ in 0..5 {
         assert_eq!(memory.context().await.unwrap().len(), 2);
@@ -307,7 +424,7 @@ async fn a_materializing_strategy_writes_back_and_keeps_the_original_readable() 
 
 #[tokio::test]
 async fn fitted_says_how_big_the_context_is_and_whether_it_fits() {
-    let mut memory = WindowMemory::new(3);
+    let mut memory = WindowMemory::new(3).with_task(false);
     rounds(&mut memory, 1..=3).await;
     let context = memory.fitted().await.unwrap();
     assert_eq!(context.messages, memory.context().await.unwrap());
@@ -353,7 +470,9 @@ async fn the_view_and_the_history_are_open_to_inspection() {
 #[tokio::test]
 async fn a_projection_leaves_the_store_alone() {
     let store = Arc::new(InMemoryStore::new());
-    let mut memory = WindowMemory::new(3).with_store(store.clone(), "s");
+    let mut memory = WindowMemory::new(3)
+        .with_store(store.clone(), "s")
+        .with_task(false);
     rounds(&mut memory, 1..=3).await;
     assert_eq!(memory.context().await.unwrap().len(), 2);
     assert_eq!(store.load("s").await.unwrap().messages.len(), 6);

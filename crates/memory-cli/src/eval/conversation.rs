@@ -108,10 +108,12 @@ impl EndState {
     /// let pipeline = Arc::new(registry::pipeline("summarize", &config).unwrap());
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let state = EndState::reach(&chat, pipeline, &config, Arrival::AtOnce).await.unwrap();
-    /// // One context at the end: one summary, stored, replaced the older days.
+    /// // One context at the end: one summary, stored, replaced the older days
+    /// // but the first message, the task, kept verbatim before it.
     /// assert_eq!((state.contexts, state.usage.calls, state.summaries()), (1, 1, 1));
-    /// assert!(summary::is_summary(&state.messages[0]));
-    /// assert_eq!(state.protected, [0]);
+    /// assert_eq!(state.messages[0], chat[0]);
+    /// assert!(summary::is_summary(&state.messages[1]));
+    /// assert_eq!(state.protected, [0, 1]);
     /// # });
     /// ```
     pub async fn reach(
@@ -124,6 +126,7 @@ impl EndState {
         let mut memory = WindowMemory::with_budget(config.budget)
             .with_strategy(pipeline)
             .with_token_counter(config.counter.clone())
+            .with_task(config.task_floor)
             .with_store(store.clone(), SESSION);
         let before = config.usage();
         let started = Instant::now();
@@ -282,7 +285,9 @@ mod tests {
             let state = reach("summarize", 200, arrival).await;
             assert_eq!(state.summaries(), 1, "{arrival}");
             assert!(state.messages.len() < 80, "{arrival}");
-            assert!(summary::is_summary(&state.messages[state.protected[0]]));
+            // The task (the first utterance) stays verbatim before it.
+            assert_eq!(state.messages[state.protected[0]], chat(40)[0]);
+            assert!(summary::is_summary(&state.messages[state.protected[1]]));
             assert!(state.usage.calls >= 1, "{arrival}");
         }
         let once = reach("summarize", 200, Arrival::AtOnce).await;

@@ -59,6 +59,17 @@ pub fn eval_locomo(
     pipelines: &[&str],
     dir: &Path,
 ) -> (Run, memory_cli::EvalReport) {
+    eval_locomo_with(input, budget, pipelines, &[], dir)
+}
+
+/// [`eval_locomo`] with more options (`extra`, e.g. `--no-task-floor`).
+pub fn eval_locomo_with(
+    input: &Path,
+    budget: usize,
+    pipelines: &[&str],
+    extra: &[&str],
+    dir: &Path,
+) -> (Run, memory_cli::EvalReport) {
     let report = dir.join(format!("eval-{budget}.json"));
     let input = input.display().to_string();
     let budget_text = budget.to_string();
@@ -76,6 +87,7 @@ pub fn eval_locomo(
     for pipeline in pipelines {
         args.extend(["--pipeline", pipeline]);
     }
+    args.extend(extra);
     let run = memory(&args);
     assert_eq!(run.code, Some(0), "stderr: {}", run.stderr);
     let text = std::fs::read_to_string(&report).expect("the report is written");

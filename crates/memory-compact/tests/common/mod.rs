@@ -70,6 +70,27 @@ pub fn history<'a>(
     History::new(messages, counts).unwrap().protect(protected)
 }
 
+/// `compact`'s trim of `messages`, counted with `CharTokenCounter`, with
+/// `protected` protected (and the task, as by default), at `budget` tokens.
+pub async fn trim_protected(
+    compact: &memory_compact::Compact,
+    messages: &[Message],
+    protected: &[usize],
+    budget: usize,
+) -> memory_core::TrimResult {
+    use memory_core::TrimStrategy;
+    let counts = counted(messages).await;
+    let history = history(messages, &counts, protected);
+    compact
+        .trim_with_counts(
+            &history,
+            &memory_core::Budget::tokens(budget),
+            &memory_core::CharTokenCounter,
+        )
+        .await
+        .unwrap()
+}
+
 /// The user text of request `k` (the transcript and instructions).
 pub fn sent(fake: &FakeProvider, k: usize) -> String {
     fake.requests()[k].messages[1].text()

@@ -26,9 +26,11 @@ struct Shared {
 ///
 /// Every write is one transaction, committed synchronously in WAL mode: an
 /// append or compaction that returned `Ok` is on disk. Compactions take the
-/// write lock (`BEGIN IMMEDIATE`), check the session's version and write
-/// the new view in the same transaction, so a compaction against a stale
-/// version changes nothing and returns [`StoreError::Conflict`]. Several
+/// write lock (`BEGIN IMMEDIATE`), check the session's state and write the
+/// new view in the same transaction: a compaction rebases over the appends
+/// made since the version it was computed from, and one computed from a
+/// view another compaction already replaced changes nothing and returns
+/// [`StoreError::Conflict`]. Several
 /// processes may open the same file; their writes queue on SQLite's lock,
 /// each waiting up to 10 seconds.
 ///
@@ -234,11 +236,15 @@ struct State {
     length: i64,
     generation: i64,
     base: i64,
+    /// The version of the last compaction: the oldest a compaction may be
+    /// computed from.
+    compacted: i64,
 }
 
 fn read_state(tx: &Transaction<'_>, key: &Key) -> Result<Option<State>, StoreError> {
     tx.prepare_cached(
-        "SELECT version, length, generation, base FROM sessions WHERE tenant = ?1 AND session = ?2",
+        "SELECT version, length, generation, base, compacted FROM sessions \
+         WHERE tenant = ?1 AND session = ?2",
     )
     .and_then(|mut stmt| {
         stmt.query_row(params![key.tenant, key.session], |row| {
@@ -247,6 +253,7 @@ fn read_state(tx: &Transaction<'_>, key: &Key) -> Result<Option<State>, StoreErr
                 length: row.get(1)?,
                 generation: row.get(2)?,
                 base: row.get(3)?,
+                compacted: row.get(4)?,
             })
         })
         .optional()
@@ -256,10 +263,11 @@ fn read_state(tx: &Transaction<'_>, key: &Key) -> Result<Option<State>, StoreErr
 
 fn write_state(tx: &Transaction<'_>, key: &Key, state: &State) -> Result<(), StoreError> {
     tx.prepare_cached(
-        "INSERT INTO sessions (tenant, session, version, length, generation, base) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+        "INSERT INTO sessions (tenant, session, version, length, generation, base, compacted) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
          ON CONFLICT (tenant, session) DO UPDATE SET version = excluded.version, \
-         length = excluded.length, generation = excluded.generation, base = excluded.base",
+         length = excluded.length, generation = excluded.generation, base = excluded.base, \
+         compacted = excluded.compacted",
     )
     .and_then(|mut stmt| {
         stmt.execute(params![
@@ -268,7 +276,8 @@ fn write_state(tx: &Transaction<'_>, key: &Key, state: &State) -> Result<(), Sto
             state.version,
             state.length,
             state.generation,
-            state.base
+            state.base,
+            state.compacted
         ])
     })
     .map(drop)
@@ -334,16 +343,19 @@ fn view_rows(
     Ok(views)
 }
 
+/// Writes `rows` at `first_seq` on, as appended by the append that
+/// produced `version`.
 fn insert_log(
     tx: &Transaction<'_>,
     key: &Key,
     first_seq: i64,
+    version: i64,
     rows: &[Row],
 ) -> Result<(), StoreError> {
     let mut stmt = tx
         .prepare_cached(
-            "INSERT INTO messages (tenant, session, seq, body, tokens, protected) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO messages (tenant, session, seq, body, tokens, protected, version) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )
         .map_err(backend)?;
     for (seq, row) in (first_seq..).zip(rows) {
@@ -353,7 +365,8 @@ fn insert_log(
             seq,
             row.body,
             row.tokens,
-            row.protected
+            row.protected,
+            version
         ])
         .map_err(backend)?;
     }
@@ -409,15 +422,50 @@ fn append(conn: &mut Connection, key: &Key, rows: &[Row]) -> Result<Version, Sto
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(backend)?;
     let state = read_state(&tx, key)?.unwrap_or_default();
-    insert_log(&tx, key, state.length + 1, rows)?;
     let next = State {
         version: state.version + 1,
         length: state.length + to_i64(rows.len() as u64, "message count")?,
         ..state
     };
+    insert_log(&tx, key, state.length + 1, next.version, rows)?;
     write_state(&tx, key, &next)?;
     tx.commit().map_err(backend)?;
     to_u64(next.version, "version")
+}
+
+/// The history's length at `version`, if a compaction may be computed from
+/// that version: no compaction since, and the session got there. The
+/// messages appended since all carry later versions.
+fn length_at(
+    tx: &Transaction<'_>,
+    key: &Key,
+    state: &State,
+    version: Version,
+) -> Result<Option<i64>, StoreError> {
+    let Ok(version) = i64::try_from(version) else {
+        return Ok(None);
+    };
+    if version < state.compacted || version > state.version {
+        return Ok(None);
+    }
+    if version == state.version {
+        return Ok(Some(state.length));
+    }
+    // From the end back: as many rows as appended since `version`.
+    let last: Option<i64> = tx
+        .prepare_cached(
+            "SELECT seq FROM messages WHERE tenant = ?1 AND session = ?2 AND seq > ?3 \
+             AND version <= ?4 ORDER BY seq DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row(
+                params![key.tenant, key.session, state.base, version],
+                |row| row.get(0),
+            )
+            .optional()
+        })
+        .map_err(backend)?;
+    Ok(Some(last.unwrap_or(state.base)))
 }
 
 fn replace_view(
@@ -431,19 +479,19 @@ fn replace_view(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(backend)?;
     let state = read_state(&tx, key)?.unwrap_or_default();
-    let actual = to_u64(state.version, "version")?;
-    if actual != expected {
+    let Some(base) = length_at(&tx, key, &state, expected)? else {
         return Err(StoreError::Conflict {
             session: key.session.clone(),
             expected,
-            actual,
+            actual: to_u64(state.version, "version")?,
         });
-    }
+    };
     let next = State {
         version: state.version + 1,
         length: state.length,
         generation: state.generation + 1,
-        base: state.length,
+        base,
+        compacted: state.version + 1,
     };
     tx.prepare_cached(
         "INSERT INTO compactions (tenant, session, generation, base, version) \
@@ -566,7 +614,7 @@ mod tests {
         assert_eq!(pragma(&store, "journal_mode"), r#"Text("wal")"#);
         assert_eq!(pragma(&store, "synchronous"), "Integer(2)");
         assert_eq!(pragma(&store, "busy_timeout"), "Integer(10000)");
-        assert_eq!(pragma(&store, "user_version"), "Integer(1)");
+        assert_eq!(pragma(&store, "user_version"), "Integer(2)");
     }
 
     #[test]
@@ -626,6 +674,57 @@ mod tests {
         assert_eq!(snapshot.messages, vec![s2, m("x"), m("5")]);
         assert_eq!(snapshot.version, 7);
         assert_eq!(store.history("s").await.unwrap().len(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_file_of_schema_1_is_migrated_and_rebases_from_then_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+            conn.execute_batch(
+                "PRAGMA user_version = 1;
+                 INSERT INTO sessions VALUES ('', 's', 2, 2, 0, 0);",
+            )
+            .unwrap();
+            for (seq, text) in [(1, "1"), (2, "2")] {
+                let row = Row::encode(&m(text)).unwrap();
+                conn.execute(
+                    "INSERT INTO messages VALUES ('', 's', ?1, ?2, ?3, ?4)",
+                    params![seq, row.body, row.tokens, row.protected],
+                )
+                .unwrap();
+            }
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(pragma(&store, "user_version"), "Integer(2)");
+        assert_eq!(
+            store.load("s").await.unwrap().messages,
+            vec![m("1"), m("2")]
+        );
+        // From before the migration: not known what came after, so no.
+        assert!(matches!(
+            store.replace_view("s", 1, vec![]).await,
+            Err(StoreError::Conflict { actual: 2, .. })
+        ));
+        store.append("s", vec![m("3")]).await.unwrap();
+        let summary = StoredMessage::new(summary::message("1, 2"), 2, true);
+        assert_eq!(
+            store
+                .replace_view("s", 2, vec![summary.clone()])
+                .await
+                .unwrap(),
+            4
+        );
+        assert_eq!(
+            store.load("s").await.unwrap().messages,
+            vec![summary, m("3")]
+        );
+        assert_eq!(
+            store.replaced("s").await.unwrap(),
+            vec![vec![m("1"), m("2")]]
+        );
     }
 
     #[test]

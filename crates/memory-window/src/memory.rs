@@ -264,8 +264,8 @@ impl WindowMemory {
     /// # Errors
     ///
     /// Counting, strategy and store errors. A compaction that lost a race
-    /// with another writer is not an error: the session is reloaded and the
-    /// compaction is retried on the next call.
+    /// with another writer's compaction is not an error: the session is
+    /// reloaded and the compaction is retried on the next call.
     ///
     /// ```
     /// use memory_core::{Memory, Message};
@@ -296,6 +296,11 @@ impl WindowMemory {
                 .replace_view(&self.session, state.version, view)
                 .await
             {
+                Ok(version) if version != state.version + 1 => {
+                    // It rebased over another writer's appends: read the
+                    // session afresh to have them.
+                    self.state = None;
+                }
                 Ok(version) => {
                     let mut next = State {
                         version,
@@ -310,7 +315,7 @@ impl WindowMemory {
                 Err(StoreError::Conflict { .. }) => {
                     tracing::warn!(
                         session = %self.session,
-                        "compaction lost a race with another writer; reloading the session"
+                        "another compaction of the session came first; reloading the session"
                     );
                     self.state = None;
                 }

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | [`FakeProvider`], [`FakeReply`] | a scripted model that records every request |
 //! | [`Needs`], [`POSTGRES`], [`DATA`] | a service or data set found through an environment variable: skipped with a notice when missing, a failure under CI |
-//! | [`compactor`], [`check_session`], [`Compactions`], [`race_text`] | the race of appenders and compactors the durable stores are tested with |
+//! | [`appender`], [`compactor`], [`check_session`], [`Compactions`], [`race_text`] | the race of appenders and compactors the durable stores are tested with |
 //!
 //! ```toml
 //! [dev-dependencies]
@@ -24,4 +24,4 @@ mod race;
 
 pub use fake::{FakeProvider, FakeReply};
 pub use needs::{DATA, Needs, POSTGRES};
-pub use race::{Compactions, check_session, compactor, race_text};
+pub use race::{Compactions, appender, check_session, compactor, race_text};

@@ -18,8 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use memory_core::test_util::{Compactions, check_session, compactor, race_text};
-use memory_core::{Message, Store, StoredMessage};
+use memory_core::test_util::{Compactions, appender, check_session, compactor};
 use memory_postgres::PostgresStore;
 
 const CHILD_ENV: &str = "MEMORY_POSTGRES_CONCURRENCY_CHILD";
@@ -55,20 +54,13 @@ async fn child(url: &str, tenant: &str, process: usize) {
     ));
     let appenders: Vec<_> = (0..TASKS)
         .map(|task| {
-            let store = store.clone();
-            tokio::spawn(async move {
-                let mut versions = Vec::with_capacity(MESSAGES);
-                for i in 0..MESSAGES {
-                    let text = race_text(process, task, i);
-                    let message = StoredMessage::new(Message::user(&text), 3, false);
-                    let version = store
-                        .append(&session(task), vec![message])
-                        .await
-                        .expect("child: append");
-                    versions.push((text, version));
-                }
-                versions
-            })
+            tokio::spawn(appender(
+                Arc::new(store.clone()),
+                session(task),
+                process,
+                task,
+                MESSAGES,
+            ))
         })
         .collect();
     let mut out = String::new();

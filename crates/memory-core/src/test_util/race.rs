@@ -28,6 +28,43 @@ pub fn race_text(process: usize, task: usize, i: usize) -> String {
     format!("p{process}-t{task}-{i}")
 }
 
+/// Writer `task` of process `process`: appends `messages` messages
+/// ([`race_text`]) one by one to `session`, and returns each text with the
+/// version its append returned.
+///
+/// # Panics
+///
+/// On a store error.
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_core::InMemoryStore;
+/// use memory_core::test_util::appender;
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let acked = appender(Arc::new(InMemoryStore::new()), "s".into(), 0, 1, 2).await;
+/// assert_eq!(acked, vec![("p0-t1-0".to_string(), 1), ("p0-t1-1".to_string(), 2)]);
+/// # });
+/// ```
+pub async fn appender(
+    store: Arc<dyn Store>,
+    session: String,
+    process: usize,
+    task: usize,
+    messages: usize,
+) -> Vec<(String, u64)> {
+    let mut versions = Vec::with_capacity(messages);
+    for i in 0..messages {
+        let text = race_text(process, task, i);
+        let message = StoredMessage::new(Message::user(&text), 3, false);
+        let version = store
+            .append(&session, vec![message])
+            .await
+            .unwrap_or_else(|e| panic!("append to {session}: {e}"));
+        versions.push((text, version));
+    }
+    versions
+}
+
 /// What one compactor did. An attempt starts when a view is long; each
 /// try reads the session, computes the new view and commits it; a
 /// conflict starts another try.

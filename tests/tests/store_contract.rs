@@ -1,6 +1,7 @@
 //! The `Store` contract, run against every store: the in-memory store, SQLite
-//! and PostgreSQL (when `MEMORY_POSTGRES_URL` names a server; skipped with a
-//! notice otherwise, and failed under CI, where a lost server must not pass).
+//! (with group commit and with a commit per append) and PostgreSQL (when
+//! `MEMORY_POSTGRES_URL` names a server; skipped with a notice otherwise, and
+//! failed under CI, where a lost server must not pass).
 //!
 //! Each case is a function over a [`Backend`]: a way to open handles on one
 //! body of data, as a restarted process would. A new store joins by adding
@@ -48,17 +49,24 @@ impl Backend for InMemory {
 struct Sqlite {
     _dir: tempfile::TempDir,
     path: PathBuf,
+    group_commit: bool,
 }
 
 impl Sqlite {
-    fn new() -> Self {
+    fn new(group_commit: bool) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("memory.db");
-        Self { _dir: dir, path }
+        Self {
+            _dir: dir,
+            path,
+            group_commit,
+        }
     }
 
     fn store(&self) -> SqliteStore {
-        SqliteStore::open(&self.path).expect("open the SQLite file")
+        SqliteStore::open(&self.path)
+            .expect("open the SQLite file")
+            .with_group_commit(self.group_commit)
     }
 }
 
@@ -799,7 +807,8 @@ contract!(
     in_memory,
     Some(Box::new(InMemory(Arc::new(InMemoryStore::new()))))
 );
-contract!(sqlite, Some(Box::new(Sqlite::new())));
+contract!(sqlite, Some(Box::new(Sqlite::new(true))));
+contract!(sqlite_a_commit_each, Some(Box::new(Sqlite::new(false))));
 contract!(
     postgres,
     Postgres::from_env().map(|p| Box::new(p) as Box<dyn Backend>)

@@ -1,6 +1,8 @@
 //! Group commit: appends that arrive while another commit is under way
-//! wait in a queue, and the next writer to get the connection commits them
-//! all in one transaction, so one flush to disk acknowledges them all.
+//! wait in a queue, and one writer, the leader, commits them all in one
+//! transaction, so one flush to disk acknowledges them all. The others
+//! wait for their answer without touching the connection; when the leader
+//! is done and appends are waiting, it hands the lead to the oldest.
 
 use std::sync::mpsc;
 use std::sync::{Mutex, PoisonError};
@@ -11,46 +13,97 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::store::{append_in, backend};
 
+/// What a waiting writer is told.
+enum Word {
+    /// Its append was committed, or failed.
+    Done(Result<Version, StoreError>),
+    /// It leads the next group commit.
+    Lead,
+}
+
 /// An append waiting for a group commit, and where its answer goes.
-pub(crate) struct Pending {
+struct Pending {
     key: Key,
     rows: Vec<Row>,
-    answer: mpsc::Sender<Result<Version, StoreError>>,
+    answer: mpsc::Sender<Word>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    pending: Vec<Pending>,
+    /// Whether a writer leads now (commits, or is about to).
+    led: bool,
 }
 
 /// The appends waiting for the next group commit of one opened file.
 #[derive(Default)]
-pub(crate) struct Queue(Mutex<Vec<Pending>>);
+pub(crate) struct Queue(Mutex<Waiting>);
 
 impl Queue {
-    /// Queues an append; its answer arrives on the receiver once a
-    /// [`commit`](Queue::commit) took it.
-    pub(crate) fn push(
-        &self,
-        key: Key,
-        rows: Vec<Row>,
-    ) -> mpsc::Receiver<Result<Version, StoreError>> {
-        let (answer, receiver) = mpsc::channel();
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Pending { key, rows, answer });
-        receiver
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Waiting> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Commits every queued append in one transaction on `conn`, which the
-    /// caller holds locked, and answers each before returning; an append
-    /// that fails is rolled back alone, and a commit that fails fails them
-    /// all. Nothing to do when an earlier commit took the queue.
-    pub(crate) fn commit(&self, conn: &mut Connection) {
-        let group = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+    /// Appends `rows` to `key`'s session in the next group commit on
+    /// `conn`; blocks until it is committed (or failed). Call it on a
+    /// thread that may block.
+    pub(crate) fn append(
+        &self,
+        conn: &Mutex<Connection>,
+        key: Key,
+        rows: Vec<Row>,
+    ) -> Result<Version, StoreError> {
+        let (answer, words) = mpsc::channel();
+        let lead = {
+            let mut waiting = self.waiting();
+            waiting.pending.push(Pending { key, rows, answer });
+            !std::mem::replace(&mut waiting.led, true)
+        };
+        if lead {
+            self.lead(conn);
+        }
+        loop {
+            match words.recv() {
+                Ok(Word::Done(result)) => return result,
+                Ok(Word::Lead) => self.lead(conn),
+                Err(_) => {
+                    return Err(StoreError::Backend(
+                        "the group commit of this append ended without an answer".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Commits every waiting append in one transaction, answers each, and
+    /// hands the lead on (also if the commit panicked).
+    fn lead(&self, conn: &Mutex<Connection>) {
+        let _handoff = Handoff(self);
+        let group = std::mem::take(&mut self.waiting().pending);
         if group.is_empty() {
             return;
         }
-        let answers = commit_group(conn, &group);
+        let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let answers = commit_group(&mut conn, &group);
+        drop(conn);
         for (pending, answer) in group.into_iter().zip(answers) {
-            // The waiter may be gone (its future dropped): nothing to tell.
-            let _ = pending.answer.send(answer);
+            // The waiter is blocked on its receiver: it is there.
+            let _ = pending.answer.send(Word::Done(answer));
+        }
+    }
+}
+
+/// Hands the lead to the oldest waiting append, or gives it up.
+struct Handoff<'a>(&'a Queue);
+
+impl Drop for Handoff<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.0.waiting();
+        match waiting.pending.first() {
+            Some(next) => {
+                let _ = next.answer.send(Word::Lead);
+            }
+            None => waiting.led = false,
         }
     }
 }

@@ -251,30 +251,34 @@ impl SqliteStore {
         F: FnOnce(&mut Connection) -> R + Send + 'static,
     {
         let shared = Arc::clone(&self.shared);
-        let job = move || {
+        off_thread(move || {
             let mut conn = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
             job(&mut conn)
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => runtime
-                .spawn_blocking(job)
-                .await
-                .map_err(|e| StoreError::Backend(format!("the SQLite worker thread failed: {e}"))),
-            Err(_) => Ok(job()),
-        }
+        })
+        .await
     }
 
-    /// Queues the append and commits the queue (unless an earlier commit
-    /// took it, with this append in it): either way, its answer is there
-    /// once the connection was had.
+    /// Appends through the file's group commit.
     async fn append_grouped(&self, session: &str, rows: Vec<Row>) -> Result<Version, StoreError> {
         let key = Key::new(self.tenant.as_deref(), session)?;
-        let answer = self.shared.queue.push(key, rows);
         let shared = Arc::clone(&self.shared);
-        self.blocking(move |conn| shared.queue.commit(conn)).await?;
-        answer.try_recv().map_err(|_| {
-            StoreError::Backend("the group commit of this append ended without an answer".into())
-        })?
+        off_thread(move || shared.queue.append(&shared.conn, key, rows)).await?
+    }
+}
+
+/// Runs `job` on a blocking thread when there is a tokio runtime, inline
+/// otherwise.
+async fn off_thread<R, F>(job: F) -> Result<R, StoreError>
+where
+    R: Send + 'static,
+    F: FnOnce() -> R + Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => runtime
+            .spawn_blocking(job)
+            .await
+            .map_err(|e| StoreError::Backend(format!("the SQLite worker thread failed: {e}"))),
+        Err(_) => Ok(job()),
     }
 }
 

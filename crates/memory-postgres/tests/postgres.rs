@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use memory_core::test_util::{POSTGRES, rebases_after_migration};
+use memory_core::test_util::POSTGRES;
 use memory_core::{Message, Store, StoredMessage};
 use memory_postgres::{PostgresStore, SCHEMA_VERSION};
 
@@ -109,32 +109,6 @@ async fn a_newer_schema_is_refused() {
         .unwrap();
     let err = PostgresStore::connect(&scratch.url).await.unwrap_err();
     assert!(err.to_string().contains("upgrade memory-postgres"), "{err}");
-    scratch.drop().await;
-}
-
-#[tokio::test]
-async fn a_schema_1_database_is_migrated_and_rebases_from_then_on() {
-    let Some(url) = url() else { return };
-    let scratch = Scratch::new(&url).await;
-    let m = |text: &str| StoredMessage::new(Message::user(text), 1, false);
-    let store = PostgresStore::connect(&scratch.url).await.unwrap();
-    store.append("s", vec![m("1")]).await.unwrap();
-    store.append("s", vec![m("2"), m("3")]).await.unwrap();
-    drop(store);
-    // Back to schema 1, as an older version of the library left it.
-    scratch
-        .client
-        .batch_execute(&format!(
-            "ALTER TABLE {0}.memory_sessions DROP COLUMN compacted;
-             ALTER TABLE {0}.memory_messages DROP COLUMN version;
-             UPDATE {0}.memory_schema_version SET version = 1;",
-            scratch.name
-        ))
-        .await
-        .unwrap();
-    let store = PostgresStore::connect(&scratch.url).await.unwrap();
-    rebases_after_migration(&store).await;
-    drop(store);
     scratch.drop().await;
 }
 

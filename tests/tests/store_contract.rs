@@ -290,20 +290,32 @@ async fn a_compaction_rebases_over_appends(backend: &dyn Backend) {
         vec![vec![system.clone(), user("1"), user("2")]]
     );
 
-    // From a version between appends, after a compaction.
+    // From the version that compaction produced, which rebased: what it
+    // rebased over is part of the view it replaced.
     store.append("s", vec![user("6")]).await.unwrap();
+    let second = vec![summary_of("1-5")];
+    assert_eq!(store.replace_view("s", 4, second.clone()).await.unwrap(), 6);
+    assert_eq!(
+        store.load("s").await.unwrap().messages,
+        vec![summary_of("1-5"), user("6")]
+    );
+
+    // From a version between appends, after a compaction.
     let read = store.load("s").await.unwrap().version;
     store.append("s", vec![user("7")]).await.unwrap();
-    let second = vec![summary_of("1-6")];
     assert_eq!(
-        store.replace_view("s", read, second.clone()).await.unwrap(),
+        store
+            .replace_view("s", read, vec![summary_of("1-6")])
+            .await
+            .unwrap(),
         read + 2
     );
     let snapshot = store.load("s").await.unwrap();
     assert_eq!(snapshot.messages, vec![summary_of("1-6"), user("7")]);
     let replaced = vec![
         vec![system.clone(), user("1"), user("2")],
-        [first, (3..=6).map(|i| user(&i.to_string())).collect()].concat(),
+        [first, (3..=5).map(|i| user(&i.to_string())).collect()].concat(),
+        [second, vec![user("6")]].concat(),
     ];
     assert_eq!(store.replaced("s").await.unwrap(), replaced);
     assert_eq!(store.history("s").await.unwrap().len(), 8);
@@ -407,7 +419,13 @@ async fn compactions_commit_while_appends_stream_in(backend: &dyn Backend) {
     while !writer.is_finished() || committed == 0 {
         let snapshot = store.load("s").await.unwrap();
         let mut view = vec![summary_of(&format!("at {}", snapshot.version))];
-        view.extend(snapshot.messages.iter().rev().take(2).rev().cloned());
+        let recorded: Vec<&StoredMessage> = snapshot
+            .messages
+            .iter()
+            .filter(|m| !summary::is_summary(&m.message))
+            .collect();
+        let newest = recorded.len().saturating_sub(2);
+        view.extend(recorded[newest..].iter().map(|&m| m.clone()));
         tokio::task::yield_now().await;
         store
             .replace_view("s", snapshot.version, view)

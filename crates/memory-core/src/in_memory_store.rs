@@ -23,6 +23,9 @@ struct Session {
     /// The version the last compaction produced (0 before any): the oldest
     /// version a compaction may still be computed from.
     compacted: Version,
+    /// The log's length when the last compaction committed (it may have
+    /// rebased over appends its base does not count).
+    compacted_length: usize,
     /// The log's length after each append since the last compaction: the
     /// append that produced version `compacted + 1 + i` at index `i`.
     lengths: Vec<usize>,
@@ -45,7 +48,7 @@ impl Session {
             return None;
         }
         match usize::try_from(version - self.compacted).ok()? {
-            0 => Some(self.base()),
+            0 => Some(self.compacted_length),
             appends => self.lengths.get(appends - 1).copied(),
         }
     }
@@ -137,6 +140,7 @@ impl Store for InMemoryStore {
             s.bases.push(base);
             s.version += 1;
             s.compacted = s.version;
+            s.compacted_length = s.log.len();
             s.lengths.clear();
             Ok(s.version)
         })?

@@ -1,6 +1,7 @@
 //! The `Store` contract, run against every store: the in-memory store, SQLite
-//! and PostgreSQL (when `MEMORY_POSTGRES_URL` names a server; skipped with a
-//! notice otherwise, and failed under CI, where a lost server must not pass).
+//! (with group commit and with a commit per append) and PostgreSQL (when
+//! `MEMORY_POSTGRES_URL` names a server; skipped with a notice otherwise, and
+//! failed under CI, where a lost server must not pass).
 //!
 //! Each case is a function over a [`Backend`]: a way to open handles on one
 //! body of data, as a restarted process would. A new store joins by adding
@@ -48,17 +49,24 @@ impl Backend for InMemory {
 struct Sqlite {
     _dir: tempfile::TempDir,
     path: PathBuf,
+    group_commit: bool,
 }
 
 impl Sqlite {
-    fn new() -> Self {
+    fn new(group_commit: bool) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let path = dir.path().join("memory.db");
-        Self { _dir: dir, path }
+        Self {
+            _dir: dir,
+            path,
+            group_commit,
+        }
     }
 
     fn store(&self) -> SqliteStore {
-        SqliteStore::open(&self.path).expect("open the SQLite file")
+        SqliteStore::open(&self.path)
+            .expect("open the SQLite file")
+            .with_group_commit(self.group_commit)
     }
 }
 
@@ -218,26 +226,37 @@ async fn tenants_are_isolated(backend: &dyn Backend) {
     assert_eq!(b.history(&session).await.unwrap().len(), 2);
     assert_eq!(none.load(&session).await.unwrap(), Snapshot::default());
 
-    // A's version says nothing about b's session: compacting b at a's
-    // version conflicts only if the numbers differ, and changes only b.
+    // A's version says nothing about b's session: b compacted twice from
+    // one read conflicts; a, never at b's version, conflicts there too, and
+    // commits at its own.
     b.append(&session, vec![user("b3")]).await.unwrap();
-    let err = b
-        .replace_view(&session, 1, vec![summary_of("b")])
-        .await
-        .unwrap_err();
-    assert!(matches!(
-        err,
-        StoreError::Conflict {
-            expected: 1,
-            actual: 2,
-            ..
-        }
-    ));
+    assert_eq!(
+        b.replace_view(&session, 2, vec![summary_of("b")])
+            .await
+            .unwrap(),
+        3
+    );
+    for (store, expected, actual) in [(&b, 2, 3), (&a, 2, 1)] {
+        let err = store
+            .replace_view(&session, expected, vec![summary_of("again")])
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::Conflict { expected: e, actual: v, .. } if e == expected && v == actual),
+            "{err:?}"
+        );
+    }
     a.replace_view(&session, 1, vec![summary_of("a")])
         .await
         .unwrap();
-    assert_eq!(b.load(&session).await.unwrap().messages.len(), 3);
-    assert!(b.replaced(&session).await.unwrap().is_empty());
+    assert_eq!(
+        b.load(&session).await.unwrap().messages,
+        vec![summary_of("b")]
+    );
+    assert_eq!(
+        b.replaced(&session).await.unwrap(),
+        vec![vec![user("for b"), user("b again"), user("b3")]]
+    );
     assert_eq!(
         a.replaced(&session).await.unwrap(),
         vec![vec![user("for a")]]
@@ -245,16 +264,98 @@ async fn tenants_are_isolated(backend: &dyn Backend) {
     assert!(none.history(&session).await.unwrap().is_empty());
 }
 
+async fn a_compaction_rebases_over_appends(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let system = StoredMessage::new(Message::system("rules"), 2, true);
+    let read = store
+        .append("s", vec![system.clone(), user("1"), user("2")])
+        .await
+        .unwrap();
+    // Appended while the compaction is computed from `read`.
+    store.append("s", vec![user("3")]).await.unwrap();
+    store.append("s", vec![user("4"), user("5")]).await.unwrap();
+    let first = vec![system.clone(), summary_of("1, 2")];
+    assert_eq!(
+        store.replace_view("s", read, first.clone()).await.unwrap(),
+        4
+    );
+    let snapshot = store.load("s").await.unwrap();
+    assert_eq!(snapshot.version, 4);
+    assert_eq!(
+        snapshot.messages,
+        [first.clone(), vec![user("3"), user("4"), user("5")]].concat()
+    );
+    assert_eq!(
+        store.replaced("s").await.unwrap(),
+        vec![vec![system.clone(), user("1"), user("2")]]
+    );
+
+    // From the version that compaction produced, which rebased: what it
+    // rebased over is part of the view it replaced.
+    store.append("s", vec![user("6")]).await.unwrap();
+    let second = vec![summary_of("1-5")];
+    assert_eq!(store.replace_view("s", 4, second.clone()).await.unwrap(), 6);
+    assert_eq!(
+        store.load("s").await.unwrap().messages,
+        vec![summary_of("1-5"), user("6")]
+    );
+
+    // From a version between appends, after a compaction.
+    let read = store.load("s").await.unwrap().version;
+    store.append("s", vec![user("7")]).await.unwrap();
+    assert_eq!(
+        store
+            .replace_view("s", read, vec![summary_of("1-6")])
+            .await
+            .unwrap(),
+        read + 2
+    );
+    let snapshot = store.load("s").await.unwrap();
+    assert_eq!(snapshot.messages, vec![summary_of("1-6"), user("7")]);
+    let replaced = vec![
+        vec![system.clone(), user("1"), user("2")],
+        [first, (3..=5).map(|i| user(&i.to_string())).collect()].concat(),
+        [second, vec![user("6")]].concat(),
+    ];
+    assert_eq!(store.replaced("s").await.unwrap(), replaced);
+    assert_eq!(store.history("s").await.unwrap().len(), 8);
+    let reopened = backend.open().await;
+    assert_eq!(reopened.load("s").await.unwrap(), snapshot);
+    assert_eq!(reopened.replaced("s").await.unwrap(), replaced);
+
+    // From version 0 of a session that has only had appends: all of them
+    // follow, and the view it replaced was empty.
+    store.append("fresh", vec![user("a")]).await.unwrap();
+    assert_eq!(
+        store
+            .replace_view("fresh", 0, vec![summary_of("nothing")])
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store.load("fresh").await.unwrap().messages,
+        vec![summary_of("nothing"), user("a")]
+    );
+    assert_eq!(store.replaced("fresh").await.unwrap(), vec![vec![]]);
+}
+
 async fn a_stale_compaction_conflicts_and_changes_nothing(backend: &dyn Backend) {
     let store = backend.open().await;
     let read = store.append("s", vec![user("1")]).await.unwrap();
     store.append("s", vec![user("2")]).await.unwrap();
+    let compacted = store
+        .replace_view("s", 2, vec![summary_of("1, 2")])
+        .await
+        .unwrap();
+    store.append("s", vec![user("3")]).await.unwrap();
     let before = (
         store.load("s").await.unwrap(),
         store.history("s").await.unwrap(),
         store.replaced("s").await.unwrap(),
     );
-    for expected in [read, read + 5, 0] {
+    // From before the compaction, or a version the session never had.
+    for expected in [read, 2, 0, 5, 9] {
         let err = store
             .replace_view("s", expected, vec![summary_of("1")])
             .await
@@ -264,7 +365,7 @@ async fn a_stale_compaction_conflicts_and_changes_nothing(backend: &dyn Backend)
             StoreError::Conflict {
                 session: "s".into(),
                 expected,
-                actual: 2
+                actual: 4
             }
         );
     }
@@ -274,13 +375,17 @@ async fn a_stale_compaction_conflicts_and_changes_nothing(backend: &dyn Backend)
         store.replaced("s").await.unwrap(),
     );
     assert_eq!(after, before);
-    // Against the version it holds, the compaction commits.
+    // From the compaction's version on, it commits.
     assert_eq!(
         store
-            .replace_view("s", 2, vec![summary_of("1, 2")])
+            .replace_view("s", compacted, vec![summary_of("1, 2 again")])
             .await
             .unwrap(),
-        3
+        5
+    );
+    assert_eq!(
+        store.load("s").await.unwrap().messages,
+        vec![summary_of("1, 2 again"), user("3")]
     );
     // A session never written is at version 0.
     assert_eq!(
@@ -294,6 +399,51 @@ async fn a_stale_compaction_conflicts_and_changes_nothing(backend: &dyn Backend)
         store.replace_view("newer", 1, vec![]).await,
         Err(StoreError::Conflict { actual: 0, .. })
     ));
+}
+
+/// One compactor and a writer appending all the while: every compaction
+/// commits, and every view is a summary then the end of the history.
+async fn compactions_commit_while_appends_stream_in(backend: &dyn Backend) {
+    let store = backend.open().await;
+    store.append("s", vec![user("0")]).await.unwrap();
+    let writer = {
+        let store = backend.open().await;
+        tokio::spawn(async move {
+            for i in 1..=60 {
+                store.append("s", vec![user(&i.to_string())]).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        })
+    };
+    let mut committed = 0;
+    while !writer.is_finished() || committed == 0 {
+        let snapshot = store.load("s").await.unwrap();
+        let mut view = vec![summary_of(&format!("at {}", snapshot.version))];
+        let recorded: Vec<&StoredMessage> = snapshot
+            .messages
+            .iter()
+            .filter(|m| !summary::is_summary(&m.message))
+            .collect();
+        let newest = recorded.len().saturating_sub(2);
+        view.extend(recorded[newest..].iter().map(|&m| m.clone()));
+        tokio::task::yield_now().await;
+        store
+            .replace_view("s", snapshot.version, view)
+            .await
+            .expect("only appends came between: it commits");
+        committed += 1;
+    }
+    writer.await.unwrap();
+    let history = store.history("s").await.unwrap();
+    assert_eq!(history.len(), 61);
+    let snapshot = store.load("s").await.unwrap();
+    assert_eq!(snapshot.version, 61 + committed);
+    let view = plain(&snapshot.messages);
+    assert!(summary::is_summary(&view[0]));
+    assert!(view[1..].iter().all(|m| !summary::is_summary(m)));
+    assert!(history.ends_with(&view[1..]), "{view:?}");
+    assert!(view.len() >= 2, "the newest messages are in the view");
+    assert_eq!(store.replaced("s").await.unwrap().len(), committed as usize);
 }
 
 async fn of_two_racing_compactions_one_commits(backend: &dyn Backend) {
@@ -647,7 +797,9 @@ macro_rules! contract {
                 append_load_and_versions,
                 sessions_are_isolated,
                 tenants_are_isolated,
+                a_compaction_rebases_over_appends,
                 a_stale_compaction_conflicts_and_changes_nothing,
+                compactions_commit_while_appends_stream_in,
                 of_two_racing_compactions_one_commits,
                 compaction_keeps_replaced_readable_and_history_intact,
                 invalid_session_ids_are_refused,
@@ -673,7 +825,8 @@ contract!(
     in_memory,
     Some(Box::new(InMemory(Arc::new(InMemoryStore::new()))))
 );
-contract!(sqlite, Some(Box::new(Sqlite::new())));
+contract!(sqlite, Some(Box::new(Sqlite::new(true))));
+contract!(sqlite_a_commit_each, Some(Box::new(Sqlite::new(false))));
 contract!(
     postgres,
     Postgres::from_env().map(|p| Box::new(p) as Box<dyn Backend>)

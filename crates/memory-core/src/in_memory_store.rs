@@ -6,12 +6,65 @@ use std::sync::Mutex;
 use crate::store::check_session;
 use crate::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
 
+/// A session as the SQL stores keep it, so that each message is held once:
+/// the log of everything appended, and the views compactions committed;
+/// the current view is the newest committed view followed by the log from
+/// where that compaction left it.
 #[derive(Debug, Default)]
 struct Session {
-    view: Vec<StoredMessage>,
-    history: Vec<Message>,
-    replaced: Vec<Vec<StoredMessage>>,
+    /// Every message appended, in order, with its count and flag.
+    log: Vec<StoredMessage>,
+    /// The view compaction `g` committed, at index `g - 1`.
+    committed: Vec<Vec<StoredMessage>>,
+    /// Where each compaction's view continues in the log: the log's length
+    /// at the version it was computed from.
+    bases: Vec<usize>,
     version: Version,
+    /// The version the last compaction produced (0 before any): the oldest
+    /// version a compaction may still be computed from.
+    compacted: Version,
+    /// The log's length when the last compaction committed (it may have
+    /// rebased over appends its base does not count).
+    compacted_length: usize,
+    /// The log's length after each append since the last compaction: the
+    /// append that produced version `compacted + 1 + i` at index `i`.
+    lengths: Vec<usize>,
+}
+
+impl Session {
+    fn base(&self) -> usize {
+        self.bases.last().copied().unwrap_or(0)
+    }
+
+    fn view(&self) -> Vec<StoredMessage> {
+        let head = self.committed.last().map_or(&[][..], Vec::as_slice);
+        [head, &self.log[self.base()..]].concat()
+    }
+
+    /// The log's length at `version`, if a compaction may be computed
+    /// from it (no compaction since, and the session got there).
+    fn length_at(&self, version: Version) -> Option<usize> {
+        if version < self.compacted || version > self.version {
+            return None;
+        }
+        match usize::try_from(version - self.compacted).ok()? {
+            0 => Some(self.compacted_length),
+            appends => self.lengths.get(appends - 1).copied(),
+        }
+    }
+
+    fn replaced(&self) -> Vec<Vec<StoredMessage>> {
+        let mut from = 0;
+        let mut views = Vec::with_capacity(self.bases.len());
+        for (g, &base) in self.bases.iter().enumerate() {
+            let head = g
+                .checked_sub(1)
+                .map_or(&[][..], |previous| self.committed[previous].as_slice());
+            views.push([head, &self.log[from..base]].concat());
+            from = base;
+        }
+        views
+    }
 }
 
 /// Sessions held in memory: for tests, short-lived agents, and as the
@@ -51,7 +104,7 @@ impl InMemoryStore {
 impl Store for InMemoryStore {
     async fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
         self.with(session, |s| Snapshot {
-            messages: s.view.clone(),
+            messages: s.view(),
             version: s.version,
         })
     }
@@ -62,8 +115,8 @@ impl Store for InMemoryStore {
         messages: Vec<StoredMessage>,
     ) -> Result<Version, StoreError> {
         self.with(session, |s| {
-            s.history.extend(messages.iter().map(|m| m.message.clone()));
-            s.view.extend(messages);
+            s.log.extend(messages);
+            s.lengths.push(s.log.len());
             s.version += 1;
             s.version
         })
@@ -76,26 +129,31 @@ impl Store for InMemoryStore {
         view: Vec<StoredMessage>,
     ) -> Result<Version, StoreError> {
         self.with(session, |s| {
-            if s.version != expected {
+            let Some(base) = s.length_at(expected) else {
                 return Err(StoreError::Conflict {
                     session: session.to_string(),
                     expected,
                     actual: s.version,
                 });
-            }
-            let old = std::mem::replace(&mut s.view, view);
-            s.replaced.push(old);
+            };
+            s.committed.push(view);
+            s.bases.push(base);
             s.version += 1;
+            s.compacted = s.version;
+            s.compacted_length = s.log.len();
+            s.lengths.clear();
             Ok(s.version)
         })?
     }
 
     async fn history(&self, session: &str) -> Result<Vec<Message>, StoreError> {
-        self.with(session, |s| s.history.clone())
+        self.with(session, |s| {
+            s.log.iter().map(|m| m.message.clone()).collect()
+        })
     }
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
-        self.with(session, |s| s.replaced.clone())
+        self.with(session, |s| s.replaced())
     }
 }
 
@@ -120,29 +178,37 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn stale_compaction_conflicts_and_changes_nothing() {
+    async fn a_compaction_rebases_over_appends_and_conflicts_with_a_compaction() {
         let store = InMemoryStore::new();
         let read = store.append("s", vec![m("1")]).await.unwrap();
         store.append("s", vec![m("2")]).await.unwrap();
-        let err = store
-            .replace_view(
-                "s",
-                read,
-                vec![StoredMessage::new(summary::message("1"), 2, true)],
-            )
-            .await
-            .unwrap_err();
-        assert!(matches!(
-            err,
-            StoreError::Conflict {
-                expected: 1,
-                actual: 2,
-                ..
-            }
-        ));
+        let summary = StoredMessage::new(summary::message("1"), 2, true);
+        assert_eq!(
+            store
+                .replace_view("s", read, vec![summary.clone()])
+                .await
+                .unwrap(),
+            3
+        );
         assert_eq!(
             store.load("s").await.unwrap().messages,
-            vec![m("1"), m("2")]
+            vec![summary.clone(), m("2")]
+        );
+        assert_eq!(store.replaced("s").await.unwrap(), vec![vec![m("1")]]);
+        for stale in [read, 2, 4] {
+            let err = store.replace_view("s", stale, vec![]).await.unwrap_err();
+            assert_eq!(
+                err,
+                StoreError::Conflict {
+                    session: "s".into(),
+                    expected: stale,
+                    actual: 3
+                }
+            );
+        }
+        assert_eq!(
+            store.load("s").await.unwrap().messages,
+            vec![summary, m("2")]
         );
     }
 

@@ -64,14 +64,15 @@ pub struct Snapshot {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The session changed since it was read: reload and try again.
+    /// The view a compaction would replace changed since it was read
+    /// (another compaction came first): reload and try again.
     #[error(
-        "session `{session}` is at version {actual}, not {expected}: another writer got there first; reload the session and retry"
+        "session `{session}` is at version {actual}: its view at version {expected} was replaced by another compaction first, or never existed; reload the session and retry"
     )]
     Conflict {
         /// The session.
         session: String,
-        /// The version the caller read.
+        /// The version the caller read and computed its view from.
         expected: Version,
         /// The version the store holds.
         actual: Version,
@@ -88,19 +89,34 @@ pub enum StoreError {
 ///
 /// Append-only: a message once appended stays readable through
 /// [`history`](Store::history) forever. A compaction commits through
-/// [`replace_view`](Store::replace_view): a compare-and-swap that replaces the
-/// session's current view atomically, only if the session is still at the
-/// version the caller read; what it replaced stays readable through
-/// [`replaced`](Store::replaced).
+/// [`replace_view`](Store::replace_view): it replaces the view the session
+/// had at the version the caller read, atomically; what it replaced stays
+/// readable through [`replaced`](Store::replaced).
+///
+/// A compaction *rebases* over appends: the messages appended after the
+/// version it was computed from are not part of what it replaced, so they
+/// follow its new view and it commits. It conflicts only with what changes
+/// the view it replaced: another compaction committed after that version.
+/// So under a constant stream of appends a compaction still commits, and
+/// of two compactions computed from one view, one commits.
 ///
 /// ```
 /// use memory_core::{InMemoryStore, Message, Store, StoredMessage, summary};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = InMemoryStore::new();
-/// let v = store.append("s1", vec![StoredMessage::new(Message::user("a"), 1, false)]).await.unwrap();
-/// let v = store.replace_view("s1", v, vec![StoredMessage::new(summary::message("a"), 3, true)]).await.unwrap();
-/// assert_eq!(store.load("s1").await.unwrap().version, v);
-/// assert_eq!(store.history("s1").await.unwrap(), vec![Message::user("a")]);
+/// let m = |text: &str| StoredMessage::new(Message::user(text), 1, false);
+/// let read = store.append("s1", vec![m("a"), m("b")]).await.unwrap();
+/// // While the summary of a and b is being written, c is appended.
+/// store.append("s1", vec![m("c")]).await.unwrap();
+/// let summary = StoredMessage::new(summary::message("a, b"), 3, true);
+/// let v = store.replace_view("s1", read, vec![summary.clone()]).await.unwrap();
+/// let snapshot = store.load("s1").await.unwrap();
+/// assert_eq!((snapshot.version, snapshot.messages), (v, vec![summary, m("c")]));
+/// assert_eq!(store.replaced("s1").await.unwrap(), vec![vec![m("a"), m("b")]]);
+/// assert_eq!(store.history("s1").await.unwrap().len(), 3);
+/// // A second compaction from the same read conflicts: the view it would
+/// // replace is gone.
+/// assert!(store.replace_view("s1", read, vec![]).await.is_err());
 /// # });
 /// ```
 #[async_trait::async_trait]
@@ -124,13 +140,15 @@ pub trait Store: Send + Sync {
         messages: Vec<StoredMessage>,
     ) -> Result<Version, StoreError>;
 
-    /// Compare-and-swap of the current view: replaces it with `view` if the
-    /// session is still at `expected` (the version the caller read); returns
-    /// the new version. This is how a compaction commits.
+    /// Replaces the view the session had at version `expected` (the
+    /// version the caller read and computed `view` from) with `view`;
+    /// returns the new version. Messages appended after `expected` follow
+    /// `view` in the new view. This is how a compaction commits.
     ///
     /// # Errors
     ///
-    /// [`StoreError::Conflict`] when another write came first; nothing is
+    /// [`StoreError::Conflict`] when another compaction committed after
+    /// `expected`, or the session never was at `expected`; nothing is
     /// changed then.
     async fn replace_view(
         &self,

@@ -5,9 +5,10 @@
 //! with its token count and protected flag. Appends from any number of
 //! processes are serialized per session by the session's row lock: none is
 //! lost or duplicated, and their order is the commit order. A compaction
-//! commits only against the version it read (optimistic concurrency): when
-//! two workers compact one session at once, one commits and the other gets
-//! [`StoreError::Conflict`](memory_core::StoreError::Conflict), and
+//! rebases over the appends made since the version it was computed from
+//! (they follow its view), so a steady stream of appends does not stop it;
+//! when two workers compact one session at once, one commits and the other
+//! gets [`StoreError::Conflict`](memory_core::StoreError::Conflict), and
 //! [`WindowMemory`](https://docs.rs/memory-window) reloads and carries on.
 //!
 //! ```no_run
@@ -64,15 +65,17 @@
 //!
 //! | table | holds |
 //! |---|---|
-//! | `memory_sessions` | one row per session: `version` (grows with every append and compaction), `length` (messages in the history), `generation` (compactions so far), `base` (history length when the current view was committed) |
-//! | `memory_messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON text, byte for byte), `tokens`, `protected` |
+//! | `memory_sessions` | one row per session: `version` (grows with every append and compaction), `length` (messages in the history), `generation` (compactions so far), `base` (history length at the version the current view was computed from), `compacted` (the version of the last compaction) |
+//! | `memory_messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON text, byte for byte), `tokens`, `protected`, `version` (the version its append produced) |
 //! | `memory_compactions` | one row per compaction: its `generation`, the `base` it was committed at and the `version` it produced |
 //! | `memory_view_messages` | the view each compaction committed, `pos` by `pos` |
 //!
 //! The current view is the rows of `memory_view_messages` of the session's
 //! generation followed by the messages appended since (`seq > base`). The
 //! view compaction `g` replaced is the view of generation `g - 1` followed
-//! by the messages between the two compactions. Nothing is ever deleted or
+//! by the messages between the two bases. A compaction computed from
+//! version `V` commits if no compaction came after `V`; its `base` is the
+//! history length at `V`. Nothing is ever deleted or
 //! updated but the `memory_sessions` row. All statements are parameterized.
 
 mod schema;

@@ -13,16 +13,17 @@ use memory_core::StoreError;
 /// refused, so an old worker never misreads it.
 ///
 /// ```
-/// assert_eq!(memory_postgres::SCHEMA_VERSION, 1);
+/// assert_eq!(memory_postgres::SCHEMA_VERSION, 2);
 /// ```
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Key of the advisory lock that serializes migrations of many workers
 /// starting at once (an arbitrary constant of this crate).
 const MIGRATION_LOCK: i64 = 0x6d65_6d6f_7279_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = [r"
+const MIGRATIONS: [&str; 2] = [
+    r"
 CREATE TABLE memory_sessions (
     tenant     TEXT   NOT NULL,
     session    TEXT   NOT NULL,
@@ -59,7 +60,17 @@ CREATE TABLE memory_view_messages (
     protected  BOOLEAN NOT NULL,
     PRIMARY KEY (tenant, session, generation, pos)
 );
-"];
+",
+    // Compactions rebase over appends: each message records the version
+    // its append produced, each session the version of its last
+    // compaction. A session already there may rebase from its current
+    // version on; older messages read as version 0, before any of those.
+    r"
+ALTER TABLE memory_sessions ADD COLUMN compacted BIGINT NOT NULL DEFAULT 0;
+UPDATE memory_sessions SET compacted = version;
+ALTER TABLE memory_messages ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
+",
+];
 
 /// Brings the database to [`SCHEMA_VERSION`] in one transaction under an
 /// advisory lock, so that workers starting at once migrate it once.

@@ -33,23 +33,36 @@ WITH bumped AS (
     DO UPDATE SET version = s.version + 1, length = s.length + $3
     RETURNING version, length
 ), written AS (
-    INSERT INTO memory_messages (tenant, session, seq, body, tokens, protected)
-    SELECT $1, $2, bumped.length - $3 + m.ord, m.body, m.tokens, m.protected
+    INSERT INTO memory_messages (tenant, session, seq, body, tokens, protected, version)
+    SELECT $1, $2, bumped.length - $3 + m.ord, m.body, m.tokens, m.protected, bumped.version
     FROM bumped,
          UNNEST($4::text[], $5::bigint[], $6::boolean[]) WITH ORDINALITY AS m(body, tokens, protected, ord)
 )
 SELECT version FROM bumped";
 
-/// One statement: move the session to its next generation only if it is
-/// still at the version the caller read, record the compaction and write
-/// the new view. No row back means another write came first; then nothing
-/// was written.
+/// One statement: move the session to its next generation only if no
+/// compaction came after the version the caller read (and the session got
+/// there), record the compaction and write the new view. The new view
+/// continues in the history where the history was at that version (the
+/// last message whose append produced a version no later), so what was
+/// appended since follows it. No row back means another compaction came
+/// first; then nothing was written.
+///
+/// Every message appended up to the version the caller read was committed
+/// before this statement began, and every later one carries a later
+/// version, so the statement's snapshot finds the right position even when
+/// it waits for the session's row lock.
 const COMPACT: &str = "\
 WITH bumped AS (
-    UPDATE memory_sessions
-    SET version = version + 1, generation = generation + 1, base = length
-    WHERE tenant = $1 AND session = $2 AND version = $3
-    RETURNING version, generation, base
+    UPDATE memory_sessions AS s
+    SET version = s.version + 1, generation = s.generation + 1, compacted = s.version + 1,
+        base = COALESCE((
+            SELECT m.seq FROM memory_messages m
+            WHERE m.tenant = $1 AND m.session = $2 AND m.seq > s.base AND m.version <= $3
+            ORDER BY m.seq DESC LIMIT 1
+        ), s.base)
+    WHERE s.tenant = $1 AND s.session = $2 AND s.compacted <= $3 AND s.version >= $3
+    RETURNING s.version, s.generation, s.base
 ), recorded AS (
     INSERT INTO memory_compactions (tenant, session, generation, base, version)
     SELECT $1, $2, generation, base, version FROM bumped
@@ -115,8 +128,9 @@ ORDER BY seq";
 /// transaction: an append bumps the session's version under its row lock
 /// and writes its messages at the positions that lock reserved, so appends
 /// from any number of processes are neither lost nor duplicated and their
-/// order is the commit order. A compaction moves the session to its next
-/// version only if it is still at the version the caller read; when two
+/// order is the commit order. A compaction rebases over the appends made
+/// since the version it was computed from (they follow its view) and
+/// commits unless another compaction came after that version: when two
 /// workers compact one session at once, one commits and the other gets
 /// [`StoreError::Conflict`] with nothing written.
 ///

@@ -166,7 +166,8 @@ async fn the_password_stays_out_of_debug_output_errors_and_logs() {
         .append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)])
         .await
         .unwrap();
-    let conflict = tenant.replace_view("s", 0, vec![]).await.unwrap_err();
+    // A version the session never had.
+    let conflict = tenant.replace_view("s", 2, vec![]).await.unwrap_err();
     // A wrong password: the server refuses, the message names the target.
     let wrong = url.replacen(&password, "not-the-password", 1);
     let refused = PostgresStore::connect(&wrong).await.unwrap_err();

@@ -3,9 +3,10 @@
 //!
 //! One SQLite file holds many sessions. Every message ever appended stays in
 //! the session's append-only history with its token count and protected
-//! flag; a compaction commits a new view in one transaction, only if the
-//! session is still at the version the caller read, and what it replaced
-//! stays readable. The database runs in WAL mode with synchronous commits
+//! flag; a compaction commits a new view in one transaction, followed by
+//! whatever was appended since the version it was computed from, unless
+//! another compaction replaced that view first; what it replaced stays
+//! readable. The database runs in WAL mode with synchronous commits
 //! (`synchronous=FULL`): an append that returned survives a crash of the
 //! process or of the machine.
 //!
@@ -40,17 +41,20 @@
 //!
 //! | table | holds |
 //! |---|---|
-//! | `sessions` | one row per session: `version` (grows with every append and compaction), `length` (messages in the history), `generation` (compactions so far), `base` (history length when the current view was committed) |
-//! | `messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON), `tokens`, `protected` |
+//! | `sessions` | one row per session: `version` (grows with every append and compaction), `length` (messages in the history), `generation` (compactions so far), `base` (history length at the version the current view was computed from), `compacted` (the version of the last compaction) |
+//! | `messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON), `tokens`, `protected`, `version` (the version its append produced) |
 //! | `compactions` | one row per compaction: its `generation`, the `base` it was committed at and the `version` it produced |
 //! | `view_messages` | the view each compaction committed, `pos` by `pos` |
 //!
 //! The current view is the rows of `view_messages` of the session's
 //! generation followed by the messages appended since (`seq > base`). The
 //! view compaction `g` replaced is the view of generation `g - 1` followed
-//! by the messages between the two compactions. Nothing is ever deleted or
-//! updated but the `sessions` row.
+//! by the messages between the two bases. A compaction computed from
+//! version `V` commits if no compaction came after `V`; its `base` is the
+//! history length at `V` (the last `seq` whose `version` is at most `V`).
+//! Nothing is ever deleted or updated but the `sessions` row.
 
+mod group;
 mod schema;
 mod store;
 

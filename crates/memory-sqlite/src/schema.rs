@@ -8,12 +8,13 @@ use rusqlite::{Connection, TransactionBehavior};
 /// newer one is refused, so an old binary never misreads it.
 ///
 /// ```
-/// assert_eq!(memory_sqlite::SCHEMA_VERSION, 1);
+/// assert_eq!(memory_sqlite::SCHEMA_VERSION, 2);
 /// ```
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = [r"
+pub(crate) const MIGRATIONS: [&str; 2] = [
+    r"
 CREATE TABLE sessions (
     tenant     TEXT    NOT NULL,
     session    TEXT    NOT NULL,
@@ -50,7 +51,17 @@ CREATE TABLE view_messages (
     protected  INTEGER NOT NULL,
     PRIMARY KEY (tenant, session, generation, pos)
 );
-"];
+",
+    // Compactions rebase over appends: each message records the version
+    // its append produced, each session the version of its last
+    // compaction. A session already there may rebase from its current
+    // version on; older messages read as version 0, before any of those.
+    r"
+ALTER TABLE sessions ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET compacted = version;
+ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+",
+];
 
 /// Brings the file to [`SCHEMA_VERSION`] in one write transaction, so that
 /// two processes opening a new file at once migrate it once.

@@ -1,10 +1,13 @@
 //! Crash safety: a child process appends tool-call steps and compacts in a
-//! loop and is killed with SIGKILL at random moments, again and again.
-//! After each kill, a reopened store must hold every append the child saw
+//! loop, while writers of its own append steps to sessions of their own
+//! at the same time (so that their appends share group commits), and is
+//! killed with SIGKILL at random moments, again and again. After each
+//! kill, a reopened store must hold every append the child saw
 //! acknowledged, no half-applied compaction, and valid tool pairing.
 //!
 //! The child is this test binary run again with `CHILD_ENV` naming the
-//! database; it prints `ack N` (flushed) after append `N` returned.
+//! database; it prints `ack N` (flushed) after append `N` returned, and
+//! `ack wK N` after writer `K`'s append `N` returned.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -19,6 +22,8 @@ use memory_sqlite::SqliteStore;
 const CHILD_ENV: &str = "MEMORY_SQLITE_CRASH_CHILD";
 const SESSION: &str = "crash";
 const KILLS: usize = 20;
+/// Writers appending alongside the compacting loop, each to its session.
+const WRITERS: usize = 4;
 /// A bound on the whole test, whatever the machine's speed.
 const TIME_LIMIT: Duration = Duration::from_secs(60);
 
@@ -55,10 +60,39 @@ fn step(n: u64) -> Vec<StoredMessage> {
 
 /// The child's loop: append steps, compact every third one down to a
 /// summary and the two newest steps. Never returns.
+fn writer_session(writer: usize) -> String {
+    format!("{SESSION}-w{writer}")
+}
+
+/// The last step in `session`'s history.
+async fn last_step(store: &SqliteStore, session: &str) -> u64 {
+    let history = store.history(session).await.expect("child: history");
+    history.iter().filter_map(step_number).max().unwrap_or(0)
+}
+
+/// Writer `writer`'s loop: append steps to its session. Never returns.
+async fn writer(store: SqliteStore, writer: usize) {
+    let session = writer_session(writer);
+    let mut n = last_step(&store, &session).await;
+    loop {
+        n += 1;
+        store
+            .append(&session, step(n))
+            .await
+            .expect("child: append");
+        let mut out = std::io::stdout();
+        writeln!(out, "ack w{writer} {n}")
+            .and_then(|()| out.flush())
+            .expect("child: stdout");
+    }
+}
+
 async fn child(path: &Path) {
     let store = SqliteStore::open(path).expect("child: open");
-    let history = store.history(SESSION).await.expect("child: history");
-    let mut n = history.iter().filter_map(step_number).max().unwrap_or(0);
+    for w in 0..WRITERS {
+        tokio::spawn(writer(store.clone(), w));
+    }
+    let mut n = last_step(&store, SESSION).await;
     let mut out = std::io::stdout();
     loop {
         n += 1;
@@ -110,25 +144,19 @@ fn crash_child_process() {
 
 /// What the reopened store holds after a kill; panics on any broken
 /// promise. Returns (steps in the history, compactions).
-async fn check(path: &Path, acked: &BTreeSet<u64>) -> (u64, usize) {
+async fn check(path: &Path, acked: &BTreeSet<u64>, writers: &[u64]) -> (u64, usize) {
     let store = SqliteStore::open(path).expect("reopen after the kill");
     let history = store.history(SESSION).await.unwrap();
-    assert!(validate(&history).is_empty(), "history pairs broken");
-    // Steps 1..=n, each an assistant and its result, in order.
-    let n = history.len() as u64 / 2;
-    assert_eq!(history.len() % 2, 0, "half a step in the history");
-    for (i, pair) in history.chunks(2).enumerate() {
-        let k = i as u64 + 1;
-        assert_eq!(
-            pair,
-            step(k)
-                .iter()
-                .map(|s| s.message.clone())
-                .collect::<Vec<_>>()
-        );
-    }
+    let n = steps_of(&history);
     if let Some(lost) = acked.iter().find(|&&a| a > n) {
         panic!("acknowledged append {lost} is missing (history has {n} steps)");
+    }
+    for (w, &last) in writers.iter().enumerate() {
+        let steps = steps_of(&store.history(&writer_session(w)).await.unwrap());
+        assert!(
+            steps >= last,
+            "writer {w}'s acknowledged append {last} is missing (history has {steps} steps)"
+        );
     }
 
     let snapshot = store.load(SESSION).await.unwrap();
@@ -142,6 +170,60 @@ async fn check(path: &Path, acked: &BTreeSet<u64>) -> (u64, usize) {
         consistent(view, &history);
     }
     (n, replaced.len())
+}
+
+/// What the child acknowledged: `(None, n)` for the compacting loop's
+/// append `n`, `(Some(k), n)` for writer `k`'s.
+type Ack = (Option<usize>, u64);
+
+fn parse_ack(text: &str) -> Ack {
+    let number = |n: &str| n.parse::<u64>().expect("an ack number");
+    match text.strip_prefix('w').and_then(|rest| rest.split_once(' ')) {
+        Some((w, n)) => (Some(w.parse().expect("a writer number")), number(n)),
+        None => (None, number(text)),
+    }
+}
+
+/// Everything acknowledged so far.
+#[derive(Default)]
+struct Acked {
+    main: BTreeSet<u64>,
+    /// The last step each writer saw acknowledged.
+    writers: [u64; WRITERS],
+    count: usize,
+}
+
+impl Acked {
+    fn extend(&mut self, acks: impl IntoIterator<Item = Ack>) {
+        for ack in acks {
+            self.count += 1;
+            match ack {
+                (None, n) => {
+                    self.main.insert(n);
+                }
+                (Some(w), n) => self.writers[w] = self.writers[w].max(n),
+            }
+        }
+    }
+}
+
+/// Checks that `history` is steps 1..=n, whole and in order; returns `n`.
+fn steps_of(history: &[Message]) -> u64 {
+    assert!(validate(history).is_empty(), "history pairs broken");
+    // Steps 1..=n, each an assistant and its result, in order.
+    let n = history.len() as u64 / 2;
+    assert_eq!(history.len() % 2, 0, "half a step in the history");
+    for (i, pair) in history.chunks(2).enumerate() {
+        let k = i as u64 + 1;
+        assert_eq!(
+            pair,
+            step(k)
+                .iter()
+                .map(|s| s.message.clone())
+                .collect::<Vec<_>>()
+        );
+    }
+    n
 }
 
 /// A view is an optional summary of the steps before its first kept step,
@@ -197,7 +279,7 @@ async fn acknowledged_appends_survive_sigkill_and_compactions_stay_whole() {
         | 1;
     let mut rng = Rng(seed);
     let started = Instant::now();
-    let mut acked = BTreeSet::new();
+    let mut acked = Acked::default();
     let mut kills = 0;
     let (mut steps, mut compactions) = (0, 0);
 
@@ -223,8 +305,8 @@ async fn acknowledged_appends_survive_sigkill_and_compactions_stay_whole() {
             // Only whole lines: a line cut by the kill is no acknowledgment.
             while stdout.read_line(&mut line).is_ok_and(|n| n > 0) && line.ends_with('\n') {
                 // The harness may print the test's name before the first ack.
-                if let Some((_, n)) = line.trim_end().rsplit_once("ack ") {
-                    let _ = lines.send(n.parse::<u64>().expect("an ack number"));
+                if let Some((_, ack)) = line.trim_end().rsplit_once("ack ") {
+                    let _ = lines.send(parse_ack(ack));
                 }
                 line.clear();
             }
@@ -255,12 +337,14 @@ async fn acknowledged_appends_survive_sigkill_and_compactions_stay_whole() {
         kills += 1;
         reader.join().unwrap();
         acked.extend(receive.try_iter());
-        (steps, compactions) = check(&path, &acked).await;
+        (steps, compactions) = check(&path, &acked.main, &acked.writers).await;
     }
     eprintln!(
-        "crash test: {kills} kills, {} acknowledged appends checked, {steps} steps in the history, \
-         {compactions} compactions, {:.1} s (seed {seed})",
-        acked.len(),
+        "crash test: {kills} kills, {} acknowledged appends checked ({} by {WRITERS} writers \
+         alongside), {steps} steps in the compacted history, {compactions} compactions, {:.1} s \
+         (seed {seed})",
+        acked.count,
+        acked.writers.iter().sum::<u64>(),
         started.elapsed().as_secs_f64()
     );
     assert!(kills >= 5, "only {kills} kills in {TIME_LIMIT:?}");

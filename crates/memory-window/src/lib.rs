@@ -31,6 +31,7 @@
 
 mod drop;
 mod memory;
+mod own;
 
 pub use drop::WindowDrop;
 pub use memory::WindowMemory;

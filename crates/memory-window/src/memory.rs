@@ -3,11 +3,21 @@
 use std::sync::Arc;
 
 use memory_core::{
-    Budget, CharTokenCounter, Context, History, InMemoryStore, Memory, MemoryError, Message, Store,
-    StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
+    Budget, CharTokenCounter, Context, History, Memory, MemoryError, Message, Store, StoreError,
+    StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
 };
 
 use crate::WindowDrop;
+use crate::own::OwnHistory;
+
+/// Where the session is kept.
+enum Keeping {
+    /// In the memory itself: the state is the view, [`OwnHistory`] the
+    /// rest of the history; each message is held once.
+    Own(OwnHistory),
+    /// In a store, which others may share.
+    Store(Arc<dyn Store>),
+}
 
 /// The session as last read from or written to the store.
 #[derive(Debug, Default)]
@@ -40,19 +50,38 @@ impl State {
         self.total += tokens;
     }
 
-    fn stored_view(result: &TrimResult) -> Vec<StoredMessage> {
-        let mut protected = result.protected.iter().peekable();
-        result
-            .messages
-            .iter()
-            .zip(&result.counts)
-            .enumerate()
-            .map(|(i, (m, &t))| {
-                let is_protected = protected.next_if(|&&p| p == i).is_some();
-                StoredMessage::new(m.clone(), t, is_protected)
-            })
-            .collect()
+    fn from_result(result: &TrimResult, version: Version) -> Self {
+        State {
+            messages: result.messages.clone(),
+            counts: result.counts.clone(),
+            protected: result.protected.clone(),
+            total: result.tokens(),
+            version,
+        }
     }
+
+    /// The view with each message's count and protection.
+    fn stored(&self) -> Vec<StoredMessage> {
+        stored(&self.messages, &self.counts, &self.protected)
+    }
+
+    fn stored_view(result: &TrimResult) -> Vec<StoredMessage> {
+        stored(&result.messages, &result.counts, &result.protected)
+    }
+}
+
+/// Messages with their counts, and the (sorted) protected ones flagged.
+fn stored(messages: &[Message], counts: &[usize], protected: &[usize]) -> Vec<StoredMessage> {
+    let mut protected = protected.iter().peekable();
+    messages
+        .iter()
+        .zip(counts)
+        .enumerate()
+        .map(|(i, (m, &t))| {
+            let is_protected = protected.next_if(|&&p| p == i).is_some();
+            StoredMessage::new(m.clone(), t, is_protected)
+        })
+        .collect()
 }
 
 /// Records every message in a [`Store`] and trims on [`fitted`](Memory::fitted)
@@ -64,6 +93,11 @@ impl State {
 /// back); a materializing result is committed to the store as a compaction
 /// against the version it was computed from, and the store keeps what it
 /// replaced. Protected messages are never shed.
+///
+/// Without [`with_store`](WindowMemory::with_store), the memory keeps the
+/// session in itself, each message once: the view the strategy trims, and
+/// of the history only what compactions took out of the view. What a
+/// compaction replaced is then not kept beyond the history.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -91,7 +125,7 @@ pub struct WindowMemory {
     budget: Budget,
     strategy: Arc<dyn TrimStrategy>,
     counter: Arc<dyn TokenCounter>,
-    store: Arc<dyn Store>,
+    keeping: Keeping,
     session: String,
     state: Option<State>,
     keep_task: bool,
@@ -109,8 +143,8 @@ impl std::fmt::Debug for WindowMemory {
 }
 
 impl WindowMemory {
-    /// A memory with a token budget, [`WindowDrop`], [`CharTokenCounter`]
-    /// and a fresh in-memory store.
+    /// A memory with a token budget, [`WindowDrop`], [`CharTokenCounter`],
+    /// keeping its session in itself.
     ///
     /// ```
     /// let memory = memory_window::WindowMemory::new(4096);
@@ -132,7 +166,7 @@ impl WindowMemory {
             budget,
             strategy: Arc::new(WindowDrop),
             counter: Arc::new(CharTokenCounter),
-            store: Arc::new(InMemoryStore::new()),
+            keeping: Keeping::Own(OwnHistory::default()),
             session: "default".to_string(),
             keep_task: true,
             state: None,
@@ -209,7 +243,7 @@ impl WindowMemory {
     /// assert_eq!(memory.session(), "user-42");
     /// ```
     pub fn with_store(mut self, store: Arc<dyn Store>, session: impl Into<String>) -> Self {
-        self.store = store;
+        self.keeping = Keeping::Store(store);
         self.session = session.into();
         self.state = None;
         self
@@ -291,8 +325,8 @@ impl WindowMemory {
     /// # Errors
     ///
     /// Counting, strategy and store errors. A compaction that lost a race
-    /// with another writer is not an error: the session is reloaded and the
-    /// compaction is retried on the next call.
+    /// with another writer's compaction is not an error: the session is
+    /// reloaded and the compaction is retried on the next call.
     ///
     /// ```
     /// use memory_core::{Memory, Message};
@@ -321,41 +355,52 @@ impl WindowMemory {
             .strategy
             .trim_with_counts(&history, &budget, &*self.counter)
             .await?;
-        if let Some(stored) = result.to_store() {
-            let view = State::stored_view(stored);
-            match self
-                .store
-                .replace_view(&self.session, state.version, view)
-                .await
-            {
-                Ok(version) => {
-                    let mut next = State {
-                        version,
-                        ..State::default()
-                    };
-                    next.messages = stored.messages.clone();
-                    next.counts = stored.counts.clone();
-                    next.protected = stored.protected.clone();
-                    next.total = stored.tokens();
-                    self.state = Some(next);
-                }
-                Err(StoreError::Conflict { .. }) => {
-                    tracing::warn!(
-                        session = %self.session,
-                        "compaction lost a race with another writer; reloading the session"
-                    );
-                    self.state = None;
-                }
-                Err(other) => return Err(other.into()),
+        let version = state.version;
+        let Some(stored) = result.to_store() else {
+            return Ok(result);
+        };
+        let store = match &mut self.keeping {
+            Keeping::Own(own) => {
+                let old = self.state.take().expect("loaded above");
+                own.compacted(old.messages, stored.messages.len());
+                self.state = Some(State::from_result(stored, version + 1));
+                return Ok(result);
             }
+            Keeping::Store(store) => store,
+        };
+        match store
+            .replace_view(&self.session, version, State::stored_view(stored))
+            .await
+        {
+            Ok(committed) if committed == version + 1 => {
+                self.state = Some(State::from_result(stored, committed));
+            }
+            Ok(_) => {
+                // It rebased over another writer's appends: read the
+                // session afresh to have them.
+                self.state = None;
+            }
+            Err(StoreError::Conflict { .. }) => {
+                tracing::warn!(
+                    session = %self.session,
+                    "another compaction of the session came first; reloading the session"
+                );
+                self.state = None;
+            }
+            Err(other) => return Err(other.into()),
         }
         Ok(result)
     }
 
     async fn load(&mut self) -> Result<(), MemoryError> {
         if self.state.is_none() {
-            let snapshot = self.store.load(&self.session).await?;
-            self.state = Some(State::from_stored(snapshot.messages, snapshot.version));
+            self.state = Some(match &self.keeping {
+                Keeping::Own(_) => State::default(),
+                Keeping::Store(store) => {
+                    let snapshot = store.load(&self.session).await?;
+                    State::from_stored(snapshot.messages, snapshot.version)
+                }
+            });
         }
         Ok(())
     }
@@ -363,14 +408,18 @@ impl WindowMemory {
     async fn append(&mut self, message: Message, protected: bool) -> Result<(), MemoryError> {
         self.load().await?;
         let tokens = self.counter.count_message(&message).await?;
-        let version = self
-            .store
+        let state = self.state.as_mut().expect("loaded above");
+        let Keeping::Store(store) = &self.keeping else {
+            state.version += 1;
+            state.push(message, tokens, protected);
+            return Ok(());
+        };
+        let version = store
             .append(
                 &self.session,
                 vec![StoredMessage::new(message.clone(), tokens, protected)],
             )
             .await?;
-        let state = self.state.as_mut().expect("loaded above");
         if version == state.version + 1 {
             state.version = version;
             state.push(message, tokens, protected);
@@ -398,10 +447,20 @@ impl Memory for WindowMemory {
     }
 
     async fn view(&self) -> Result<Vec<StoredMessage>, MemoryError> {
-        Ok(self.store.load(&self.session).await?.messages)
+        match &self.keeping {
+            Keeping::Own(_) => Ok(self.state.as_ref().map(State::stored).unwrap_or_default()),
+            Keeping::Store(store) => Ok(store.load(&self.session).await?.messages),
+        }
     }
 
     async fn history(&self) -> Result<Vec<Message>, MemoryError> {
-        Ok(self.store.history(&self.session).await?)
+        match &self.keeping {
+            Keeping::Own(own) => Ok(self
+                .state
+                .as_ref()
+                .map(|s| own.history(&s.messages))
+                .unwrap_or_default()),
+            Keeping::Store(store) => Ok(store.history(&self.session).await?),
+        }
     }
 }

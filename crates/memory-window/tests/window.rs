@@ -561,3 +561,25 @@ async fn trimming_a_fitting_window_again_changes_nothing() {
         .unwrap();
     assert_eq!(again.messages, first.messages);
 }
+
+#[tokio::test]
+async fn a_memory_keeping_its_session_in_itself_matches_one_over_a_store() {
+    let store = Arc::new(InMemoryStore::new());
+    let mut own = WindowMemory::new(5).with_strategy(Fold);
+    let mut stored = WindowMemory::new(5)
+        .with_strategy(Fold)
+        .with_store(store.clone(), "s");
+    for range in [1..=3, 4..=5, 6..=6, 7..=9] {
+        for memory in [&mut own, &mut stored] {
+            rounds(memory, range.clone()).await;
+        }
+        assert_eq!(own.fitted().await.unwrap(), stored.fitted().await.unwrap());
+        assert_eq!(own.view().await.unwrap(), stored.view().await.unwrap());
+        assert_eq!(
+            own.history().await.unwrap(),
+            stored.history().await.unwrap()
+        );
+    }
+    assert_eq!(own.history().await.unwrap().len(), 18);
+    assert!(store.replaced("s").await.unwrap().len() >= 2);
+}

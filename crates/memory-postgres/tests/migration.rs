@@ -1,0 +1,54 @@
+//! A database written at schema 1 (before compactions rebased) is
+//! migrated on connect and keeps its promises. In a binary of its own: it
+//! runs the store's logging call sites, which other tests capture.
+//!
+//! Reads `MEMORY_POSTGRES_URL`; skips with a notice when unset, and fails
+//! when it is unset under CI.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use memory_core::test_util::{POSTGRES, rebases_after_migration};
+use memory_core::{Message, Store, StoredMessage};
+use memory_postgres::PostgresStore;
+
+#[tokio::test]
+async fn a_schema_1_database_is_migrated_and_rebases_from_then_on() {
+    let Some(url) = POSTGRES.value() else { return };
+    let (admin, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to MEMORY_POSTGRES_URL");
+    tokio::spawn(connection);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // Letters, digits and underscores, made here: safe as an identifier.
+    let schema = format!("memory_migration_{}_{nanos}", std::process::id());
+    admin
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{separator}options=-csearch_path%3D{schema}");
+
+    let m = |text: &str| StoredMessage::new(Message::user(text), 1, false);
+    let store = PostgresStore::connect(&url).await.unwrap();
+    store.append("s", vec![m("1")]).await.unwrap();
+    store.append("s", vec![m("2"), m("3")]).await.unwrap();
+    drop(store);
+    // Back to schema 1, as an older version of the library left it.
+    admin
+        .batch_execute(&format!(
+            "ALTER TABLE {schema}.memory_sessions DROP COLUMN compacted;
+             ALTER TABLE {schema}.memory_messages DROP COLUMN version;
+             UPDATE {schema}.memory_schema_version SET version = 1;"
+        ))
+        .await
+        .unwrap();
+    let store = PostgresStore::connect(&url).await.unwrap();
+    rebases_after_migration(&store).await;
+    drop(store);
+    admin
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .await
+        .unwrap();
+}

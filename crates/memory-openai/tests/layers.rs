@@ -138,7 +138,13 @@ async fn the_timeout_layer_limits_each_attempt() {
 
 #[tokio::test]
 async fn metering_under_the_retries_counts_every_request_sent() {
-    let server = Server::start([failure(500), failure(502), completion("ok")]).await;
+    // The reply is a summary of the request (the meter judges it as one).
+    let server = Server::start([
+        failure(500),
+        failure(502),
+        completion("The user asked to fix src/lib.rs."),
+    ])
+    .await;
     let metered = provider(&server).metered();
     let meter = metered.meter();
     let stack = metered.with_retry(quick_retries(3));

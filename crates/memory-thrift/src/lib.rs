@@ -39,6 +39,7 @@ mod layout;
 pub mod placeholder;
 mod reach;
 pub mod relevance;
+mod resume;
 mod scoring;
 mod select;
 mod semantic;

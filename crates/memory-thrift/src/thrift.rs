@@ -7,6 +7,7 @@ use memory_core::{
 use std::sync::Arc;
 
 use crate::layout::Layout;
+use crate::resume::{self, Resume};
 use crate::scoring::{Lexical, Relevance};
 use crate::select::{Target, drop_units};
 use crate::shrunk::Shrunk;
@@ -131,6 +132,7 @@ pub struct Thrift {
     max_tool_output_tokens: usize,
     recency_weight: f32,
     relevance: Arc<dyn Relevance>,
+    resume: Resume,
 }
 
 impl Default for Thrift {
@@ -141,6 +143,7 @@ impl Default for Thrift {
             max_tool_output_tokens: DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
             recency_weight: DEFAULT_RECENCY_WEIGHT,
             relevance: Arc::new(Lexical),
+            resume: Resume::default(),
         }
     }
 }
@@ -358,11 +361,25 @@ impl Thrift {
         } else {
             Aim::Watermark
         };
-        let seen = settle::prefix(history, points[from], totals[from])?;
         // Every prefix shed below is of this one history.
         let mut shrunk = Shrunk::kept();
-        let (mut result, mut trace) = self.shed(&seen, budget, aim, counter, &mut shrunk).await?;
-        for k in from + 1..=last {
+        // The replay of an earlier trim of the same prefix, when there is
+        // one, is taken up where it stopped.
+        let keys = resume::keys(history, budget);
+        let resumed = self.resume.find(&keys, start, from..last + 1, &points);
+        let (begin, mut result, mut trace) = match resumed {
+            Some(found) => found,
+            None => {
+                let seen = settle::prefix(history, points[from], totals[from])?;
+                let (result, trace) = self.shed(&seen, budget, aim, counter, &mut shrunk).await?;
+                (from, result, trace)
+            }
+        };
+        let mut before_last = None;
+        for k in begin + 1..=last {
+            if k == last {
+                before_last = Some((k - 1, result.clone(), trace.clone()));
+            }
             let step = points[k - 1]..points[k];
             if settle::new_round(history.messages(), step.clone()) {
                 let seen = settle::prefix(history, points[k], totals[k])?;
@@ -389,6 +406,13 @@ impl Thrift {
                 }
             }
         }
+        self.resume.keep(
+            keys,
+            start,
+            &points,
+            before_last,
+            (last, result.clone(), trace.clone()),
+        );
         trace.tokens_before = history.total();
         trace.messages_before = history.len();
         trace.floor_tokens = structure::floor(history).tokens;

@@ -201,3 +201,42 @@ async fn semantic_relevance_asks_for_the_question_and_every_candidate() {
     // With similarity alone the words of the roses round still bring it back.
     assert!(holds(&result, &rounds[5].0), "{:?}", result.messages);
 }
+
+#[tokio::test]
+async fn a_thrift_that_resumes_its_replay_gives_what_a_fresh_one_gives() {
+    // One instance trims each turn of a growing chat (and, between turns,
+    // other questions of the same conversation); a fresh instance per trim
+    // replays from scratch. The contexts are the same.
+    let rounds: Vec<(String, String)> = (0..60)
+        .map(|i| {
+            (
+                format!(
+                    "Turn {i}: the garden had {} roses and a {i} metre fence.",
+                    i * 3
+                ),
+                format!("Turn {i}: noted, {} roses along the fence.", i * 3),
+            )
+        })
+        .collect();
+    let resuming = Thrift::new();
+    for turn in 1..rounds.len() {
+        for question in [
+            format!("How many roses were there at turn {}?", turn / 2),
+            "Anything else?".to_string(),
+        ] {
+            let m = chat(&rounds[..turn], &question);
+            let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+            let history = History::new(&m, &counts).unwrap();
+            let budget = Budget::tokens(400);
+            let (again, _) = resuming
+                .trim_traced(&history, &budget, &CharTokenCounter)
+                .await
+                .unwrap();
+            let (fresh, _) = Thrift::new()
+                .trim_traced(&history, &budget, &CharTokenCounter)
+                .await
+                .unwrap();
+            assert_eq!(again.messages, fresh.messages, "turn {turn}: {question}");
+        }
+    }
+}

@@ -114,7 +114,7 @@ fn reply_to(body: &Value) -> Value {
     let last = messages.last().cloned().unwrap_or(Value::Null);
     if is_summary_request(body) {
         return json!({ "role": "assistant",
-            "content": "## Goals\nThe user asks for sums of numbers.\n## State\nEvery sum so far was computed with the add tool." });
+            "content": "## Goals\nThe user asks to read the module files and check the notes of each step.\n## State\nread_file returned the src and tests module files; each line reads let value = compute(n)." });
     }
     if last["role"] == "tool" {
         let results: Vec<String> = messages

@@ -33,6 +33,20 @@ pub enum CliError {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// The input is larger than a transcript is read whole.
+    #[error(
+        "{file}: {bytes} bytes or more, over the limit of {limit} bytes a transcript is read \
+         whole with; split it (one trajectory or conversation per file, or per JSONL line in \
+         several files)"
+    )]
+    TooLarge {
+        /// The path as given.
+        file: String,
+        /// Its size, or how much was read before the limit was passed.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// The input was read but is not a usable transcript.
     #[error("{file}: {position}: {problem}")]
     Input {
@@ -119,6 +133,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Read { .. }
+            | CliError::TooLarge { .. }
             | CliError::Input { .. }
             | CliError::UnknownStage { .. }
             | CliError::Pipeline { .. }

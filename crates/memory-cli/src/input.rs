@@ -243,11 +243,63 @@ impl Input {
 /// its content is not a transcript.
 pub fn load(path: &Path) -> Result<Input, CliError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| CliError::Read {
+    let bytes = read_bounded(path, MAX_INPUT_BYTES)?;
+    parse(&bytes).map_err(|l| l.in_file(file))
+}
+
+/// The largest transcript read, in bytes (512 MiB): a transcript is held in
+/// memory whole, with its parsed form beside it, so a larger one is refused
+/// with [`CliError::TooLarge`] rather than allowed to exhaust the machine.
+pub const MAX_INPUT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// The bytes of `path`, refused once more than `limit` of them are read
+/// (whatever the file's size claims: a pipe has none).
+///
+/// # Errors
+///
+/// [`CliError::Read`] when the file cannot be read, [`CliError::TooLarge`]
+/// over the limit.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.json");
+/// std::fs::write(&path, b"[1, 2, 3]").unwrap();
+/// assert_eq!(memory_cli::input::read_bounded(&path, 9).unwrap(), b"[1, 2, 3]");
+/// let error = memory_cli::input::read_bounded(&path, 8).unwrap_err();
+/// assert!(error.to_string().contains("over the limit of 8 bytes"), "{error}");
+/// assert_eq!(error.exit_code(), 2);
+/// ```
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, CliError> {
+    use std::io::Read as _;
+    let file = path.display().to_string();
+    let read_error = |source| CliError::Read {
         file: file.clone(),
         source,
-    })?;
-    parse(&bytes).map_err(|l| l.in_file(file))
+    };
+    let handle = std::fs::File::open(path).map_err(read_error)?;
+    if let Ok(meta) = handle.metadata()
+        && meta.is_file()
+        && meta.len() > limit
+    {
+        return Err(CliError::TooLarge {
+            file,
+            bytes: meta.len(),
+            limit,
+        });
+    }
+    let mut bytes = Vec::new();
+    handle
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() as u64 > limit {
+        return Err(CliError::TooLarge {
+            file,
+            bytes: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(bytes)
 }
 
 /// Detects the format of `bytes` and converts every transcript.
@@ -307,10 +359,7 @@ pub fn parse(bytes: &[u8]) -> Result<Input, Located> {
 /// its content is not LoCoMo.
 pub fn load_locomo(path: &Path) -> Result<Locomo, CliError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| CliError::Read {
-        file: file.clone(),
-        source,
-    })?;
+    let bytes = read_bounded(path, MAX_INPUT_BYTES)?;
     parse_locomo(&bytes).map_err(|l| l.in_file(file))
 }
 

@@ -69,6 +69,28 @@ fn a_missing_file_is_named() {
 }
 
 #[test]
+fn a_gigabyte_transcript_is_refused_before_it_is_read() {
+    // A sparse file: a gigabyte by its size, no disk used.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.json");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let file = path.display().to_string();
+    let run = replay(&file, &[]);
+    assert_eq!(run.code, Some(2), "stderr: {}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "memory: {file}: 1073741824 bytes or more, over the limit"
+        )),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn invalid_utf8_names_the_byte_offset() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(

@@ -276,6 +276,23 @@ impl Floor {
         self.ranges.get(k).is_some_and(|r| r.contains(&index))
     }
 
+    /// User messages of the floor before `end` (the task, protected
+    /// requests): they count against a rounds limit like the rounds kept.
+    ///
+    /// ```
+    /// use memory_core::{structure::Floor, Message};
+    /// let m = [Message::user("task"), Message::assistant("a"), Message::user("now")];
+    /// let f = Floor { ranges: vec![0..1, 2..3], tokens: 2 };
+    /// assert_eq!(f.users_before(&m, 2), 1);
+    /// ```
+    pub fn users_before(&self, messages: &[Message], end: usize) -> usize {
+        self.ranges
+            .iter()
+            .flat_map(|r| r.start..r.end.min(end))
+            .filter(|&i| messages[i].is_user())
+            .count()
+    }
+
     /// Tokens of the floor that lie inside `range`. Step-aligned ranges never
     /// straddle a round boundary, so for rounds this is exact.
     ///

@@ -80,7 +80,8 @@ pub(crate) fn plan(history: &History<'_>, budget: &Budget, reserve: usize) -> Pl
     if tail.take(round_start..n, max) {
         // The newest round fits: older rounds while they fit what the
         // reservation leaves.
-        let rounds = usize::from(question.is_some());
+        let rounds = usize::from(question.is_some())
+            + tail.base.users_before(history.messages(), round_start);
         let limit = budget.round_limit().unwrap_or(usize::MAX);
         tail.older_rounds(round_start, rounds, limit, target);
     } else {
@@ -262,10 +263,11 @@ mod tests {
         let h = History::new(&m, &[1; 8]).unwrap().forget_task();
         let p = plan(&h, &Budget::rounds(2), 1024);
         assert_eq!(p.kept, vec![4..8]);
-        // The task stays in place beside the tail.
+        // The task stays in place beside the tail, and counts against the
+        // rounds limit as every user message shown does.
         let h = History::new(&m, &[1; 8]).unwrap();
         let p = plan(&h, &Budget::rounds(2), 1024);
-        assert_eq!(p.kept, vec![0..1, 4..8]);
-        assert_eq!(p.summarized, vec![1..4]);
+        assert_eq!(p.kept, vec![0..1, 6..8]);
+        assert_eq!(p.summarized, vec![1..6]);
     }
 }

@@ -86,7 +86,7 @@ impl WindowDrop {
         let newest = question.unwrap_or(0);
         if fill.take(newest..n) {
             let limit = budget.round_limit().unwrap_or(usize::MAX);
-            let mut rounds = usize::from(question.is_some());
+            let mut rounds = usize::from(question.is_some()) + floor.users_before(messages, newest);
             let mut end = newest;
             while end > 0 {
                 let start = structure::round_start(messages, end);

@@ -27,6 +27,22 @@ use memory_core::{count_messages, summary, validate};
 
 use crate::block_on;
 
+/// A fuzz target: its name under `fuzz/fuzz_targets/` and what it checks.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every fuzz target, with the function it runs.
+///
+/// ```
+/// assert!(memory_tests::fuzz::TARGETS.iter().any(|(name, _)| *name == "wire"));
+/// ```
+pub const TARGETS: [Target; 5] = [
+    ("input_chat", input),
+    ("input_locomo", input),
+    ("input_traj", input),
+    ("repair_trim", repair_trim),
+    ("wire", wire),
+];
+
 /// The pipelines [`repair_trim`] runs every transcript through: each stage
 /// of the command alone, and a pipeline of two. Summarizing stages use the
 /// command's default, the offline extractive summarizer.

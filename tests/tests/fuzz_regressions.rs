@@ -36,16 +36,9 @@ fn root() -> PathBuf {
 
 #[test]
 fn every_committed_fuzz_input_replays_cleanly() {
-    let targets: [(&str, fn(&[u8])); 5] = [
-        ("input_chat", fuzz::input),
-        ("input_locomo", fuzz::input),
-        ("input_traj", fuzz::input),
-        ("repair_trim", fuzz::repair_trim),
-        ("wire", fuzz::wire),
-    ];
     let mut replayed = 0;
     let mut failed = Vec::new();
-    for (target, check) in targets {
+    for (target, check) in fuzz::TARGETS {
         let paths = files(&root().join("fuzz/regressions").join(target));
         assert!(!paths.is_empty(), "no committed inputs for {target}");
         replayed += paths.len();

@@ -17,6 +17,7 @@
 //! ```
 
 pub mod conversation;
+pub mod fuzz;
 pub mod invariants;
 pub mod registry;
 pub mod scenario;

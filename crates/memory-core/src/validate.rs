@@ -265,6 +265,16 @@ pub enum RepairAction {
         /// The call's id.
         tool_call_id: String,
     },
+    /// A call reusing the id of an earlier call was given a fresh id (and
+    /// so was its result).
+    RenamedCall {
+        /// Position of the call's message in the input.
+        index: usize,
+        /// The id it reused.
+        tool_call_id: String,
+        /// Its new id.
+        renamed_to: String,
+    },
 }
 
 /// A repaired transcript and what was done to it.
@@ -282,14 +292,18 @@ pub const MISSING_RESULT: &str = "[no result was recorded for this tool call]";
 /// Makes a transcript valid, deterministically, for histories loaded from
 /// elsewhere. The rule:
 ///
-/// 1. each tool call takes the first result with its id, wherever it stands,
-///    and that result is placed right after the call's message, in the order
-///    of the calls;
-/// 2. a call with no result (or a second call reusing an id already answered)
-///    gets an explicit placeholder result, [`MISSING_RESULT`];
-/// 3. a result whose id no call has is dropped, and so is every further
+/// 1. each tool call takes the first result with its id, wherever it stands
+///    (before the next call that reuses the id), and that result is placed
+///    right after the call's message, in the order of the calls;
+/// 2. a call that reuses an id an earlier call has (some servers number
+///    their calls afresh each turn) is renamed to a fresh id, `ID~2`,
+///    `ID~3`, ..., and takes the first result with the reused id after its
+///    message (before the next reuse), renamed with it;
+/// 3. a call with no result gets an explicit placeholder result,
+///    [`MISSING_RESULT`];
+/// 4. a result whose id no call has is dropped, and so is every further
 ///    result for an id already answered;
-/// 4. everything else keeps its order and content.
+/// 5. everything else keeps its order and content.
 ///
 /// A valid transcript comes back unchanged, with no actions.
 ///
@@ -303,27 +317,76 @@ pub const MISSING_RESULT: &str = "[no result was recorded for this tool call]";
 /// let fixed = repair(&broken);
 /// assert!(validate(&fixed.messages).is_empty());
 /// assert_eq!(fixed.messages[2], Message::tool_result("a", MISSING_RESULT));
+///
+/// let reused = [
+///     Message::assistant_with_tools("", vec![ToolCall::new("call_0", "ls", "{}")]),
+///     Message::tool_result("call_0", "a.txt"),
+///     Message::assistant_with_tools("", vec![ToolCall::new("call_0", "cat", "{}")]),
+///     Message::tool_result("call_0", "hello"),
+/// ];
+/// let fixed = repair(&reused);
+/// assert!(validate(&fixed.messages).is_empty());
+/// assert_eq!(fixed.messages[2].tool_calls()[0].id, "call_0~2");
+/// assert_eq!(fixed.messages[3], Message::tool_result("call_0~2", "hello"));
 /// ```
 pub fn repair(messages: &[Message]) -> Repaired {
-    // First result per id, anywhere.
-    let mut first_result: HashMap<&str, usize> = HashMap::new();
+    let mut results: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut calls: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut ids: HashSet<String> = HashSet::new();
     for (i, m) in messages.iter().enumerate() {
         if let Some(id) = m.tool_call_id() {
-            first_result.entry(id).or_insert(i);
+            results.entry(id).or_default().push(i);
+            ids.insert(id.to_string());
+        }
+        for call in m.tool_calls() {
+            calls.entry(&call.id).or_default().push(i);
+            ids.insert(call.id.clone());
         }
     }
     let mut used: HashSet<usize> = HashSet::new();
+    let mut made: HashMap<&str, usize> = HashMap::new();
     let mut out = Vec::with_capacity(messages.len());
     let mut actions = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         if m.is_tool_result() {
             continue;
         }
-        out.push(m.clone());
+        let mut message = m.clone();
+        let mut answers = Vec::new();
         let mut expected = i + 1;
-        for call in m.tool_calls() {
-            match first_result.get(call.id.as_str()) {
-                Some(&r) if used.insert(r) => {
+        for (k, call) in m.tool_calls().iter().enumerate() {
+            let id = call.id.as_str();
+            let reuse = made.entry(id).or_default();
+            *reuse += 1;
+            // Results before the next message that calls the id again; a
+            // reusing call's only after its own message.
+            let until = calls[id]
+                .iter()
+                .copied()
+                .find(|&c| c > i)
+                .unwrap_or(messages.len());
+            let from = if *reuse == 1 { 0 } else { i + 1 };
+            let result = results.get(id).and_then(|found| {
+                found
+                    .iter()
+                    .copied()
+                    .find(|&r| (from..until).contains(&r) && !used.contains(&r))
+            });
+            let id = if *reuse == 1 {
+                call.id.clone()
+            } else {
+                let fresh = fresh_id(id, &mut ids);
+                actions.push(RepairAction::RenamedCall {
+                    index: i,
+                    tool_call_id: call.id.clone(),
+                    renamed_to: fresh.clone(),
+                });
+                rename_call(&mut message, k, &fresh);
+                fresh
+            };
+            match result {
+                Some(r) => {
+                    used.insert(r);
                     if r != expected {
                         actions.push(RepairAction::MovedResult {
                             index: r,
@@ -331,24 +394,31 @@ pub fn repair(messages: &[Message]) -> Repaired {
                         });
                     }
                     expected = r + 1;
-                    out.push(messages[r].clone());
+                    let mut answer = messages[r].clone();
+                    if let Message::ToolResult { tool_call_id, .. } = &mut answer {
+                        tool_call_id.clone_from(&id);
+                    }
+                    answers.push(answer);
                 }
-                _ => {
+                None => {
                     actions.push(RepairAction::AddedMissingResult {
                         index: i,
-                        tool_call_id: call.id.clone(),
+                        tool_call_id: id.clone(),
                     });
-                    out.push(Message::tool_result(call.id.clone(), MISSING_RESULT));
+                    answers.push(Message::tool_result(id, MISSING_RESULT));
                 }
             }
         }
+        out.push(message);
+        out.extend(answers);
     }
-    actions.extend(dropped(messages, &first_result, &used));
+    actions.extend(dropped(messages, &used));
     actions.sort_by_key(|a| match a {
         RepairAction::DroppedOrphan { index, .. }
         | RepairAction::DroppedDuplicate { index, .. }
         | RepairAction::MovedResult { index, .. }
-        | RepairAction::AddedMissingResult { index, .. } => *index,
+        | RepairAction::AddedMissingResult { index, .. }
+        | RepairAction::RenamedCall { index, .. } => *index,
     });
     Repaired {
         messages: out,
@@ -356,13 +426,31 @@ pub fn repair(messages: &[Message]) -> Repaired {
     }
 }
 
+/// `id~N` for the smallest `N` from 2 that no id in `taken` has; taken
+/// from now on.
+fn fresh_id(id: &str, taken: &mut HashSet<String>) -> String {
+    let fresh = (2..)
+        .map(|n| format!("{id}~{n}"))
+        .find(|candidate| !taken.contains(candidate))
+        .expect("an unused id");
+    taken.insert(fresh.clone());
+    fresh
+}
+
+/// Gives call `k` of `message` the id `id`.
+fn rename_call(message: &mut Message, k: usize, id: &str) {
+    if let Message::Assistant { tool_calls, .. } = message {
+        tool_calls[k].id = id.to_string();
+    }
+}
+
 /// The results [`repair`] leaves out (those not `used`): a duplicate when
-/// their call already has its first result, an orphan otherwise.
-fn dropped(
-    messages: &[Message],
-    first_result: &HashMap<&str, usize>,
-    used: &HashSet<usize>,
-) -> Vec<RepairAction> {
+/// a result with their id was placed, an orphan otherwise.
+fn dropped(messages: &[Message], used: &HashSet<usize>) -> Vec<RepairAction> {
+    let answered: HashSet<&str> = used
+        .iter()
+        .filter_map(|&r| messages[r].tool_call_id())
+        .collect();
     let mut actions = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let Some(id) = m.tool_call_id() else {
@@ -371,8 +459,7 @@ fn dropped(
         if used.contains(&i) {
             continue;
         }
-        let answered = first_result.get(id).is_some_and(|r| used.contains(r));
-        actions.push(if answered {
+        actions.push(if answered.contains(id) {
             RepairAction::DroppedDuplicate {
                 index: i,
                 tool_call_id: id.to_string(),
@@ -541,6 +628,46 @@ mod tests {
         let again = repair(&fixed.messages);
         assert_eq!(again.messages, fixed.messages);
         assert!(again.actions.is_empty());
+    }
+
+    #[test]
+    fn reused_call_ids_are_renamed_and_keep_their_own_results() {
+        // Found by fuzzing: a second call with an id already used left the
+        // repaired transcript invalid and its result dropped.
+        let m = [
+            Message::user("go"),
+            call(&["c1", "c2"]),
+            Message::tool_result("c1", "one"),
+            Message::tool_result("c2", "two"),
+            call(&["c2", "c3", "c2"]),
+            Message::tool_result("c2", "again"),
+            Message::tool_result("c2", "third"),
+            Message::tool_result("c2", "~2"),
+        ];
+        let fixed = repair(&m);
+        assert!(validate(&fixed.messages).is_empty(), "{:?}", fixed.messages);
+        let renamed = fixed.messages[4].tool_calls();
+        let ids: Vec<&str> = renamed.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c2~2", "c3", "c2~3"]);
+        assert_eq!(
+            fixed.messages[5..],
+            [
+                Message::tool_result("c2~2", "again"),
+                Message::tool_result("c3", MISSING_RESULT),
+                Message::tool_result("c2~3", "third"),
+            ]
+        );
+        let renames = fixed
+            .actions
+            .iter()
+            .filter(|a| matches!(a, RepairAction::RenamedCall { index: 4, .. }))
+            .count();
+        assert_eq!(renames, 2, "{:?}", fixed.actions);
+        assert!(fixed.actions.contains(&RepairAction::DroppedDuplicate {
+            index: 7,
+            tool_call_id: "c2".into()
+        }));
+        assert_eq!(repair(&fixed.messages).messages, fixed.messages);
     }
 
     #[test]

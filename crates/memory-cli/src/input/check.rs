@@ -23,6 +23,8 @@ pub struct Repairs {
     pub moved_results: usize,
     /// Calls without a result, given an explicit placeholder result.
     pub added_missing_results: usize,
+    /// Calls reusing an earlier call's id, given a fresh one.
+    pub renamed_calls: usize,
     /// Fixes of kinds this build does not name.
     pub other: usize,
 }
@@ -36,6 +38,7 @@ impl Repairs {
                 RepairAction::DroppedDuplicate { .. } => r.dropped_duplicates += 1,
                 RepairAction::MovedResult { .. } => r.moved_results += 1,
                 RepairAction::AddedMissingResult { .. } => r.added_missing_results += 1,
+                RepairAction::RenamedCall { .. } => r.renamed_calls += 1,
                 _ => r.other += 1,
             }
         }
@@ -52,6 +55,7 @@ impl Repairs {
             + self.dropped_duplicates
             + self.moved_results
             + self.added_missing_results
+            + self.renamed_calls
             + self.other
     }
 }
@@ -67,6 +71,7 @@ impl std::fmt::Display for Repairs {
                 "missing tool result",
                 "filled with a placeholder",
             ),
+            (self.renamed_calls, "reused tool call id", "renamed"),
             (self.other, "other fix", "made"),
         ];
         let text: Vec<String> = parts

@@ -1,0 +1,4 @@
+//! The `memory` command's readers, seeded with SWE-agent .traj.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| memory_tests::fuzz::input(bytes));

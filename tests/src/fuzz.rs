@@ -1,0 +1,247 @@
+//! What each fuzz target checks, one function per target, so that the
+//! fuzz targets (under `fuzz/`, nightly) and the replay of their committed
+//! regressions (`tests/fuzz_regressions.rs`, stable) run the same code.
+//!
+//! | function | target | what must hold for any bytes |
+//! |---|---|---|
+//! | [`input`] | `input_chat`, `input_locomo`, `input_traj` | the `memory` command's readers return a transcript or an error, never panic; a repaired transcript validates |
+//! | [`repair_trim`] | `repair_trim` | [`repair`] makes a valid transcript; every stage of the command trims it into a result that validates and passes the [`audit`](memory_core::audit) |
+//! | [`wire`] | `wire` | the OpenAI wire decoding returns messages or an error; what it decodes encodes and decodes to itself |
+//!
+//! Each function panics when its property fails: that is what the fuzzer
+//! reports, and what fails the regression test.
+//!
+//! ```
+//! memory_tests::fuzz::input(br#"[{"role": "tool", "tool_call_id": "x", "content": "?"}]"#);
+//! memory_tests::fuzz::repair_trim(b"\x10\x00\x03\x05hello\x04\x01");
+//! memory_tests::fuzz::wire(br#"{"choices": [{"message": {"role": "assistant", "content": "hi"}}]}"#);
+//! ```
+
+use std::sync::Arc;
+
+use memory_cli::input::{self, Verdict};
+use memory_cli::registry::{self, StageConfig};
+use memory_core::audit::Audit;
+use memory_core::{Budget, CharTokenCounter, History, Message, ToolCall, openai_wire, repair};
+use memory_core::{count_messages, summary, validate};
+
+use crate::block_on;
+
+/// A fuzz target: its name under `fuzz/fuzz_targets/` and what it checks.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every fuzz target, with the function it runs.
+///
+/// ```
+/// assert!(memory_tests::fuzz::TARGETS.iter().any(|(name, _)| *name == "wire"));
+/// ```
+pub const TARGETS: [Target; 5] = [
+    ("input_chat", input),
+    ("input_locomo", input),
+    ("input_traj", input),
+    ("repair_trim", repair_trim),
+    ("wire", wire),
+];
+
+/// The pipelines [`repair_trim`] runs every transcript through: each stage
+/// of the command alone, and a pipeline of two. Summarizing stages use the
+/// command's default, the offline extractive summarizer.
+pub const PIPELINES: [&str; 5] = ["window", "thrift", "summarize", "compact", "compact,thrift"];
+
+/// The readers of the `memory` command: [`input::parse`] (format detected
+/// from the content: OpenAI chat JSON and JSONL, LoCoMo, SWE-agent `.traj`)
+/// and [`input::parse_locomo`]. Each trajectory read is checked as loaded
+/// and with `--repair`; a repaired one must validate.
+///
+/// # Panics
+///
+/// When a reader or the check panics, or a repaired trajectory is invalid.
+///
+/// ```
+/// memory_tests::fuzz::input(b"{\"history\": [{\"role\": \"user\", \"content\": \"a\"}]}");
+/// ```
+pub fn input(bytes: &[u8]) {
+    match input::parse(bytes) {
+        Ok(mut parsed) => {
+            let _ = parsed.format.to_string();
+            for trajectory in &mut parsed.trajectories {
+                let _ = (trajectory.name(), trajectory.position(0));
+                if let Err(e) = input::check(&mut trajectory.clone(), false) {
+                    let _ = e.in_file("input").to_string();
+                }
+                match input::check(trajectory, true) {
+                    Ok(Verdict::Repaired(_)) => assert!(
+                        validate(&trajectory.messages).is_empty(),
+                        "a repaired trajectory is invalid: {:?}",
+                        validate(&trajectory.messages)
+                    ),
+                    Ok(Verdict::Valid) => {}
+                    Err(e) => panic!("--repair failed: {e:?}"),
+                }
+            }
+        }
+        Err(e) => {
+            let _ = e.in_file("input").to_string();
+        }
+    }
+    if let Err(e) = input::parse_locomo(bytes) {
+        let _ = e.in_file("input").to_string();
+    }
+}
+
+/// Repairs the transcript in `bytes` and trims it with every pipeline of
+/// [`PIPELINES`] at a small budget taken from the first two bytes.
+///
+/// The rest of `bytes` is read as a transcript of the command when it is
+/// one ([`input::parse`], every trajectory in turn), and otherwise decoded
+/// as a sequence of messages ([`messages`]), which reaches orphan, early,
+/// duplicate and missing tool results far more often than JSON does. The
+/// leading system messages are protected, as the command protects them.
+///
+/// # Panics
+///
+/// When the repaired transcript is invalid, a trim fails or panics, or a
+/// result is invalid or breaks an invariant of the audit.
+///
+/// ```
+/// // 40 tokens; a user message, an orphan tool result, a call without one.
+/// memory_tests::fuzz::repair_trim(b"\x28\x00\x01\x05hello\x04\x01\x03\x02");
+/// ```
+pub fn repair_trim(bytes: &[u8]) {
+    let [low, high, rest @ ..] = bytes else {
+        return;
+    };
+    let budget = Budget::tokens(1 + usize::from(u16::from_le_bytes([*low, *high]) % 600));
+    match input::parse(rest) {
+        Ok(parsed) if parsed.message_count() > 0 => {
+            for trajectory in parsed.trajectories {
+                trim_everywhere(&trajectory.messages, budget);
+            }
+        }
+        _ => trim_everywhere(&messages(rest), budget),
+    }
+}
+
+/// Repairs `transcript` and trims it with every pipeline of [`PIPELINES`].
+fn trim_everywhere(transcript: &[Message], budget: Budget) {
+    let repaired = repair(transcript).messages;
+    let violations = validate(&repaired);
+    assert!(violations.is_empty(), "repair left {violations:?}");
+    let counter = Arc::new(CharTokenCounter);
+    let counts = block_on(count_messages(counter.as_ref(), &repaired)).expect("char counts");
+    let protected: Vec<usize> =
+        (0..repaired.iter().take_while(|m| m.is_system()).count()).collect();
+    let history = History::new(&repaired, &counts)
+        .expect("one count per message")
+        .protect(&protected);
+    let config = StageConfig::new(budget, counter.clone());
+    for spec in PIPELINES {
+        let pipeline = registry::pipeline(spec, &config).expect("a known pipeline");
+        let result = block_on(memory_core::TrimStrategy::trim_with_counts(
+            &pipeline,
+            &history,
+            &budget,
+            counter.as_ref(),
+        ))
+        .unwrap_or_else(|e| panic!("{spec} at {budget:?} failed: {e}"));
+        let invalid = validate(&result.messages);
+        assert!(invalid.is_empty(), "{spec} at {budget:?}: {invalid:?}");
+        let report =
+            block_on(Audit::new(&history, budget).count_and_check(&result, counter.as_ref()))
+                .unwrap_or_else(|e| panic!("{spec} at {budget:?}: the audit failed: {e}"));
+        assert!(
+            report.is_clean(),
+            "{spec} at {budget:?}: {:?}\ninput: {repaired:?}\nresult: {:?}",
+            report.breaches,
+            result.messages
+        );
+    }
+}
+
+/// Decodes `bytes` as messages, one per opcode byte: `op % 7` picks a
+/// system message, a user message, a reply, a reply with one to three tool
+/// calls, a tool result, a reply with reasoning or a summary; the next byte
+/// picks a call id out of four (so ids repeat, and results go astray) or a
+/// text length, and the text is that many following bytes.
+///
+/// ```
+/// let m = memory_tests::fuzz::messages(b"\x01\x02hi\x03\x01");
+/// assert_eq!(m.len(), 2);
+/// assert!(m[0].is_user() && !m[1].tool_calls().is_empty());
+/// ```
+pub fn messages(bytes: &[u8]) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut next = || {
+        let b = bytes.get(at).copied();
+        at += 1;
+        b
+    };
+    while let Some(op) = next() {
+        let arg = next().unwrap_or(0);
+        let mut text = || {
+            let len = usize::from(next().unwrap_or(0) % 48);
+            let taken: Vec<u8> = (0..len).map_while(|_| next()).collect();
+            String::from_utf8_lossy(&taken).into_owned()
+        };
+        let id = |n: u8| format!("c{}", n % 4);
+        out.push(match op % 7 {
+            0 => Message::system(text()),
+            1 => Message::user(text()),
+            2 => Message::assistant(text()),
+            3 => {
+                let calls = (0..=arg % 3)
+                    .map(|k| ToolCall::new(id(arg.wrapping_add(k)), "tool", "{}"))
+                    .collect();
+                Message::assistant_with_tools(text(), calls)
+            }
+            4 => Message::tool_result(id(arg), text()),
+            5 => Message::Assistant {
+                content: text(),
+                reasoning: Some(text()),
+                tool_calls: Vec::new(),
+            },
+            _ => summary::message(text()),
+        });
+    }
+    out
+}
+
+/// The OpenAI wire decoding: [`memory_openai::parse_reply`] on a reply
+/// body and [`openai_wire::from_json_str`] on a message array. Whatever
+/// decodes must encode ([`openai_wire::to_value`]) and decode again to the
+/// same messages.
+///
+/// # Panics
+///
+/// When a decoder panics or a decoded message does not survive the round
+/// trip.
+///
+/// ```
+/// memory_tests::fuzz::wire(br#"[{"role": "user", "content": [{"type": "text", "text": "a"}]}]"#);
+/// ```
+pub fn wire(bytes: &[u8]) {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    match memory_openai::parse_reply(text) {
+        Ok(reply) => round_trip(std::slice::from_ref(&reply.message)),
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
+    match openai_wire::from_json_str(text) {
+        Ok(messages) => round_trip(&messages),
+        Err(e) => {
+            let _ = e.shifted("request, ").to_string();
+        }
+    }
+}
+
+/// Encodes `messages` and decodes them again: the same messages.
+fn round_trip(messages: &[Message]) {
+    let encoded = openai_wire::to_value(messages);
+    let decoded = openai_wire::from_value(&encoded)
+        .unwrap_or_else(|e| panic!("{encoded} does not decode: {e}"));
+    assert_eq!(decoded, messages, "changed on the wire: {encoded}");
+}

@@ -24,8 +24,11 @@ use crate::trace::ThriftTrace;
 /// its count, and the budget.
 pub(crate) struct Keys {
     messages: Arc<[u64]>,
-    budget: (Option<usize>, Option<usize>),
+    budget: Limits,
 }
+
+/// A budget's token and rounds limits.
+type Limits = (Option<usize>, Option<usize>);
 
 /// Hashes a value's `Debug` form without building the string.
 struct Writer<'h>(&'h mut DefaultHasher);
@@ -69,7 +72,7 @@ struct Kept {
 
 #[derive(Debug, Default)]
 struct Inner {
-    keys: Option<(Arc<[u64]>, (Option<usize>, Option<usize>))>,
+    keys: Option<(Arc<[u64]>, Limits)>,
     kept: Vec<Kept>,
 }
 

@@ -158,14 +158,15 @@ fn trim_everywhere(transcript: &[Message], budget: Budget) {
     }
 }
 
-/// Decodes `bytes` as messages, one per opcode byte: `op % 7` picks a
-/// system message, a user message, a reply, a reply with one to three tool
-/// calls, a tool result, a reply with reasoning or a summary; the next byte
-/// picks a call id out of four (so ids repeat, and results go astray) or a
-/// text length, and the text is that many following bytes.
+/// Decodes `bytes` as messages, three fields each: an opcode, whose
+/// `op % 7` picks a system message, a user message, a reply, a reply with
+/// one to three tool calls, a tool result, a reply with reasoning or a
+/// summary; an argument, which picks the number of calls and a call id out
+/// of four (so ids repeat, and results go astray); and a text length (`% 48`),
+/// followed by that many bytes of text.
 ///
 /// ```
-/// let m = memory_tests::fuzz::messages(b"\x01\x02hi\x03\x01");
+/// let m = memory_tests::fuzz::messages(b"\x01\x00\x02hi\x03\x01");
 /// assert_eq!(m.len(), 2);
 /// assert!(m[0].is_user() && !m[1].tool_calls().is_empty());
 /// ```

@@ -152,15 +152,26 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
         pipeline_line(&mut chart, i, section, marker, stroke)?;
     }
     marker_legend(&mut chart)?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    root.present().map_err(text)
+}
+
+/// Draws the series' labels at `position`, in the style every plot shares.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(position)
         .label_font(("sans-serif", 15))
         .background_style(WHITE.mix(0.9))
         .border_style(RGBColor(160, 160, 160))
         .draw()
-        .map_err(text)?;
-    root.present().map_err(text)
+        .map_err(text)
 }
 
 /// A light vertical line where each trajectory after the first starts.

@@ -60,10 +60,14 @@ pub(crate) async fn reaches_back(
     let Some(question) = structure::current_question(messages) else {
         return false;
     };
-    if answers(seen, question) {
+    if seen.counts()[question] > MAX_QUESTION_TOKENS {
         return false;
     }
     let asked = messages[question].text();
+    let said = terms_of(&[asked.as_str()]);
+    if answers_the_step(&said, &messages[..question]) {
+        return false;
+    }
     let earlier: Vec<_> = structure::rounds(messages)
         .rounds
         .into_iter()
@@ -117,7 +121,6 @@ pub(crate) async fn reaches_back(
         return false;
     }
     over.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
-    let said = terms_of(&[asked.as_str()]);
     over.iter().any(|&k| !repeats(&said, &units[k]))
 }
 

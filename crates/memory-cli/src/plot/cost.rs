@@ -5,7 +5,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::{COLOURS, text};
+use super::{COLOURS, legend, text};
 use crate::CliError;
 use crate::report::{PipelineReport, Report};
 
@@ -102,13 +102,6 @@ fn draw(report: &Report, path: &Path) -> Result<(), String> {
             .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(160, 160, 160))
-        .draw()
-        .map_err(text)?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(text)
 }

@@ -50,6 +50,25 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
+    /// Every class, in the order reports list them.
+    ///
+    /// ```
+    /// use memory_core::layer::FailureClass;
+    /// assert_eq!(FailureClass::ALL.len(), 9);
+    /// assert_eq!(FailureClass::ALL.last(), Some(&FailureClass::Other));
+    /// ```
+    pub const ALL: [FailureClass; 9] = [
+        FailureClass::Refused,
+        FailureClass::Truncated,
+        FailureClass::Timeout,
+        FailureClass::ContextOverflow,
+        FailureClass::ServerError,
+        FailureClass::Network,
+        FailureClass::MalformedReply,
+        FailureClass::Ungrounded,
+        FailureClass::Other,
+    ];
+
     /// The class of a call's outcome, a reply judged as a summary; `None`
     /// for a reply that may become a summary.
     ///
@@ -174,20 +193,8 @@ impl FailureCounts {
     /// assert_eq!(c.classes().len(), 9);
     /// ```
     pub fn classes(&self) -> [(FailureClass, u64); 9] {
-        use FailureClass::*;
         let mut copy = *self;
-        [
-            Refused,
-            Truncated,
-            Timeout,
-            ContextOverflow,
-            ServerError,
-            Network,
-            MalformedReply,
-            Ungrounded,
-            Other,
-        ]
-        .map(|class| (class, *copy.slot(class)))
+        FailureClass::ALL.map(|class| (class, *copy.slot(class)))
     }
 
     /// Whether there are none.

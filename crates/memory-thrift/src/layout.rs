@@ -101,11 +101,7 @@ impl Layout {
     /// User messages of the floor other than the current question: rounds
     /// that are kept whatever the rounds limit says.
     pub fn floor_users(&self, messages: &[Message]) -> usize {
-        self.floor
-            .ranges
-            .iter()
-            .flat_map(|r| r.clone())
-            .filter(|&i| messages[i].is_user() && Some(i) != self.question)
-            .count()
+        let question = self.question.unwrap_or(messages.len());
+        self.floor.users_before(messages, question)
     }
 }

@@ -35,21 +35,28 @@
 //! ```
 
 pub mod cut;
+mod key;
 mod layout;
+mod memo;
 pub mod placeholder;
 mod reach;
 pub mod relevance;
 mod resume;
 mod scoring;
+mod seen;
 mod select;
 mod semantic;
 mod settle;
 mod shrunk;
 mod sticky;
+mod term_index;
 mod thrift;
 mod tiers;
 mod trace;
 mod work;
+
+#[cfg(test)]
+mod incremental_tests;
 
 pub use scoring::{Lexical, Relevance};
 pub use semantic::{DEFAULT_SEMANTIC_WEIGHT, Semantic};

@@ -16,12 +16,16 @@
 //! tool output) rather than asks for it.
 
 use std::collections::HashSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::ops::Range;
 
 use memory_core::{History, Message, TrimResult, structure};
 
+use crate::key::text_key;
+use crate::relevance;
+use crate::scoring::Lexical;
+use crate::seen::Seen;
 use crate::select::{texts_of, with_neighbours};
-use crate::{Relevance, relevance};
+use crate::term_index::Units;
 
 /// The least score of the best dropped round for a message to reach back.
 const MIN_SCORE: f64 = 0.15;
@@ -42,19 +46,14 @@ const ANSWERED_SHARE: f64 = 0.5;
 /// more is repeated by it, not asked for.
 const REPEATED_SHARE: f64 = 0.5;
 
-fn key(message: &Message) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    message.text().hash(&mut hasher);
-    hasher.finish()
-}
-
 /// Whether the newest user message of `seen` reaches back past `shown`,
-/// the context the previous call showed. A failing scorer never asks for a
-/// fresh choice.
-pub(crate) async fn reaches_back(
+/// the context the previous call showed, the older rounds scored by
+/// [`Lexical`]: from `index` when given (it holds the messages of `seen`),
+/// else from their texts.
+pub(crate) fn reaches_back(
     seen: &History<'_>,
     shown: &TrimResult,
-    relevance: &dyn Relevance,
+    mut index: Option<&mut Seen>,
 ) -> bool {
     let messages = seen.messages();
     let Some(question) = structure::current_question(messages) else {
@@ -68,42 +67,30 @@ pub(crate) async fn reaches_back(
     if answers_the_step(&said, &messages[..question]) {
         return false;
     }
-    let earlier: Vec<_> = structure::rounds(messages)
-        .rounds
-        .into_iter()
-        .filter(|r| r.end <= question)
-        .collect();
+    let mut earlier = match &index {
+        Some(index) => index.rounds(messages.len()),
+        None => structure::rounds(messages).rounds,
+    };
+    earlier.retain(|r| r.end <= question);
     if earlier.is_empty() {
         return false;
     }
-    let keys: HashSet<u64> = shown.messages.iter().map(key).collect();
-    let is_shown: Vec<bool> = earlier
-        .iter()
-        .map(|r| {
-            let last = r.end - 1;
-            keys.contains(&key(&messages[last]))
-                || (!seen.is_protected(r.start) && keys.contains(&key(&messages[r.start])))
-        })
-        .collect();
+    let is_shown = shown_rounds(seen, shown, &earlier, index.as_deref());
     if is_shown.iter().all(|&s| s) {
         return false;
     }
-    let units: Vec<Vec<&str>> = earlier
-        .iter()
-        .map(|r| {
-            let mut texts = Vec::new();
-            for m in &messages[r.clone()] {
-                texts_of(m, &mut texts);
+    let own = match index.as_deref_mut() {
+        Some(index) => {
+            let mut units = Units::new(messages.len(), earlier.len());
+            for (k, r) in earlier.iter().enumerate() {
+                for i in r.clone() {
+                    units.add(i, k);
+                }
             }
-            texts
-        })
-        .collect();
-    let Ok(own) = relevance.score(&asked, &units).await else {
-        return false;
+            index.terms.score(&asked, &units)
+        }
+        None => Lexical::score_now(&asked, &texts(messages, &earlier)),
     };
-    if own.len() != units.len() {
-        return false;
-    }
     let scores = with_neighbours(&own);
     let kept = scores
         .iter()
@@ -121,7 +108,53 @@ pub(crate) async fn reaches_back(
         return false;
     }
     over.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
-    over.iter().any(|&k| !repeats(&said, &units[k]))
+    over.iter().any(|&k| match index.as_deref() {
+        Some(index) => !repeats(&said, &index.terms.terms_of(earlier[k].clone())),
+        None => {
+            let terms = terms_of(&texts(messages, &earlier[k..=k])[0]);
+            !repeats(&said, &terms.iter().map(String::as_str).collect::<Vec<_>>())
+        }
+    })
+}
+
+/// For each of the `rounds` of `seen`, whether `shown` shows it: its last
+/// message, or its first unless that is protected (and so shown anyway),
+/// by text.
+fn shown_rounds(
+    seen: &History<'_>,
+    shown: &TrimResult,
+    rounds: &[Range<usize>],
+    index: Option<&Seen>,
+) -> Vec<bool> {
+    let messages = seen.messages();
+    let showing: Box<dyn Fn(usize) -> bool> = match index {
+        Some(index) => {
+            let marked = index.showing(messages.len(), &shown.messages);
+            Box::new(move |i| marked[i])
+        }
+        None => {
+            let keys: HashSet<u64> = shown.messages.iter().map(text_key).collect();
+            Box::new(move |i| keys.contains(&text_key(&messages[i])))
+        }
+    };
+    rounds
+        .iter()
+        .map(|r| showing(r.end - 1) || (!seen.is_protected(r.start) && showing(r.start)))
+        .collect()
+}
+
+/// The texts of each of `rounds`.
+fn texts<'m>(messages: &'m [Message], rounds: &[Range<usize>]) -> Vec<Vec<&'m str>> {
+    rounds
+        .iter()
+        .map(|r| {
+            let mut texts = Vec::new();
+            for m in &messages[r.clone()] {
+                texts_of(m, &mut texts);
+            }
+            texts
+        })
+        .collect()
 }
 
 /// Whether the user message at `question` answers the step before it
@@ -195,14 +228,14 @@ fn terms_of(texts: &[&str]) -> HashSet<String> {
     out
 }
 
-/// Whether at least [`REPEATED_SHARE`] of the terms of `unit` occur in
-/// `said`: an earlier view of the same file, the same tool output again.
-/// The new message then supersedes the round rather than asks for it.
-fn repeats(said: &HashSet<String>, unit: &[&str]) -> bool {
-    let terms = terms_of(unit);
+/// Whether at least [`REPEATED_SHARE`] of the distinct `terms` of a
+/// round occur in `said`: an earlier view of the same file, the same tool
+/// output again. The new message then supersedes the round rather than
+/// asks for it.
+fn repeats(said: &HashSet<String>, terms: &[&str]) -> bool {
     if terms.is_empty() {
         return true;
     }
-    let shared = terms.iter().filter(|t| said.contains(*t)).count();
+    let shared = terms.iter().filter(|t| said.contains(**t)).count();
     shared as f64 >= REPEATED_SHARE * terms.len() as f64
 }

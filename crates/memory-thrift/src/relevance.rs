@@ -27,44 +27,9 @@
 //! ```
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 
-/// A fast multiplicative hash for the short words looked up on every scan,
-/// eight bytes at a time (the keys are the question's own terms, so
-/// flooding is no concern).
-#[derive(Debug, Clone, Copy, Default)]
-struct WordHasher(u64);
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-}
+use crate::key::WordHasher;
 
 /// Calls `f` with each term of `text`, in order (repeats included).
 ///
@@ -457,6 +422,25 @@ impl TermScorer {
         for &k in &out[start..] {
             self.seen[k as usize] = true;
         }
+    }
+
+    /// The question's terms, by position.
+    pub(crate) fn question_terms(&self) -> Vec<&[u8]> {
+        let mut out: Vec<&[u8]> = vec![&[]; self.index.len()];
+        for (term, &k) in &self.index {
+            out[k as usize] = term;
+        }
+        out
+    }
+
+    /// Counts one document given as the positions (sorted, distinct) of
+    /// the question's terms it holds, found without
+    /// [`match_into`](TermScorer::match_into): as if that had found them.
+    pub(crate) fn add_found(&mut self, terms: &[u32]) {
+        for &k in terms {
+            self.seen[k as usize] = true;
+        }
+        self.add_terms(terms);
     }
 
     /// Counts one document given as positions found by

@@ -3,62 +3,22 @@
 //! call since the replay's start.
 //!
 //! The replay (see [`settle`](crate::settle)) is a function of the history
-//! alone; this only spares recomputing it. A kept state is used only when
-//! the new history holds, message for message and count for count, the
-//! prefix it was computed from (compared by a 64-bit hash of each message
-//! and its count), under the same budget and replay span. Two states are
+//! alone; this only spares recomputing it. A kept state is used only while
+//! the messages its call saw are still the same (see
+//! [`Seen::sync`](crate::seen::Seen::sync): [`Resume::keep_valid`] forgets
+//! the others), under the same budget and replay span. Two states are
 //! kept: before the newest call and at it, so that a history whose newest
 //! message differs (another question asked of the same conversation)
 //! still resumes.
 
-use std::fmt::Write as _;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
 
-use memory_core::{Budget, History, TrimResult};
+use memory_core::{Budget, TrimResult};
 
 use crate::trace::ThriftTrace;
 
-/// What identifies a history for resuming: a hash of each message with
-/// its count, and the budget.
-pub(crate) struct Keys {
-    messages: Arc<[u64]>,
-    budget: Limits,
-}
-
 /// A budget's token and rounds limits.
 type Limits = (Option<usize>, Option<usize>);
-
-/// Hashes a value's `Debug` form without building the string.
-struct Writer<'h>(&'h mut DefaultHasher);
-
-impl std::fmt::Write for Writer<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.write(s.as_bytes());
-        Ok(())
-    }
-}
-
-/// The keys of `history` under `budget`.
-pub(crate) fn keys(history: &History<'_>, budget: &Budget) -> Keys {
-    let messages = history
-        .messages()
-        .iter()
-        .zip(history.counts())
-        .map(|(m, c)| {
-            let mut hasher = DefaultHasher::new();
-            c.hash(&mut hasher);
-            // Every field of the message takes part.
-            let _ = write!(Writer(&mut hasher), "{m:?}");
-            hasher.finish()
-        })
-        .collect();
-    Keys {
-        messages,
-        budget: (budget.max_tokens, budget.max_rounds),
-    }
-}
 
 /// One replayed call's state.
 #[derive(Debug, Clone)]
@@ -70,63 +30,64 @@ struct Kept {
     trace: ThriftTrace,
 }
 
-#[derive(Debug, Default)]
-struct Inner {
-    keys: Option<(Arc<[u64]>, Limits)>,
+/// The states kept, computed under `budget`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Resume {
+    budget: Option<Limits>,
     kept: Vec<Kept>,
 }
-
-/// The states kept, shared by clones of a [`Thrift`](crate::Thrift).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Resume(Arc<Mutex<Inner>>);
 
 /// A state to resume from: its call, the context shown there and its trace.
 pub(crate) type Found = (usize, TrimResult, ThriftTrace);
 
+fn limits(budget: &Budget) -> Limits {
+    (budget.max_tokens, budget.max_rounds)
+}
+
 impl Resume {
-    /// The latest kept state of a call in `calls` whose prefix `keys`
-    /// holds, computed for the replay that starts at `start`.
+    /// Forgets the states whose call saw more than the first `same`
+    /// messages, the only ones still as they were.
+    pub fn keep_valid(&mut self, same: usize) {
+        self.kept.retain(|kept| kept.point <= same);
+    }
+
+    /// The latest kept state of a call in `calls`, computed under `budget`
+    /// for the replay that starts at `start`.
     pub fn find(
         &self,
-        keys: &Keys,
+        budget: &Budget,
         start: usize,
         calls: Range<usize>,
         points: &[usize],
     ) -> Option<Found> {
-        let inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let (messages, budget) = inner.keys.as_ref()?;
-        if *budget != keys.budget {
+        if self.budget != Some(limits(budget)) {
             return None;
         }
-        inner
-            .kept
+        self.kept
             .iter()
             .rev()
             .find(|kept| {
                 kept.start == start
                     && calls.contains(&kept.call)
                     && points.get(kept.call) == Some(&kept.point)
-                    && kept.point <= messages.len()
-                    && kept.point <= keys.messages.len()
-                    && messages[..kept.point] == keys.messages[..kept.point]
             })
             .map(|kept| (kept.call, kept.result.clone(), kept.trace.clone()))
     }
 
-    /// Keeps the states of the replay that started at `start`: before the
-    /// newest call, when the replay reached it, and at it.
+    /// Keeps the states of the replay that started at `start` under
+    /// `budget`: before the newest call, when the replay reached it, and
+    /// at it.
     pub fn keep(
-        &self,
-        keys: Keys,
+        &mut self,
+        budget: &Budget,
         start: usize,
         points: &[usize],
         before: Option<Found>,
         now: Found,
     ) {
-        let mut inner = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        inner.kept.clear();
+        self.kept.clear();
         for (call, result, trace) in before.into_iter().chain([now]) {
-            inner.kept.push(Kept {
+            self.kept.push(Kept {
                 start,
                 call,
                 point: points[call],
@@ -134,6 +95,6 @@ impl Resume {
                 trace,
             });
         }
-        inner.keys = Some((keys.messages, keys.budget));
+        self.budget = Some(limits(budget));
     }
 }

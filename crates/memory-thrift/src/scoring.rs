@@ -52,12 +52,31 @@ pub trait Relevance: Send + Sync + std::fmt::Debug {
     /// Whatever the scorer cannot recover from; Thrift then falls back to
     /// recency alone for this call rather than failing it.
     async fn score(&self, question: &str, units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError>;
+
+    /// Whether this scorer's scores are exactly [`Lexical`]'s (default
+    /// `false`). Thrift then computes them from the terms it keeps of each
+    /// message from call to call, rather than passing every unit's texts
+    /// to [`score`](Relevance::score) on every call.
+    ///
+    /// ```
+    /// use memory_thrift::{Lexical, Relevance};
+    /// assert!(Lexical.is_lexical());
+    /// let shared: std::sync::Arc<dyn Relevance> = std::sync::Arc::new(Lexical);
+    /// assert!(shared.is_lexical());
+    /// ```
+    fn is_lexical(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait::async_trait]
 impl<T: Relevance + ?Sized> Relevance for std::sync::Arc<T> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+
+    fn is_lexical(&self) -> bool {
+        (**self).is_lexical()
     }
 
     async fn score(&self, question: &str, units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError> {
@@ -116,6 +135,10 @@ impl Lexical {
 impl Relevance for Lexical {
     fn name(&self) -> &str {
         "lexical"
+    }
+
+    fn is_lexical(&self) -> bool {
+        true
     }
 
     async fn score(&self, question: &str, units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError> {

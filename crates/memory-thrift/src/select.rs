@@ -21,7 +21,9 @@ use memory_core::{Budget, ContentBlock, Message, structure};
 use crate::layout::Layout;
 use crate::placeholder;
 use crate::relevance::keep_floor;
+use crate::seen::Seen;
 use crate::sticky;
+use crate::term_index::Units;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
 use crate::{Relevance, reach};
@@ -57,6 +59,14 @@ pub(crate) struct Target {
     pub recency_weight: f64,
 }
 
+/// How the stage scores the units: by `relevance`, or, when `relevance`
+/// is [`Lexical`](crate::Lexical) and the messages seen are at hand,
+/// from their index (the same scores, without reading every text).
+pub(crate) struct Scoring<'s> {
+    pub relevance: &'s dyn Relevance,
+    pub index: Option<&'s mut Seen>,
+}
+
 /// Runs the stage when `run`, else only takes stock.
 pub(crate) async fn drop_units(
     work: &mut Work<'_, '_>,
@@ -64,7 +74,7 @@ pub(crate) async fn drop_units(
     budget: &Budget,
     aim: &Target,
     run: bool,
-    relevance: &dyn Relevance,
+    scoring: Scoring<'_>,
 ) -> Dropped {
     let units = units(work, layout);
     let tally = |keep: &dyn Fn(usize) -> bool, round: bool| Tally {
@@ -131,7 +141,7 @@ pub(crate) async fn drop_units(
     // Then the earlier rounds (and the head's steps), by relevance.
     let earlier: Vec<usize> = (0..units.len()).filter(|&k| !units[k].newest).collect();
     if !earlier.is_empty() {
-        let scores = scores(work, layout, &units, &earlier, relevance).await;
+        let scores = scores(work, layout, &units, &earlier, scoring).await;
         let earlier_cost: usize = earlier.iter().map(|&k| units[k].cost).sum();
         let pressure = if earlier_cost == 0 {
             0.0
@@ -309,12 +319,30 @@ async fn scores(
     layout: &Layout,
     units: &[Unit],
     which: &[usize],
-    relevance: &dyn Relevance,
+    scoring: Scoring<'_>,
 ) -> Vec<f64> {
     let question = layout
         .question
         .map(|q| reach::query(work.history(), q))
         .unwrap_or_default();
+    let relevance = scoring.relevance;
+    if let Some(index) = scoring.index {
+        let mut shown = Units::new(work.history().len(), which.len());
+        for (u, &k) in which.iter().enumerate() {
+            for i in units[k].range.clone() {
+                // As below: what the unit shows, placeholders left out.
+                if layout.in_floor(i) || work.is_replaced(i) {
+                    continue;
+                }
+                if work.is_changed(i) {
+                    shown.add_changed(i, u, work.message(i));
+                } else {
+                    shown.add(i, u);
+                }
+            }
+        }
+        return with_neighbours(&index.terms.score(&question, &shown));
+    }
     let texts: Vec<Vec<&str>> = which
         .iter()
         .map(|&k| {

@@ -7,9 +7,10 @@ use memory_core::{
 use std::sync::Arc;
 
 use crate::layout::Layout;
-use crate::resume::{self, Resume};
+use crate::memo::Memo;
 use crate::scoring::{Lexical, Relevance};
-use crate::select::{Target, drop_units};
+use crate::seen::Seen;
+use crate::select::{Scoring, Target, drop_units};
 use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
 use crate::work::Work;
@@ -132,7 +133,9 @@ pub struct Thrift {
     max_tool_output_tokens: usize,
     recency_weight: f32,
     relevance: Arc<dyn Relevance>,
-    resume: Resume,
+    /// What is kept from call to call (it depends on the settings above:
+    /// each builder method starts a new one).
+    pub(crate) memo: Memo,
 }
 
 impl Default for Thrift {
@@ -143,7 +146,7 @@ impl Default for Thrift {
             max_tool_output_tokens: DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
             recency_weight: DEFAULT_RECENCY_WEIGHT,
             relevance: Arc::new(Lexical),
-            resume: Resume::default(),
+            memo: Memo::default(),
         }
     }
 }
@@ -179,6 +182,7 @@ impl Thrift {
         } else {
             share.clamp(0.0, 1.0)
         };
+        self.memo = Memo::default();
         self
     }
 
@@ -192,6 +196,7 @@ impl Thrift {
     /// ```
     pub fn with_keep_recent_results(mut self, count: usize) -> Self {
         self.keep_recent_results = count;
+        self.memo = Memo::default();
         self
     }
 
@@ -204,6 +209,7 @@ impl Thrift {
     /// ```
     pub fn with_max_tool_output_tokens(mut self, tokens: usize) -> Self {
         self.max_tool_output_tokens = tokens;
+        self.memo = Memo::default();
         self
     }
 
@@ -222,6 +228,7 @@ impl Thrift {
         } else {
             weight.max(0.0)
         };
+        self.memo = Memo::default();
         self
     }
 
@@ -234,6 +241,7 @@ impl Thrift {
     /// ```
     pub fn with_relevance(mut self, relevance: impl Relevance + 'static) -> Self {
         self.relevance = Arc::new(relevance);
+        self.memo = Memo::default();
         self
     }
 
@@ -314,21 +322,55 @@ impl Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        // What earlier calls read of this history's messages, brought up
+        // to date (see `Seen`).
+        let mut lent = self.memo.lend();
+        let mut memo = lent.state();
+        if let Some(memo) = memo.as_deref_mut() {
+            memo.sync(history);
+        }
         let Some(max) = budget.max_tokens else {
+            let index = memo.map(|m| &mut m.seen);
             return self
-                .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
+                .shed(
+                    history,
+                    budget,
+                    Aim::Level,
+                    counter,
+                    &mut Shrunk::once(),
+                    index,
+                )
                 .await;
         };
         if budget.admits_tokens(history.total()) {
+            let index = memo.map(|m| &mut m.seen);
             return self
-                .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
+                .shed(
+                    history,
+                    budget,
+                    Aim::Level,
+                    counter,
+                    &mut Shrunk::once(),
+                    index,
+                )
                 .await;
         }
         // Nothing to settle before the first call.
-        let points = settle::call_points(history.messages());
+        let points = match memo.as_deref() {
+            Some(memo) => memo.seen.call_points(history.len()),
+            None => settle::call_points(history.messages()),
+        };
         if points.len() < 2 {
+            let index = memo.map(|m| &mut m.seen);
             return self
-                .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
+                .shed(
+                    history,
+                    budget,
+                    Aim::Level,
+                    counter,
+                    &mut Shrunk::once(),
+                    index,
+                )
                 .await;
         }
         // Even when the newest step's floor is over the budget as it is,
@@ -339,13 +381,19 @@ impl Thrift {
         // floor over the budget.
         let last = points.len() - 1;
         // Tokens each call saw.
-        let mut totals = Vec::with_capacity(points.len());
-        let (mut sum, mut from) = (0, 0);
-        for &end in &points {
-            sum += history.tokens(from..end);
-            totals.push(sum);
-            from = end;
-        }
+        let totals: Vec<usize> = match memo.as_deref() {
+            Some(memo) => points.iter().map(|&end| memo.seen.total(end)).collect(),
+            None => {
+                let mut totals = Vec::with_capacity(points.len());
+                let (mut sum, mut from) = (0, 0);
+                for &end in &points {
+                    sum += history.tokens(from..end);
+                    totals.push(sum);
+                    from = end;
+                }
+                totals
+            }
+        };
         // Until the first call over the budget, each call saw its history
         // as it was; from there on, each appends to the one before while
         // that fits, and sheds afresh when it does not.
@@ -365,13 +413,17 @@ impl Thrift {
         let mut shrunk = Shrunk::kept();
         // The replay of an earlier trim of the same prefix, when there is
         // one, is taken up where it stopped.
-        let keys = resume::keys(history, budget);
-        let resumed = self.resume.find(&keys, start, from..last + 1, &points);
+        let resumed = memo
+            .as_deref()
+            .and_then(|memo| memo.resume.find(budget, start, from..last + 1, &points));
         let (begin, mut result, mut trace) = match resumed {
             Some(found) => found,
             None => {
                 let seen = settle::prefix(history, points[from], totals[from])?;
-                let (result, trace) = self.shed(&seen, budget, aim, counter, &mut shrunk).await?;
+                let index = memo.as_deref_mut().map(|m| &mut m.seen);
+                let (result, trace) = self
+                    .shed(&seen, budget, aim, counter, &mut shrunk, index)
+                    .await?;
                 (from, result, trace)
             }
         };
@@ -383,9 +435,10 @@ impl Thrift {
             let step = points[k - 1]..points[k];
             if settle::new_round(history.messages(), step.clone()) {
                 let seen = settle::prefix(history, points[k], totals[k])?;
-                if reach::reaches_back(&seen, &result, &Lexical).await {
+                if reach::reaches_back(&seen, &result, memo.as_deref_mut().map(|m| &mut m.seen)) {
+                    let index = memo.as_deref_mut().map(|m| &mut m.seen);
                     (result, trace) = self
-                        .shed(&seen, budget, Aim::Level, counter, &mut shrunk)
+                        .shed(&seen, budget, Aim::Level, counter, &mut shrunk, index)
                         .await?;
                     trace.reached_back = true;
                     continue;
@@ -400,19 +453,22 @@ impl Thrift {
                 Some(appended) => trace.append(appended.tokens, appended.cut),
                 None => {
                     let seen = settle::prefix(history, points[k], totals[k])?;
+                    let index = memo.as_deref_mut().map(|m| &mut m.seen);
                     (result, trace) = self
-                        .shed(&seen, budget, Aim::Watermark, counter, &mut shrunk)
+                        .shed(&seen, budget, Aim::Watermark, counter, &mut shrunk, index)
                         .await?;
                 }
             }
         }
-        self.resume.keep(
-            keys,
-            start,
-            &points,
-            before_last,
-            (last, result.clone(), trace.clone()),
-        );
+        if let Some(memo) = memo {
+            memo.resume.keep(
+                budget,
+                start,
+                &points,
+                before_last,
+                (last, result.clone(), trace.clone()),
+            );
+        }
         trace.tokens_before = history.total();
         trace.messages_before = history.len();
         trace.floor_tokens = structure::floor(history).tokens;
@@ -429,8 +485,11 @@ impl Thrift {
         aim: Aim,
         counter: &dyn TokenCounter,
         shrunk: &mut Shrunk,
+        index: Option<&mut Seen>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let (mut result, mut trace) = self.pass(history, budget, aim, counter, shrunk).await?;
+        let (mut result, mut trace) = self
+            .pass(history, budget, aim, counter, shrunk, index)
+            .await?;
         // When even the floor does not fit, a pass over a result that lost
         // whole steps can see a different newest round (fewer results, so
         // other recent ones) and shed more. Passes repeat until one changes
@@ -444,7 +503,8 @@ impl Thrift {
                 // Another history: its indices name other messages.
                 let again = result.as_history()?;
                 let mut fresh = Shrunk::once();
-                self.pass(&again, budget, aim, counter, &mut fresh).await?
+                self.pass(&again, budget, aim, counter, &mut fresh, None)
+                    .await?
             };
             if next.messages == result.messages {
                 break;
@@ -463,6 +523,7 @@ impl Thrift {
         aim: Aim,
         counter: &dyn TokenCounter,
         shrunk: &mut Shrunk,
+        index: Option<&mut Seen>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let mut trace = ThriftTrace {
             budget: budget.max_tokens,
@@ -514,7 +575,13 @@ impl Thrift {
             recency_weight: f64::from(self.recency_weight),
         };
         let run = over(&work) || !budget.admits_rounds(history.messages());
-        let dropped = drop_units(&mut work, &layout, budget, &target, run, &*self.relevance).await;
+        let scoring = Scoring {
+            relevance: &*self.relevance,
+            // The index holds the messages of `history`, a prefix of the
+            // history it was brought up to date with.
+            index: index.filter(|_| self.relevance.is_lexical()),
+        };
+        let dropped = drop_units(&mut work, &layout, budget, &target, run, scoring).await;
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;
         if dropped.target.is_some() {

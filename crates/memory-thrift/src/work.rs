@@ -79,6 +79,13 @@ impl<'h, 'a> Work<'h, 'a> {
         self.dropped[i]
     }
 
+    /// Whether message `i` stands changed (shrunk; its reasoning removed,
+    /// its output cut, its media replaced: only the reasoning stage
+    /// changes an assistant message).
+    pub fn is_changed(&self, i: usize) -> bool {
+        self.slot[i] != 0
+    }
+
     /// Whether message `i` is replaced by its placeholder.
     pub fn is_replaced(&self, i: usize) -> bool {
         self.replaced[i]

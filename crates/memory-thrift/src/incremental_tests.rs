@@ -1,0 +1,258 @@
+//! What Thrift keeps from call to call changes no result: call after call
+//! of generated sessions, one `Thrift` that keeps its memo gives exactly
+//! the results and traces of one that reads every history afresh.
+
+use memory_core::{
+    Budget, CharTokenCounter, ContentBlock, History, ImageContent, MemoryError, Message, ToolCall,
+    TrimResult, count_messages, summary,
+};
+
+use crate::memo::Memo;
+use crate::{Lexical, Relevance, Thrift, ThriftTrace};
+
+/// A small deterministic generator (xorshift).
+struct Draw(u64);
+
+impl Draw {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const WORDS: [&str; 24] = [
+    "deploy", "deployed", "cluster", "clusters", "parser", "billing", "invoice", "garden", "roses",
+    "kernel", "panic", "staging", "running", "tests", "failing", "market", "forty", "euros",
+    "what", "that", "have", "about", "again", "queries",
+];
+
+fn sentence(draw: &mut Draw, words: usize) -> String {
+    let n = 1 + draw.below(words);
+    (0..n)
+        .map(|_| WORDS[draw.below(WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A session of about `n` messages: a system prompt, then chat rounds,
+/// agent rounds of tool steps (long outputs, reasoning, parallel calls),
+/// images, a summary now and then, and text-only observations.
+fn session(seed: u64, n: usize) -> Vec<Message> {
+    let mut draw = Draw(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut m = vec![Message::system("You are a helpful agent.")];
+    let mut call = 0;
+    while m.len() < n {
+        match draw.below(10) {
+            0 => m.push(summary::message(sentence(&mut draw, 8))),
+            1 => m.push(Message::User(vec![
+                ContentBlock::Text(sentence(&mut draw, 6)),
+                ContentBlock::Image(ImageContent::new("image/png", vec![7; 64])),
+            ])),
+            _ => m.push(Message::user(sentence(&mut draw, 12))),
+        }
+        let steps = if draw.chance(40) {
+            1 + draw.below(6)
+        } else {
+            0
+        };
+        for _ in 0..steps {
+            let calls = 1 + usize::from(draw.chance(20));
+            let ids: Vec<String> = (0..calls)
+                .map(|_| {
+                    call += 1;
+                    format!("c{call}")
+                })
+                .collect();
+            let reasoning = draw.chance(30).then(|| sentence(&mut draw, 20));
+            m.push(Message::Assistant {
+                content: sentence(&mut draw, 5),
+                reasoning,
+                tool_calls: ids
+                    .iter()
+                    .map(|id| {
+                        ToolCall::new(
+                            id,
+                            "search",
+                            format!(r#"{{"q":"{}"}}"#, sentence(&mut draw, 3)),
+                        )
+                    })
+                    .collect(),
+            });
+            for id in &ids {
+                let lines = if draw.chance(25) {
+                    40 + draw.below(120)
+                } else {
+                    1 + draw.below(4)
+                };
+                let text: Vec<String> = (0..lines).map(|_| sentence(&mut draw, 9)).collect();
+                m.push(Message::tool_result(id, text.join("\n")));
+            }
+        }
+        m.push(Message::assistant(sentence(&mut draw, 15)));
+    }
+    m
+}
+
+/// A relevance that is not [`Lexical`] (so the drop stage scores texts)
+/// and scores as it does.
+#[derive(Debug)]
+struct Plain;
+
+#[async_trait::async_trait]
+impl Relevance for Plain {
+    fn name(&self) -> &str {
+        "plain"
+    }
+
+    async fn score(&self, question: &str, units: &[Vec<&str>]) -> Result<Vec<f64>, MemoryError> {
+        Ok(Lexical::score_now(question, units))
+    }
+}
+
+async fn trim(
+    thrift: &Thrift,
+    m: &[Message],
+    counts: &[usize],
+    budget: &Budget,
+) -> (TrimResult, ThriftTrace) {
+    let history = History::new(m, counts).unwrap().protect(&[0]);
+    thrift
+        .trim_traced(&history, budget, &CharTokenCounter)
+        .await
+        .unwrap()
+}
+
+/// Trims every call of `m` (before each assistant message, and at the
+/// end) with `kept`, which keeps its memo, and with a fresh Thrift that
+/// keeps nothing, and asserts the same results and traces.
+async fn same_calls(kept: &Thrift, fresh: &Thrift, m: &[Message], budget: &Budget, what: &str) {
+    let counts = count_messages(&CharTokenCounter, m).await.unwrap();
+    let ends = (1..m.len())
+        .filter(|&k| m[k].is_assistant())
+        .chain([m.len()]);
+    for end in ends {
+        let got = trim(kept, &m[..end], &counts[..end], budget).await;
+        let want = trim(fresh, &m[..end], &counts[..end], budget).await;
+        assert_eq!(got.0, want.0, "{what}: the call at {end}");
+        assert_eq!(got.1, want.1, "{what}: the trace at {end}");
+    }
+}
+
+fn pair(make: impl Fn() -> Thrift) -> (Thrift, Thrift) {
+    let mut fresh = make();
+    fresh.memo = Memo::off();
+    (make(), fresh)
+}
+
+#[tokio::test]
+async fn call_after_call_the_results_are_those_of_reading_afresh() {
+    for seed in 1..=6 {
+        let m = session(seed, 120);
+        for budget in [
+            Budget::tokens(400),
+            Budget::tokens(1_500),
+            Budget::both(900, 3),
+        ] {
+            let (kept, fresh) = pair(Thrift::new);
+            same_calls(
+                &kept,
+                &fresh,
+                &m,
+                &budget,
+                &format!("seed {seed}, {budget:?}"),
+            )
+            .await;
+        }
+        let shared: std::sync::Arc<dyn Relevance> = std::sync::Arc::new(Lexical);
+        let (kept, fresh) = pair(|| Thrift::new().with_relevance(shared.clone()));
+        let what = format!("seed {seed}, a shared Lexical");
+        same_calls(&kept, &fresh, &m, &Budget::tokens(500), &what).await;
+        let (kept, fresh) = pair(|| Thrift::new().with_relevance(Plain));
+        let what = format!("seed {seed}, another relevance");
+        same_calls(&kept, &fresh, &m, &Budget::tokens(700), &what).await;
+    }
+}
+
+#[tokio::test]
+async fn a_long_session_keeps_giving_the_results_of_reading_afresh() {
+    let m = session(99, 400);
+    let (kept, fresh) = pair(Thrift::new);
+    same_calls(&kept, &fresh, &m, &Budget::tokens(2_000), "long session").await;
+}
+
+#[tokio::test]
+async fn histories_that_change_are_read_again_where_they_changed() {
+    let (kept, fresh) = pair(Thrift::new);
+    let budget = Budget::tokens(600);
+    let check = |m: Vec<Message>, what: &'static str| {
+        let (kept, fresh, budget) = (&kept, &fresh, &budget);
+        async move {
+            let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+            let got = trim(kept, &m, &counts, budget).await;
+            let want = trim(fresh, &m, &counts, budget).await;
+            assert_eq!(got, want, "{what}");
+        }
+    };
+    let a = session(7, 300);
+    let b = session(8, 300);
+    check(a.clone(), "a").await;
+    // Another session, then the first again.
+    check(b.clone(), "b").await;
+    check(a.clone(), "a again").await;
+    // The first, shorter; with another question; with a message rewritten
+    // to another length in the middle.
+    check(a[..200].to_vec(), "a shortened").await;
+    let mut asked = a[..200].to_vec();
+    asked.push(Message::user("What about the billing clusters again?"));
+    check(asked, "another question").await;
+    let mut rewritten = a.clone();
+    rewritten[120] = Message::user("a rewritten message about the garden roses, longer now");
+    check(rewritten, "rewritten").await;
+    // A message rewritten to the same count at an anchor (the last one
+    // shared with the previous history).
+    let mut same_count = a.clone();
+    let last = same_count.len() - 1;
+    let Message::Assistant { content, .. } = &a[last] else {
+        unreachable!("sessions end with an assistant message")
+    };
+    same_count[last] = Message::assistant(content.chars().rev().collect::<String>());
+    check(a.clone(), "a once more").await;
+    check(same_count, "same count at an anchor").await;
+    // A summary spliced in where messages were (as a compaction does).
+    let mut compacted = vec![
+        a[0].clone(),
+        summary::message("Earlier: deploys and billing."),
+    ];
+    compacted.extend_from_slice(&a[150..]);
+    check(compacted, "compacted").await;
+}
+
+#[tokio::test]
+async fn protection_that_changes_is_a_change() {
+    let m = session(3, 200);
+    let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+    let budget = Budget::tokens(500);
+    let (kept, fresh) = pair(Thrift::new);
+    for protect in [vec![0], vec![0, 40], vec![0]] {
+        let history = History::new(&m, &counts).unwrap().protect(&protect);
+        let got = kept
+            .trim_traced(&history, &budget, &CharTokenCounter)
+            .await
+            .unwrap();
+        let want = fresh
+            .trim_traced(&history, &budget, &CharTokenCounter)
+            .await
+            .unwrap();
+        assert_eq!(got, want, "{protect:?}");
+    }
+}

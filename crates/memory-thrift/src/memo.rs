@@ -1,0 +1,94 @@
+//! [`Memo`]: what a [`Thrift`](crate::Thrift) keeps between calls (the
+//! messages it has seen, where its last replay stopped), lent to one trim
+//! at a time.
+//!
+//! Clones of a `Thrift` share one memo. A trim takes it out for as long as
+//! it runs and puts it back when it ends (however it ends); a trim that
+//! runs meanwhile, on a clone, gets an empty one and reads its history
+//! afresh. What is kept never changes a result, only how much a call must
+//! read: see [`Seen`] and [`Resume`].
+
+use std::sync::{Arc, Mutex};
+
+use memory_core::History;
+
+use crate::resume::Resume;
+use crate::seen::Seen;
+
+/// What one history's calls keep.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub seen: Seen,
+    pub resume: Resume,
+}
+
+impl State {
+    /// Takes `history` in (see [`Seen::sync`]) and forgets the replay
+    /// states of calls that saw messages that changed.
+    pub fn sync(&mut self, history: &History<'_>) {
+        let same = self.seen.sync(history);
+        self.resume.keep_valid(same);
+    }
+}
+
+/// The memo shared by clones of a `Thrift`; `None` inside when lent out,
+/// or when keeping nothing.
+#[derive(Debug, Clone)]
+pub(crate) struct Memo {
+    slot: Arc<Mutex<Option<Box<State>>>>,
+    /// Whether anything is kept (else every call reads the whole history).
+    on: bool,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Self {
+            slot: Arc::default(),
+            on: true,
+        }
+    }
+}
+
+impl Memo {
+    /// A memo that keeps nothing: every call reads the whole history.
+    #[cfg(test)]
+    pub fn off() -> Self {
+        Self {
+            slot: Arc::default(),
+            on: false,
+        }
+    }
+
+    /// The state, lent until the [`Lent`] is dropped.
+    pub fn lend(&self) -> Lent<'_> {
+        let state = self.on.then(|| {
+            self.slot
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .unwrap_or_default()
+        });
+        Lent { memo: self, state }
+    }
+}
+
+/// The state lent to one trim; back in the memo when dropped.
+pub(crate) struct Lent<'m> {
+    memo: &'m Memo,
+    state: Option<Box<State>>,
+}
+
+impl Lent<'_> {
+    /// The state, unless the memo keeps nothing.
+    pub fn state(&mut self) -> Option<&mut State> {
+        self.state.as_deref_mut()
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.take() {
+            *self.memo.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(state);
+        }
+    }
+}

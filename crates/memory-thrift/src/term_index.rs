@@ -1,0 +1,435 @@
+//! [`TermIndex`]: the [terms](crate::relevance) of every message seen, kept
+//! from call to call, and the [`Lexical`](crate::Lexical) scores computed
+//! from them.
+//!
+//! Scoring older units against a question by reading their texts costs a
+//! pass over the whole history on every call. The index reads each
+//! message once, when it is first seen: its distinct terms (interned as
+//! numbers) and, for each term, the messages that hold it (its postings).
+//! A call then only walks the postings of the question's terms, and gives
+//! exactly the scores [`Lexical`](crate::Lexical) would give the units'
+//! texts: the same terms found, the same document frequencies, the same
+//! weights summed in the same order (see [`TermIndex::score`]).
+//!
+//! A message shown changed (its reasoning removed, its output cut, its
+//! media replaced) is scored as shown: without its reasoning's terms, or
+//! by the terms of its changed texts, kept by its position (a changed form
+//! is a function of the message, which the index holds unchanged).
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+use std::ops::Range;
+
+use memory_core::Message;
+
+use crate::key::WordHasher;
+use crate::relevance::{TermScorer, for_each_term};
+use crate::select::texts_of;
+
+/// No unit: the message is not scored.
+const NONE: u32 = u32::MAX;
+/// Set beside the unit of a message shown changed.
+const CHANGED: u32 = 1 << 31;
+
+/// The terms of the messages seen, by position.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TermIndex {
+    /// Term ids by term.
+    ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<WordHasher>>,
+    /// Terms by id.
+    names: Vec<Box<[u8]>>,
+    /// Where each message's terms start in `arena`; one more entry than
+    /// messages.
+    starts: Vec<usize>,
+    /// Where each message's terms outside its reasoning end (its
+    /// reasoning's other terms follow, up to the next start).
+    body_ends: Vec<usize>,
+    /// Each message's distinct term ids.
+    arena: Vec<u32>,
+    /// For each term id, the messages that hold it, ascending.
+    postings: Vec<Vec<u32>>,
+    /// Terms of messages shown changed (an output cut, media replaced), by
+    /// position, with the length of the changed texts.
+    changed: HashMap<usize, (usize, Vec<u32>)>,
+    /// Scratch: a term's id being looked up.
+    word: Vec<u8>,
+}
+
+/// The units a call scores: for each message of the history, the unit it
+/// counts towards, and the messages shown changed.
+#[derive(Debug)]
+pub(crate) struct Units<'m> {
+    of: Vec<u32>,
+    changed: Vec<(usize, &'m Message)>,
+    count: usize,
+}
+
+impl<'m> Units<'m> {
+    /// `count` units over the first `len` messages, none holding a message
+    /// yet.
+    pub fn new(len: usize, count: usize) -> Self {
+        Self {
+            of: vec![NONE; len],
+            changed: Vec::new(),
+            count,
+        }
+    }
+
+    /// Message `i` counts towards `unit` as it is.
+    pub fn add(&mut self, i: usize, unit: usize) {
+        self.of[i] = u32::try_from(unit)
+            .ok()
+            .filter(|&u| u < CHANGED)
+            .unwrap_or(NONE);
+    }
+
+    /// Message `i` counts towards `unit`, shown as `shown`, which differs
+    /// from it.
+    pub fn add_changed(&mut self, i: usize, unit: usize, shown: &'m Message) {
+        self.add(i, unit);
+        if self.of[i] != NONE {
+            self.of[i] |= CHANGED;
+            self.changed.push((i, shown));
+        }
+    }
+}
+
+impl TermIndex {
+    /// Number of messages indexed.
+    pub fn len(&self) -> usize {
+        self.body_ends.len()
+    }
+
+    /// Forgets the messages from `len` on.
+    pub fn truncate(&mut self, len: usize) {
+        if len >= self.len() {
+            return;
+        }
+        for i in (len..self.len()).rev() {
+            for &t in &self.arena[self.starts[i]..self.starts[i + 1]] {
+                let popped = self.postings[t as usize].pop();
+                debug_assert_eq!(popped, u32::try_from(i).ok());
+            }
+        }
+        self.arena.truncate(self.starts[len]);
+        self.starts.truncate(len + 1);
+        self.body_ends.truncate(len);
+        self.changed.retain(|&i, _| i < len);
+    }
+
+    /// Indexes `message` as the next message.
+    pub fn push(&mut self, message: &Message) {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+        }
+        let i = u32::try_from(self.len()).unwrap_or(NONE);
+        let start = self.arena.len();
+        let mut texts = Vec::new();
+        let reasoning = parts(message, &mut texts);
+        let mut body = Vec::new();
+        for text in texts {
+            self.intern_terms(text, &mut body);
+        }
+        body.sort_unstable();
+        body.dedup();
+        let mut thought = Vec::new();
+        if let Some(reasoning) = reasoning {
+            self.intern_terms(reasoning, &mut thought);
+            thought.sort_unstable();
+            thought.dedup();
+            thought.retain(|t| body.binary_search(t).is_err());
+        }
+        self.arena.extend(&body);
+        self.body_ends.push(start + body.len());
+        self.arena.extend(&thought);
+        self.starts.push(self.arena.len());
+        for &t in body.iter().chain(&thought) {
+            self.postings[t as usize].push(i);
+        }
+    }
+
+    /// Appends the id of each term of `text` to `out` (new terms get one).
+    fn intern_terms(&mut self, text: &str, out: &mut Vec<u32>) {
+        for_each_term(text, |term| {
+            let id = match self.ids.get(term.as_bytes()) {
+                Some(&id) => id,
+                None => {
+                    let id = u32::try_from(self.names.len()).unwrap_or(NONE);
+                    self.ids.insert(term.as_bytes().into(), id);
+                    self.names.push(term.as_bytes().into());
+                    self.postings.push(Vec::new());
+                    id
+                }
+            };
+            out.push(id);
+        });
+    }
+
+    /// The distinct terms of the messages `range` as they are, as
+    /// strings.
+    pub fn terms_of(&self, range: Range<usize>) -> Vec<&str> {
+        let mut ids: Vec<u32> = range
+            .flat_map(|i| {
+                self.arena[self.starts[i]..self.starts[i + 1]]
+                    .iter()
+                    .copied()
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.iter()
+            .map(|&t| std::str::from_utf8(&self.names[t as usize]).unwrap_or_default())
+            .collect()
+    }
+
+    /// The terms of message `i` shown as `shown` (which differs from it),
+    /// distinct and ascending.
+    fn changed_terms(&mut self, i: usize, shown: &Message) -> Vec<u32> {
+        if let Message::Assistant { reasoning, .. } = shown {
+            // Only the reasoning stage changes an assistant message: what
+            // is left is the message without its reasoning.
+            debug_assert!(reasoning.is_none());
+            return self.arena[self.starts[i]..self.body_ends[i]].to_vec();
+        }
+        let mut texts = Vec::new();
+        texts_of(shown, &mut texts);
+        let length: usize = texts.iter().map(|t| t.len()).sum();
+        if let Some((known, terms)) = self.changed.get(&i)
+            && *known == length
+        {
+            return terms.clone();
+        }
+        let mut terms = Vec::new();
+        for text in texts {
+            self.intern_terms(text, &mut terms);
+        }
+        terms.sort_unstable();
+        terms.dedup();
+        self.changed.insert(i, (length, terms.clone()));
+        terms
+    }
+
+    /// The [`Lexical`](crate::Lexical) score of each of `units` against
+    /// `question`: what `Lexical` gives the texts the units show, computed
+    /// from the postings of the question's terms.
+    pub fn score(&mut self, question: &str, units: &Units<'_>) -> Vec<f64> {
+        let mut scorer = TermScorer::new(question);
+        if scorer.is_empty() {
+            return vec![0.0; units.count];
+        }
+        // The changed messages' terms first: they may add terms.
+        let changed: Vec<(u32, Vec<u32>)> = units
+            .changed
+            .iter()
+            .map(|&(i, shown)| (units.of[i] & !CHANGED, self.changed_terms(i, shown)))
+            .collect();
+        let asked: Vec<Option<u32>> = scorer
+            .question_terms()
+            .iter()
+            .map(|term| {
+                self.word.clear();
+                self.word.extend_from_slice(term);
+                self.ids.get(self.word.as_slice()).copied()
+            })
+            .collect();
+        // For each question term (by position), the changed messages'
+        // units that hold it.
+        let position: HashMap<u32, usize> = asked
+            .iter()
+            .enumerate()
+            .filter_map(|(k, id)| id.map(|id| (id, k)))
+            .collect();
+        let mut extra: Vec<Vec<u32>> = vec![Vec::new(); asked.len()];
+        for (unit, terms) in &changed {
+            for t in terms {
+                if let Some(&k) = position.get(t) {
+                    extra[k].push(*unit);
+                }
+            }
+        }
+        // The (unit, term position) pairs found, by ascending position.
+        let mut last = vec![NONE; units.count];
+        let mut found: Vec<(u32, u32)> = Vec::new();
+        let mut mark = |unit: u32, k: u32| {
+            if last[unit as usize] != k {
+                last[unit as usize] = k;
+                found.push((unit, k));
+            }
+        };
+        for (k, id) in asked.iter().enumerate() {
+            let k = u32::try_from(k).unwrap_or(NONE);
+            if let Some(id) = id {
+                for &i in &self.postings[*id as usize] {
+                    let i = i as usize;
+                    if i >= units.of.len() {
+                        break;
+                    }
+                    // Unscored and changed messages (their terms are
+                    // `extra`) are passed over.
+                    if units.of[i] & CHANGED == 0 {
+                        mark(units.of[i], k);
+                    }
+                }
+            }
+            for &unit in &extra[k as usize] {
+                mark(unit, k);
+            }
+        }
+        // Grouped by unit (a stable counting sort keeps the positions
+        // ascending), counted as documents in order, then scored.
+        let mut ends = vec![0usize; units.count + 1];
+        for &(unit, _) in &found {
+            ends[unit as usize + 1] += 1;
+        }
+        for u in 0..units.count {
+            ends[u + 1] += ends[u];
+        }
+        let mut at = ends.clone();
+        let mut grouped = vec![0u32; found.len()];
+        for &(unit, k) in &found {
+            grouped[at[unit as usize]] = k;
+            at[unit as usize] += 1;
+        }
+        for u in 0..units.count {
+            scorer.add_found(&grouped[ends[u]..ends[u + 1]]);
+        }
+        let score = scorer.scorer();
+        (0..units.count)
+            .map(|u| score(&grouped[ends[u]..ends[u + 1]]))
+            .collect()
+    }
+}
+
+/// The texts of `message` that [`texts_of`] gives, but its reasoning,
+/// which is returned apart.
+fn parts<'m>(message: &'m Message, out: &mut Vec<&'m str>) -> Option<&'m str> {
+    match message {
+        Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+        } => {
+            out.push(content);
+            for call in tool_calls {
+                out.push(&call.name);
+                out.push(&call.arguments);
+            }
+            reasoning.as_deref()
+        }
+        other => {
+            texts_of(other, out);
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Lexical;
+    use memory_core::ToolCall;
+
+    fn messages() -> Vec<Message> {
+        vec![
+            Message::system("You deploy clusters."),
+            Message::user("Which cluster did we deploy the parser to?"),
+            Message::Assistant {
+                content: "Checking the deployments.".into(),
+                reasoning: Some("The parser cluster is staging, I think.".into()),
+                tool_calls: vec![ToolCall::new("c1", "kubectl", r#"{"get":"deployments"}"#)],
+            },
+            Message::tool_result("c1", "parser  staging  3/3 running"),
+            Message::assistant("The parser runs on staging."),
+            Message::user("And the billing service?"),
+            Message::assistant("Billing runs on production clusters."),
+        ]
+    }
+
+    fn index(messages: &[Message]) -> TermIndex {
+        let mut index = TermIndex::default();
+        for m in messages {
+            index.push(m);
+        }
+        index
+    }
+
+    /// The texts of `units` (ranges of `shown`) as `Lexical` reads them.
+    fn texts<'m>(shown: &'m [Message], units: &[Range<usize>]) -> Vec<Vec<&'m str>> {
+        units
+            .iter()
+            .map(|r| {
+                let mut t = Vec::new();
+                for m in &shown[r.clone()] {
+                    texts_of(m, &mut t);
+                }
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scores_are_lexical_s_scores_of_the_texts() {
+        let m = messages();
+        let mut index = index(&m);
+        let ranges = [0..1, 1..5, 5..7];
+        for question in [
+            "Where does the parser run?",
+            "which clusters deploy billing",
+            "ok",
+            "staging staging thinking",
+        ] {
+            let mut units = Units::new(m.len(), ranges.len());
+            for (u, r) in ranges.iter().enumerate() {
+                for i in r.clone() {
+                    units.add(i, u);
+                }
+            }
+            let want = Lexical::score_now(question, &texts(&m, &ranges));
+            assert_eq!(index.score(question, &units), want, "{question}");
+        }
+    }
+
+    #[test]
+    fn changed_messages_are_scored_as_shown() {
+        let m = messages();
+        let mut index = index(&m);
+        let mut shown = m.clone();
+        // The reasoning removed, the output replaced by other words.
+        shown[2] = Message::Assistant {
+            content: "Checking the deployments.".into(),
+            reasoning: None,
+            tool_calls: vec![ToolCall::new("c1", "kubectl", r#"{"get":"deployments"}"#)],
+        };
+        shown[3] = Message::tool_result("c1", "[... cut ...] thinking about staging");
+        let ranges = [1..5, 5..7];
+        let mut units = Units::new(m.len(), ranges.len());
+        for (u, r) in ranges.iter().enumerate() {
+            for i in r.clone() {
+                if i == 2 || i == 3 {
+                    units.add_changed(i, u, &shown[i]);
+                } else {
+                    units.add(i, u);
+                }
+            }
+        }
+        for question in ["is the parser thinking about staging?", "what cluster"] {
+            let want = Lexical::score_now(question, &texts(&shown, &ranges));
+            assert_eq!(index.score(question, &units), want, "{question}");
+        }
+    }
+
+    #[test]
+    fn truncating_forgets_the_messages_and_their_postings() {
+        let m = messages();
+        let mut index = index(&m);
+        index.truncate(3);
+        assert_eq!(index.len(), 3);
+        let mut again = index.clone();
+        for message in &m[3..] {
+            again.push(message);
+        }
+        let fresh = self::index(&m);
+        assert_eq!(again.terms_of(0..m.len()), fresh.terms_of(0..m.len()));
+        assert_eq!(index.terms_of(0..3), fresh.terms_of(0..3));
+    }
+}

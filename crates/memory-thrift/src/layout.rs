@@ -1,12 +1,16 @@
 //! Where things are in the history being trimmed: the current question, the
 //! newest step and round, the floor, the recent tool results.
 
+use std::ops::Range;
+
 use memory_core::structure::{self, Floor};
 use memory_core::{History, Message};
 
+use crate::seen::Kinds;
+
 /// Positions every stage consults.
 #[derive(Debug)]
-pub(crate) struct Layout {
+pub(crate) struct Layout<'k> {
     /// The current question (the newest user message), if any.
     pub question: Option<usize>,
     /// Start of the newest step (it ends at the end of the history).
@@ -27,11 +31,30 @@ pub(crate) struct Layout {
     pub floor: Floor,
     /// For each message, whether it lies in the floor.
     in_floor: Vec<bool>,
+    /// Where the messages of each kind are, when known.
+    kinds: Option<&'k Kinds>,
 }
 
-impl Layout {
-    /// Reads `history`; linear in the newest round and the floor.
-    pub fn new(history: &History<'_>, keep_recent_results: usize) -> Self {
+/// The kinds of messages a cheap stage looks at.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Kind {
+    /// Tool results.
+    Results,
+    /// Assistant messages with reasoning.
+    Reasoned,
+    /// User messages with blocks other than text.
+    Media,
+}
+
+impl<'k> Layout<'k> {
+    /// Reads `history`; linear in the newest round and the floor. `kinds`,
+    /// when given, are the positions of the kinds of messages of
+    /// `history` (see [`Layout::candidates`]).
+    pub fn new(
+        history: &History<'_>,
+        keep_recent_results: usize,
+        kinds: Option<&'k Kinds>,
+    ) -> Self {
         let messages = history.messages();
         let n = messages.len();
         let question = structure::current_question(messages);
@@ -46,7 +69,7 @@ impl Layout {
         // agent loop replace earlier results `keep` at a time, not one
         // every turn (each replacement rewrites the prompt's prefix).
         let keep = keep_recent_results.max(1);
-        let results: Vec<usize> = (newest_round..n)
+        let results: Vec<usize> = candidates(kinds, Kind::Results, newest_round..n)
             .filter(|&i| messages[i].is_tool_result())
             .collect();
         let newest_result = results.last().copied();
@@ -73,7 +96,15 @@ impl Layout {
             newest_result,
             floor,
             in_floor,
+            kinds,
         }
+    }
+
+    /// The positions in `range` that may hold messages of `kind`: those
+    /// known to, or all of them. A stage still checks each message it
+    /// gets.
+    pub fn candidates(&self, kind: Kind, range: Range<usize>) -> impl Iterator<Item = usize> + 'k {
+        candidates(self.kinds, kind, range)
     }
 
     /// The batch of a tool result of the newest round: its results are
@@ -104,4 +135,23 @@ impl Layout {
         let question = self.question.unwrap_or(messages.len());
         self.floor.users_before(messages, question)
     }
+}
+
+/// The positions in `range` that may hold messages of `kind`: those
+/// `kinds` lists, or all of them when there is no list.
+fn candidates<'k>(
+    kinds: Option<&'k Kinds>,
+    kind: Kind,
+    range: Range<usize>,
+) -> impl Iterator<Item = usize> + 'k {
+    let listed = kinds.map(|kinds| {
+        let list = match kind {
+            Kind::Results => &kinds.results,
+            Kind::Reasoned => &kinds.reasoned,
+            Kind::Media => &kinds.media,
+        };
+        Kinds::within(list, range.clone()).iter().copied()
+    });
+    let all = listed.is_none().then_some(range).into_iter().flatten();
+    listed.into_iter().flatten().chain(all)
 }

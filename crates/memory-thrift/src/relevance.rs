@@ -433,16 +433,6 @@ impl TermScorer {
         out
     }
 
-    /// Counts one document given as the positions (sorted, distinct) of
-    /// the question's terms it holds, found without
-    /// [`match_into`](TermScorer::match_into): as if that had found them.
-    pub(crate) fn add_found(&mut self, terms: &[u32]) {
-        for &k in terms {
-            self.seen[k as usize] = true;
-        }
-        self.add_terms(terms);
-    }
-
     /// Counts one document given as positions found by
     /// [`match_into`](TermScorer::match_into).
     pub(crate) fn add_terms(&mut self, terms: &[u32]) {
@@ -455,18 +445,32 @@ impl TermScorer {
     /// Scores documents given as positions, with the weights as they stand
     /// (computed once).
     pub(crate) fn scorer(&self) -> impl Fn(&[u32]) -> f64 + '_ {
+        let (weights, total) = self.weights();
+        move |terms: &[u32]| {
+            let got: f64 = terms.iter().map(|&k| weights[k as usize]).sum();
+            share(got, total, terms.is_empty())
+        }
+    }
+
+    /// The weight of each of the question's terms as they stand, and the
+    /// total of those some text holds.
+    pub(crate) fn weights(&self) -> (Vec<f64>, f64) {
         let weights: Vec<f64> = (0..self.df.len()).map(|k| self.weight(k)).collect();
         let total: f64 = (0..self.df.len())
             .filter(|&k| self.seen[k])
             .map(|k| weights[k])
             .sum();
-        move |terms: &[u32]| {
-            if total <= 0.0 || terms.is_empty() {
-                return 0.0;
-            }
-            let got: f64 = terms.iter().map(|&k| weights[k as usize]).sum();
-            (got / total).clamp(0.0, 1.0)
-        }
+        (weights, total)
+    }
+
+    /// Takes the corpus as counted elsewhere: `documents` documents, of
+    /// which `df[k]` hold the question's term `k` (as if each had been
+    /// found and added).
+    pub(crate) fn set_counts(&mut self, df: Vec<usize>, documents: usize) {
+        debug_assert_eq!(df.len(), self.df.len());
+        self.seen = df.iter().map(|&d| d > 0).collect();
+        self.df = df;
+        self.documents = documents;
     }
 
     /// Counts one document of the corpus the weights are learned from.
@@ -535,6 +539,16 @@ impl TermScorer {
             .map(|k| self.weight(k))
             .sum()
     }
+}
+
+/// A document's score: `got`, the weights of the question's terms it
+/// holds summed by ascending position, as a share of `total`; 0 when it
+/// holds none (`empty`).
+pub(crate) fn share(got: f64, total: f64, empty: bool) -> f64 {
+    if total <= 0.0 || empty {
+        return 0.0;
+    }
+    (got / total).clamp(0.0, 1.0)
 }
 
 /// Scores each of `documents` against `question`, the documents being the

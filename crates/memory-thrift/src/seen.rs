@@ -49,8 +49,50 @@ pub(crate) struct Seen {
     text_keys: Vec<u64>,
     /// Positions by [`text_key`], ascending.
     by_text: HashMap<u64, Vec<u32>>,
+    /// Where the messages each cheap stage looks at are.
+    pub kinds: Kinds,
     /// The terms.
     pub terms: TermIndex,
+}
+
+/// Positions of the messages the cheap stages look at, ascending: every
+/// other message is passed over by them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Kinds {
+    /// Tool results.
+    pub results: Vec<usize>,
+    /// Assistant messages with reasoning.
+    pub reasoned: Vec<usize>,
+    /// User messages with blocks other than text.
+    pub media: Vec<usize>,
+}
+
+impl Kinds {
+    fn push(&mut self, i: usize, message: &Message) {
+        match message {
+            Message::ToolResult { .. } => self.results.push(i),
+            Message::Assistant {
+                reasoning: Some(r), ..
+            } if !r.is_empty() => self.reasoned.push(i),
+            Message::User(blocks) if blocks.iter().any(|b| b.as_text().is_none()) => {
+                self.media.push(i);
+            }
+            _ => {}
+        }
+    }
+
+    fn truncate(&mut self, len: usize) {
+        for list in [&mut self.results, &mut self.reasoned, &mut self.media] {
+            list.truncate(list.partition_point(|&i| i < len));
+        }
+    }
+
+    /// Of the positions in `list`, those in `range`.
+    pub fn within(list: &[usize], range: Range<usize>) -> &[usize] {
+        let from = list.partition_point(|&i| i < range.start);
+        let to = list.partition_point(|&i| i < range.end).max(from);
+        &list[from..to]
+    }
 }
 
 impl Seen {
@@ -124,6 +166,7 @@ impl Seen {
         self.text_keys.truncate(len);
         self.assistants.retain(|&i| i < len);
         self.users.retain(|&i| i < len);
+        self.kinds.truncate(len);
         self.terms.truncate(len);
     }
 
@@ -148,6 +191,7 @@ impl Seen {
             .entry(key)
             .or_default()
             .push(u32::try_from(i).unwrap_or(u32::MAX));
+        self.kinds.push(i, message);
         self.terms.push(message);
     }
 

@@ -21,9 +21,8 @@ use memory_core::{Budget, ContentBlock, Message, structure};
 use crate::layout::Layout;
 use crate::placeholder;
 use crate::relevance::keep_floor;
-use crate::seen::Seen;
 use crate::sticky;
-use crate::term_index::Units;
+use crate::term_index::{TermIndex, Units};
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
 use crate::{Relevance, reach};
@@ -64,13 +63,13 @@ pub(crate) struct Target {
 /// from their index (the same scores, without reading every text).
 pub(crate) struct Scoring<'s> {
     pub relevance: &'s dyn Relevance,
-    pub index: Option<&'s mut Seen>,
+    pub terms: Option<&'s mut TermIndex>,
 }
 
 /// Runs the stage when `run`, else only takes stock.
 pub(crate) async fn drop_units(
     work: &mut Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     budget: &Budget,
     aim: &Target,
     run: bool,
@@ -152,22 +151,18 @@ pub(crate) async fn drop_units(
         let m = units.len() as f64;
         // Relevant units first, then by value (relevance plus the recency
         // bonus), then the newest.
-        let mut order: Vec<(bool, f64, usize)> = earlier
+        let mut order: Vec<u128> = earlier
             .iter()
             .zip(&scores)
             .map(|(&k, &score)| {
                 let relevant = score > 0.0 && score >= threshold;
                 let value = score + aim.recency_weight * (k + 1) as f64 / m;
-                (relevant, value, k)
+                rank(relevant, value, k)
             })
             .collect();
-        order.sort_unstable_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then_with(|| b.1.total_cmp(&a.1))
-                .then_with(|| b.2.cmp(&a.2))
-        });
+        order.sort_unstable_by(|a, b| b.cmp(a));
         let mut skipped = Vec::new();
-        for &(_, _, k) in &order {
+        for k in order.iter().map(|&key| unit_of(key)) {
             let unit = &units[k];
             if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
                 keep[k] = true;
@@ -222,8 +217,27 @@ pub(crate) async fn drop_units(
     dropped
 }
 
+/// A unit's place in the order the stage keeps units in, as one number:
+/// higher for a relevant unit, then for a higher value (as
+/// [`f64::total_cmp`] orders values), then for a newer unit `k`.
+fn rank(relevant: bool, value: f64, k: usize) -> u128 {
+    // `total_cmp`'s order of the bits, made unsigned.
+    let bits = value.to_bits() as i64;
+    let ordered = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
+    let unsigned = (ordered as u64) ^ (1 << 63);
+    (u128::from(relevant) << 127) | (u128::from(unsigned) << 63) | (k as u128 & UNIT)
+}
+
+/// The bits of [`rank`] that hold the unit.
+const UNIT: u128 = (1 << 63) - 1;
+
+/// The unit a [`rank`] is of.
+fn unit_of(rank: u128) -> usize {
+    usize::try_from(rank & UNIT).unwrap_or(usize::MAX)
+}
+
 /// Tokens of `range` outside the floor.
-fn outside_floor(work: &Work<'_, '_>, layout: &Layout, range: Range<usize>) -> usize {
+fn outside_floor(work: &Work<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
     range
         .filter(|&i| !layout.in_floor(i))
         .map(|i| work.count(i))
@@ -235,7 +249,7 @@ fn outside_floor(work: &Work<'_, '_>, layout: &Layout, range: Range<usize>) -> u
 /// step kept, or `None` when not even one step fits beside the question.
 fn partial(
     work: &Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     round: &Range<usize>,
     left: usize,
 ) -> Option<usize> {
@@ -316,7 +330,7 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
 /// recency to decide (every score 0).
 async fn scores(
     work: &Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     units: &[Unit],
     which: &[usize],
     scoring: Scoring<'_>,
@@ -326,7 +340,7 @@ async fn scores(
         .map(|q| reach::query(work.history(), q))
         .unwrap_or_default();
     let relevance = scoring.relevance;
-    if let Some(index) = scoring.index {
+    if let Some(terms) = scoring.terms {
         let mut shown = Units::new(work.history().len(), which.len());
         for (u, &k) in which.iter().enumerate() {
             for i in units[k].range.clone() {
@@ -341,7 +355,7 @@ async fn scores(
                 }
             }
         }
-        return with_neighbours(&index.terms.score(&question, &shown));
+        return with_neighbours(&terms.score(&question, &shown));
     }
     let texts: Vec<Vec<&str>> = which
         .iter()
@@ -424,6 +438,31 @@ mod tests {
         let got = with_neighbours(&own);
         let share = NEIGHBOUR_SHARE;
         assert_eq!(got, vec![share, 1.0, share, 0.2, 0.2 * share]);
+    }
+
+    #[test]
+    fn ranks_order_as_relevance_then_value_then_recency() {
+        let values = [
+            (true, 0.5, 3),
+            (true, 0.5, 7),
+            (true, 0.9, 1),
+            (false, 2.0, 9),
+            (false, 0.0, 4),
+            (false, -0.0, 5),
+            (false, -1.5, 6),
+            (false, f64::NAN, 8),
+            (false, f64::INFINITY, 2),
+        ];
+        let mut by_tuple = values.to_vec();
+        by_tuple.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| b.1.total_cmp(&a.1))
+                .then_with(|| b.2.cmp(&a.2))
+        });
+        let mut by_rank: Vec<u128> = values.iter().map(|&(r, v, k)| rank(r, v, k)).collect();
+        by_rank.sort_unstable_by(|a, b| b.cmp(a));
+        let units: Vec<usize> = by_rank.into_iter().map(unit_of).collect();
+        assert_eq!(units, by_tuple.iter().map(|t| t.2).collect::<Vec<_>>());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::ops::Range;
 use memory_core::Message;
 
 use crate::key::WordHasher;
-use crate::relevance::{TermScorer, for_each_term};
+use crate::relevance::{TermScorer, for_each_term, share};
 use crate::select::texts_of;
 
 /// No unit: the message is not scored.
@@ -211,7 +211,10 @@ impl TermIndex {
 
     /// The [`Lexical`](crate::Lexical) score of each of `units` against
     /// `question`: what `Lexical` gives the texts the units show, computed
-    /// from the postings of the question's terms.
+    /// from the postings of the question's terms. The same terms are
+    /// found, the document frequencies are the same, and each unit's
+    /// weights are summed in the same order (by ascending position in the
+    /// question), so the scores are equal to the last bit.
     pub fn score(&mut self, question: &str, units: &Units<'_>) -> Vec<f64> {
         let mut scorer = TermScorer::new(question);
         if scorer.is_empty() {
@@ -232,71 +235,93 @@ impl TermIndex {
                 self.ids.get(self.word.as_slice()).copied()
             })
             .collect();
-        // For each question term (by position), the changed messages'
-        // units that hold it.
-        let position: HashMap<u32, usize> = asked
-            .iter()
-            .enumerate()
-            .filter_map(|(k, id)| id.map(|id| (id, k)))
-            .collect();
-        let mut extra: Vec<Vec<u32>> = vec![Vec::new(); asked.len()];
-        for (unit, terms) in &changed {
-            for t in terms {
-                if let Some(&k) = position.get(t) {
-                    extra[k].push(*unit);
-                }
+        let extra = held_by(&asked, &changed);
+        let found = Found {
+            postings: &self.postings,
+            asked: &asked,
+            extra: &extra,
+            of: &units.of,
+        };
+        // Documents holding each term, and terms each unit holds.
+        let mut df = vec![0usize; asked.len()];
+        let mut held = vec![0u32; units.count];
+        found.each(units.count, |unit, k| {
+            df[k] += 1;
+            held[unit] += 1;
+        });
+        scorer.set_counts(df, units.count);
+        let (weights, total) = scorer.weights();
+        let mut got = vec![0.0f64; units.count];
+        found.each(units.count, |unit, k| got[unit] += weights[k]);
+        got.iter()
+            .zip(&held)
+            .map(|(&got, &held)| share(got, total, held == 0))
+            .collect()
+    }
+}
+
+/// For each of the question's terms (by position), the units of changed
+/// messages that hold it.
+fn held_by(asked: &[Option<u32>], changed: &[(u32, Vec<u32>)]) -> Vec<Vec<u32>> {
+    let mut extra = vec![Vec::new(); asked.len()];
+    if changed.is_empty() {
+        return extra;
+    }
+    let position: HashMap<u32, usize> = asked
+        .iter()
+        .enumerate()
+        .filter_map(|(k, id)| id.map(|id| (id, k)))
+        .collect();
+    for (unit, terms) in changed {
+        for t in terms {
+            if let Some(&k) = position.get(t) {
+                extra[k].push(*unit);
             }
         }
-        // The (unit, term position) pairs found, by ascending position.
-        let mut last = vec![NONE; units.count];
-        let mut found: Vec<(u32, u32)> = Vec::new();
-        let mut mark = |unit: u32, k: u32| {
-            if last[unit as usize] != k {
-                last[unit as usize] = k;
-                found.push((unit, k));
-            }
-        };
-        for (k, id) in asked.iter().enumerate() {
-            let k = u32::try_from(k).unwrap_or(NONE);
+    }
+    extra
+}
+
+/// Where the question's terms are found: the postings of each (messages
+/// shown as they are), the units of changed messages that hold it, and
+/// each message's unit.
+struct Found<'f> {
+    postings: &'f [Vec<u32>],
+    asked: &'f [Option<u32>],
+    extra: &'f [Vec<u32>],
+    of: &'f [u32],
+}
+
+impl Found<'_> {
+    /// Calls `f(unit, k)` once for each unit (of `count`) holding the
+    /// question's term `k`, by ascending `k`.
+    fn each(&self, count: usize, mut f: impl FnMut(usize, usize)) {
+        let mut last = vec![NONE; count];
+        for (k, id) in self.asked.iter().enumerate() {
+            let stamp = u32::try_from(k).unwrap_or(NONE);
+            let mut mark = |unit: u32| {
+                let unit = unit as usize;
+                if last[unit] != stamp {
+                    last[unit] = stamp;
+                    f(unit, k);
+                }
+            };
             if let Some(id) = id {
                 for &i in &self.postings[*id as usize] {
-                    let i = i as usize;
-                    if i >= units.of.len() {
+                    let Some(&unit) = self.of.get(i as usize) else {
                         break;
-                    }
+                    };
                     // Unscored and changed messages (their terms are
                     // `extra`) are passed over.
-                    if units.of[i] & CHANGED == 0 {
-                        mark(units.of[i], k);
+                    if unit & CHANGED == 0 {
+                        mark(unit);
                     }
                 }
             }
-            for &unit in &extra[k as usize] {
-                mark(unit, k);
+            for &unit in &self.extra[k] {
+                mark(unit);
             }
         }
-        // Grouped by unit (a stable counting sort keeps the positions
-        // ascending), counted as documents in order, then scored.
-        let mut ends = vec![0usize; units.count + 1];
-        for &(unit, _) in &found {
-            ends[unit as usize + 1] += 1;
-        }
-        for u in 0..units.count {
-            ends[u + 1] += ends[u];
-        }
-        let mut at = ends.clone();
-        let mut grouped = vec![0u32; found.len()];
-        for &(unit, k) in &found {
-            grouped[at[unit as usize]] = k;
-            at[unit as usize] += 1;
-        }
-        for u in 0..units.count {
-            scorer.add_found(&grouped[ends[u]..ends[u + 1]]);
-        }
-        let score = scorer.scorer();
-        (0..units.count)
-            .map(|u| score(&grouped[ends[u]..ends[u + 1]]))
-            .collect()
     }
 }
 

@@ -537,7 +537,12 @@ impl Thrift {
             trace.floor_tokens = structure::floor(history).tokens;
             return Ok(finish(result, trace));
         }
-        let layout = Layout::new(history, self.keep_recent_results);
+        // The memo's parts: where each kind of message is, and the terms.
+        let (kinds, terms) = match index {
+            Some(seen) => (Some(&seen.kinds), Some(&mut seen.terms)),
+            None => (None, None),
+        };
+        let layout = Layout::new(history, self.keep_recent_results, kinds);
         trace.floor_tokens = layout.floor.tokens;
         let mut work = Work::new(history);
         let over = |work: &Work<'_, '_>| !budget.admits_tokens(work.total());
@@ -559,7 +564,7 @@ impl Thrift {
         trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter).await?;
         let (stage, max) = (active(&work), self.max_tool_output_tokens);
         trace.tool_outputs_cut =
-            tiers::long_outputs(&mut work, max, stage, counter, shrunk).await?;
+            tiers::long_outputs(&mut work, &layout, max, stage, counter, shrunk).await?;
         let stage = active(&work);
         trace.tool_results_replaced =
             tiers::earlier_results(&mut work, &layout, stage, counter, shrunk).await?;
@@ -579,7 +584,7 @@ impl Thrift {
             relevance: &*self.relevance,
             // The index holds the messages of `history`, a prefix of the
             // history it was brought up to date with.
-            index: index.filter(|_| self.relevance.is_lexical()),
+            terms: terms.filter(|_| self.relevance.is_lexical()),
         };
         let dropped = drop_units(&mut work, &layout, budget, &target, run, scoring).await;
         trace.rounds_dropped = dropped.rounds;

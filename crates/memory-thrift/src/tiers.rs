@@ -8,7 +8,7 @@
 use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 
 use crate::cut;
-use crate::layout::Layout;
+use crate::layout::{Kind, Layout};
 use crate::placeholder;
 use crate::shrunk::Shrunk;
 use crate::trace::{Shed, Tally};
@@ -34,12 +34,13 @@ fn record(shed: &mut Shed, items: usize, (before, after): (usize, usize)) {
 /// Reasoning of earlier steps (the newest step's stays).
 pub(crate) async fn reasoning(
     work: &mut Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
-    let items: Vec<usize> = (0..layout.newest_step)
+    let items: Vec<usize> = layout
+        .candidates(Kind::Reasoned, 0..layout.newest_step)
         .filter(|&i| {
             matches!(work.message(i), Message::Assistant { reasoning: Some(r), .. } if !r.is_empty())
                 && !work.is_dropped(i)
@@ -78,6 +79,7 @@ pub(crate) async fn reasoning(
 /// tail; oldest first, the newest step's last.
 pub(crate) async fn long_outputs(
     work: &mut Work<'_, '_>,
+    layout: &Layout<'_>,
     max_tokens: usize,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
@@ -87,7 +89,8 @@ pub(crate) async fn long_outputs(
     // The newest step's outputs too: cut now to the length they will have
     // once the step is no longer the newest, so that its aging leaves the
     // prompt's prefix as it is.
-    let items: Vec<usize> = (0..history.len())
+    let items: Vec<usize> = layout
+        .candidates(Kind::Results, 0..history.len())
         .filter(|&i| {
             work.count(i) > max_tokens
                 && work.message(i).is_tool_result()
@@ -158,13 +161,17 @@ fn chars_for(tokens_wanted: usize, chars: usize, tokens: usize) -> usize {
 /// a time.
 pub(crate) async fn earlier_results(
     work: &mut Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
     shrunk: &mut Shrunk,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
-    let items: Vec<usize> = (0..layout.recent_results_from.min(layout.newest_step))
+    let items: Vec<usize> = layout
+        .candidates(
+            Kind::Results,
+            0..layout.recent_results_from.min(layout.newest_step),
+        )
         .filter(|&i| {
             matches!(work.message(i), Message::ToolResult { content, .. }
                     if !placeholder::is_placeholder(content))
@@ -204,7 +211,7 @@ pub(crate) async fn earlier_results(
 /// placeholders (only where the counter prices them above the placeholder).
 pub(crate) async fn media(
     work: &mut Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
 ) -> Result<Shed, MemoryError> {
@@ -216,7 +223,8 @@ pub(crate) async fn media(
             .count(),
         _ => 0,
     };
-    let items: Vec<usize> = (0..layout.newest_step)
+    let items: Vec<usize> = layout
+        .candidates(Kind::Media, 0..layout.newest_step)
         .filter(|&i| {
             blocks(work.message(i)) > 0 && !work.is_dropped(i) && layout.shrinkable(history, i)
         })
@@ -255,7 +263,7 @@ pub(crate) async fn media(
 /// when nothing does.
 pub(crate) async fn newest_outputs(
     work: &mut Work<'_, '_>,
-    layout: &Layout,
+    layout: &Layout<'_>,
     budget: Option<usize>,
     counter: &dyn TokenCounter,
 ) -> Result<Shed, MemoryError> {

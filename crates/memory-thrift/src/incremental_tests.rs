@@ -1,6 +1,8 @@
 //! What Thrift keeps from call to call changes no result: call after call
 //! of generated sessions, one `Thrift` that keeps its memo gives exactly
-//! the results and traces of one that reads every history afresh.
+//! the results and traces of one that reads every history afresh (and,
+//! in its drop stage, goes through the whole order of the units rather
+//! than stopping once nothing more can be kept).
 
 use memory_core::{
     Budget, CharTokenCounter, ContentBlock, History, ImageContent, MemoryError, Message, ToolCall,
@@ -8,6 +10,7 @@ use memory_core::{
 };
 
 use crate::memo::Memo;
+use crate::select::WHOLE_ORDER;
 use crate::{Lexical, Relevance, Thrift, ThriftTrace};
 
 /// A small deterministic generator (xorshift).
@@ -126,10 +129,21 @@ async fn trim(
     budget: &Budget,
 ) -> (TrimResult, ThriftTrace) {
     let history = History::new(m, counts).unwrap().protect(&[0]);
-    thrift
-        .trim_traced(&history, budget, &CharTokenCounter)
-        .await
-        .unwrap()
+    traced(thrift, &history, budget).await
+}
+
+/// `thrift`'s trim of `history`; a Thrift that keeps nothing is the
+/// reference, and goes through the whole order.
+async fn traced(
+    thrift: &Thrift,
+    history: &History<'_>,
+    budget: &Budget,
+) -> (TrimResult, ThriftTrace) {
+    let reference = !thrift.memo.keeps();
+    WHOLE_ORDER.with(|w| w.set(reference));
+    let result = thrift.trim_traced(history, budget, &CharTokenCounter).await;
+    WHOLE_ORDER.with(|w| w.set(false));
+    result.unwrap()
 }
 
 /// Trims every call of `m` (before each assistant message, and at the
@@ -245,14 +259,8 @@ async fn protection_that_changes_is_a_change() {
     let (kept, fresh) = pair(Thrift::new);
     for protect in [vec![0], vec![0, 40], vec![0]] {
         let history = History::new(&m, &counts).unwrap().protect(&protect);
-        let got = kept
-            .trim_traced(&history, &budget, &CharTokenCounter)
-            .await
-            .unwrap();
-        let want = fresh
-            .trim_traced(&history, &budget, &CharTokenCounter)
-            .await
-            .unwrap();
+        let got = traced(&kept, &history, &budget).await;
+        let want = traced(&fresh, &history, &budget).await;
         assert_eq!(got, want, "{protect:?}");
     }
 }

@@ -34,6 +34,7 @@
 //! # });
 //! ```
 
+mod best;
 pub mod cut;
 mod key;
 mod layout;

@@ -59,6 +59,12 @@ impl Memo {
         }
     }
 
+    /// Whether anything is kept.
+    #[cfg(test)]
+    pub fn keeps(&self) -> bool {
+        self.on
+    }
+
     /// The state, lent until the [`Lent`] is dropped.
     pub fn lend(&self) -> Lent<'_> {
         let state = self.on.then(|| {

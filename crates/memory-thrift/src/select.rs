@@ -18,6 +18,7 @@ use std::ops::Range;
 
 use memory_core::{Budget, ContentBlock, Message, structure};
 
+use crate::best::BestFirst;
 use crate::layout::Layout;
 use crate::placeholder;
 use crate::relevance::keep_floor;
@@ -160,16 +161,24 @@ pub(crate) async fn drop_units(
                 rank(relevant, value, k)
             })
             .collect();
-        order.sort_unstable_by(|a, b| b.cmp(a));
+        let need = |k: usize| least_kept(work, layout, &units[k]);
         let mut skipped = Vec::new();
-        for k in order.iter().map(|&key| unit_of(key)) {
-            let unit = &units[k];
-            if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
-                keep[k] = true;
-                left -= unit.cost;
-                rounds_left -= usize::from(unit.counts_round);
-            } else if unit.round {
-                skipped.push(k);
+        let mut best = BestFirst::new(&mut order);
+        // Once nothing left to hand out could be kept, whole or in part
+        // (`left` only shrinks), the rest of the order changes nothing.
+        while whole_order() || best.rest().iter().any(|&r| need(unit_of(r)) <= left) {
+            let Some(chunk) = best.next_chunk() else {
+                break;
+            };
+            for k in chunk.iter().map(|&key| unit_of(key)) {
+                let unit = &units[k];
+                if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
+                    keep[k] = true;
+                    left -= unit.cost;
+                    rounds_left -= usize::from(unit.counts_round);
+                } else if unit.round {
+                    skipped.push(k);
+                }
             }
         }
         // An earlier round too large to keep whole (a long agent round
@@ -234,6 +243,34 @@ const UNIT: u128 = (1 << 63) - 1;
 /// The unit a [`rank`] is of.
 fn unit_of(rank: u128) -> usize {
     usize::try_from(rank & UNIT).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by tests: the whole order is gone through, as a reference.
+    pub(crate) static WHOLE_ORDER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the whole order is gone through, even once nothing more can be
+/// kept (only tests ask for it, as a reference).
+fn whole_order() -> bool {
+    #[cfg(test)]
+    return WHOLE_ORDER.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    false
+}
+
+/// The fewest tokens left with which `unit` can still be kept: its cost,
+/// or for a round, what keeping it in part needs at least (its request and
+/// its last message; see [`partial`]).
+fn least_kept(work: &Work<'_, '_>, layout: &Layout<'_>, unit: &Unit) -> usize {
+    let range = &unit.range;
+    if !unit.round || range.len() < 2 {
+        return unit.cost;
+    }
+    let part = outside_floor(work, layout, range.start..range.start + 1)
+        + outside_floor(work, layout, range.end - 1..range.end);
+    unit.cost.min(part)
 }
 
 /// Tokens of `range` outside the floor.

@@ -264,3 +264,35 @@ async fn protection_that_changes_is_a_change() {
         assert_eq!(got, want, "{protect:?}");
     }
 }
+
+/// One token per word.
+struct Words;
+
+#[async_trait::async_trait]
+impl memory_core::TokenCounter for Words {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(text.split_whitespace().count())
+    }
+}
+
+#[tokio::test]
+async fn another_counter_is_a_change() {
+    let m = session(5, 250);
+    let (kept, fresh) = pair(Thrift::new);
+    let budget = Budget::tokens(500);
+    let chars = count_messages(&CharTokenCounter, &m).await.unwrap();
+    let words = count_messages(&Words, &m).await.unwrap();
+    for round in 0..4 {
+        let (counter, counts): (&dyn memory_core::TokenCounter, _) = if round % 2 == 0 {
+            (&CharTokenCounter, &chars)
+        } else {
+            (&Words, &words)
+        };
+        let history = History::new(&m, counts).unwrap().protect(&[0]);
+        let got = kept.trim_traced(&history, &budget, counter).await.unwrap();
+        WHOLE_ORDER.with(|w| w.set(true));
+        let want = fresh.trim_traced(&history, &budget, counter).await.unwrap();
+        WHOLE_ORDER.with(|w| w.set(false));
+        assert_eq!(got, want, "round {round}");
+    }
+}

@@ -40,6 +40,9 @@ pub(crate) struct Layout<'k> {
 pub(crate) enum Kind {
     /// Tool results.
     Results,
+    /// Tool results neither cut nor replaced by a placeholder (as the
+    /// history has them).
+    Cuttable,
     /// Assistant messages with reasoning.
     Reasoned,
     /// User messages with blocks other than text.
@@ -107,6 +110,12 @@ impl<'k> Layout<'k> {
         candidates(self.kinds, kind, range)
     }
 
+    /// Whether the candidates are exactly the messages of their kind (as
+    /// the history has them), rather than every position.
+    pub fn lists_kinds(&self) -> bool {
+        self.kinds.is_some()
+    }
+
     /// The batch of a tool result of the newest round: its results are
     /// numbered from the round's start and taken `batch` at a time, so a
     /// batch holds the same results on every turn of the round. `None`
@@ -147,6 +156,7 @@ fn candidates<'k>(
     let listed = kinds.map(|kinds| {
         let list = match kind {
             Kind::Results => &kinds.results,
+            Kind::Cuttable => &kinds.cuttable,
             Kind::Reasoned => &kinds.reasoned,
             Kind::Media => &kinds.media,
         };

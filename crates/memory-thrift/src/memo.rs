@@ -10,24 +10,29 @@
 
 use std::sync::{Arc, Mutex};
 
-use memory_core::History;
+use memory_core::{History, TokenCounter};
 
 use crate::resume::Resume;
 use crate::seen::Seen;
+use crate::shrunk::Shrunk;
 
 /// What one history's calls keep.
 #[derive(Debug, Default)]
 pub(crate) struct State {
     pub seen: Seen,
     pub resume: Resume,
+    pub shrunk: Shrunk,
 }
 
 impl State {
-    /// Takes `history` in (see [`Seen::sync`]) and forgets the replay
-    /// states of calls that saw messages that changed.
-    pub fn sync(&mut self, history: &History<'_>) {
+    /// Takes `history`, counted by `counter`, in (see [`Seen::sync`]) and
+    /// forgets what was kept of the messages that changed: the replay
+    /// states of the calls that saw them, and their shrunk forms.
+    pub fn sync(&mut self, history: &History<'_>, counter: &dyn TokenCounter) {
         let same = self.seen.sync(history);
         self.resume.keep_valid(same);
+        self.shrunk.truncate(same);
+        self.shrunk.counted_by(counter);
     }
 }
 

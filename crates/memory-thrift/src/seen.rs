@@ -26,6 +26,7 @@ use memory_core::{History, Message};
 
 use crate::key::{message_key, text_key};
 use crate::term_index::TermIndex;
+use crate::{cut, placeholder};
 
 /// Histories of at most this many messages have every message checked.
 pub(crate) const CHECK_ALL: usize = 64;
@@ -61,6 +62,8 @@ pub(crate) struct Seen {
 pub(crate) struct Kinds {
     /// Tool results.
     pub results: Vec<usize>,
+    /// Tool results neither cut nor replaced by a placeholder already.
+    pub cuttable: Vec<usize>,
     /// Assistant messages with reasoning.
     pub reasoned: Vec<usize>,
     /// User messages with blocks other than text.
@@ -70,7 +73,12 @@ pub(crate) struct Kinds {
 impl Kinds {
     fn push(&mut self, i: usize, message: &Message) {
         match message {
-            Message::ToolResult { .. } => self.results.push(i),
+            Message::ToolResult { content, .. } => {
+                self.results.push(i);
+                if !cut::is_cut(content) && !placeholder::is_placeholder(content) {
+                    self.cuttable.push(i);
+                }
+            }
             Message::Assistant {
                 reasoning: Some(r), ..
             } if !r.is_empty() => self.reasoned.push(i),
@@ -82,7 +90,12 @@ impl Kinds {
     }
 
     fn truncate(&mut self, len: usize) {
-        for list in [&mut self.results, &mut self.reasoned, &mut self.media] {
+        for list in [
+            &mut self.results,
+            &mut self.cuttable,
+            &mut self.reasoned,
+            &mut self.media,
+        ] {
             list.truncate(list.partition_point(|&i| i < len));
         }
     }

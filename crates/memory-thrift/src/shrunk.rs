@@ -1,36 +1,49 @@
-//! Shrunk messages made once per trim: a tool output cut head and tail,
-//! with its count, and the count of a tool result's placeholder.
+//! Shrunk messages, made once: a tool output cut head and tail, with its
+//! count, and the count of a tool result's placeholder.
 //!
 //! Replaying a round (see [`settle`](crate::settle)) sheds several
-//! prefixes of the same history afresh, and each pass would otherwise cut
-//! and recount the same long outputs and count the same placeholders
-//! again. Both depend only on the message (a placeholder names the
-//! original length, which a cut keeps in its marker), so the passes of a
-//! replay keep them here by the message's index; a single pass does not
-//! keep them.
+//! prefixes of the same history afresh, and each call sheds the history
+//! again; each pass would otherwise cut and recount the same long outputs
+//! and count the same placeholders again. Both depend only on the message
+//! (and its count, and Thrift's settings; a placeholder names the original
+//! length, which a cut keeps in its marker) and on the counter, so they are
+//! kept by the message's position: for the passes of one trim, and in the
+//! [memo](crate::memo) from call to call while the message is the one seen
+//! before (see [`Shrunk::truncate`]) and the counter is the same object
+//! with the same framing (see [`Shrunk::counted_by`]). A single pass over
+//! another history keeps nothing.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
-use memory_core::{MemoryError, Message, TokenCounter};
+use memory_core::{Framing, MemoryError, Message, TokenCounter};
 
 use crate::placeholder;
 
 /// A shrunk message and its count; `None` when shrinking changes nothing.
-type Made = Option<(Message, usize)>;
+pub(crate) type Made = Option<(Arc<Message>, usize)>;
 
-/// The cuts and placeholder counts made so far, by message index.
+/// The cuts and placeholder counts made so far, by message position.
+#[derive(Debug)]
 pub(crate) struct Shrunk {
     /// Whether to keep what is made (a single pass gains nothing by it).
     keep: bool,
-    cuts: HashMap<usize, Made>,
-    placeholders: HashMap<usize, usize>,
+    cuts: Vec<Option<Made>>,
+    placeholders: Vec<Option<usize>>,
+    /// The counter that counted them: its address and framing.
+    counter: Option<(usize, Framing)>,
     /// A tool result whose strings are reused to count placeholders
     /// without allocating.
     scratch: Message,
 }
 
+impl Default for Shrunk {
+    fn default() -> Self {
+        Self::kept()
+    }
+}
+
 impl Shrunk {
-    /// A store for the passes of one replay.
+    /// A store for the passes of one replay, or for the memo.
     pub fn kept() -> Self {
         Self {
             keep: true,
@@ -42,9 +55,30 @@ impl Shrunk {
     pub fn once() -> Self {
         Self {
             keep: false,
-            cuts: HashMap::new(),
-            placeholders: HashMap::new(),
+            cuts: Vec::new(),
+            placeholders: Vec::new(),
+            counter: None,
             scratch: Message::tool_result("", ""),
+        }
+    }
+
+    /// Forgets what was made of the messages from `len` on.
+    pub fn truncate(&mut self, len: usize) {
+        self.cuts.truncate(len);
+        self.placeholders.truncate(len);
+    }
+
+    /// Forgets every count unless `counter` is the one that made them
+    /// (the same object, with the same framing).
+    pub fn counted_by(&mut self, counter: &dyn TokenCounter) {
+        let id = (
+            std::ptr::from_ref(counter).cast::<()>().addr(),
+            counter.framing(),
+        );
+        if self.counter != Some(id) {
+            self.cuts.clear();
+            self.placeholders.clear();
+            self.counter = Some(id);
         }
     }
 
@@ -56,18 +90,21 @@ impl Shrunk {
         counter: &dyn TokenCounter,
         make: impl FnOnce() -> Option<Message>,
     ) -> Result<Made, MemoryError> {
-        if let Some(made) = self.cuts.get(&index) {
+        if let Some(Some(made)) = self.cuts.get(index) {
             return Ok(made.clone());
         }
         let made = match make() {
             Some(message) => {
                 let tokens = counter.count_message(&message).await?;
-                Some((message, tokens))
+                Some((Arc::new(message), tokens))
             }
             None => None,
         };
         if self.keep {
-            self.cuts.insert(index, made.clone());
+            if self.cuts.len() <= index {
+                self.cuts.resize(index + 1, None);
+            }
+            self.cuts[index] = Some(made.clone());
         }
         Ok(made)
     }
@@ -80,7 +117,7 @@ impl Shrunk {
         message: &Message,
         counter: &dyn TokenCounter,
     ) -> Result<Option<usize>, MemoryError> {
-        if let Some(&tokens) = self.placeholders.get(&index) {
+        if let Some(&Some(tokens)) = self.placeholders.get(index) {
             return Ok(Some(tokens));
         }
         let (
@@ -104,7 +141,10 @@ impl Shrunk {
         scratch_name.clone_from(name);
         let tokens = counter.count_message(&self.scratch).await?;
         if self.keep {
-            self.placeholders.insert(index, tokens);
+            if self.placeholders.len() <= index {
+                self.placeholders.resize(index + 1, None);
+            }
+            self.placeholders[index] = Some(tokens);
         }
         Ok(Some(tokens))
     }

@@ -7,7 +7,7 @@ use memory_core::{
 use std::sync::Arc;
 
 use crate::layout::Layout;
-use crate::memo::Memo;
+use crate::memo::{Memo, State};
 use crate::scoring::{Lexical, Relevance};
 use crate::seen::Seen;
 use crate::select::{Scoring, Target, drop_units};
@@ -322,55 +322,40 @@ impl Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        // What earlier calls read of this history's messages, brought up
-        // to date (see `Seen`).
+        // What earlier calls kept of this history's messages, brought up
+        // to date (see `Memo`).
         let mut lent = self.memo.lend();
-        let mut memo = lent.state();
-        if let Some(memo) = memo.as_deref_mut() {
-            memo.sync(history);
-        }
+        let mut own = Shrunk::kept();
+        let (mut seen, shrunk, resume) = match lent.state() {
+            Some(state) => {
+                state.sync(history, counter);
+                let State {
+                    seen,
+                    resume,
+                    shrunk,
+                } = state;
+                (Some(seen), shrunk, Some(resume))
+            }
+            None => (None, &mut own, None),
+        };
         let Some(max) = budget.max_tokens else {
-            let index = memo.map(|m| &mut m.seen);
             return self
-                .shed(
-                    history,
-                    budget,
-                    Aim::Level,
-                    counter,
-                    &mut Shrunk::once(),
-                    index,
-                )
+                .shed(history, budget, Aim::Level, counter, shrunk, seen)
                 .await;
         };
         if budget.admits_tokens(history.total()) {
-            let index = memo.map(|m| &mut m.seen);
             return self
-                .shed(
-                    history,
-                    budget,
-                    Aim::Level,
-                    counter,
-                    &mut Shrunk::once(),
-                    index,
-                )
+                .shed(history, budget, Aim::Level, counter, shrunk, seen)
                 .await;
         }
         // Nothing to settle before the first call.
-        let points = match memo.as_deref() {
-            Some(memo) => memo.seen.call_points(history.len()),
+        let points = match seen.as_deref() {
+            Some(seen) => seen.call_points(history.len()),
             None => settle::call_points(history.messages()),
         };
         if points.len() < 2 {
-            let index = memo.map(|m| &mut m.seen);
             return self
-                .shed(
-                    history,
-                    budget,
-                    Aim::Level,
-                    counter,
-                    &mut Shrunk::once(),
-                    index,
-                )
+                .shed(history, budget, Aim::Level, counter, shrunk, seen)
                 .await;
         }
         // Even when the newest step's floor is over the budget as it is,
@@ -381,8 +366,8 @@ impl Thrift {
         // floor over the budget.
         let last = points.len() - 1;
         // Tokens each call saw.
-        let totals: Vec<usize> = match memo.as_deref() {
-            Some(memo) => points.iter().map(|&end| memo.seen.total(end)).collect(),
+        let totals: Vec<usize> = match seen.as_deref() {
+            Some(seen) => points.iter().map(|&end| seen.total(end)).collect(),
             None => {
                 let mut totals = Vec::with_capacity(points.len());
                 let (mut sum, mut from) = (0, 0);
@@ -409,20 +394,18 @@ impl Thrift {
         } else {
             Aim::Watermark
         };
-        // Every prefix shed below is of this one history.
-        let mut shrunk = Shrunk::kept();
         // The replay of an earlier trim of the same prefix, when there is
         // one, is taken up where it stopped.
-        let resumed = memo
+        let resumed = resume
             .as_deref()
-            .and_then(|memo| memo.resume.find(budget, start, from..last + 1, &points));
+            .and_then(|resume| resume.find(budget, start, from..last + 1, &points));
         let (begin, mut result, mut trace) = match resumed {
             Some(found) => found,
             None => {
-                let seen = settle::prefix(history, points[from], totals[from])?;
-                let index = memo.as_deref_mut().map(|m| &mut m.seen);
+                let prefix = settle::prefix(history, points[from], totals[from])?;
+                let index = seen.as_deref_mut();
                 let (result, trace) = self
-                    .shed(&seen, budget, aim, counter, &mut shrunk, index)
+                    .shed(&prefix, budget, aim, counter, shrunk, index)
                     .await?;
                 (from, result, trace)
             }
@@ -434,11 +417,11 @@ impl Thrift {
             }
             let step = points[k - 1]..points[k];
             if settle::new_round(history.messages(), step.clone()) {
-                let seen = settle::prefix(history, points[k], totals[k])?;
-                if reach::reaches_back(&seen, &result, memo.as_deref_mut().map(|m| &mut m.seen)) {
-                    let index = memo.as_deref_mut().map(|m| &mut m.seen);
+                let prefix = settle::prefix(history, points[k], totals[k])?;
+                if reach::reaches_back(&prefix, &result, seen.as_deref_mut()) {
+                    let index = seen.as_deref_mut();
                     (result, trace) = self
-                        .shed(&seen, budget, Aim::Level, counter, &mut shrunk, index)
+                        .shed(&prefix, budget, Aim::Level, counter, shrunk, index)
                         .await?;
                     trace.reached_back = true;
                     continue;
@@ -452,16 +435,16 @@ impl Thrift {
             match appended {
                 Some(appended) => trace.append(appended.tokens, appended.cut),
                 None => {
-                    let seen = settle::prefix(history, points[k], totals[k])?;
-                    let index = memo.as_deref_mut().map(|m| &mut m.seen);
+                    let prefix = settle::prefix(history, points[k], totals[k])?;
+                    let index = seen.as_deref_mut();
                     (result, trace) = self
-                        .shed(&seen, budget, Aim::Watermark, counter, &mut shrunk, index)
+                        .shed(&prefix, budget, Aim::Watermark, counter, shrunk, index)
                         .await?;
                 }
             }
         }
-        if let Some(memo) = memo {
-            memo.resume.keep(
+        if let Some(resume) = resume {
+            resume.keep(
                 budget,
                 start,
                 &points,

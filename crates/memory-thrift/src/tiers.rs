@@ -89,15 +89,19 @@ pub(crate) async fn long_outputs(
     // The newest step's outputs too: cut now to the length they will have
     // once the step is no longer the newest, so that its aging leaves the
     // prompt's prefix as it is.
+    // Tool results are unchanged until this stage: the listed ones need
+    // no second look at their text.
+    let listed = layout.lists_kinds();
     let items: Vec<usize> = layout
-        .candidates(Kind::Results, 0..history.len())
+        .candidates(Kind::Cuttable, 0..history.len())
         .filter(|&i| {
             work.count(i) > max_tokens
                 && work.message(i).is_tool_result()
                 && !work.is_dropped(i)
                 && !history.is_protected(i)
-                && matches!(work.message(i), Message::ToolResult { content, .. }
-                    if !cut::is_cut(content) && !placeholder::is_placeholder(content))
+                && (listed
+                    || matches!(work.message(i), Message::ToolResult { content, .. }
+                    if !cut::is_cut(content) && !placeholder::is_placeholder(content)))
         })
         .collect();
     let mut shed = stock(work, &items, |_| 1);

@@ -1,5 +1,7 @@
 //! The working copy of a trim: the history with the changes made so far.
 
+use std::sync::Arc;
+
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
 use crate::placeholder;
@@ -32,7 +34,9 @@ pub(crate) struct Work<'h, 'a> {
     history: &'h History<'a>,
     /// For each message, its place in `changed` plus one (0: unchanged).
     slot: Vec<u32>,
-    changed: Vec<Message>,
+    /// Shared with what the memo keeps (a cut output), so that a change
+    /// costs no copy unless the message is kept.
+    changed: Vec<Arc<Message>>,
     counts: Vec<usize>,
     dropped: Vec<bool>,
     /// Replaced by its placeholder (written at the end).
@@ -116,7 +120,8 @@ impl<'h, 'a> Work<'h, 'a> {
     }
 
     /// Puts `message`, of `tokens` tokens, in place of message `i`.
-    pub fn set(&mut self, i: usize, message: Message, tokens: usize) {
+    pub fn set(&mut self, i: usize, message: impl Into<Arc<Message>>, tokens: usize) {
+        let message = message.into();
         self.total = self.total - self.counts[i] + tokens;
         self.counts[i] = tokens;
         match self.slot[i] {
@@ -141,6 +146,7 @@ impl<'h, 'a> Work<'h, 'a> {
         let n = history.len();
         let mut selection = Selection::new(history);
         let mut changed = self.changed;
+        let empty = Arc::new(Message::System(String::new()));
         let mut run = 0;
         for i in 0..n {
             let slot = self.slot[i];
@@ -157,15 +163,13 @@ impl<'h, 'a> Work<'h, 'a> {
             let message = if self.replaced[i] {
                 let current = match slot {
                     0 => &history.messages()[i],
-                    k => &changed[k as usize - 1],
+                    k => &*changed[k as usize - 1],
                 };
                 placeholder_of(current)
             } else {
-                // Taken out, leaving an empty message that is dropped unused.
-                std::mem::replace(
-                    &mut changed[slot as usize - 1],
-                    Message::System(String::new()),
-                )
+                // Taken out (copied only when the memo shares it).
+                let taken = std::mem::replace(&mut changed[slot as usize - 1], empty.clone());
+                Arc::try_unwrap(taken).unwrap_or_else(|shared| (*shared).clone())
             };
             // Protected messages are never changed, so this is not one.
             selection.push(message, self.counts[i], false);

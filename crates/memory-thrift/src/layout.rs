@@ -40,8 +40,10 @@ pub(crate) struct Layout<'k> {
 pub(crate) enum Kind {
     /// Tool results.
     Results,
-    /// Tool results neither cut nor replaced by a placeholder (as the
-    /// history has them).
+    /// Tool results not replaced by a placeholder (as the history has
+    /// them).
+    Replaceable,
+    /// Of those, the ones not cut (as the history has them).
     Cuttable,
     /// Assistant messages with reasoning.
     Reasoned,
@@ -156,6 +158,7 @@ fn candidates<'k>(
     let listed = kinds.map(|kinds| {
         let list = match kind {
             Kind::Results => &kinds.results,
+            Kind::Replaceable => &kinds.replaceable,
             Kind::Cuttable => &kinds.cuttable,
             Kind::Reasoned => &kinds.reasoned,
             Kind::Media => &kinds.media,

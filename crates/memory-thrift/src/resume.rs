@@ -52,9 +52,10 @@ impl Resume {
     }
 
     /// The latest kept state of a call in `calls`, computed under `budget`
-    /// for the replay that starts at `start`.
-    pub fn find(
-        &self,
+    /// for the replay that starts at `start`, taken out (the replay that
+    /// takes it up keeps new ones when it ends).
+    pub fn take(
+        &mut self,
         budget: &Budget,
         start: usize,
         calls: Range<usize>,
@@ -63,15 +64,13 @@ impl Resume {
         if self.budget != Some(limits(budget)) {
             return None;
         }
-        self.kept
-            .iter()
-            .rev()
-            .find(|kept| {
-                kept.start == start
-                    && calls.contains(&kept.call)
-                    && points.get(kept.call) == Some(&kept.point)
-            })
-            .map(|kept| (kept.call, kept.result.clone(), kept.trace.clone()))
+        let at = self.kept.iter().rposition(|kept| {
+            kept.start == start
+                && calls.contains(&kept.call)
+                && points.get(kept.call) == Some(&kept.point)
+        })?;
+        let kept = self.kept.swap_remove(at);
+        Some((kept.call, kept.result, kept.trace))
     }
 
     /// Keeps the states of the replay that started at `start` under

@@ -62,7 +62,9 @@ pub(crate) struct Seen {
 pub(crate) struct Kinds {
     /// Tool results.
     pub results: Vec<usize>,
-    /// Tool results neither cut nor replaced by a placeholder already.
+    /// Tool results not replaced by a placeholder already.
+    pub replaceable: Vec<usize>,
+    /// Of those, the ones not cut already.
     pub cuttable: Vec<usize>,
     /// Assistant messages with reasoning.
     pub reasoned: Vec<usize>,
@@ -75,8 +77,11 @@ impl Kinds {
         match message {
             Message::ToolResult { content, .. } => {
                 self.results.push(i);
-                if !cut::is_cut(content) && !placeholder::is_placeholder(content) {
-                    self.cuttable.push(i);
+                if !placeholder::is_placeholder(content) {
+                    self.replaceable.push(i);
+                    if !cut::is_cut(content) {
+                        self.cuttable.push(i);
+                    }
                 }
             }
             Message::Assistant {
@@ -92,6 +97,7 @@ impl Kinds {
     fn truncate(&mut self, len: usize) {
         for list in [
             &mut self.results,
+            &mut self.replaceable,
             &mut self.cuttable,
             &mut self.reasoned,
             &mut self.media,

@@ -326,7 +326,7 @@ impl Thrift {
         // to date (see `Memo`).
         let mut lent = self.memo.lend();
         let mut own = Shrunk::kept();
-        let (mut seen, shrunk, resume) = match lent.state() {
+        let (mut seen, shrunk, mut resume) = match lent.state() {
             Some(state) => {
                 state.sync(history, counter);
                 let State {
@@ -397,8 +397,8 @@ impl Thrift {
         // The replay of an earlier trim of the same prefix, when there is
         // one, is taken up where it stopped.
         let resumed = resume
-            .as_deref()
-            .and_then(|resume| resume.find(budget, start, from..last + 1, &points));
+            .as_deref_mut()
+            .and_then(|resume| resume.take(budget, start, from..last + 1, &points));
         let (begin, mut result, mut trace) = match resumed {
             Some(found) => found,
             None => {

@@ -171,15 +171,20 @@ pub(crate) async fn earlier_results(
     shrunk: &mut Shrunk,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
+    // A listed result needs a look at its text only if a stage changed it.
+    let listed = layout.lists_kinds();
     let items: Vec<usize> = layout
         .candidates(
-            Kind::Results,
+            Kind::Replaceable,
             0..layout.recent_results_from.min(layout.newest_step),
         )
         .filter(|&i| {
-            matches!(work.message(i), Message::ToolResult { content, .. }
+            (if listed && !work.is_changed(i) {
+                work.message(i).is_tool_result()
+            } else {
+                matches!(work.message(i), Message::ToolResult { content, .. }
                     if !placeholder::is_placeholder(content))
-                && !work.is_dropped(i)
+            }) && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
                 && Some(i) != layout.newest_result
         })

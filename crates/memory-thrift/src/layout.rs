@@ -118,15 +118,20 @@ impl<'k> Layout<'k> {
         self.kinds.is_some()
     }
 
-    /// The batch of a tool result of the newest round: its results are
-    /// numbered from the round's start and taken `batch` at a time, so a
-    /// batch holds the same results on every turn of the round. `None`
-    /// for a result of an earlier round.
-    pub fn result_batch(&self, i: usize) -> Option<usize> {
-        self.round_results
-            .binary_search(&i)
-            .ok()
-            .map(|k| k / self.batch)
+    /// The batch of each tool result of the newest round, for positions
+    /// asked in ascending order: its results are numbered from the round's
+    /// start and taken `batch` at a time, so a batch holds the same
+    /// results on every turn of the round. `None` for a result of an
+    /// earlier round. Constant time each, amortized.
+    pub fn result_batches(&self) -> impl FnMut(usize) -> Option<usize> + '_ {
+        let mut at = 0;
+        move |i| {
+            let results = &self.round_results;
+            while results.get(at).is_some_and(|&r| r < i) {
+                at += 1;
+            }
+            (results.get(at) == Some(&i)).then(|| at / self.batch)
+        }
     }
 
     /// Whether message `i` lies in the floor (constant time).
@@ -167,4 +172,34 @@ fn candidates<'k>(
     });
     let all = listed.is_none().then_some(range).into_iter().flatten();
     listed.into_iter().flatten().chain(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::ToolCall;
+
+    #[test]
+    fn the_newest_round_s_results_go_in_batches() {
+        let mut m = vec![Message::user("old"), Message::assistant("a")];
+        m.push(Message::user("now"));
+        for k in 0..7 {
+            let id = format!("c{k}");
+            m.push(Message::assistant_with_tools(
+                "",
+                vec![ToolCall::new(&id, "ls", "{}")],
+            ));
+            m.push(Message::tool_result(&id, "out"));
+        }
+        let counts = vec![1; m.len()];
+        let history = History::new(&m, &counts).unwrap();
+        let layout = Layout::new(&history, 3, None);
+        let mut batch_of = layout.result_batches();
+        let got: Vec<Option<usize>> = (0..m.len()).map(&mut batch_of).collect();
+        let mut want = vec![None; m.len()];
+        for k in 0..7 {
+            want[4 + 2 * k] = Some(k / 3);
+        }
+        assert_eq!(got, want);
+    }
 }

@@ -197,8 +197,9 @@ pub(crate) async fn earlier_results(
     // turns of an agent loop, whose results each exceed the sticky step,
     // move this frontier once per batch rather than once per turn.
     let mut batch = None;
+    let mut batch_of = layout.result_batches();
     for i in items {
-        let this = layout.result_batch(i);
+        let this = batch_of(i);
         if work.total() <= stop_at && (this.is_none() || this != batch) {
             break;
         }

@@ -112,6 +112,15 @@ impl<'k> Layout<'k> {
         candidates(self.kinds, kind, range)
     }
 
+    /// The head and rounds of `messages`, the history's: as
+    /// [`structure::rounds`] gives them, from the kinds when known.
+    pub fn rounds(&self, messages: &[Message]) -> structure::Rounds {
+        match self.kinds {
+            Some(kinds) => kinds.rounds(messages.len()),
+            None => structure::rounds(messages),
+        }
+    }
+
     /// Whether the candidates are exactly the messages of their kind (as
     /// the history has them), rather than every position.
     pub fn lists_kinds(&self) -> bool {

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use memory_core::structure::Rounds;
 use memory_core::{History, Message};
 
 use crate::key::{message_key, text_key};
@@ -44,8 +45,6 @@ pub(crate) struct Seen {
     totals: Vec<usize>,
     /// Positions of the assistant messages after the first message.
     assistants: Vec<usize>,
-    /// Positions of the user messages.
-    users: Vec<usize>,
     /// Each message's [`text_key`].
     text_keys: Vec<u64>,
     /// Positions by [`text_key`], ascending.
@@ -56,10 +55,13 @@ pub(crate) struct Seen {
     pub terms: TermIndex,
 }
 
-/// Positions of the messages the cheap stages look at, ascending: every
-/// other message is passed over by them.
+/// Positions of the user messages (where the rounds start) and of the
+/// messages the cheap stages look at, ascending: every other message is
+/// passed over by them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Kinds {
+    /// User messages.
+    pub users: Vec<usize>,
     /// Tool results.
     pub results: Vec<usize>,
     /// Tool results not replaced by a placeholder already.
@@ -74,6 +76,9 @@ pub(crate) struct Kinds {
 
 impl Kinds {
     fn push(&mut self, i: usize, message: &Message) {
+        if message.is_user() {
+            self.users.push(i);
+        }
         match message {
             Message::ToolResult { content, .. } => {
                 self.results.push(i);
@@ -96,6 +101,7 @@ impl Kinds {
 
     fn truncate(&mut self, len: usize) {
         for list in [
+            &mut self.users,
             &mut self.results,
             &mut self.replaceable,
             &mut self.cuttable,
@@ -103,6 +109,20 @@ impl Kinds {
             &mut self.media,
         ] {
             list.truncate(list.partition_point(|&i| i < len));
+        }
+    }
+
+    /// The head and rounds of the first `len` messages, as
+    /// [`structure::rounds`](memory_core::structure::rounds) gives them.
+    pub fn rounds(&self, len: usize) -> Rounds {
+        let users = Self::within(&self.users, 0..len);
+        Rounds {
+            head: 0..users.first().copied().unwrap_or(len),
+            rounds: users
+                .iter()
+                .enumerate()
+                .map(|(k, &s)| s..users.get(k + 1).copied().unwrap_or(len))
+                .collect(),
         }
     }
 
@@ -184,7 +204,6 @@ impl Seen {
         self.totals.truncate(len + 1);
         self.text_keys.truncate(len);
         self.assistants.retain(|&i| i < len);
-        self.users.retain(|&i| i < len);
         self.kinds.truncate(len);
         self.terms.truncate(len);
     }
@@ -200,9 +219,6 @@ impl Seen {
         self.keys.push(message_key(message));
         if message.is_assistant() && i > 0 {
             self.assistants.push(i);
-        }
-        if message.is_user() {
-            self.users.push(i);
         }
         let key = text_key(message);
         self.text_keys.push(key);
@@ -222,7 +238,7 @@ impl Seen {
     /// The model calls of the first `len` messages, as
     /// [`settle::call_points`](crate::settle::call_points) gives them.
     pub fn call_points(&self, len: usize) -> Vec<usize> {
-        if self.users.first().is_none_or(|&u| u >= len) {
+        if self.kinds.users.first().is_none_or(|&u| u >= len) {
             return Vec::new();
         }
         let calls = self.assistants.partition_point(|&i| i < len);
@@ -235,12 +251,7 @@ impl Seen {
     /// The rounds of the first `len` messages, as
     /// [`structure::rounds`](memory_core::structure::rounds) gives them.
     pub fn rounds(&self, len: usize) -> Vec<Range<usize>> {
-        let users = &self.users[..self.users.partition_point(|&i| i < len)];
-        users
-            .iter()
-            .enumerate()
-            .map(|(k, &s)| s..users.get(k + 1).copied().unwrap_or(len))
-            .collect()
+        self.kinds.rounds(len).rounds
     }
 
     /// Positions among the first `len` messages whose text is that of one
@@ -278,7 +289,7 @@ fn first_difference(a: &[usize], b: &[usize]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::{CharTokenCounter, count_messages};
+    use memory_core::{CharTokenCounter, count_messages, structure};
 
     fn chat(n: usize) -> Vec<Message> {
         let mut m = vec![Message::system("rules")];
@@ -308,10 +319,9 @@ mod tests {
         assert_eq!(seen.totals, fresh.totals);
         assert_eq!(seen.call_points(m.len()), crate::settle::call_points(&m));
         assert_eq!(seen.call_points(151), crate::settle::call_points(&m[..151]));
-        assert_eq!(
-            seen.rounds(m.len()),
-            memory_core::structure::rounds(&m).rounds
-        );
+        assert_eq!(seen.kinds.rounds(m.len()), structure::rounds(&m));
+        assert_eq!(seen.kinds.rounds(1), structure::rounds(&m[..1]));
+        assert_eq!(seen.kinds.rounds(0), structure::rounds(&[]));
     }
 
     #[tokio::test]

@@ -77,24 +77,15 @@ pub(crate) async fn drop_units(
     scoring: Scoring<'_>,
 ) -> Dropped {
     let units = units(work, layout);
-    let tally = |keep: &dyn Fn(usize) -> bool, round: bool| Tally {
-        count: (0..units.len())
-            .filter(|&k| units[k].round == round && keep(k))
-            .count(),
-        tokens: (0..units.len())
-            .filter(|&k| units[k].round == round && keep(k))
-            .map(|k| units[k].cost)
-            .sum(),
-    };
-    let all = |_: usize| true;
+    let (rounds, steps) = tally(&units, |_| true);
     let mut dropped = Dropped {
         rounds: Shed {
-            before: tally(&all, true),
-            after: tally(&all, true),
+            before: rounds,
+            after: rounds,
         },
         steps: Shed {
-            before: tally(&all, false),
-            after: tally(&all, false),
+            before: steps,
+            after: steps,
         },
         target: None,
     };
@@ -214,9 +205,7 @@ pub(crate) async fn drop_units(
             }
         }
     }
-    let kept = |k: usize| keep[k] || partly[k].is_some();
-    dropped.rounds.after = tally(&kept, true);
-    dropped.steps.after = tally(&kept, false);
+    (dropped.rounds.after, dropped.steps.after) = tally(&units, |k| keep[k] || partly[k].is_some());
     // What a round kept in part still costs.
     for (k, part) in partly.iter().enumerate() {
         if let Some((_, kept_cost)) = part {
@@ -224,6 +213,20 @@ pub(crate) async fn drop_units(
         }
     }
     dropped
+}
+
+/// The rounds and the steps among `units` that `kept` says are kept:
+/// their number and cost.
+fn tally(units: &[Unit], kept: impl Fn(usize) -> bool) -> (Tally, Tally) {
+    let (mut rounds, mut steps) = (Tally::default(), Tally::default());
+    for (k, unit) in units.iter().enumerate() {
+        if kept(k) {
+            let tally = if unit.round { &mut rounds } else { &mut steps };
+            tally.count += 1;
+            tally.tokens += unit.cost;
+        }
+    }
+    (rounds, steps)
 }
 
 /// A unit's place in the order the stage keeps units in, as one number:
@@ -345,7 +348,7 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
             }
         }
         Some(q) => {
-            let rounds = structure::rounds(messages);
+            let rounds = layout.rounds(messages);
             for step in steps_of(rounds.head.clone()) {
                 push(step, false, false);
             }

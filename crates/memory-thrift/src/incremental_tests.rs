@@ -33,10 +33,37 @@ impl Draw {
     }
 }
 
-const WORDS: [&str; 24] = [
-    "deploy", "deployed", "cluster", "clusters", "parser", "billing", "invoice", "garden", "roses",
-    "kernel", "panic", "staging", "running", "tests", "failing", "market", "forty", "euros",
-    "what", "that", "have", "about", "again", "queries",
+/// Words of the generated sessions; the last ones are words of Thrift's
+/// placeholders and cut markers, so that a question can share them with
+/// what is shown changed.
+const WORDS: [&str; 27] = [
+    "deploy",
+    "deployed",
+    "cluster",
+    "clusters",
+    "parser",
+    "billing",
+    "invoice",
+    "garden",
+    "roses",
+    "kernel",
+    "panic",
+    "staging",
+    "running",
+    "tests",
+    "failing",
+    "market",
+    "forty",
+    "euros",
+    "what",
+    "that",
+    "have",
+    "about",
+    "again",
+    "queries",
+    "image",
+    "omitted",
+    "characters",
 ];
 
 fn sentence(draw: &mut Draw, words: usize) -> String {
@@ -106,6 +133,28 @@ fn session(seed: u64, n: usize) -> Vec<Message> {
     m
 }
 
+/// Counts as [`CharTokenCounter`] does, and 500 tokens more for each
+/// image, so that images are worth replacing.
+struct Pricey;
+
+#[async_trait::async_trait]
+impl memory_core::TokenCounter for Pricey {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        CharTokenCounter.count(text).await
+    }
+
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        let images = match message {
+            Message::User(blocks) => blocks
+                .iter()
+                .filter(|b| matches!(b, ContentBlock::Image(_)))
+                .count(),
+            _ => 0,
+        };
+        Ok(CharTokenCounter.count_message(message).await? + 500 * images)
+    }
+}
+
 /// A relevance that is not [`Lexical`] (so the drop stage scores texts)
 /// and scores as it does.
 #[derive(Debug)]
@@ -141,25 +190,35 @@ async fn traced(
 ) -> (TrimResult, ThriftTrace) {
     let reference = !thrift.memo.keeps();
     WHOLE_ORDER.with(|w| w.set(reference));
-    let result = thrift.trim_traced(history, budget, &CharTokenCounter).await;
+    let result = thrift.trim_traced(history, budget, &Pricey).await;
     WHOLE_ORDER.with(|w| w.set(false));
     result.unwrap()
 }
 
 /// Trims every call of `m` (before each assistant message, and at the
 /// end) with `kept`, which keeps its memo, and with a fresh Thrift that
-/// keeps nothing, and asserts the same results and traces.
-async fn same_calls(kept: &Thrift, fresh: &Thrift, m: &[Message], budget: &Budget, what: &str) {
-    let counts = count_messages(&CharTokenCounter, m).await.unwrap();
+/// keeps nothing, and asserts the same results and traces; returns the
+/// traces.
+async fn same_calls(
+    kept: &Thrift,
+    fresh: &Thrift,
+    m: &[Message],
+    budget: &Budget,
+    what: &str,
+) -> Vec<ThriftTrace> {
+    let counts = count_messages(&Pricey, m).await.unwrap();
     let ends = (1..m.len())
         .filter(|&k| m[k].is_assistant())
         .chain([m.len()]);
+    let mut traces = Vec::new();
     for end in ends {
         let got = trim(kept, &m[..end], &counts[..end], budget).await;
         let want = trim(fresh, &m[..end], &counts[..end], budget).await;
         assert_eq!(got.0, want.0, "{what}: the call at {end}");
         assert_eq!(got.1, want.1, "{what}: the trace at {end}");
+        traces.push(got.1);
     }
+    traces
 }
 
 fn pair(make: impl Fn() -> Thrift) -> (Thrift, Thrift) {
@@ -170,22 +229,18 @@ fn pair(make: impl Fn() -> Thrift) -> (Thrift, Thrift) {
 
 #[tokio::test]
 async fn call_after_call_the_results_are_those_of_reading_afresh() {
+    let mut traces = Vec::new();
     for seed in 1..=6 {
         let m = session(seed, 120);
         for budget in [
             Budget::tokens(400),
             Budget::tokens(1_500),
             Budget::both(900, 3),
+            Budget::rounds(2),
         ] {
             let (kept, fresh) = pair(Thrift::new);
-            same_calls(
-                &kept,
-                &fresh,
-                &m,
-                &budget,
-                &format!("seed {seed}, {budget:?}"),
-            )
-            .await;
+            let what = format!("seed {seed}, {budget:?}");
+            traces.extend(same_calls(&kept, &fresh, &m, &budget, &what).await);
         }
         let shared: std::sync::Arc<dyn Relevance> = std::sync::Arc::new(Lexical);
         let (kept, fresh) = pair(|| Thrift::new().with_relevance(shared.clone()));
@@ -195,6 +250,16 @@ async fn call_after_call_the_results_are_those_of_reading_afresh() {
         let what = format!("seed {seed}, another relevance");
         same_calls(&kept, &fresh, &m, &Budget::tokens(700), &what).await;
     }
+    // Every stage had work to do somewhere.
+    let some = |f: &dyn Fn(&ThriftTrace) -> bool| traces.iter().any(f);
+    assert!(some(&|t| t.reached_back));
+    assert!(some(&|t| t.appended.count > 0));
+    assert!(some(&|t| t.reasoning.shed() > 0));
+    assert!(some(&|t| t.tool_outputs_cut.shed() > 0));
+    assert!(some(&|t| t.tool_results_replaced.shed() > 0));
+    assert!(some(&|t| t.media_replaced.shed() > 0));
+    assert!(some(&|t| t.rounds_dropped.shed() > 0));
+    assert!(some(&|t| t.steps_dropped.shed() > 0));
 }
 
 #[tokio::test]
@@ -211,7 +276,7 @@ async fn histories_that_change_are_read_again_where_they_changed() {
     let check = |m: Vec<Message>, what: &'static str| {
         let (kept, fresh, budget) = (&kept, &fresh, &budget);
         async move {
-            let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+            let counts = count_messages(&Pricey, &m).await.unwrap();
             let got = trim(kept, &m, &counts, budget).await;
             let want = trim(fresh, &m, &counts, budget).await;
             assert_eq!(got, want, "{what}");
@@ -254,7 +319,7 @@ async fn histories_that_change_are_read_again_where_they_changed() {
 #[tokio::test]
 async fn protection_that_changes_is_a_change() {
     let m = session(3, 200);
-    let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+    let counts = count_messages(&Pricey, &m).await.unwrap();
     let budget = Budget::tokens(500);
     let (kept, fresh) = pair(Thrift::new);
     for protect in [vec![0], vec![0, 40], vec![0]] {
@@ -295,4 +360,38 @@ async fn another_counter_is_a_change() {
         WHOLE_ORDER.with(|w| w.set(false));
         assert_eq!(got, want, "round {round}");
     }
+}
+
+#[tokio::test]
+async fn a_cut_output_is_scored_by_what_the_cut_shows() {
+    // Round 1 names the zeppelin in a short reply; round 2 only in the
+    // middle of a long output, which is cut before units are scored. A
+    // rounds limit leaves room for one of them.
+    let middle = "the zeppelin zeppelin log line\n".repeat(4);
+    let output = format!(
+        "{}{middle}{}",
+        "plain log line\n".repeat(600),
+        "plain log line\n".repeat(600)
+    );
+    let mut m = vec![
+        Message::system("You are a helpful agent."),
+        Message::user("Tell me of the airship."),
+        Message::assistant("The zeppelin flew in 1900."),
+        Message::user("Run the log."),
+        Message::assistant_with_tools("", vec![ToolCall::new("c1", "shell", "{}")]),
+        Message::tool_result("c1", output),
+        Message::assistant("Done."),
+    ];
+    m.push(Message::user("What about the zeppelin?"));
+    let counts = count_messages(&Pricey, &m).await.unwrap();
+    let history = History::new(&m, &counts)
+        .unwrap()
+        .protect(&[0])
+        .forget_task();
+    let budget = Budget::both(2_000, 2);
+    let (kept, fresh) = pair(Thrift::new);
+    let got = traced(&kept, &history, &budget).await;
+    let want = traced(&fresh, &history, &budget).await;
+    assert_eq!(got, want);
+    assert!(got.0.messages.contains(&m[2]), "{:?}", got.0.messages);
 }

@@ -1,5 +1,7 @@
 //! [`Thrift`]: fit a history into the budget without calling a model.
 
+use memory_core::covered::{Covered, Expanded};
+use memory_core::is_shrunk_from;
 use memory_core::{
     Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
 };
@@ -314,6 +316,32 @@ impl Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        // Covered messages compete for the budget like any older turn,
+        // where they stand: after the summary that stands for them. Under
+        // a rounds limit, which keeps the newest rounds, they stay folded.
+        let expanded = Some(budget)
+            .filter(|b| b.round_limit().is_none())
+            .and_then(|_| Expanded::of(history));
+        let Some(expanded) = expanded else {
+            let (mut result, trace) = self.trim_view(history, budget, counter).await?;
+            // A covered set without a summary to stand beside: none shown.
+            result.covered = Covered::default();
+            return Ok((result, trace));
+        };
+        let whole = expanded.history();
+        let (result, mut trace) = self.trim_view(&whole, budget, counter).await?;
+        trace.covered_shown = covered_shown(&expanded, &result);
+        Ok((result, trace))
+    }
+
+    /// [`trim_traced`](Thrift::trim_traced) of a history whose covered
+    /// messages, if any, are in place.
+    async fn trim_view(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let Some(max) = budget.max_tokens else {
             return self
                 .shed(history, budget, Aim::Level, counter, &mut Shrunk::once())
@@ -541,6 +569,34 @@ enum Aim {
     /// fits after the previous call's context, so that the next steps can
     /// append again.
     Watermark,
+}
+
+/// Covered messages shown in `result` (as they are, or shrunk), found in
+/// order among the expanded history's covered messages.
+fn covered_shown(expanded: &Expanded, result: &TrimResult) -> usize {
+    let whole = expanded.history();
+    let covered = &whole.messages()[expanded.covered_range()];
+    let mut next = 0;
+    let mut shown = 0;
+    // They stand together, after the view's messages before the anchor.
+    let before = expanded.covered_range().start;
+    for m in result
+        .messages
+        .iter()
+        .skip_while(|m| whole.messages()[..before].contains(m))
+    {
+        match covered[next..]
+            .iter()
+            .position(|c| m == c || is_shrunk_from(c, m))
+        {
+            Some(k) => {
+                shown += 1;
+                next += k + 1;
+            }
+            None => break,
+        }
+    }
+    shown
 }
 
 /// Most extra passes [`Thrift::trim_traced`] makes when the floor does not

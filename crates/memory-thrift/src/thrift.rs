@@ -1,6 +1,6 @@
 //! [`Thrift`]: fit a history into the budget without calling a model.
 
-use memory_core::covered::{Covered, Expanded};
+use memory_core::covered::{self, Covered, Expanded};
 use memory_core::is_shrunk_from;
 use memory_core::{
     Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
@@ -317,10 +317,13 @@ impl Thrift {
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         // Covered messages compete for the budget like any older turn,
-        // where they stand: after the summary that stands for them. Under
-        // a rounds limit, which keeps the newest rounds, they stay folded.
+        // where they stand: after the summary that stands for them, when a
+        // question asked since the summary may need them. An agent's steps
+        // and the observations that answer them go on from the summary;
+        // under a rounds limit, which keeps the newest rounds, they stay
+        // folded too.
         let expanded = Some(budget)
-            .filter(|b| b.round_limit().is_none())
+            .filter(|b| b.round_limit().is_none() && asks_anew(history))
             .and_then(|_| Expanded::of(history));
         let Some(expanded) = expanded else {
             let (mut result, trace) = self.trim_view(history, budget, counter).await?;
@@ -569,6 +572,18 @@ enum Aim {
     /// fits after the previous call's context, so that the next steps can
     /// append again.
     Watermark,
+}
+
+/// Whether the view's current question came after its summary's covered
+/// set and is short enough to be a question (at most
+/// [`reach::MAX_QUESTION_TOKENS`]) rather than an observation or a pasted
+/// file.
+fn asks_anew(history: &History<'_>) -> bool {
+    let Some(anchor) = covered::anchor(history) else {
+        return false;
+    };
+    structure::current_question(history.messages())
+        .is_some_and(|q| q >= anchor && history.counts()[q] <= reach::MAX_QUESTION_TOKENS)
 }
 
 /// Covered messages shown in `result` (as they are, or shrunk), found in

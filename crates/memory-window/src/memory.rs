@@ -471,10 +471,12 @@ impl WindowMemory {
                         // A session loaded afresh: what its summary stands
                         // for is in the store's history.
                         let history = store.history(&self.session).await?;
+                        let replaced = store.replaced(&self.session).await?;
                         let horizon = covered::horizon(&self.budget);
                         crate::recover::covered(
                             &snapshot.messages,
                             &history,
+                            &replaced,
                             &*self.counter,
                             horizon,
                         )

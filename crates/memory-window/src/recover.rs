@@ -1,6 +1,10 @@
 //! Recovers a view's covered set (see [`memory_core::covered`]) from the
 //! store's history, for a session loaded afresh.
 
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+
 use memory_core::covered::Covered;
 use memory_core::{MemoryError, Message, StoredMessage, TokenCounter, summary};
 
@@ -8,8 +12,9 @@ use memory_core::{MemoryError, Message, StoredMessage, TokenCounter, summary};
 /// [`memory_core::covered`]): the messages of `history` (everything
 /// appended, oldest first) between the view's messages up to its anchor
 /// (its first summary and the protected messages after it) and its tail
-/// (the rest), the newest whole steps within `horizon` tokens, counted with
-/// `counter`. Empty when the view has no summary, or when its head and tail
+/// (the rest), the newest whole steps within `horizon` tokens, with the
+/// counts stored with them in the `replaced` views (`counter` counts only
+/// a message found in none). Empty when the view has no summary, or when its head and tail
 /// are not found in the history in that order with its tail at the end:
 /// nothing is placed where it did not stand.
 ///
@@ -19,6 +24,7 @@ use memory_core::{MemoryError, Message, StoredMessage, TokenCounter, summary};
 pub(crate) async fn covered(
     view: &[StoredMessage],
     history: &[Message],
+    replaced: &[Vec<StoredMessage>],
     counter: &dyn TokenCounter,
     horizon: usize,
 ) -> Result<Covered, MemoryError> {
@@ -63,11 +69,23 @@ pub(crate) async fn covered(
     if matched < head.len() {
         return Ok(Covered::default());
     }
+    // The stored counts, by text: newest views first.
+    let mut stored: HashMap<u64, Vec<&StoredMessage>> = HashMap::new();
+    for s in replaced.iter().rev().flatten() {
+        stored.entry(text_key(&s.message)).or_default().push(s);
+    }
     // The newest whole steps within the horizon.
     let mut picked: Vec<(Message, usize)> = Vec::new();
     let mut total = 0;
     for m in history[from..end].iter().rev() {
-        let tokens = counter.count_message(m).await?;
+        let known = stored
+            .get(&text_key(m))
+            .and_then(|same| same.iter().find(|s| s.message == *m))
+            .map(|s| s.tokens);
+        let tokens = match known {
+            Some(tokens) => tokens,
+            None => counter.count_message(m).await?,
+        };
         if total + tokens > horizon {
             break;
         }
@@ -77,6 +95,14 @@ pub(crate) async fn covered(
     picked.reverse();
     let next = view.get(anchor).map(|s| s.message.clone());
     Ok(Covered::default().extended(picked, horizon).before(next))
+}
+
+/// A hash of a message's role and text, to find its stored count.
+fn text_key(message: &Message) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    message.role().hash(&mut hasher);
+    message.text().hash(&mut hasher);
+    hasher.finish()
 }
 
 #[cfg(test)]
@@ -117,10 +143,10 @@ mod tests {
         ]);
         // The task, protected, stands after the summary.
         view[2].protected = true;
-        let c = block_on(covered(&view, &history, &CharTokenCounter, 1_000)).unwrap();
+        let c = block_on(covered(&view, &history, &[], &CharTokenCounter, 1_000)).unwrap();
         assert_eq!(c.messages(), &history[2..4]);
         // Within a horizon that cannot hold the step, nothing.
-        let c = block_on(covered(&view, &history, &CharTokenCounter, 3)).unwrap();
+        let c = block_on(covered(&view, &history, &[], &CharTokenCounter, 3)).unwrap();
         assert!(c.is_empty());
     }
 
@@ -128,10 +154,17 @@ mod tests {
     fn a_tail_that_is_not_the_end_of_the_history_gives_nothing() {
         let history = vec![Message::user("a"), Message::user("b"), Message::user("c")];
         let view = stored(&[summary::message("a"), Message::user("b")]);
-        let c = block_on(covered(&view, &history, &CharTokenCounter, 1_000)).unwrap();
+        let c = block_on(covered(&view, &history, &[], &CharTokenCounter, 1_000)).unwrap();
         assert!(c.is_empty());
         let no_summary = stored(&history);
-        let c = block_on(covered(&no_summary, &history, &CharTokenCounter, 1_000)).unwrap();
+        let c = block_on(covered(
+            &no_summary,
+            &history,
+            &[],
+            &CharTokenCounter,
+            1_000,
+        ))
+        .unwrap();
         assert!(c.is_empty());
     }
 }

@@ -19,9 +19,10 @@
 
 use std::fmt;
 
+use memory_core::covered::Covered;
 use memory_core::{
-    CharTokenCounter, ContentBlock, History, ImageContent, Message, ToolCall, count_messages,
-    summary,
+    CharTokenCounter, ContentBlock, History, ImageContent, Message, TokenCounter, ToolCall,
+    count_messages, summary,
 };
 use proptest::collection::vec;
 use proptest::option;
@@ -167,6 +168,9 @@ pub struct Case {
     /// Whether the history protects the task (the default); `false` for
     /// a history that [forgets](History::forget_task) it.
     pub keep_task: bool,
+    /// Originals the view's summary stands for (see
+    /// [`memory_core::covered`]); empty unless [`Case::fold`] made some.
+    pub covered: Covered,
 }
 
 impl Case {
@@ -188,7 +192,79 @@ impl Case {
             counts,
             protected,
             keep_task: true,
+            covered: Covered::default(),
         }
+    }
+
+    /// This case with the `len` messages from `start` (moved to a step
+    /// boundary, stopping at a protected message) folded into a summary in
+    /// their place and kept as its covered set, as a compaction leaves a
+    /// view. `None` when the case already holds a summary or nothing can be
+    /// folded there.
+    ///
+    /// ```
+    /// use memory_core::{summary, Message};
+    /// use memory_tests::conversation::Case;
+    /// let case = Case::new(
+    ///     vec![Message::user("task"), Message::assistant("a"), Message::user("b"), Message::assistant("c")],
+    ///     vec![],
+    /// );
+    /// let folded = case.fold(1, 2).unwrap();
+    /// assert_eq!(folded.messages.len(), 3);
+    /// assert!(summary::is_summary(&folded.messages[1]));
+    /// assert_eq!(folded.covered.messages(), &case.messages[1..3]);
+    /// assert_eq!(folded.history().covered().len(), 2);
+    /// ```
+    pub fn fold(&self, start: usize, len: usize) -> Option<Case> {
+        if self.messages.iter().any(summary::is_summary) {
+            return None;
+        }
+        let history = self.history();
+        let n = self.messages.len();
+        let mut from = start.min(n);
+        while from < n && (history.is_protected(from) || self.messages[from].is_tool_result()) {
+            from += 1;
+        }
+        let mut to = from;
+        while to < n && to < from + len && !history.is_protected(to) {
+            to += 1;
+        }
+        // Whole steps: the span ends before a step's start.
+        while to > from && to < n && self.messages[to].is_tool_result() {
+            to -= 1;
+        }
+        if to == from {
+            return None;
+        }
+        let covered = Covered::new(
+            self.messages[from..to].to_vec(),
+            self.counts[from..to].to_vec(),
+        )
+        .ok()?
+        .before(self.messages.get(to).cloned());
+        let body = format!("{} earlier messages, folded.", to - from);
+        let folded = summary::message(body);
+        let folded_count = block_on(CharTokenCounter.count_message(&folded))
+            .expect("the char counter never fails");
+        let mut messages = self.messages[..from].to_vec();
+        messages.push(folded);
+        messages.extend_from_slice(&self.messages[to..]);
+        let mut counts = self.counts[..from].to_vec();
+        counts.push(folded_count);
+        counts.extend_from_slice(&self.counts[to..]);
+        let shift = to - from - 1;
+        let protected = self
+            .protected
+            .iter()
+            .map(|&p| if p < from { p } else { p - shift })
+            .collect();
+        Some(Case {
+            messages,
+            counts,
+            protected,
+            keep_task: self.keep_task,
+            covered,
+        })
     }
 
     /// The history a strategy trims.
@@ -206,6 +282,7 @@ impl Case {
             history.forget_task()
         }
         .protect(&self.protected)
+        .with_covered(self.covered.clone())
     }
 
     /// Total tokens.
@@ -235,6 +312,10 @@ impl fmt::Debug for Case {
             }
         )?;
         f.write_str(&describe(&self.messages, &self.counts))?;
+        if !self.covered.is_empty() {
+            writeln!(f, "covered ({} tokens):", self.covered.total())?;
+            f.write_str(&describe(self.covered.messages(), self.covered.counts()))?;
+        }
         f.write_str("}")
     }
 }

@@ -92,6 +92,26 @@ pub fn strategies() -> Vec<Entry> {
                     .then(Thrift::new()),
             ),
         ),
+        (
+            "pipeline(compact(timed),thrift)",
+            Arc::new(
+                Pipeline::new()
+                    .then(Compact::new(always(FakeReply::Text(
+                        "## State\nEarlier turns, folded.".into(),
+                    ))))
+                    .then(Thrift::new()),
+            ),
+        ),
+        (
+            "pipeline(compact(eager),window)",
+            Arc::new(
+                Pipeline::new()
+                    .then(eager_compact(always(FakeReply::Text(
+                        "## State\nEarlier turns, folded.".into(),
+                    ))))
+                    .then(WindowDrop::new()),
+            ),
+        ),
         ("thrift", Arc::new(Thrift::new())),
         (
             "pipeline(window,thrift)",

@@ -43,6 +43,26 @@ pub fn scenarios() -> impl Strategy<Value = Scenario> {
     })
 }
 
+/// Scenarios whose conversation has been compacted: a drawn span folded
+/// into a summary and kept as its covered set ([`Case::fold`]), so that the
+/// view is trimmed with covered originals within reach.
+///
+/// ```
+/// use proptest::strategy::{Strategy, ValueTree};
+/// let mut runner = proptest::test_runner::TestRunner::deterministic();
+/// let s = memory_tests::scenario::covered_scenarios().new_tree(&mut runner).unwrap().current();
+/// assert!(!s.case.covered.is_empty());
+/// ```
+pub fn covered_scenarios() -> impl Strategy<Value = Scenario> {
+    (scenarios(), 0usize..6, 1usize..40).prop_filter_map(
+        "nothing to fold",
+        |(scenario, start, len)| {
+            let case = scenario.case.fold(start, len)?;
+            Some(Scenario { case, ..scenario })
+        },
+    )
+}
+
 impl Scenario {
     /// Every budget to trim at: token budgets at 0, 1, around the floor,
     /// around the total and at the drawn fractions; rounds limits alone; and
@@ -61,7 +81,8 @@ impl Scenario {
     pub fn budgets(&self) -> Vec<Budget> {
         let history = self.case.history();
         let floor = structure::floor(&history).tokens;
-        let total = history.total();
+        // With covered originals, up to the whole of them in view.
+        let total = history.total() + history.covered().total();
         let drawn: Vec<usize> = self
             .permille
             .iter()

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use memory_core::covered;
 use memory_core::{
     Budget, History, MemoryError, ModelOptions, Provider, TokenCounter, TrimResult, TrimStrategy,
 };
@@ -65,6 +66,13 @@ use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
 /// ([`TrimResult::to_store`]). For the tightest fit, run
 /// `Compact` upstream of a subtractive stage such as thrift:
 /// `Pipeline::new().then(compact).then(thrift)`.
+///
+/// **Covered originals.** The messages a summary replaces stay within reach
+/// of later stages as the result's [`covered`](TrimResult::covered) set
+/// (the newest of them, up to [`memory_core::covered::horizon`]): a stage
+/// such as thrift may show again, verbatim, the covered turns the current
+/// question needs, while `compact,window` shows the summary and the recent
+/// turns only. See [`memory_core::covered`].
 ///
 /// **Background mode** ([`with_background`](Compact::with_background)): the
 /// request starts off the hot path once the history passes
@@ -543,17 +551,24 @@ impl TrimStrategy for Compact {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        match self.settings.mode() {
+        let mut result = match self.settings.mode() {
             Mode::Foreground => {
                 Foreground::new(&self.settings, self.engine.memo())
                     .trim(history, budget, counter)
-                    .await
+                    .await?
             }
             Mode::Background => {
                 Background::new(&self.settings, &self.engine)
                     .trim(history, budget, counter)
-                    .await
+                    .await?
             }
+        };
+        // What the summaries stand for stays within reach, up to the horizon.
+        let horizon = covered::horizon(budget);
+        result.covered = result.covered.within(horizon);
+        if let Some(stored) = result.write_back.as_mut() {
+            stored.covered = stored.covered.within(horizon);
         }
+        Ok(result)
     }
 }

@@ -32,6 +32,11 @@
 //! 5. [`Rule::NothingLost`], after a bad reply only: nothing written back,
 //!    no summary made.
 //!
+//! A history with [covered](crate::covered) originals is audited as its
+//! [expanded](crate::covered::Expanded) history: covered messages may be
+//! shown, in order, before the summary that stands for them, and count
+//! against the budget like any other.
+//!
 //! Invariants 6 (stable) and 7 (deterministic) need a second trim, so the
 //! caller checks them.
 //!
@@ -64,6 +69,7 @@ mod sources;
 pub use breach::{Breach, Rule};
 pub use report::Report;
 
+use crate::covered::Expanded;
 use crate::{
     Budget, History, MemoryError, TokenCounter, TrimResult, count_messages, structure, validate,
 };
@@ -217,14 +223,19 @@ impl<'a> Audit<'a> {
     /// assert_eq!(report.breaches[0].rule(), Rule::Counts);
     /// ```
     pub fn check(&self, result: &TrimResult, counted: &[usize]) -> Result<Report, MemoryError> {
+        // Covered messages may be shown where they stand: before the
+        // view's summary.
+        let expanded = Expanded::of(self.history);
+        let whole = expanded.as_ref().map(Expanded::history);
+        let history = whole.as_ref().unwrap_or(self.history);
         let shown = &result.messages;
         let mut breaches: Vec<Breach> = validate(shown).into_iter().map(Breach::Pairing).collect();
-        let (sources, stray) = sources::trace(self.history.messages(), shown);
+        let (sources, stray) = sources::trace(history.messages(), shown);
         breaches.extend(stray);
-        let floor = structure::floor(self.history);
+        let floor = structure::floor(history);
         let made = sources.contains(&Source::Made);
-        breaches.extend(kept::protected(self.history, result, &sources));
-        let floor_shown = kept::floor_shown(self.history, &floor, shown, made);
+        breaches.extend(kept::protected(history, result, &sources));
+        let floor_shown = kept::floor_shown(history, &floor, shown, made);
         breaches.extend(floor_shown.breaches);
         // The result's own floor is what it marks protected: its first user
         // message is the task only when the result says so.
@@ -238,7 +249,7 @@ impl<'a> Audit<'a> {
             tokens,
             floor: floor.tokens,
             own_floor: structure::floor(&own).tokens,
-            eased: floor_shown.shrunk || kept::merges_a_summary(self.history, &sources),
+            eased: floor_shown.shrunk || kept::merges_a_summary(history, &sources),
             given: self.given,
         };
         breaches.extend(fit.breach());
@@ -314,6 +325,7 @@ mod tests {
             replace: false,
             fits,
             write_back: None,
+            covered: Default::default(),
         }
     }
 

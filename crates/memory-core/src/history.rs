@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use crate::covered::Covered;
 use crate::{MemoryError, Message, structure, summary};
 
 /// Messages with their token counts and the indices that must never be shed
@@ -32,6 +33,8 @@ pub struct History<'a> {
     /// The task's index when this history protected it (rather than the
     /// caller).
     task: Option<usize>,
+    /// Originals the view's summary stands for (see [`crate::covered`]).
+    covered: Covered,
 }
 
 impl<'a> History<'a> {
@@ -60,6 +63,7 @@ impl<'a> History<'a> {
             protected: Cow::Owned(protected),
             total: counts.iter().sum(),
             task: None,
+            covered: Covered::default(),
         }
         .with_task())
     }
@@ -116,7 +120,59 @@ impl<'a> History<'a> {
             protected: Cow::Borrowed(protected),
             total,
             task: None,
+            covered: Covered::default(),
         })
+    }
+
+    /// A view with its covered set placed back ([`crate::covered::Expanded`]):
+    /// parts known to be consistent, the task as the view protected it.
+    pub(crate) fn expanded(
+        messages: &'a [Message],
+        counts: &'a [usize],
+        protected: &'a [usize],
+        total: usize,
+        task: Option<usize>,
+    ) -> Self {
+        debug_assert_eq!(messages.len(), counts.len());
+        Self {
+            messages,
+            counts,
+            protected: Cow::Borrowed(protected),
+            total,
+            task,
+            covered: Covered::default(),
+        }
+    }
+
+    /// This history with `covered`, the originals its summary stands for,
+    /// within reach of the stages that may show them (see
+    /// [`crate::covered`]).
+    ///
+    /// ```
+    /// use memory_core::covered::Covered;
+    /// use memory_core::{summary, History, Message};
+    /// let m = [summary::message("so far"), Message::user("next")];
+    /// let c = Covered::new(vec![Message::user("first")], vec![2]).unwrap();
+    /// let h = History::new(&m, &[3, 1]).unwrap().with_covered(c);
+    /// assert_eq!(h.covered().len(), 1);
+    /// assert_eq!(h.total(), 4); // the view's tokens only
+    /// ```
+    pub fn with_covered(mut self, covered: Covered) -> Self {
+        self.covered = covered;
+        self
+    }
+
+    /// The originals this history's summary stands for, kept within reach;
+    /// empty unless [`with_covered`](History::with_covered) gave some. They
+    /// are not among [`messages`](History::messages) nor in
+    /// [`total`](History::total).
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// assert!(History::new(&[], &[]).unwrap().covered().is_empty());
+    /// ```
+    pub fn covered(&self) -> &Covered {
+        &self.covered
     }
 
     /// Protects the task when it is not protected yet.

@@ -58,6 +58,7 @@ mod budget;
 mod cached_embedder;
 mod context;
 mod counter;
+pub mod covered;
 mod embedder;
 mod error;
 mod framing;

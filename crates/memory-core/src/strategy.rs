@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+use crate::covered::Covered;
 use crate::{Budget, History, MemoryError, Message, TokenCounter, count_messages};
 
 /// Fits a history into a [`Budget`].
@@ -141,6 +142,12 @@ pub struct TrimResult {
     /// before a later stage projected: what to store, which differs from
     /// what is shown.
     pub write_back: Option<Box<TrimResult>>,
+    /// The originals the result's summary stands for, within reach of the
+    /// stages after this one (see [`crate::covered`]); never shown by
+    /// themselves. Carried from the input by a stage that does not show
+    /// them, extended by one that summarizes, empty after one that chose
+    /// among them.
+    pub covered: Covered,
 }
 
 impl TrimResult {
@@ -161,6 +168,7 @@ impl TrimResult {
             replace: false,
             fits: budget.admits_tokens(history.total()),
             write_back: None,
+            covered: history.covered().clone(),
         }
     }
 
@@ -207,7 +215,10 @@ impl TrimResult {
     /// assert_eq!(r.as_history().unwrap().total(), 2);
     /// ```
     pub fn as_history(&self) -> Result<History<'_>, MemoryError> {
-        History::as_given(&self.messages, &self.counts, &self.protected, self.tokens())
+        Ok(
+            History::as_given(&self.messages, &self.counts, &self.protected, self.tokens())?
+                .with_covered(self.covered.clone()),
+        )
     }
 }
 
@@ -325,6 +336,7 @@ impl<'h, 'a> Selection<'h, 'a> {
             replace,
             fits,
             write_back: None,
+            covered: self.history.covered().clone(),
         }
     }
 }

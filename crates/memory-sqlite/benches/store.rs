@@ -4,12 +4,17 @@
 //! each and with group commit, and the latency of a compaction commit (a
 //! summary and the ten newest messages replacing a view of fifty).
 //!
+//! Then the pair of 16-writer runs again, interleaved: rounds of half a
+//! second of each, in alternating order, so that both see the same moments
+//! of a shared machine; it prints each round's two throughputs and their
+//! ratio, and the medians.
+//!
 //! `cargo bench -p memory-sqlite --bench store`
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_main};
+use criterion::{Criterion, Throughput};
 use memory_core::{Message, Store, StoredMessage, summary};
 use memory_sqlite::SqliteStore;
 
@@ -130,7 +135,96 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-mod group {
-    criterion::criterion_group!(benches, super::bench);
+/// Rounds of the interleaved pair.
+const ROUNDS: usize = 9;
+/// How long each of the pair runs in a round.
+const SLICE: Duration = Duration::from_millis(500);
+/// The interleaved pair's name, matched by a benchmark filter.
+const PAIR: &str = "sqlite/append/1 message per call, 16 writers, group commit vs a commit each";
+
+/// Appends per second of `store` from [`WRITERS`] writers for about
+/// [`SLICE`].
+fn rate(runtime: &tokio::runtime::Runtime, store: &Arc<SqliteStore>, name: &str) -> f64 {
+    let burst = WRITERS * 8;
+    let mut spent = Duration::ZERO;
+    let mut appends = 0;
+    while spent < SLICE {
+        spent += runtime.block_on(concurrent_appends(store, name, burst));
+        appends += burst;
+    }
+    appends as f64 / spent.as_secs_f64()
 }
-criterion_main!(group::benches);
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
+
+fn thousands(rate: f64) -> String {
+    format!("{:.1}k/s", rate / 1e3)
+}
+
+/// The 16-writer pair in interleaved rounds: each round's throughputs and
+/// ratio, then the medians.
+fn pair() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = SqliteStore::open(dir.path().join("pair.db")).expect("open the file");
+    let each = Arc::new(store.clone().with_group_commit(false));
+    let group = Arc::new(store);
+    println!(
+        "{PAIR}: {ROUNDS} interleaved rounds of {} ms each",
+        SLICE.as_millis()
+    );
+    let (mut alone, mut grouped, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=ROUNDS {
+        let (a, g) = if round % 2 == 1 {
+            let a = rate(&runtime, &each, "pair, a commit each");
+            (a, rate(&runtime, &group, "pair, group commit"))
+        } else {
+            let g = rate(&runtime, &group, "pair, group commit");
+            (rate(&runtime, &each, "pair, a commit each"), g)
+        };
+        println!(
+            "  round {round}: a commit each {}, group commit {}: {:.1}x",
+            thousands(a),
+            thousands(g),
+            g / a
+        );
+        alone.push(a);
+        grouped.push(g);
+        ratios.push(g / a);
+    }
+    let (low, high) = ratios
+        .iter()
+        .fold((f64::INFINITY, 0.0_f64), |(l, h), &r| (l.min(r), h.max(r)));
+    println!(
+        "  median: a commit each {}, group commit {}; ratio per round: median {:.1}x, \
+         lowest {low:.1}x, highest {high:.1}x",
+        thousands(median(alone)),
+        thousands(median(grouped)),
+        median(ratios)
+    );
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion);
+    // Only under `cargo bench`, and unless a filter leaves the pair out.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let benching = args.iter().any(|a| a == "--bench");
+    let filter = args.iter().find(|a| !a.starts_with('-'));
+    if benching && filter.is_none_or(|f| PAIR.contains(f.as_str())) {
+        pair();
+    }
+    criterion.final_summary();
+}

@@ -54,6 +54,7 @@
 //! history length at `V` (the last `seq` whose `version` is at most `V`).
 //! Nothing is ever deleted or updated but the `sessions` row.
 
+mod batch;
 mod group;
 mod schema;
 mod store;

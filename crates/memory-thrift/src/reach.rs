@@ -36,7 +36,7 @@ const SHOWN_SHARE: f64 = 0.7;
 
 /// A user message longer than this many tokens brings its own context (an
 /// observation, a pasted file): it is appended, not asked about.
-const MAX_QUESTION_TOKENS: usize = 128;
+pub(crate) const MAX_QUESTION_TOKENS: usize = 128;
 
 /// A user message at least this share of whose terms the assistant
 /// message before it holds answers that step.

@@ -1,5 +1,7 @@
 //! [`Thrift`]: fit a history into the budget without calling a model.
 
+use memory_core::covered::{self, Covered, Expanded};
+use memory_core::is_shrunk_from;
 use memory_core::{
     Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
 };
@@ -322,6 +324,35 @@ impl Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        // Covered messages compete for the budget like any older turn,
+        // where they stand: after the summary that stands for them, when a
+        // question asked since the summary may need them. An agent's steps
+        // and the observations that answer them go on from the summary;
+        // under a rounds limit, which keeps the newest rounds, they stay
+        // folded too.
+        let expanded = Some(budget)
+            .filter(|b| b.round_limit().is_none() && asks_anew(history))
+            .and_then(|_| Expanded::of(history));
+        let Some(expanded) = expanded else {
+            let (mut result, trace) = self.trim_view(history, budget, counter).await?;
+            // A covered set without a summary to stand beside: none shown.
+            result.covered = Covered::default();
+            return Ok((result, trace));
+        };
+        let whole = expanded.history();
+        let (result, mut trace) = self.trim_view(&whole, budget, counter).await?;
+        trace.covered_shown = covered_shown(&expanded, &result);
+        Ok((result, trace))
+    }
+
+    /// [`trim_traced`](Thrift::trim_traced) of a history whose covered
+    /// messages, if any, are in place.
+    async fn trim_view(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         // What earlier calls kept of this history's messages, brought up
         // to date (see `Memo`).
         let mut lent = self.memo.lend();
@@ -596,6 +627,46 @@ enum Aim {
     /// fits after the previous call's context, so that the next steps can
     /// append again.
     Watermark,
+}
+
+/// Whether the view's current question came after its summary's covered
+/// set and is short enough to be a question (at most
+/// [`reach::MAX_QUESTION_TOKENS`]) rather than an observation or a pasted
+/// file.
+fn asks_anew(history: &History<'_>) -> bool {
+    let Some(anchor) = covered::anchor(history) else {
+        return false;
+    };
+    structure::current_question(history.messages())
+        .is_some_and(|q| q >= anchor && history.counts()[q] <= reach::MAX_QUESTION_TOKENS)
+}
+
+/// Covered messages shown in `result` (as they are, or shrunk), found in
+/// order among the expanded history's covered messages.
+fn covered_shown(expanded: &Expanded, result: &TrimResult) -> usize {
+    let whole = expanded.history();
+    let covered = &whole.messages()[expanded.covered_range()];
+    let mut next = 0;
+    let mut shown = 0;
+    // They stand together, after the view's messages before the anchor.
+    let before = expanded.covered_range().start;
+    for m in result
+        .messages
+        .iter()
+        .skip_while(|m| whole.messages()[..before].contains(m))
+    {
+        match covered[next..]
+            .iter()
+            .position(|c| m == c || is_shrunk_from(c, m))
+        {
+            Some(k) => {
+                shown += 1;
+                next += k + 1;
+            }
+            None => break,
+        }
+    }
+    shown
 }
 
 /// Most extra passes [`Thrift::trim_traced`] makes when the floor does not

@@ -155,6 +155,10 @@ pub struct ThriftTrace {
     /// showed (rather than because the budget was crossed).
     #[serde(default)]
     pub reached_back: bool,
+    /// Covered messages (originals a summary stands for, see
+    /// [`memory_core::covered`]) shown again, as they are or shrunk.
+    #[serde(default)]
+    pub covered_shown: usize,
 }
 
 impl ThriftTrace {

@@ -32,6 +32,7 @@
 mod drop;
 mod memory;
 mod own;
+mod recover;
 
 pub use drop::WindowDrop;
 pub use memory::WindowMemory;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use memory_core::covered::{self, Covered};
 use memory_core::{
     Budget, CharTokenCounter, Context, History, Memory, MemoryError, Message, Store, StoreError,
     StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
@@ -27,6 +28,8 @@ struct State {
     protected: Vec<usize>,
     total: usize,
     version: Version,
+    /// What the view's summary stands for, within reach of the strategy.
+    covered: Covered,
 }
 
 impl State {
@@ -57,6 +60,16 @@ impl State {
             protected: result.protected.clone(),
             total: result.tokens(),
             version,
+            covered: result.covered.clone(),
+        }
+    }
+
+    /// The view's first summary and its covered set, to carry over a
+    /// reload that finds the same summary.
+    fn carried(&self) -> Carried {
+        Carried {
+            summary: first_summary(&self.messages).cloned(),
+            covered: self.covered.clone(),
         }
     }
 
@@ -68,6 +81,24 @@ impl State {
     fn stored_view(result: &TrimResult) -> Vec<StoredMessage> {
         stored(&result.messages, &result.counts, &result.protected)
     }
+}
+
+/// A covered set, with the summary it belongs to, kept across a reload.
+#[derive(Debug)]
+struct Carried {
+    summary: Option<Message>,
+    covered: Covered,
+}
+
+fn first_summary(messages: &[Message]) -> Option<&Message> {
+    messages.iter().find(|m| summary::is_summary(m))
+}
+
+fn first_summary_stored(stored: &[StoredMessage]) -> Option<&Message> {
+    stored
+        .iter()
+        .map(|s| &s.message)
+        .find(|m| summary::is_summary(m))
 }
 
 /// Messages with their counts, and the (sorted) protected ones flagged.
@@ -129,6 +160,8 @@ pub struct WindowMemory {
     session: String,
     state: Option<State>,
     keep_task: bool,
+    /// The covered set of the state last dropped for a reload.
+    carried: Option<Carried>,
 }
 
 impl std::fmt::Debug for WindowMemory {
@@ -170,6 +203,7 @@ impl WindowMemory {
             session: "default".to_string(),
             keep_task: true,
             state: None,
+            carried: None,
         }
     }
 
@@ -246,6 +280,7 @@ impl WindowMemory {
         self.keeping = Keeping::Store(store);
         self.session = session.into();
         self.state = None;
+        self.carried = None;
         self
     }
 
@@ -316,6 +351,21 @@ impl WindowMemory {
         self.len() == 0
     }
 
+    /// The originals the stored view's summary stands for, as far as the
+    /// strategy can reach them (see [`memory_core::covered`]): set by a
+    /// compaction, recovered from the store's history when a session is
+    /// loaded. Empty before the session is loaded or compacted.
+    ///
+    /// ```
+    /// assert!(memory_window::WindowMemory::new(1).covered().is_empty());
+    /// ```
+    pub fn covered(&self) -> Covered {
+        self.state
+            .as_ref()
+            .map(|s| s.covered.clone())
+            .unwrap_or_default()
+    }
+
     /// Like [`fitted`](Memory::fitted), with everything the strategy
     /// reported: each message's count, the protected indices, and for a
     /// pipeline what it wrote back. The strategy fits the messages to the
@@ -349,6 +399,7 @@ impl WindowMemory {
         if !self.keep_task {
             history = history.forget_task();
         }
+        history = history.with_covered(state.covered.clone());
         // The request's framing (the reply's start) is not in any message.
         let budget = self.budget.for_messages(self.counter.framing());
         let result = self
@@ -378,6 +429,10 @@ impl WindowMemory {
             Ok(_) => {
                 // It rebased over another writer's appends: read the
                 // session afresh to have them.
+                self.carried = Some(Carried {
+                    summary: first_summary(&stored.messages).cloned(),
+                    covered: stored.covered.clone(),
+                });
                 self.state = None;
             }
             Err(StoreError::Conflict { .. }) => {
@@ -385,23 +440,56 @@ impl WindowMemory {
                     session = %self.session,
                     "another compaction of the session came first; reloading the session"
                 );
-                self.state = None;
+                self.forget_state();
             }
             Err(other) => return Err(other.into()),
         }
         Ok(result)
     }
 
-    async fn load(&mut self) -> Result<(), MemoryError> {
-        if self.state.is_none() {
-            self.state = Some(match &self.keeping {
-                Keeping::Own(_) => State::default(),
-                Keeping::Store(store) => {
-                    let snapshot = store.load(&self.session).await?;
-                    State::from_stored(snapshot.messages, snapshot.version)
-                }
-            });
+    /// Drops the state for a reload, keeping its covered set in case the
+    /// reload finds the same summary.
+    fn forget_state(&mut self) {
+        if let Some(state) = self.state.take() {
+            self.carried = Some(state.carried());
         }
+    }
+
+    async fn load(&mut self) -> Result<(), MemoryError> {
+        if self.state.is_some() {
+            return Ok(());
+        }
+        let carried = self.carried.take();
+        let state = match &self.keeping {
+            Keeping::Own(_) => State::default(),
+            Keeping::Store(store) => {
+                let snapshot = store.load(&self.session).await?;
+                let summary = first_summary_stored(&snapshot.messages).cloned();
+                let covered = match carried {
+                    Some(c) if c.summary == summary => c.covered,
+                    _ if summary.is_some() => {
+                        // A session loaded afresh: what its summary stands
+                        // for is in the store's history.
+                        let history = store.history(&self.session).await?;
+                        let replaced = store.replaced(&self.session).await?;
+                        let horizon = covered::horizon(&self.budget);
+                        crate::recover::covered(
+                            &snapshot.messages,
+                            &history,
+                            &replaced,
+                            &*self.counter,
+                            horizon,
+                        )
+                        .await?
+                    }
+                    _ => Covered::default(),
+                };
+                let mut state = State::from_stored(snapshot.messages, snapshot.version);
+                state.covered = covered;
+                state
+            }
+        };
+        self.state = Some(state);
         Ok(())
     }
 
@@ -425,7 +513,7 @@ impl WindowMemory {
             state.push(message, tokens, protected);
         } else {
             // Another writer appended too: read the session afresh.
-            self.state = None;
+            self.forget_state();
             self.load().await?;
         }
         Ok(())

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use memory_core::covered::Covered;
 use memory_core::layer::ProviderStats;
 use memory_core::{History, InMemoryStore, Memory, MemoryError, Message, Pipeline, Store, summary};
 use memory_window::WindowMemory;
@@ -80,6 +81,9 @@ pub struct EndState {
     pub usage: ProviderStats,
     /// Time taken, in microseconds.
     pub latency_us: u64,
+    /// What the view's summary stands for, within reach of the questions'
+    /// trims (see [`memory_core::covered`]).
+    pub covered: Covered,
 }
 
 /// The session every conversation is recorded under (each in its own
@@ -148,6 +152,7 @@ impl EndState {
             contexts,
             usage,
             latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
+            covered: memory.covered(),
             ..EndState::default()
         };
         for (k, stored) in store.load(SESSION).await?.messages.into_iter().enumerate() {
@@ -232,7 +237,10 @@ impl Asking<'_> {
     /// ```
     pub fn history(&self) -> Result<History<'_>, MemoryError> {
         let s = &*self.state;
-        History::from_parts(&s.messages, &s.counts, &s.protected, s.tokens())
+        Ok(
+            History::from_parts(&s.messages, &s.counts, &s.protected, s.tokens())?
+                .with_covered(s.covered.clone()),
+        )
     }
 }
 

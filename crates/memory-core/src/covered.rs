@@ -1,0 +1,511 @@
+//! Covered originals: the messages a summary stands for, kept within reach
+//! of the stages after the one that summarized them.
+//!
+//! A materializing compaction replaces older messages by a summary. Those
+//! messages stay in the store's history, and the newest of them also travel
+//! beside the view as a [`Covered`] set ([`History::covered`],
+//! [`TrimResult::covered`](crate::TrimResult::covered)), so that a relevance
+//! stage downstream can show again, verbatim, the covered turns the current
+//! question needs. Each older turn then has two levels of detail: verbatim,
+//! or folded into the summary.
+//!
+//! How a covered message and its summary coexist:
+//!
+//! - Covered messages are not part of the view. A stage that does not ask
+//!   for them never shows them: every subtractive stage sheds them before
+//!   anything else, so `compact,window` shows the summary and the recent
+//!   turns, like classic compaction.
+//! - A stage that shows covered messages takes them from [`Expanded`]: the
+//!   view with the covered set placed, in its chronological order, after
+//!   the view's first summary, right before the message that followed it
+//!   when it was replaced ([`anchor`]; not placed if that message is no
+//!   longer in view). A covered message shown
+//!   sits after the summary that stands for it (so the summary stays in
+//!   the cached prefix), never twice, and never written back (such a
+//!   result is a projection).
+//! - The set is whole steps (a tool call never without its results), newer
+//!   than every message before its place and older than every message
+//!   after it, and none of it is protected: every invariant holds over the
+//!   expanded history as over the view.
+//! - A stage that consumes the set returns a result without it; one that
+//!   does not passes it on unchanged.
+//! - The set keeps the newest covered messages within a horizon of
+//!   [`HORIZON_BUDGETS`] times the token budget ([`horizon`]); older ones
+//!   live only in the store's history. A stage's work on covered messages
+//!   per call is bounded by that horizon, not by the session's length.
+//!
+//! ```
+//! use memory_core::covered::{Covered, Expanded};
+//! use memory_core::{summary, History, Message};
+//!
+//! let view = [
+//!     Message::user("plan the trip"),
+//!     summary::message("We chose Lisbon."),
+//!     Message::user("which hotel?"),
+//! ];
+//! let covered = Covered::new(
+//!     vec![Message::user("Lisbon or Porto?"), Message::assistant("Lisbon: the Alfama hotel.")],
+//!     vec![4, 6],
+//! )
+//! .unwrap()
+//! // They stood right before the question that followed them.
+//! .before(Some(Message::user("which hotel?")));
+//! let history = History::new(&view, &[3, 4, 3]).unwrap().with_covered(covered);
+//! let expanded = Expanded::of(&history).unwrap();
+//! let all = expanded.history();
+//! assert_eq!(all.len(), 5);
+//! assert!(summary::is_summary(&all.messages()[1]));
+//! assert_eq!(all.messages()[2], Message::user("Lisbon or Porto?"));
+//! assert_eq!(expanded.covered_range(), 2..4);
+//! assert!(all.covered().is_empty());
+//! ```
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::{Budget, History, MemoryError, Message, summary};
+
+/// How many budgets' worth of tokens the covered set keeps at most.
+///
+/// ```
+/// assert_eq!(memory_core::covered::HORIZON_BUDGETS, 32);
+/// ```
+pub const HORIZON_BUDGETS: usize = 32;
+
+/// The horizon without a token limit, in tokens.
+///
+/// ```
+/// assert_eq!(memory_core::covered::UNLIMITED_HORIZON, 262_144);
+/// ```
+pub const UNLIMITED_HORIZON: usize = 262_144;
+
+/// Tokens of covered messages kept within reach at `budget`:
+/// [`HORIZON_BUDGETS`] times its token limit, or [`UNLIMITED_HORIZON`]
+/// without one.
+///
+/// ```
+/// use memory_core::{covered, Budget};
+/// assert_eq!(covered::horizon(&Budget::tokens(2_000)), 64_000);
+/// assert_eq!(covered::horizon(&Budget::rounds(3)), covered::UNLIMITED_HORIZON);
+/// ```
+pub fn horizon(budget: &Budget) -> usize {
+    budget
+        .max_tokens
+        .map_or(UNLIMITED_HORIZON, |t| t.saturating_mul(HORIZON_BUDGETS))
+}
+
+/// Messages a summary of the view stands for, oldest first, with their
+/// token counts. Cheap to clone (shared).
+///
+/// ```
+/// use memory_core::covered::Covered;
+/// use memory_core::Message;
+/// let c = Covered::new(vec![Message::user("a")], vec![1]).unwrap();
+/// assert_eq!((c.len(), c.total()), (1, 1));
+/// assert!(Covered::default().is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Covered {
+    messages: Arc<[Message]>,
+    counts: Arc<[usize]>,
+    total: usize,
+    /// The view message that followed the covered messages where they
+    /// stood: the set is placed right before it.
+    next: Option<Arc<Message>>,
+}
+
+impl Covered {
+    /// A covered set of `messages` counted `counts`.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::InvalidTranscript`] when the lengths differ or the
+    /// first message is a tool result (the set is whole steps).
+    ///
+    /// ```
+    /// use memory_core::covered::Covered;
+    /// use memory_core::Message;
+    /// assert!(Covered::new(vec![Message::user("a")], vec![]).is_err());
+    /// assert!(Covered::new(vec![Message::tool_result("x", "out")], vec![2]).is_err());
+    /// ```
+    pub fn new(messages: Vec<Message>, counts: Vec<usize>) -> Result<Self, MemoryError> {
+        if messages.len() != counts.len() {
+            return Err(MemoryError::InvalidTranscript(format!(
+                "{} token counts given for {} covered messages; pass one count per message",
+                counts.len(),
+                messages.len()
+            )));
+        }
+        if messages.first().is_some_and(Message::is_tool_result) {
+            return Err(MemoryError::InvalidTranscript(
+                "the covered messages start with a tool result; a covered set is whole steps"
+                    .into(),
+            ));
+        }
+        Ok(Self {
+            total: counts.iter().sum(),
+            messages: messages.into(),
+            counts: counts.into(),
+            next: None,
+        })
+    }
+
+    /// This set, standing right before `next` in the view (the message
+    /// that followed the covered messages when they were replaced). A set
+    /// is placed only where its `next` is found after the view's first
+    /// summary ([`anchor`]).
+    ///
+    /// ```
+    /// use memory_core::covered::Covered;
+    /// use memory_core::Message;
+    /// let c = Covered::new(vec![Message::user("a")], vec![1]).unwrap();
+    /// let c = c.before(Some(Message::user("b")));
+    /// assert_eq!(c.next(), Some(&Message::user("b")));
+    /// ```
+    pub fn before(mut self, next: Option<Message>) -> Self {
+        self.next = next.map(Arc::new);
+        self
+    }
+
+    /// The message the set stands right before, if known.
+    ///
+    /// ```
+    /// assert!(memory_core::covered::Covered::default().next().is_none());
+    /// ```
+    pub fn next(&self) -> Option<&Message> {
+        self.next.as_deref()
+    }
+
+    /// The covered messages, oldest first.
+    ///
+    /// ```
+    /// assert!(memory_core::covered::Covered::default().messages().is_empty());
+    /// ```
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The token count of each covered message.
+    ///
+    /// ```
+    /// assert!(memory_core::covered::Covered::default().counts().is_empty());
+    /// ```
+    pub fn counts(&self) -> &[usize] {
+        &self.counts
+    }
+
+    /// Sum of the counts.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::covered::Covered::default().total(), 0);
+    /// ```
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Number of covered messages.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::covered::Covered::default().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether nothing is covered.
+    ///
+    /// ```
+    /// assert!(memory_core::covered::Covered::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// This set followed by `more` (newer messages with their counts),
+    /// then cut to the newest whole steps within `horizon` tokens.
+    ///
+    /// ```
+    /// use memory_core::covered::Covered;
+    /// use memory_core::{Message, ToolCall};
+    /// let c = Covered::default().extended(
+    ///     [
+    ///         (Message::user("old"), 5),
+    ///         (Message::assistant_with_tools("", vec![ToolCall::new("a", "ls", "{}")]), 3),
+    ///         (Message::tool_result("a", "out"), 3),
+    ///         (Message::user("new"), 2),
+    ///     ],
+    ///     7,
+    /// );
+    /// // The step of the call and its result (6 tokens) cannot be split.
+    /// assert_eq!(c.messages(), &[Message::user("new")]);
+    /// ```
+    pub fn extended(
+        &self,
+        more: impl IntoIterator<Item = (Message, usize)>,
+        horizon: usize,
+    ) -> Self {
+        let mut messages: Vec<Message> = self.messages.to_vec();
+        let mut counts: Vec<usize> = self.counts.to_vec();
+        for (m, c) in more {
+            messages.push(m);
+            counts.push(c);
+        }
+        let mut total: usize = counts.iter().sum();
+        let mut start = 0;
+        while start < messages.len() && (total > horizon || messages[start].is_tool_result()) {
+            total -= counts[start];
+            start += 1;
+        }
+        messages.drain(..start);
+        counts.drain(..start);
+        Self {
+            messages: messages.into(),
+            counts: counts.into(),
+            total,
+            next: self.next.clone(),
+        }
+    }
+
+    /// The newest whole steps of this set within `horizon` tokens.
+    ///
+    /// ```
+    /// use memory_core::covered::Covered;
+    /// use memory_core::Message;
+    /// let c = Covered::new(vec![Message::user("a"), Message::user("b")], vec![3, 2]).unwrap();
+    /// assert_eq!(c.within(4).messages(), &[Message::user("b")]);
+    /// assert_eq!(c.within(5), c);
+    /// ```
+    pub fn within(&self, horizon: usize) -> Self {
+        if self.total <= horizon {
+            return self.clone();
+        }
+        self.extended(std::iter::empty(), horizon)
+    }
+}
+
+/// Where a view's covered set stands: right before the message it
+/// stood before when it was replaced ([`Covered::next`]), found after the
+/// view's first summary. `None` without a summary, without that message,
+/// or when a stage dropped it from the view: the set is then not placed.
+///
+/// ```
+/// use memory_core::covered::{self, Covered};
+/// use memory_core::{summary, History, Message};
+/// let m = [summary::message("so far"), Message::user("kept"), Message::assistant("next")];
+/// let c = Covered::new(vec![Message::user("old")], vec![1]).unwrap();
+/// let h = History::new(&m, &[3, 1, 1]).unwrap();
+/// let placed = h.clone().with_covered(c.clone().before(Some(Message::assistant("next"))));
+/// assert_eq!(covered::anchor(&placed), Some(2));
+/// assert_eq!(covered::anchor(&h.with_covered(c)), None);
+/// ```
+pub fn anchor(history: &History<'_>) -> Option<usize> {
+    let messages = history.messages();
+    let next = history.covered().next()?;
+    let first = messages.iter().position(summary::is_summary)?;
+    (first + 1..messages.len()).find(|&i| messages[i] == *next)
+}
+
+/// A view with its covered set placed back, after its first summary and
+/// the protected messages that follow it ([`anchor`]): the history a stage chooses from when it may show covered
+/// messages (see the [module](self) documentation).
+///
+/// ```
+/// use memory_core::covered::{Covered, Expanded};
+/// use memory_core::{History, Message};
+/// // Without a summary to stand for them, covered messages have no place.
+/// let m = [Message::user("hi")];
+/// let c = Covered::new(vec![Message::user("old")], vec![1]).unwrap();
+/// assert!(Expanded::of(&History::new(&m, &[1]).unwrap().with_covered(c)).is_none());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Expanded {
+    messages: Vec<Message>,
+    counts: Vec<usize>,
+    protected: Vec<usize>,
+    task: Option<usize>,
+    total: usize,
+    covered: Range<usize>,
+}
+
+impl Expanded {
+    /// `history` with its covered set before its first summary; `None`
+    /// when nothing is covered or the set has no place ([`anchor`]). The
+    /// view's floor is the expanded history's: when no user message follows the
+    /// summary, only the covered messages before the first covered user
+    /// message are placed (a later one would become the current question).
+    ///
+    /// ```
+    /// use memory_core::covered::Expanded;
+    /// use memory_core::{History, Message};
+    /// let m = [Message::user("hi")];
+    /// assert!(Expanded::of(&History::new(&m, &[1]).unwrap()).is_none());
+    /// ```
+    pub fn of(history: &History<'_>) -> Option<Expanded> {
+        let covered = history.covered();
+        if covered.is_empty() {
+            return None;
+        }
+        let at = anchor(history)?;
+        // The view's current question stays the expanded history's: when
+        // no user message follows, a covered one would take its place, so
+        // the covered set is taken up to its first.
+        let n = if history.messages()[at..].iter().any(Message::is_user) {
+            covered.len()
+        } else {
+            covered
+                .messages()
+                .iter()
+                .position(Message::is_user)
+                .unwrap_or(covered.len())
+        };
+        if n == 0 {
+            return None;
+        }
+        let mut messages = Vec::with_capacity(history.len() + n);
+        messages.extend_from_slice(&history.messages()[..at]);
+        messages.extend_from_slice(&covered.messages()[..n]);
+        messages.extend_from_slice(&history.messages()[at..]);
+        let mut counts = Vec::with_capacity(history.len() + n);
+        counts.extend_from_slice(&history.counts()[..at]);
+        counts.extend_from_slice(&covered.counts()[..n]);
+        counts.extend_from_slice(&history.counts()[at..]);
+        let covered_total: usize = covered.counts()[..n].iter().sum();
+        let shift = |i: usize| if i < at { i } else { i + n };
+        Some(Expanded {
+            messages,
+            counts,
+            protected: history.protected().iter().map(|&i| shift(i)).collect(),
+            task: history.task().map(shift),
+            total: history.total() + covered_total,
+            covered: at..at + n,
+        })
+    }
+
+    /// The expanded history: what the view protects stays protected
+    /// (shifted past the covered messages), the covered messages are not,
+    /// and the history has no covered set of its own.
+    ///
+    /// ```
+    /// # use memory_core::covered::{Covered, Expanded};
+    /// # use memory_core::{summary, History, Message};
+    /// let view = [summary::message("so far"), Message::user("next")];
+    /// let c = Covered::new(vec![Message::user("first")], vec![2])
+    ///     .unwrap()
+    ///     .before(Some(Message::user("next")));
+    /// let h = History::new(&view, &[3, 1]).unwrap().with_covered(c);
+    /// let e = Expanded::of(&h).unwrap();
+    /// assert_eq!(e.history().protected(), &[0]);
+    /// assert_eq!(e.history().messages()[1], Message::user("first"));
+    /// assert_eq!(e.history().total(), 6);
+    /// ```
+    pub fn history(&self) -> History<'_> {
+        History::expanded(
+            &self.messages,
+            &self.counts,
+            &self.protected,
+            self.total,
+            self.task,
+        )
+    }
+
+    /// Where the covered messages are in the expanded history.
+    ///
+    /// ```
+    /// # use memory_core::covered::{Covered, Expanded};
+    /// # use memory_core::{summary, History, Message};
+    /// let view = [summary::message("so far"), Message::user("next")];
+    /// let c = Covered::new(vec![Message::user("first")], vec![2])
+    ///     .unwrap()
+    ///     .before(Some(Message::user("next")));
+    /// let h = History::new(&view, &[3, 1]).unwrap().with_covered(c);
+    /// assert_eq!(Expanded::of(&h).unwrap().covered_range(), 1..2);
+    /// ```
+    pub fn covered_range(&self) -> Range<usize> {
+        self.covered.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{Audit, Rule};
+    use crate::{Selection, ToolCall};
+
+    fn view() -> (Vec<Message>, Covered) {
+        let view = vec![
+            Message::system("rules"),
+            Message::user("task"),
+            summary::message("read the files"),
+            Message::user("now"),
+        ];
+        let covered = Covered::new(
+            vec![
+                Message::assistant_with_tools("", vec![ToolCall::new("a", "read", "{}")]),
+                Message::tool_result("a", "contents"),
+            ],
+            vec![3, 2],
+        )
+        .unwrap()
+        .before(Some(Message::user("now")));
+        (view, covered)
+    }
+
+    #[test]
+    fn expanded_keeps_the_view_protection_and_the_task() {
+        let (m, c) = view();
+        let h = History::new(&m, &[1, 1, 4, 1])
+            .unwrap()
+            .protect(&[0])
+            .with_covered(c);
+        let e = Expanded::of(&h).unwrap();
+        let whole = e.history();
+        assert_eq!(whole.protected(), &[0, 1, 2]);
+        assert_eq!(whole.task(), Some(1));
+        assert_eq!(whole.total(), 12);
+        assert!(!whole.forget_task().is_protected(1));
+    }
+
+    #[test]
+    fn a_covered_message_is_audited_where_it_stands() {
+        let (m, c) = view();
+        let h = History::new(&m, &[1, 1, 4, 1])
+            .unwrap()
+            .protect(&[0])
+            .with_covered(c);
+        let e = Expanded::of(&h).unwrap();
+        let whole = e.history();
+        let budget = Budget::tokens(100);
+        // Before the summary: in order.
+        let mut before = Selection::new(&whole);
+        before.keep(0..whole.len());
+        let report = Audit::new(&h, budget)
+            .check(&before.finish(false, true), whole.counts())
+            .unwrap();
+        assert!(report.is_clean(), "{:?}", report.breaches);
+        // After the newer messages: out of order.
+        let mut after = Selection::new(&whole);
+        after.keep(0..3);
+        after.keep(5..6);
+        after.keep(3..5);
+        let counts = [1, 1, 4, 1, 3, 2];
+        let mut result = after.finish(false, true);
+        result.protected = vec![0, 1, 2];
+        let report = Audit::new(&h, budget).check(&result, &counts).unwrap();
+        assert!(report.breaches_of(Rule::Order).next().is_some());
+    }
+
+    #[test]
+    fn extending_keeps_whole_steps_within_the_horizon() {
+        let (_, c) = view();
+        let more = [(Message::user("next"), 2), (Message::assistant("ok"), 1)];
+        assert_eq!(c.extended(more.clone(), 100).len(), 4);
+        // 8 tokens in all; within 4 the call's step goes whole.
+        let cut = c.extended(more, 4);
+        assert_eq!(
+            cut.messages(),
+            &[Message::user("next"), Message::assistant("ok")]
+        );
+        assert_eq!(cut.total(), 3);
+        assert!(c.within(0).is_empty());
+    }
+}

@@ -1,0 +1,97 @@
+//! The SQL of a group commit: many appends written in one transaction.
+//!
+//! Each append gets the next version of its session and the history seqs
+//! after the ones before it, in the order the appends are written, exactly
+//! as if each were a transaction of its own. A session's row in
+//! `sessions` is read once per group and written once at its end.
+
+use std::collections::HashMap;
+
+use memory_core::{StoreError, Version};
+use memory_store_support::{Key, Row, to_i64, to_u64};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::group::Pending;
+use crate::store::{State, append_in, backend, insert_log, read_state, write_state};
+
+/// Appends written into one open write transaction, not yet committed.
+pub(crate) struct Batch<'c> {
+    tx: Transaction<'c>,
+    /// Each session written so far, as it stands after its last append.
+    states: HashMap<(String, String), State>,
+    versions: Vec<Version>,
+}
+
+impl<'c> Batch<'c> {
+    /// Takes the write lock (`BEGIN IMMEDIATE`).
+    pub(crate) fn begin(conn: &'c mut Connection) -> Result<Self, StoreError> {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        Ok(Self {
+            tx,
+            states: HashMap::new(),
+            versions: Vec::new(),
+        })
+    }
+
+    /// Writes an append of `rows` to `key`'s session. After an error the
+    /// batch must be dropped (rolled back): what it wrote is partial.
+    pub(crate) fn write(&mut self, key: &Key, rows: &[Row]) -> Result<(), StoreError> {
+        let state = match self.states.entry((key.tenant.clone(), key.session.clone())) {
+            std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+            std::collections::hash_map::Entry::Vacant(new) => {
+                new.insert(read_state(&self.tx, key)?.unwrap_or_default())
+            }
+        };
+        let version = state.version + 1;
+        let length = state.length + to_i64(rows.len() as u64, "message count")?;
+        insert_log(&self.tx, key, state.length + 1, version, rows)?;
+        state.version = version;
+        state.length = length;
+        self.versions.push(to_u64(version, "version")?);
+        Ok(())
+    }
+
+    /// Writes each session's new state and commits; returns the version of
+    /// each append, in the order they were written.
+    pub(crate) fn commit(self) -> Result<Vec<Version>, StoreError> {
+        for ((tenant, session), state) in self.states {
+            write_state(&self.tx, &Key { tenant, session }, &state)?;
+        }
+        self.tx.commit().map_err(backend)?;
+        Ok(self.versions)
+    }
+}
+
+/// Commits `group` in one transaction with a savepoint for each append, so
+/// that an append that fails leaves the others to commit; the answers
+/// follow the order of `group`.
+pub(crate) fn commit_one_by_one(
+    conn: &mut Connection,
+    group: &[Pending],
+) -> Vec<Result<Version, StoreError>> {
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => {
+            let e = backend(e);
+            return group.iter().map(|_| Err(e.clone())).collect();
+        }
+    };
+    let mut answers = Vec::with_capacity(group.len());
+    for pending in group {
+        let answer = tx.savepoint().map_err(backend).and_then(|savepoint| {
+            let version = append_in(&savepoint, &pending.key, &pending.rows)?;
+            savepoint.commit().map_err(backend)?;
+            Ok(version)
+        });
+        answers.push(answer);
+    }
+    match tx.commit() {
+        Ok(()) => answers,
+        Err(e) => {
+            let e = backend(e);
+            answers.into_iter().map(|_| Err(e.clone())).collect()
+        }
+    }
+}

@@ -73,9 +73,13 @@ proptest! {
 /// budget with covered originals within reach.
 const COVERED_CASES: u32 = 32;
 
-/// The registry's pipeline of an eager compaction (a threshold below the
-/// budget) followed by thrift, which shows covered originals.
-const EAGER_THEN_SHOWN: &str = "pipeline(compact,thrift)";
+/// The registry's entries with an eager compaction (a threshold below the
+/// budget), whose stability the compacted views do not check yet.
+const EAGER: [&str; 3] = [
+    "compact(fake,eager)",
+    "pipeline(compact,thrift)",
+    "pipeline(compact(eager),window)",
+];
 
 proptest! {
     #![proptest_config(memory_tests::config(COVERED_CASES))]
@@ -86,16 +90,19 @@ proptest! {
     /// summary, fits, sheds nothing protected, and comes out the same
     /// again.
     ///
-    /// Stability is checked for every entry but an eager compaction
-    /// followed by thrift: trimmed again, its fitting result holds the
-    /// covered originals it showed as older material past the threshold,
-    /// which a compaction set to fire below the budget folds again. With
-    /// the default timing (a summary only when a cut is due) it is checked.
+    /// Stability is checked for every entry but those with an eager
+    /// compaction (a threshold below the budget). Trimmed again, a fitting
+    /// result of theirs can hold older material past the threshold (the
+    /// covered originals thrift showed, or turns before the summary that a
+    /// rejected summary left in view, which these views have and the plain
+    /// scenarios do not), and the compaction folds it then. With the
+    /// default timing (a summary only when a cut is due) compaction
+    /// followed by thrift is checked.
     #[test]
     fn invariants_hold_with_covered_originals(s in covered_scenarios()) {
         check_all(&s, |t| {
             invariants::check_rules(t, &[Rule::Pairing, Rule::Order, Rule::Fit, Rule::Counts, Rule::Kept], Reply::Any)?;
-            if t.name != EAGER_THEN_SHOWN {
+            if !EAGER.contains(&t.name) {
                 invariants::stable(t)?;
             }
             invariants::deterministic(t)

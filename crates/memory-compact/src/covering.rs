@@ -13,13 +13,14 @@ use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 use memory_core::covered::{self, Covered};
+use memory_core::identity::message_key;
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
 use crate::FileOps;
 
 /// Identity of a history's first `cut` messages and of their protection.
 ///
-/// A 64-bit hash of each message's serialized bytes, its index and whether
+/// A 64-bit hash of each message's identity (`memory_core::identity`), its index and whether
 /// it is protected, folded together; a cheap probe (the last message alone)
 /// rejects most other histories before the whole prefix is hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,30 +56,18 @@ impl Fingerprint {
     }
 }
 
-/// Hash of message `i` of `history`: index, bytes, protection.
+/// Hash of message `i` of `history`: index, identity, protection.
 fn message_hash(history: &History<'_>, i: usize) -> u64 {
     let mut hasher = DefaultHasher::new();
     i.hash(&mut hasher);
-    hash_message(&history.messages()[i], &mut hasher);
+    message_key(&history.messages()[i]).hash(&mut hasher);
     history.is_protected(i).hash(&mut hasher);
     hasher.finish()
 }
 
-/// Feeds the serialized bytes of `message` to `hasher`.
-fn hash_message(message: &Message, hasher: &mut DefaultHasher) {
-    match serde_json::to_vec(message) {
-        Ok(bytes) => bytes.hash(hasher),
-        // Messages always serialize; should one ever fail, its debug form
-        // still tells it apart from others.
-        Err(_) => format!("{message:?}").hash(hasher),
-    }
-}
-
-/// A hash of one message's bytes, to recognize it later.
+/// A hash of one message, to recognize it later.
 pub(crate) fn identity(message: &Message) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    hash_message(message, &mut hasher);
-    hasher.finish()
+    message_key(message)
 }
 
 /// A summary message and the messages of one history it replaces.

@@ -450,13 +450,18 @@ mod tests {
         (view, covered)
     }
 
+    /// The view, its prompt protected, with its covered set.
+    fn covered_history(m: &[Message], c: Covered) -> History<'_> {
+        History::new(m, &[1, 1, 4, 1])
+            .unwrap()
+            .protect(&[0])
+            .with_covered(c)
+    }
+
     #[test]
     fn expanded_keeps_the_view_protection_and_the_task() {
         let (m, c) = view();
-        let h = History::new(&m, &[1, 1, 4, 1])
-            .unwrap()
-            .protect(&[0])
-            .with_covered(c);
+        let h = covered_history(&m, c);
         let e = Expanded::of(&h).unwrap();
         let whole = e.history();
         assert_eq!(whole.protected(), &[0, 1, 2]);
@@ -468,10 +473,7 @@ mod tests {
     #[test]
     fn a_covered_message_is_audited_where_it_stands() {
         let (m, c) = view();
-        let h = History::new(&m, &[1, 1, 4, 1])
-            .unwrap()
-            .protect(&[0])
-            .with_covered(c);
+        let h = covered_history(&m, c);
         let e = Expanded::of(&h).unwrap();
         let whole = e.history();
         let budget = Budget::tokens(100);

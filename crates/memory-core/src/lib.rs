@@ -64,6 +64,7 @@ mod error;
 mod framing;
 pub mod grounding;
 mod history;
+pub mod identity;
 mod in_memory_store;
 pub mod layer;
 mod memory;

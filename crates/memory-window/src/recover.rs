@@ -2,10 +2,9 @@
 //! store's history, for a session loaded afresh.
 
 use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 
 use memory_core::covered::Covered;
+use memory_core::identity::message_key;
 use memory_core::{MemoryError, Message, StoredMessage, TokenCounter, summary};
 
 /// The covered set of `view` as the history shows it (see
@@ -69,17 +68,17 @@ pub(crate) async fn covered(
     if matched < head.len() {
         return Ok(Covered::default());
     }
-    // The stored counts, by text: newest views first.
+    // The stored counts, by identity: newest views first.
     let mut stored: HashMap<u64, Vec<&StoredMessage>> = HashMap::new();
     for s in replaced.iter().rev().flatten() {
-        stored.entry(text_key(&s.message)).or_default().push(s);
+        stored.entry(message_key(&s.message)).or_default().push(s);
     }
     // The newest whole steps within the horizon.
     let mut picked: Vec<(Message, usize)> = Vec::new();
     let mut total = 0;
     for m in history[from..end].iter().rev() {
         let known = stored
-            .get(&text_key(m))
+            .get(&message_key(m))
             .and_then(|same| same.iter().find(|s| s.message == *m))
             .map(|s| s.tokens);
         let tokens = match known {
@@ -95,14 +94,6 @@ pub(crate) async fn covered(
     picked.reverse();
     let next = view.get(anchor).map(|s| s.message.clone());
     Ok(Covered::default().extended(picked, horizon).before(next))
-}
-
-/// A hash of a message's role and text, to find its stored count.
-fn text_key(message: &Message) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    message.role().hash(&mut hasher);
-    message.text().hash(&mut hasher);
-    hasher.finish()
 }
 
 #[cfg(test)]

@@ -305,6 +305,23 @@ pub fn anchor(history: &History<'_>) -> Option<usize> {
     (first + 1..messages.len()).find(|&i| messages[i] == *next)
 }
 
+/// How many of `history`'s covered messages are placed at `at`: all of
+/// them, unless no user message follows `at`. The view's current question
+/// then stays the expanded history's (a covered user message would take its
+/// place), so the set is taken up to its first user message.
+fn placed(history: &History<'_>, at: usize) -> usize {
+    let covered = history.covered();
+    if history.messages()[at..].iter().any(Message::is_user) {
+        covered.len()
+    } else {
+        covered
+            .messages()
+            .iter()
+            .position(Message::is_user)
+            .unwrap_or(covered.len())
+    }
+}
+
 /// A view with its covered set placed back, after its first summary and
 /// the protected messages that follow it ([`anchor`]): the history a stage chooses from when it may show covered
 /// messages (see the [module](self) documentation).
@@ -325,6 +342,8 @@ pub struct Expanded {
     task: Option<usize>,
     total: usize,
     covered: Range<usize>,
+    /// The set placed (shared, not copied), to recognize it next call.
+    set: Covered,
 }
 
 impl Expanded {
@@ -346,18 +365,7 @@ impl Expanded {
             return None;
         }
         let at = anchor(history)?;
-        // The view's current question stays the expanded history's: when
-        // no user message follows, a covered one would take its place, so
-        // the covered set is taken up to its first.
-        let n = if history.messages()[at..].iter().any(Message::is_user) {
-            covered.len()
-        } else {
-            covered
-                .messages()
-                .iter()
-                .position(Message::is_user)
-                .unwrap_or(covered.len())
-        };
+        let n = placed(history, at);
         if n == 0 {
             return None;
         }
@@ -369,16 +377,88 @@ impl Expanded {
         counts.extend_from_slice(&history.counts()[..at]);
         counts.extend_from_slice(&covered.counts()[..n]);
         counts.extend_from_slice(&history.counts()[at..]);
-        let covered_total: usize = covered.counts()[..n].iter().sum();
-        let shift = |i: usize| if i < at { i } else { i + n };
-        Some(Expanded {
+        let mut expanded = Expanded {
             messages,
             counts,
-            protected: history.protected().iter().map(|&i| shift(i)).collect(),
-            task: history.task().map(shift),
-            total: history.total() + covered_total,
+            protected: Vec::new(),
+            task: None,
+            total: 0,
             covered: at..at + n,
-        })
+            set: covered.clone(),
+        };
+        expanded.mark(history);
+        Some(expanded)
+    }
+
+    /// [`of`](Expanded::of), built from `previous` (the expansion of an
+    /// earlier view of the same session) where it can be: when the view
+    /// places the same covered set (the same shared messages, not an
+    /// equal copy) at the same place after the same messages, only the
+    /// view's messages from the first one that changed are copied again.
+    /// The work is then in proportion to the view, not to the covered set.
+    /// The result is the one `of` gives.
+    ///
+    /// ```
+    /// use memory_core::covered::{Covered, Expanded};
+    /// use memory_core::{summary, History, Message};
+    /// let c = Covered::new(vec![Message::user("first")], vec![2])
+    ///     .unwrap()
+    ///     .before(Some(Message::user("next")));
+    /// let mut view = vec![summary::message("so far"), Message::user("next")];
+    /// let e = Expanded::of(&History::new(&view, &[3, 1]).unwrap().with_covered(c.clone()));
+    /// view.push(Message::assistant("reply"));
+    /// let h = History::new(&view, &[3, 1, 2]).unwrap().with_covered(c);
+    /// let again = Expanded::of_reusing(&h, e).unwrap();
+    /// assert_eq!(again.history().messages(), Expanded::of(&h).unwrap().history().messages());
+    /// ```
+    pub fn of_reusing(history: &History<'_>, previous: Option<Expanded>) -> Option<Expanded> {
+        let Some(mut previous) = previous else {
+            return Self::of(history);
+        };
+        let covered = history.covered();
+        let same_set = Arc::ptr_eq(&previous.set.messages, &covered.messages)
+            && Arc::ptr_eq(&previous.set.counts, &covered.counts)
+            && previous.set.next == covered.next;
+        let at = previous.covered.start;
+        let n = previous.covered.len();
+        let view = history.messages();
+        let same_place = same_set
+            && anchor(history) == Some(at)
+            && at <= view.len()
+            && previous.messages[..at] == view[..at]
+            && previous.counts[..at] == history.counts()[..at]
+            && placed(history, at) == n;
+        if !same_place {
+            return Self::of(history);
+        }
+        // The view after the set: keep what is unchanged, copy the rest.
+        let tail = &previous.messages[at + n..];
+        let tail_counts = &previous.counts[at + n..];
+        let common = tail
+            .iter()
+            .zip(&view[at..])
+            .zip(tail_counts.iter().zip(&history.counts()[at..]))
+            .take_while(|((a, b), (x, y))| a == b && x == y)
+            .count();
+        previous.messages.truncate(at + n + common);
+        previous.counts.truncate(at + n + common);
+        previous.messages.extend_from_slice(&view[at + common..]);
+        previous
+            .counts
+            .extend_from_slice(&history.counts()[at + common..]);
+        previous.mark(history);
+        Some(previous)
+    }
+
+    /// Sets protection, the task and the total from `history`, the view
+    /// this expansion places its covered messages in.
+    fn mark(&mut self, history: &History<'_>) {
+        let (at, n) = (self.covered.start, self.covered.len());
+        let shift = |i: usize| if i < at { i } else { i + n };
+        self.protected = history.protected().iter().map(|&i| shift(i)).collect();
+        self.task = history.task().map(shift);
+        let covered_total: usize = self.counts[at..at + n].iter().sum();
+        self.total = history.total() + covered_total;
     }
 
     /// The expanded history: what the view protects stays protected
@@ -456,6 +536,92 @@ mod tests {
             .unwrap()
             .protect(&[0])
             .with_covered(c)
+    }
+
+    /// Asserts that two expansions say the same in every respect.
+    fn assert_same(a: &Expanded, b: &Expanded) {
+        let (x, y) = (a.history(), b.history());
+        assert_eq!(x.messages(), y.messages());
+        assert_eq!(x.counts(), y.counts());
+        assert_eq!(x.protected(), y.protected());
+        assert_eq!((x.task(), x.total()), (y.task(), y.total()));
+        assert_eq!(a.covered_range(), b.covered_range());
+    }
+
+    #[test]
+    fn an_expansion_built_from_the_last_one_is_the_one_built_afresh() {
+        let (mut m, c) = view();
+        let first = Expanded::of(&covered_history(&m, c.clone()));
+        // The view grows: only the new messages are copied.
+        m.push(Message::assistant("done"));
+        let counts = [1, 1, 4, 1, 2];
+        let grown = History::new(&m, &counts)
+            .unwrap()
+            .protect(&[0])
+            .with_covered(c.clone());
+        let reused = Expanded::of_reusing(&grown, first.clone()).unwrap();
+        assert_same(&reused, &Expanded::of(&grown).unwrap());
+        // A changed tail, a changed count, another protection, a copy of
+        // the set (equal, not shared) and a set no longer placed: each
+        // gives what a fresh expansion gives.
+        let mut changed = m.clone();
+        changed[4] = Message::assistant("other");
+        let histories = [
+            History::new(&changed, &counts)
+                .unwrap()
+                .protect(&[0])
+                .with_covered(c.clone()),
+            History::new(&m, &[1, 1, 4, 1, 3])
+                .unwrap()
+                .protect(&[0])
+                .with_covered(c.clone()),
+            History::new(&m, &counts)
+                .unwrap()
+                .protect(&[0, 4])
+                .with_covered(c.clone()),
+            History::new(&m, &counts).unwrap().with_covered(c.clone()),
+            History::new(&m, &counts)
+                .unwrap()
+                .protect(&[0])
+                .with_covered(
+                    Covered::new(c.messages().to_vec(), c.counts().to_vec())
+                        .unwrap()
+                        .before(c.next().cloned()),
+                ),
+        ];
+        for h in &histories {
+            let reused = Expanded::of_reusing(h, Some(reused.clone())).unwrap();
+            assert_same(&reused, &Expanded::of(h).unwrap());
+        }
+        let unplaced = History::new(&m[..3], &counts[..3]).unwrap().with_covered(c);
+        assert!(Expanded::of_reusing(&unplaced, Some(reused)).is_none());
+        // Without a user message after the place, only the covered messages
+        // before the first covered user message are placed, reused or not.
+        let set = Covered::new(
+            vec![
+                Message::assistant("a"),
+                Message::user("q"),
+                Message::assistant("b"),
+            ],
+            vec![1, 1, 1],
+        )
+        .unwrap()
+        .before(Some(Message::assistant("next")));
+        let v = [summary::message("s"), Message::assistant("next")];
+        let with_user = [
+            summary::message("s"),
+            Message::assistant("next"),
+            Message::user("now"),
+        ];
+        let a = History::new(&with_user, &[2, 1, 1])
+            .unwrap()
+            .with_covered(set.clone());
+        let b = History::new(&v, &[2, 1]).unwrap().with_covered(set);
+        let ea = Expanded::of(&a).unwrap();
+        assert_eq!(ea.covered_range(), 1..4);
+        let eb = Expanded::of_reusing(&b, Some(ea)).unwrap();
+        assert_same(&eb, &Expanded::of(&b).unwrap());
+        assert_eq!(eb.covered_range(), 1..2);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use memory_core::covered::Expanded;
 use memory_core::{History, TokenCounter};
 
 use crate::resume::Resume;
@@ -41,6 +42,9 @@ impl State {
 #[derive(Debug, Clone)]
 pub(crate) struct Memo {
     slot: Arc<Mutex<Option<Box<State>>>>,
+    /// The last call's view with its covered set placed, to build the
+    /// next one from ([`Expanded::of_reusing`]).
+    expanded: Arc<Mutex<Option<Expanded>>>,
     /// Whether anything is kept (else every call reads the whole history).
     on: bool,
 }
@@ -49,6 +53,7 @@ impl Default for Memo {
     fn default() -> Self {
         Self {
             slot: Arc::default(),
+            expanded: Arc::default(),
             on: true,
         }
     }
@@ -60,6 +65,7 @@ impl Memo {
     pub fn off() -> Self {
         Self {
             slot: Arc::default(),
+            expanded: Arc::default(),
             on: false,
         }
     }
@@ -68,6 +74,25 @@ impl Memo {
     #[cfg(test)]
     pub fn keeps(&self) -> bool {
         self.on
+    }
+
+    /// The expansion kept by the last call that placed a covered set, if
+    /// any (taken: a trim running meanwhile builds its own).
+    pub fn take_expanded(&self) -> Option<Expanded> {
+        if !self.on {
+            return None;
+        }
+        self.expanded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// Keeps `expanded` for the next call.
+    pub fn keep_expanded(&self, expanded: Expanded) {
+        if self.on {
+            *self.expanded.lock().unwrap_or_else(|e| e.into_inner()) = Some(expanded);
+        }
     }
 
     /// The state, lent until the [`Lent`] is dropped.

@@ -332,7 +332,7 @@ impl Thrift {
         // folded too.
         let expanded = Some(budget)
             .filter(|b| b.round_limit().is_none() && asks_anew(history))
-            .and_then(|_| Expanded::of(history));
+            .and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
         let Some(expanded) = expanded else {
             let (mut result, trace) = self.trim_view(history, budget, counter).await?;
             // A covered set without a summary to stand beside: none shown.
@@ -342,6 +342,7 @@ impl Thrift {
         let whole = expanded.history();
         let (result, mut trace) = self.trim_view(&whole, budget, counter).await?;
         trace.covered_shown = covered_shown(&expanded, &result);
+        self.memo.keep_expanded(expanded);
         Ok((result, trace))
     }
 

@@ -118,8 +118,8 @@ pub struct StageArgs {
 }
 
 /// How `thrift` scores older turns: by shared terms (offline, the
-/// default), or blended with the similarity of embeddings from an
-/// OpenAI-compatible `/v1/embeddings` endpoint.
+/// default), or lifted where embeddings from an OpenAI-compatible
+/// `/v1/embeddings` endpoint find a turn unusually close to the question.
 ///
 /// ```
 /// use clap::Parser;
@@ -133,8 +133,9 @@ pub struct StageArgs {
 #[derive(Debug, Clone, Args)]
 pub struct RelevanceArgs {
     /// `lexical` (shared terms weighted by rarity; no model, the default)
-    /// or `embeddings` (blended with the cosine similarity of embeddings
-    /// from --embeddings-url; each text is embedded once per run).
+    /// or `embeddings` (lexical, lifted for turns whose embeddings from
+    /// --embeddings-url are unusually close to the question's; each text is
+    /// embedded once per run).
     #[arg(long, value_enum, default_value = "lexical")]
     pub relevance: RelevanceKind,
 
@@ -158,7 +159,8 @@ pub struct RelevanceArgs {
     #[arg(long)]
     pub embeddings_input_types: bool,
 
-    /// Share of the embedding similarity in the score, 0 to 1.
+    /// The most embedding similarity adds to a turn's lexical score (which
+    /// runs from 0 to 1), 0 to 1.
     #[arg(long, value_name = "W", default_value_t = memory_thrift::DEFAULT_SEMANTIC_WEIGHT)]
     pub embeddings_weight: f64,
 
@@ -172,7 +174,7 @@ pub struct RelevanceArgs {
 pub enum RelevanceKind {
     /// Shared terms weighted by rarity, offline.
     Lexical,
-    /// Lexical blended with embedding similarity.
+    /// Lexical, lifted by embedding similarity.
     Embeddings,
 }
 

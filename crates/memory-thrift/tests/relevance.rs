@@ -198,7 +198,7 @@ async fn semantic_relevance_asks_for_the_question_and_every_candidate() {
             .any(|t| t.contains("climbing roses on a south fence")
                 || t.contains("Climbing roses on a south fence"))
     );
-    // With similarity alone the words of the roses round still bring it back.
+    // With the whole lift added, the roses round is still brought back.
     assert!(holds(&result, &rounds[5].0), "{:?}", result.messages);
 }
 

@@ -95,12 +95,13 @@ fn bench(c: &mut Criterion) {
                     rt.block_on(async {
                         let mut spent = Duration::ZERO;
                         for _ in 0..iters {
-                            let (memory, next) = match &mut session {
-                                Some((_, next)) if *next <= size + size / 10 => {
-                                    session.as_mut().expect("just matched")
-                                }
-                                _ => session.insert((grown(make(), size).await, size)),
-                            };
+                            if session
+                                .as_ref()
+                                .is_none_or(|(_, next)| *next > size + size / 10)
+                            {
+                                session = Some((grown(make(), size).await, size));
+                            }
+                            let (memory, next) = session.as_mut().expect("built above");
                             let start = Instant::now();
                             turn(memory, *next).await;
                             spent += start.elapsed();

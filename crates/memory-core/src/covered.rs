@@ -281,6 +281,15 @@ impl Covered {
         }
         self.extended(std::iter::empty(), horizon)
     }
+
+    /// Whether `other` is this set itself (its shared messages and counts,
+    /// placed before the same message), not merely an equal copy: a check
+    /// in constant time whatever the set's size.
+    fn is_shared_with(&self, other: &Covered) -> bool {
+        Arc::ptr_eq(&self.messages, &other.messages)
+            && Arc::ptr_eq(&self.counts, &other.counts)
+            && self.next == other.next
+    }
 }
 
 /// Where a view's covered set stands: right before the message it
@@ -415,16 +424,11 @@ impl Expanded {
         let Some(mut previous) = previous else {
             return Self::of(history);
         };
-        let covered = history.covered();
-        let same_set = Arc::ptr_eq(&previous.set.messages, &covered.messages)
-            && Arc::ptr_eq(&previous.set.counts, &covered.counts)
-            && previous.set.next == covered.next;
         let at = previous.covered.start;
         let n = previous.covered.len();
         let view = history.messages();
-        let same_place = same_set
+        let same_place = previous.set.is_shared_with(history.covered())
             && anchor(history) == Some(at)
-            && at <= view.len()
             && previous.messages[..at] == view[..at]
             && previous.counts[..at] == history.counts()[..at]
             && placed(history, at) == n;
@@ -457,7 +461,11 @@ impl Expanded {
         let shift = |i: usize| if i < at { i } else { i + n };
         self.protected = history.protected().iter().map(|&i| shift(i)).collect();
         self.task = history.task().map(shift);
-        let covered_total: usize = self.counts[at..at + n].iter().sum();
+        let covered_total = if n == self.set.len() {
+            self.set.total()
+        } else {
+            self.counts[at..at + n].iter().sum()
+        };
         self.total = history.total() + covered_total;
     }
 

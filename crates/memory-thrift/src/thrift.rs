@@ -334,24 +334,29 @@ impl Thrift {
             .filter(|b| b.round_limit().is_none() && asks_anew(history))
             .and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
         let Some(expanded) = expanded else {
-            let (mut result, trace) = self.trim_view(history, budget, counter).await?;
+            let (mut result, trace) = self.trim_view(history, budget, Aim::Level, counter).await?;
             // A covered set without a summary to stand beside: none shown.
             result.covered = Covered::default();
             return Ok((result, trace));
         };
         let whole = expanded.history();
-        let (result, mut trace) = self.trim_view(&whole, budget, counter).await?;
+        // A question that reaches into the covered span is answered from
+        // the whole budget: the covered turns it needs compete with the
+        // summary and the recent turns for every token there is.
+        let (result, mut trace) = self.trim_view(&whole, budget, Aim::Budget, counter).await?;
         trace.covered_shown = covered_shown(&expanded, &result);
         self.memo.keep_expanded(expanded);
         Ok((result, trace))
     }
 
     /// [`trim_traced`](Thrift::trim_traced) of a history whose covered
-    /// messages, if any, are in place.
+    /// messages, if any, are in place; a new question's fresh choice aims
+    /// at `fresh`.
     async fn trim_view(
         &self,
         history: &History<'_>,
         budget: &Budget,
+        fresh: Aim,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         // What earlier calls kept of this history's messages, brought up
@@ -372,12 +377,12 @@ impl Thrift {
         };
         let Some(max) = budget.max_tokens else {
             return self
-                .shed(history, budget, Aim::Level, counter, shrunk, seen)
+                .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         };
         if budget.admits_tokens(history.total()) {
             return self
-                .shed(history, budget, Aim::Level, counter, shrunk, seen)
+                .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         }
         // Nothing to settle before the first call.
@@ -387,7 +392,7 @@ impl Thrift {
         };
         if points.len() < 2 {
             return self
-                .shed(history, budget, Aim::Level, counter, shrunk, seen)
+                .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         }
         // Even when the newest step's floor is over the budget as it is,
@@ -421,11 +426,7 @@ impl Thrift {
         // The call the replay starts from: the last one within the budget
         // (shown as it was), or the first of the span, shed afresh.
         let from = if first > start { first - 1 } else { first };
-        let aim = if from == 0 {
-            Aim::Level
-        } else {
-            Aim::Watermark
-        };
+        let aim = if from == 0 { fresh } else { Aim::Watermark };
         // The replay of an earlier trim of the same prefix, when there is
         // one, is taken up where it stopped.
         let resumed = resume
@@ -453,7 +454,7 @@ impl Thrift {
                 if reach::reaches_back(&prefix, &result, seen.as_deref_mut()) {
                     let index = seen.as_deref_mut();
                     (result, trace) = self
-                        .shed(&prefix, budget, Aim::Level, counter, shrunk, index)
+                        .shed(&prefix, budget, fresh, counter, shrunk, index)
                         .await?;
                     trace.reached_back = true;
                     continue;
@@ -572,6 +573,7 @@ impl Thrift {
                     sticky::target(history.total(), max, granule)
                 }
                 Aim::Watermark => sticky::watermark(max, self.low_watermark),
+                Aim::Budget => max,
             });
         trace.target = stop_at;
         let active = |work: &Work<'_, '_>| stop_at.filter(|_| over(work));
@@ -628,6 +630,9 @@ enum Aim {
     /// fits after the previous call's context, so that the next steps can
     /// append again.
     Watermark,
+    /// The budget itself: for a new question that reaches into the span a
+    /// summary covers, whose covered turns compete for every token.
+    Budget,
 }
 
 /// Whether the view's current question came after its summary's covered

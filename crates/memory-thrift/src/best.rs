@@ -5,11 +5,10 @@
 //! of a long history's units come after the point where nothing more fits.
 //! Rather than sorting all of them, the best few are selected (in linear
 //! time) and sorted, then the best of the rest, in chunks that grow four
-//! times over; a caller that can tell when nothing in [`rest`] could be
-//! kept any more stops there. The ranks handed out are exactly those of
-//! a full sort, in the same order.
-//!
-//! [`rest`]: BestFirst::rest
+//! times over; a caller that can tell which of the ranks not handed out
+//! yet could still be kept forgets the others ([`BestFirst::retain`]).
+//! The ranks handed out are exactly those of a full sort, in the same
+//! order, less those forgotten.
 
 /// The size of the first chunk.
 const FIRST_CHUNK: usize = 128;
@@ -29,9 +28,18 @@ impl<'r> BestFirst<'r> {
         }
     }
 
-    /// The ranks not handed out yet, in no order.
-    pub fn rest(&self) -> &[u128] {
-        self.rest
+    /// Forgets the ranks not handed out yet that `keep` rejects (they are
+    /// never handed out); those kept stay in no order.
+    pub fn retain(&mut self, mut keep: impl FnMut(u128) -> bool) {
+        let rest = std::mem::take(&mut self.rest);
+        let mut kept = 0;
+        for k in 0..rest.len() {
+            if keep(rest[k]) {
+                rest.swap(kept, k);
+                kept += 1;
+            }
+        }
+        self.rest = &mut rest[..kept];
     }
 
     /// The next highest ranks, highest first; `None` when all were handed
@@ -81,5 +89,20 @@ mod tests {
         assert_eq!(handed, sorted);
         assert_eq!(sizes, [128, 512, 2048, 312]);
         assert!(BestFirst::new(&mut []).next_chunk().is_none());
+    }
+
+    #[test]
+    fn ranks_forgotten_are_never_handed_out() {
+        let mut ranks: Vec<u128> = (0..1_000).collect();
+        let mut best = BestFirst::new(&mut ranks);
+        let first: Vec<u128> = best.next_chunk().unwrap().to_vec();
+        assert_eq!(first, (872..1_000).rev().collect::<Vec<_>>());
+        best.retain(|r| r % 3 == 0);
+        let mut handed = Vec::new();
+        while let Some(chunk) = best.next_chunk() {
+            handed.extend_from_slice(chunk);
+        }
+        let want: Vec<u128> = (0..872).rev().filter(|r| r % 3 == 0).collect();
+        assert_eq!(handed, want);
     }
 }

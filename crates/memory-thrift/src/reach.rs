@@ -127,20 +127,31 @@ fn shown_rounds(
     index: Option<&Seen>,
 ) -> Vec<bool> {
     let messages = seen.messages();
-    let showing: Box<dyn Fn(usize) -> bool> = match index {
+    let shows = |r: &Range<usize>, showing: &dyn Fn(usize) -> bool| {
+        showing(r.end - 1) || (!seen.is_protected(r.start) && showing(r.start))
+    };
+    match index {
+        // Only the positions shown are looked at: each marks the round
+        // it lies in.
         Some(index) => {
-            let marked = index.showing(messages.len(), &shown.messages);
-            Box::new(move |i| marked[i])
+            let mut marked = vec![false; rounds.len()];
+            for i in index.showing(messages.len(), &shown.messages) {
+                let k = rounds.partition_point(|r| r.start <= i);
+                if let Some(k) = k.checked_sub(1)
+                    && rounds[k].contains(&i)
+                    && !marked[k]
+                {
+                    marked[k] = shows(&rounds[k], &|j| j == i);
+                }
+            }
+            marked
         }
         None => {
             let keys: HashSet<u64> = shown.messages.iter().map(text_key).collect();
-            Box::new(move |i| keys.contains(&text_key(&messages[i])))
+            let showing = |i: usize| keys.contains(&text_key(&messages[i]));
+            rounds.iter().map(|r| shows(r, &showing)).collect()
         }
-    };
-    rounds
-        .iter()
-        .map(|r| showing(r.end - 1) || (!seen.is_protected(r.start) && showing(r.start)))
-        .collect()
+    }
 }
 
 /// The texts of each of `rounds`.

@@ -9,7 +9,9 @@
 //! the others), under the same budget and replay span. Two states are
 //! kept: before the newest call and at it, so that a history whose newest
 //! message differs (another question asked of the same conversation)
-//! still resumes.
+//! still resumes. The state before the newest call is usually the newest
+//! one's context without the step it appended: it is then kept as a mark
+//! on that context rather than as a copy.
 
 use std::ops::Range;
 
@@ -26,8 +28,44 @@ struct Kept {
     start: usize,
     call: usize,
     point: usize,
-    result: TrimResult,
+    result: Before,
     trace: ThriftTrace,
+}
+
+/// A kept context: its own, or the next kept state's cut back to a mark.
+#[derive(Debug, Clone)]
+pub(crate) enum Before {
+    Own(TrimResult),
+    Prefix(Mark),
+}
+
+/// The lengths of a context and whether it fitted, before steps were
+/// appended to it: appending only pushes messages and sets it fitting.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    messages: usize,
+    protected: usize,
+    fits: bool,
+}
+
+impl Mark {
+    /// The mark of `result` as it stands.
+    pub fn of(result: &TrimResult) -> Self {
+        Self {
+            messages: result.messages.len(),
+            protected: result.protected.len(),
+            fits: result.fits,
+        }
+    }
+
+    /// `result`, appended to since it was marked, as it was then.
+    pub fn cut(self, mut result: TrimResult) -> TrimResult {
+        result.messages.truncate(self.messages);
+        result.counts.truncate(self.messages);
+        result.protected.truncate(self.protected);
+        result.fits = self.fits;
+        result
+    }
 }
 
 /// The states kept, computed under `budget`.
@@ -48,6 +86,16 @@ impl Resume {
     /// Forgets the states whose call saw more than the first `same`
     /// messages, the only ones still as they were.
     pub fn keep_valid(&mut self, same: usize) {
+        // A state kept as a mark on the next one's context takes that
+        // context, cut back, when only the next one is forgotten.
+        if let [before, next] = &mut self.kept[..]
+            && before.point <= same
+            && next.point > same
+            && let Before::Prefix(mark) = before.result
+            && let Before::Own(result) = std::mem::replace(&mut next.result, Before::Prefix(mark))
+        {
+            before.result = Before::Own(mark.cut(result));
+        }
         self.kept.retain(|kept| kept.point <= same);
     }
 
@@ -70,7 +118,24 @@ impl Resume {
                 && points.get(kept.call) == Some(&kept.point)
         })?;
         let kept = self.kept.swap_remove(at);
-        Some((kept.call, kept.result, kept.trace))
+        let result = match kept.result {
+            Before::Own(result) => result,
+            Before::Prefix(mark) => {
+                // The next call's context, cut back (the replay that takes
+                // this state up keeps new ones).
+                let next = self
+                    .kept
+                    .iter()
+                    .position(|next| next.call == kept.call + 1)?;
+                let next = self.kept.swap_remove(next);
+                self.kept.clear();
+                match next.result {
+                    Before::Own(result) => mark.cut(result),
+                    Before::Prefix(_) => return None,
+                }
+            }
+        };
+        Some((kept.call, result, kept.trace))
     }
 
     /// Keeps the states of the replay that started at `start` under
@@ -81,10 +146,12 @@ impl Resume {
         budget: &Budget,
         start: usize,
         points: &[usize],
-        before: Option<Found>,
+        before: Option<(usize, Before, ThriftTrace)>,
         now: Found,
     ) {
         self.kept.clear();
+        let (call, result, trace) = now;
+        let now = (call, Before::Own(result), trace);
         for (call, result, trace) in before.into_iter().chain([now]) {
             self.kept.push(Kept {
                 start,
@@ -95,5 +162,66 @@ impl Resume {
             });
         }
         self.budget = Some(limits(budget));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::{History, Message};
+
+    fn context(messages: &[Message]) -> TrimResult {
+        let counts = vec![1; messages.len()];
+        let history = History::new(messages, &counts).unwrap();
+        TrimResult::unchanged(&history, &Budget::tokens(100))
+    }
+
+    /// A replay of calls 0 to 2 whose last call appended two messages to
+    /// the context of the one before.
+    fn kept() -> (Resume, TrimResult, TrimResult) {
+        let m = [
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+            Message::assistant("d"),
+        ];
+        let (before, now) = (context(&m[..2]), context(&m));
+        let mut resume = Resume::default();
+        let points = [1, 2, 4];
+        let budget = Budget::tokens(100);
+        let mark = (1, Before::Prefix(Mark::of(&before)), ThriftTrace::default());
+        resume.keep(
+            &budget,
+            0,
+            &points,
+            Some(mark),
+            (2, now.clone(), ThriftTrace::default()),
+        );
+        (resume, before, now)
+    }
+
+    #[test]
+    fn a_state_kept_as_a_mark_is_the_next_context_cut_back() {
+        let budget = Budget::tokens(100);
+        let (mut resume, before, now) = kept();
+        let (call, got, _) = resume.take(&budget, 0, 0..3, &[1, 2, 4]).unwrap();
+        assert_eq!((call, got), (2, now));
+        let (mut resume, ..) = kept();
+        let (call, got, _) = resume.take(&budget, 0, 0..2, &[1, 2, 4]).unwrap();
+        assert_eq!((call, got), (1, before));
+    }
+
+    #[test]
+    fn a_marked_state_outlives_the_next_one_forgotten() {
+        let budget = Budget::tokens(100);
+        let (mut resume, before, _) = kept();
+        // The newest message changed: only the first two are the same.
+        resume.keep_valid(2);
+        let (call, got, _) = resume.take(&budget, 0, 0..3, &[1, 2, 3]).unwrap();
+        assert_eq!((call, got), (1, before));
+        // Nothing is left of a state forgotten with the one it marks.
+        let (mut resume, ..) = kept();
+        resume.keep_valid(1);
+        assert!(resume.take(&budget, 0, 0..3, &[1, 2, 4]).is_none());
     }
 }

@@ -255,19 +255,18 @@ impl Seen {
     }
 
     /// Positions among the first `len` messages whose text is that of one
-    /// of `shown`.
-    pub fn showing(&self, len: usize, shown: &[Message]) -> Vec<bool> {
-        let mut marked = vec![false; len];
+    /// of `shown`, ascending.
+    pub fn showing(&self, len: usize, shown: &[Message]) -> Vec<usize> {
         let mut keys: Vec<u64> = shown.iter().map(text_key).collect();
         keys.sort_unstable();
         keys.dedup();
-        for key in keys {
-            for &i in self.by_text.get(&key).into_iter().flatten() {
-                if let Some(mark) = marked.get_mut(i as usize) {
-                    *mark = true;
-                }
-            }
-        }
+        let mut marked: Vec<usize> = keys
+            .iter()
+            .flat_map(|key| self.by_text.get(key).into_iter().flatten())
+            .map(|&i| i as usize)
+            .filter(|&i| i < len)
+            .collect();
+        marked.sort_unstable();
         marked
     }
 }

@@ -39,6 +39,12 @@ struct Unit {
     counts_round: bool,
     /// A step of the newest round: scored, but not part of the corpus.
     newest: bool,
+    /// None of its messages lies in the floor.
+    whole: bool,
+    /// The fewest tokens left with which it can still be kept: its cost,
+    /// or for a round, what keeping it in part needs at least (its
+    /// request and its last message; see [`partial`]).
+    least: usize,
 }
 
 /// What the stage did.
@@ -152,12 +158,18 @@ pub(crate) async fn drop_units(
                 rank(relevant, value, k)
             })
             .collect();
-        let need = |k: usize| least_kept(work, layout, &units[k]);
+        let need = |k: usize| units[k].least;
         let mut skipped = Vec::new();
         let mut best = BestFirst::new(&mut order);
-        // Once nothing left to hand out could be kept, whole or in part
-        // (`left` only shrinks), the rest of the order changes nothing.
-        while whole_order() || best.rest().iter().any(|&r| need(unit_of(r)) <= left) {
+        let mut handed = false;
+        loop {
+            // A unit that cannot be kept now, whole or in part, never can
+            // be (`left` only shrinks, here and below): once units were
+            // handed out, the rest is passed over without being ranked.
+            if handed && !whole_order() {
+                best.retain(|r| need(unit_of(r)) <= left);
+            }
+            handed = true;
             let Some(chunk) = best.next_chunk() else {
                 break;
             };
@@ -189,6 +201,7 @@ pub(crate) async fn drop_units(
             }
         }
     }
+    let mut run: Option<Range<usize>> = None;
     for (k, (unit, &kept)) in units.iter().zip(&keep).enumerate() {
         if kept {
             continue;
@@ -199,11 +212,29 @@ pub(crate) async fn drop_units(
             Some((from, _)) => unit.range.start + 1..from,
             None => unit.range.clone(),
         };
+        if unit.whole {
+            // Runs of whole units dropped are dropped together.
+            match &mut run {
+                Some(run) if run.end == range.start => run.end = range.end,
+                _ => {
+                    if let Some(done) = run.replace(range) {
+                        work.drop_range(done);
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some(done) = run.take() {
+            work.drop_range(done);
+        }
         for i in range {
             if !layout.in_floor(i) {
                 work.drop_message(i);
             }
         }
+    }
+    if let Some(done) = run {
+        work.drop_range(done);
     }
     (dropped.rounds.after, dropped.steps.after) = tally(&units, |k| keep[k] || partly[k].is_some());
     // What a round kept in part still costs.
@@ -263,19 +294,6 @@ fn whole_order() -> bool {
     false
 }
 
-/// The fewest tokens left with which `unit` can still be kept: its cost,
-/// or for a round, what keeping it in part needs at least (its request and
-/// its last message; see [`partial`]).
-fn least_kept(work: &Work<'_, '_>, layout: &Layout<'_>, unit: &Unit) -> usize {
-    let range = &unit.range;
-    if !unit.round || range.len() < 2 {
-        return unit.cost;
-    }
-    let part = outside_floor(work, layout, range.start..range.start + 1)
-        + outside_floor(work, layout, range.end - 1..range.end);
-    unit.cost.min(part)
-}
-
 /// Tokens of `range` outside the floor.
 fn outside_floor(work: &Work<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
     range
@@ -319,14 +337,22 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
     let mut units = Vec::new();
     let mut push = |range: Range<usize>, round: bool, newest: bool| {
         let mut cost = 0;
-        let mut outside = false;
+        let mut outside = 0;
         for i in range.clone() {
             if !layout.in_floor(i) {
-                outside = true;
+                outside += 1;
                 cost += work.count(i);
             }
         }
-        if outside {
+        if outside > 0 {
+            let whole = outside == range.len();
+            let least = if round && range.len() >= 2 {
+                let part = outside_floor(work, layout, range.start..range.start + 1)
+                    + outside_floor(work, layout, range.end - 1..range.end);
+                cost.min(part)
+            } else {
+                cost
+            };
             let counts_round = round && !layout.in_floor(range.start);
             units.push(Unit {
                 range,
@@ -334,6 +360,8 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
                 round,
                 counts_round,
                 newest,
+                whole,
+                least,
             });
         }
     };
@@ -383,6 +411,11 @@ async fn scores(
     if let Some(terms) = scoring.terms {
         let mut shown = Units::new(work.history().len(), which.len());
         for (u, &k) in which.iter().enumerate() {
+            if units[k].whole && work.is_untouched() {
+                // Every message as it is.
+                shown.add_range(units[k].range.clone(), u);
+                continue;
+            }
             for i in units[k].range.clone() {
                 // As below: what the unit shows, placeholders left out.
                 if layout.in_floor(i) || work.is_replaced(i) {

@@ -83,6 +83,15 @@ impl<'m> Units<'m> {
             .unwrap_or(NONE);
     }
 
+    /// The messages `range` count towards `unit` as they are.
+    pub fn add_range(&mut self, range: Range<usize>, unit: usize) {
+        let unit = u32::try_from(unit)
+            .ok()
+            .filter(|&u| u < CHANGED)
+            .unwrap_or(NONE);
+        self.of[range].fill(unit);
+    }
+
     /// Message `i` counts towards `unit`, shown as `shown`, which differs
     /// from it.
     pub fn add_changed(&mut self, i: usize, unit: usize, shown: &'m Message) {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::layout::Layout;
 use crate::memo::{Memo, State};
+use crate::resume::{Before, Mark};
 use crate::scoring::{Lexical, Relevance};
 use crate::seen::Seen;
 use crate::select::{Scoring, Target, drop_units};
@@ -104,8 +105,10 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 /// rounds, the replay starts afresh (and sheds) at every 32nd call of a
 /// round. A new question is answered with
 /// a fresh choice for it, shed down to a level that moves in fixed steps
-/// of the budget's share above the watermark. Every stage, the drop stage
-/// included, aims at the one target.
+/// of the budget's share above the watermark (down to the budget itself
+/// when the question reaches into a summary's covered span, whose covered
+/// turns compete for every token). Every stage, the drop stage included,
+/// aims at the one target.
 ///
 /// ```
 /// use memory_core::{Budget, CharTokenCounter, Message, ToolCall, TrimStrategy};
@@ -402,24 +405,30 @@ impl Thrift {
         // so does trimming that result again: no append can fit beside a
         // floor over the budget.
         let last = points.len() - 1;
-        // Tokens each call saw.
-        let totals: Vec<usize> = match seen.as_deref() {
-            Some(seen) => points.iter().map(|&end| seen.total(end)).collect(),
+        // The replay starts at the last multiple of its span (see
+        // `settle`); the calls before it are not looked at.
+        let start = settle::replay_start(last);
+        // Tokens each call of the replay saw (0 before its start).
+        let mut totals = vec![0; points.len()];
+        match seen.as_deref() {
+            Some(seen) => {
+                for k in start..points.len() {
+                    totals[k] = seen.total(points[k]);
+                }
+            }
             None => {
-                let mut totals = Vec::with_capacity(points.len());
-                let (mut sum, mut from) = (0, 0);
-                for &end in &points {
+                let mut sum = 0;
+                let mut from = 0;
+                for (k, &end) in points.iter().enumerate() {
                     sum += history.tokens(from..end);
-                    totals.push(sum);
+                    totals[k] = sum;
                     from = end;
                 }
-                totals
             }
-        };
+        }
         // Until the first call over the budget, each call saw its history
         // as it was; from there on, each appends to the one before while
         // that fits, and sheds afresh when it does not.
-        let start = settle::replay_start(last);
         let first = (start..=last)
             .find(|&k| !budget.admits_tokens(totals[k]))
             .unwrap_or(last);
@@ -445,35 +454,54 @@ impl Thrift {
         };
         let mut before_last = None;
         for k in begin + 1..=last {
-            if k == last {
-                before_last = Some((k - 1, result.clone(), trace.clone()));
-            }
+            // The state before the newest call is kept for the next trim
+            // (see `Resume`): marked here, and taken whole only when the
+            // newest call does not just append to it.
+            let mark = (k == last).then(|| (Mark::of(&result), trace.clone()));
             let step = points[k - 1]..points[k];
+            let mut afresh = None;
             if settle::new_round(history.messages(), step.clone()) {
                 let prefix = settle::prefix(history, points[k], totals[k])?;
                 if reach::reaches_back(&prefix, &result, seen.as_deref_mut()) {
                     let index = seen.as_deref_mut();
-                    (result, trace) = self
+                    let (shed, mut shed_trace) = self
                         .shed(&prefix, budget, fresh, counter, shrunk, index)
                         .await?;
-                    trace.reached_back = true;
-                    continue;
+                    shed_trace.reached_back = true;
+                    afresh = Some((shed, shed_trace));
                 }
             }
-            let max_output = self.max_tool_output_tokens;
-            let appended = settle::append(&mut result, history, step, max, max_output, counter)
-                .await?
-                // A round appended may be one too many for a rounds limit.
-                .filter(|_| budget.admits_rounds(&result.messages));
-            match appended {
-                Some(appended) => trace.append(appended.tokens, appended.cut),
-                None => {
-                    let prefix = settle::prefix(history, points[k], totals[k])?;
-                    let index = seen.as_deref_mut();
-                    (result, trace) = self
-                        .shed(&prefix, budget, Aim::Watermark, counter, shrunk, index)
-                        .await?;
+            if afresh.is_none() {
+                let max_output = self.max_tool_output_tokens;
+                let appended = settle::append(&mut result, history, step, max, max_output, counter)
+                    .await?
+                    // A round appended may be one too many for a rounds
+                    // limit.
+                    .filter(|_| budget.admits_rounds(&result.messages));
+                match appended {
+                    Some(appended) => trace.append(appended.tokens, appended.cut),
+                    None => {
+                        let prefix = settle::prefix(history, points[k], totals[k])?;
+                        let index = seen.as_deref_mut();
+                        afresh = Some(
+                            self.shed(&prefix, budget, Aim::Watermark, counter, shrunk, index)
+                                .await?,
+                        );
+                    }
                 }
+            }
+            match (afresh, mark) {
+                (Some((shed, shed_trace)), mark) => {
+                    let before = std::mem::replace(&mut result, shed);
+                    trace = shed_trace;
+                    if let Some((mark, kept_trace)) = mark {
+                        before_last = Some((k - 1, Before::Own(mark.cut(before)), kept_trace));
+                    }
+                }
+                (None, Some((mark, kept_trace))) => {
+                    before_last = Some((k - 1, Before::Prefix(mark), kept_trace));
+                }
+                (None, None) => {}
             }
         }
         if let Some(resume) = resume {

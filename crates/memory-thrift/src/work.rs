@@ -42,6 +42,12 @@ pub(crate) struct Work<'h, 'a> {
     /// Replaced by its placeholder (written at the end).
     replaced: Vec<bool>,
     total: usize,
+    /// The messages dropped, as ascending runs, while they are dropped in
+    /// order (else `None`): what [`finish`](Work::finish) skips without
+    /// looking at each message.
+    runs: Option<Vec<std::ops::Range<usize>>>,
+    /// Positions changed or replaced, in no order, possibly repeated.
+    touched: Vec<usize>,
 }
 
 impl<'h, 'a> Work<'h, 'a> {
@@ -54,6 +60,8 @@ impl<'h, 'a> Work<'h, 'a> {
             dropped: vec![false; history.len()],
             replaced: vec![false; history.len()],
             total: history.total(),
+            runs: Some(Vec::new()),
+            touched: Vec::new(),
         }
     }
 
@@ -100,6 +108,7 @@ impl<'h, 'a> Work<'h, 'a> {
         self.total = self.total - self.counts[i] + tokens;
         self.counts[i] = tokens;
         self.replaced[i] = true;
+        self.touched.push(i);
     }
 
     /// Puts `message` in place of message `i` if the counter finds it
@@ -124,6 +133,7 @@ impl<'h, 'a> Work<'h, 'a> {
         let message = message.into();
         self.total = self.total - self.counts[i] + tokens;
         self.counts[i] = tokens;
+        self.touched.push(i);
         match self.slot[i] {
             0 => {
                 self.changed.push(message);
@@ -135,20 +145,75 @@ impl<'h, 'a> Work<'h, 'a> {
 
     /// Drops message `i`.
     pub fn drop_message(&mut self, i: usize) {
-        if !std::mem::replace(&mut self.dropped[i], true) {
-            self.total -= self.counts[i];
+        if std::mem::replace(&mut self.dropped[i], true) {
+            return;
+        }
+        self.total -= self.counts[i];
+        if let Some(runs) = &mut self.runs {
+            match runs.last_mut() {
+                Some(last) if last.end == i => last.end = i + 1,
+                Some(last) if last.end > i => self.runs = None,
+                _ => runs.push(i..i + 1),
+            }
         }
     }
 
+    /// The positions [`finish`](Work::finish) must look at, ascending: the
+    /// first of each run dropped and each message changed or replaced;
+    /// every position when the drops were not made in order.
+    fn marks(&mut self) -> Vec<usize> {
+        let n = self.history.len();
+        let Some(runs) = &self.runs else {
+            return (0..n).collect();
+        };
+        let mut marks = std::mem::take(&mut self.touched);
+        marks.extend(runs.iter().map(|r| r.start));
+        marks.sort_unstable();
+        marks.dedup();
+        marks
+    }
+
+    /// Drops the messages `range`, none of which is dropped yet.
+    pub fn drop_range(&mut self, range: std::ops::Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        if self.dropped[range.clone()].iter().any(|&d| d) {
+            for i in range {
+                self.drop_message(i);
+            }
+            return;
+        }
+        self.dropped[range.clone()].fill(true);
+        self.total -= self.counts[range.clone()].iter().sum::<usize>();
+        if let Some(runs) = &mut self.runs {
+            match runs.last_mut() {
+                Some(last) if last.end == range.start => last.end = range.end,
+                Some(last) if last.end > range.start => self.runs = None,
+                _ => runs.push(range),
+            }
+        }
+    }
+
+    /// Whether no message is changed or replaced yet.
+    pub fn is_untouched(&self) -> bool {
+        self.touched.is_empty()
+    }
+
     /// The messages not dropped, in order, as a projection.
-    pub fn finish(self, fits: bool) -> TrimResult {
+    pub fn finish(mut self, fits: bool) -> TrimResult {
         let history = self.history;
         let n = history.len();
+        let marks = self.marks();
         let mut selection = Selection::new(history);
         let mut changed = self.changed;
         let empty = Arc::new(Message::System(String::new()));
         let mut run = 0;
-        for i in 0..n {
+        for i in marks {
+            if i < run {
+                // Inside a run dropped already passed over.
+                continue;
+            }
             let slot = self.slot[i];
             if !self.dropped[i] && slot == 0 && !self.replaced[i] {
                 continue;
@@ -158,6 +223,13 @@ impl<'h, 'a> Work<'h, 'a> {
             }
             run = i + 1;
             if self.dropped[i] {
+                // A run dropped is passed over whole (every message of it
+                // is dropped).
+                if let Some(runs) = &self.runs
+                    && let Ok(k) = runs.binary_search_by_key(&i, |r| r.start)
+                {
+                    run = runs[k].end;
+                }
                 continue;
             }
             let message = if self.replaced[i] {

@@ -83,9 +83,7 @@ pub(crate) fn reaches_back(
         Some(index) => {
             let mut units = Units::new(messages.len(), earlier.len());
             for (k, r) in earlier.iter().enumerate() {
-                for i in r.clone() {
-                    units.add(i, k);
-                }
+                units.add_range(r.clone(), k);
             }
             index.terms.score(&asked, &units)
         }

@@ -167,6 +167,8 @@ impl<'h, 'a> Work<'h, 'a> {
             return (0..n).collect();
         };
         let mut marks = std::mem::take(&mut self.touched);
+        // A message changed and then dropped is passed over with its run.
+        marks.retain(|&i| !self.dropped[i]);
         marks.extend(runs.iter().map(|r| r.start));
         marks.sort_unstable();
         marks.dedup();

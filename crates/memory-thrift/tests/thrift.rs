@@ -1200,3 +1200,46 @@ async fn a_placeholder_s_words_do_not_make_a_round_relevant() {
         result.messages
     );
 }
+
+#[tokio::test]
+async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_budget() {
+    // Forty older rounds, folded into a summary; one of them is about the
+    // parser.
+    let mut covered = Vec::new();
+    for i in 0..40 {
+        covered.push(Message::user(format!("round {i}: how is the garden?")));
+        covered.push(Message::assistant(format!(
+            "The roses in bed {i} are fine."
+        )));
+    }
+    covered[21] = Message::assistant("The parser runs on the staging cluster.");
+    let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
+    let view = vec![
+        Message::system("You are helpful."),
+        summary::message("We talked about the garden beds."),
+        Message::user("Anything new?"),
+        Message::assistant("Nothing new."),
+        Message::user("Where does the parser run?"),
+    ];
+    let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
+    let set = memory_core::covered::Covered::new(covered.clone(), covered_counts)
+        .unwrap()
+        .before(Some(view[2].clone()));
+    let history = History::new(&view, &counts)
+        .unwrap()
+        .protect(&[0])
+        .with_covered(set);
+    let max = 200;
+    let (result, trace) = Thrift::new()
+        .trim_traced(&history, &Budget::tokens(max), &CharTokenCounter)
+        .await
+        .unwrap();
+    // Not the sticky level below the budget: the covered turns the
+    // question needs compete for every token.
+    assert_eq!(trace.target, Some(max));
+    assert!(result.fits && result.tokens() <= max);
+    assert!(trace.covered_shown > 0);
+    assert!(result.messages.contains(&covered[21]));
+    assert!(result.messages.contains(&view[1]));
+    assert!(validate(&result.messages).is_empty());
+}

@@ -13,7 +13,10 @@
 //! it (see [`ANSWERED_SHARE`]) reaches back when a dropped round scores at least [`MIN_SCORE`] and
 //! more than [`SHOWN_SHARE`] of the best shown one, unless the message
 //! repeats that round (an observation of the same file again, the same
-//! tool output) rather than asks for it.
+//! tool output) rather than asks for it. A message after a step that
+//! wrote a command in its text (a function tag, or a fenced block that
+//! ends the message, as text-only agents write them) answers that step,
+//! whatever its words: it is the command's output.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -214,7 +217,7 @@ fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
     else {
         return false;
     };
-    if said.is_empty() {
+    if said.is_empty() || issues_a_command(step) {
         return true;
     }
     let mut texts = Vec::new();
@@ -222,6 +225,19 @@ fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
     let step = terms_of(&texts);
     let shared = said.iter().filter(|t| step.contains(*t)).count();
     shared as f64 >= ANSWERED_SHARE * said.len() as f64
+}
+
+/// Whether assistant message `step` writes a command in its text for the
+/// agent's harness to run, as text-only agents do: a function tag, or a
+/// fenced block that ends the message. The user message after it is that
+/// command's output, however short and whatever its words.
+fn issues_a_command(step: &Message) -> bool {
+    let Message::Assistant { content, .. } = step else {
+        return false;
+    };
+    let content = content.trim_end();
+    content.contains("<function=")
+        || (content.ends_with("```") && content.matches("```").count() >= 2)
 }
 
 /// The distinct terms of `texts`.

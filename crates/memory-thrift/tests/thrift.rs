@@ -1243,3 +1243,55 @@ async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_bud
     assert!(result.messages.contains(&view[1]));
     assert!(validate(&result.messages).is_empty());
 }
+
+/// A text-only agent's session: each step writes its command in text
+/// (`step` gives the assistant message of step `i`), each observation
+/// comes back as a user message; an early observation is about the
+/// parser's staging cluster, and the newest, short one mentions it again.
+fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
+    let mut m = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the failing tests in the repository."),
+    ];
+    for i in 0..30 {
+        m.push(Message::assistant(step(i)));
+        let observation = if i == 2 {
+            "The parser deploys to the staging cluster; its configuration lives in \
+             deploy/parser.yaml with replicas, probes, volumes and secrets."
+                .to_string()
+        } else {
+            format!("line {i} of the garden roses inventory\n").repeat(12)
+        };
+        m.push(Message::user(format!("OBSERVATION:\n{observation}")));
+    }
+    m.push(Message::assistant(step(30)));
+    m.push(Message::user("OBSERVATION:\nparser staging cluster"));
+    m
+}
+
+#[tokio::test]
+async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
+    let command = |i: usize| {
+        format!("<function=bash>\n<parameter=command>cat notes_{i}.txt</parameter>\n</function>")
+    };
+    let budget = Budget::tokens(1_500);
+    let m = text_agent(command);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert!(
+        !trace.reached_back,
+        "the output of the command just written"
+    );
+    assert_eq!(trace.appended.count, 1);
+    // A fenced block that ends the message is a command too.
+    let fenced = |i: usize| format!("Listing the notes.\n```\ncat notes_{i}.txt\n```");
+    let (_, trace) = trim(&Thrift::new(), &text_agent(fenced), &[0], budget).await;
+    assert!(!trace.reached_back);
+    // After a reply that runs nothing, the same words ask about the
+    // dropped observation.
+    let reply = |i: usize| format!("I have read part {i} of the notes.");
+    let (result, trace) = trim(&Thrift::new(), &text_agent(reply), &[0], budget).await;
+    assert!(trace.reached_back);
+    let early = text_agent(reply)[7].clone();
+    assert!(result.messages.contains(&early));
+}

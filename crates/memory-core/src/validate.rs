@@ -474,15 +474,46 @@ fn dropped(messages: &[Message], used: &HashSet<usize>) -> Vec<RepairAction> {
     actions
 }
 
+/// The longest a line put in place of a text's middle may be (see
+/// [`is_shrunk_from`]).
+const MAX_MARKER_CHARS: usize = 120;
+
+/// Whether `shown` is `original` with a middle part replaced by a shorter
+/// bracketed marker (at most [`MAX_MARKER_CHARS`], holding `[` and `]`):
+/// it starts as `original` starts and ends as it ends, and is shorter.
+fn is_cut_from(original: &str, shown: &str) -> bool {
+    // Bytes: a common part may end inside a character.
+    let (original, shown) = (original.as_bytes(), shown.as_bytes());
+    if shown.len() >= original.len() {
+        return false;
+    }
+    let head = original
+        .iter()
+        .zip(shown)
+        .take_while(|(a, b)| a == b)
+        .count();
+    // The tail may not reuse what the head matched, in either text.
+    let tail = original[head..]
+        .iter()
+        .rev()
+        .zip(shown[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let marker = &shown[head..shown.len() - tail];
+    marker.len() <= MAX_MARKER_CHARS && marker.contains(&b'[') && marker.contains(&b']')
+}
+
 /// Whether `shown` is `original` with some of its content shed, as a
 /// subtractive stage may show it (the one exception, besides summaries, to
 /// "nothing is invented"): the same message (same role, same tool call id
 /// and name, same tool calls, same reply text, same text blocks) whose
 /// reasoning was removed, whose image or pass-through blocks were replaced by
-/// text placeholders, or whose tool result text was replaced by a shorter one
+/// text placeholders, whose tool result text was replaced by a shorter one
 /// (cut with a truncation marker, or a placeholder), shorter as estimated by
-/// [`CharTokenCounter`]. A message is shrunk from itself. System messages
-/// (prompts, summaries) never are.
+/// [`CharTokenCounter`], or whose text blocks were cut (the same beginning
+/// and end, a middle part replaced by a shorter bracketed marker, as a text-only
+/// agent's long observation is cut). A message is shrunk from itself.
+/// System messages (prompts, summaries) never are.
 ///
 /// ```
 /// use memory_core::{is_shrunk_from, Message, ToolCall};
@@ -497,16 +528,18 @@ fn dropped(messages: &[Message], used: &HashSet<usize>) -> Vec<RepairAction> {
 /// let plain = Message::assistant_with_tools("done", vec![ToolCall::new("c1", "ls", "{}")]);
 /// assert!(is_shrunk_from(&thought, &plain));
 /// assert!(!is_shrunk_from(&plain, &thought));
+/// let output = Message::user(format!("head\n{}\ntail", "x".repeat(500)));
+/// assert!(is_shrunk_from(&output, &Message::user("head\n[... 500 characters cut ...]\ntail")));
+/// assert!(!is_shrunk_from(&output, &Message::user("head\nsomething else entirely\nother tail")));
 /// ```
 pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
     match (original, shown) {
         (Message::System(a), Message::System(b)) => a == b,
         (Message::User(a), Message::User(b)) => {
             a.len() == b.len()
-                && a.iter().zip(b).all(|(x, y)| {
-                    x == y
-                        || (!matches!(x, ContentBlock::Text(_))
-                            && matches!(y, ContentBlock::Text(_)))
+                && a.iter().zip(b).all(|(x, y)| match (x, y) {
+                    (ContentBlock::Text(x), ContentBlock::Text(y)) => x == y || is_cut_from(x, y),
+                    (x, y) => x == y || matches!(y, ContentBlock::Text(_)),
                 })
         }
         (
@@ -545,6 +578,22 @@ pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
 mod tests {
     use super::*;
     use crate::ToolCall;
+
+    #[test]
+    fn a_text_cut_keeps_its_ends_and_says_so_in_brackets() {
+        let original = format!("héad\n{}\ntäil", "é".repeat(300));
+        let cut = "héad\n[... 600 characters cut ...]\ntäil";
+        assert!(is_cut_from(&original, cut));
+        // Common bytes that end inside a character do not split it.
+        assert!(!is_cut_from("éa", "è"));
+        assert!(!is_cut_from(&original, "héad\nother words\ntäil"));
+        assert!(!is_cut_from(&original, &original));
+        let long_marker = format!("héad\n[{}]\ntäil", "x".repeat(MAX_MARKER_CHARS));
+        assert!(!is_cut_from(&original, &long_marker));
+        // A user message so cut is shrunk from the original.
+        let shown = Message::user(cut);
+        assert!(is_shrunk_from(&Message::user(original), &shown));
+    }
 
     fn call(ids: &[&str]) -> Message {
         Message::assistant_with_tools(

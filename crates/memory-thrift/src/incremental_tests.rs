@@ -81,14 +81,27 @@ fn session(seed: u64, n: usize) -> Vec<Message> {
     let mut draw = Draw(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut m = vec![Message::system("You are a helpful agent.")];
     let mut call = 0;
+    // Whether the last step wrote a command in its text, as a text-only
+    // agent does: the next user message is its output.
+    let mut commanded = false;
     while m.len() < n {
-        match draw.below(10) {
-            0 => m.push(summary::message(sentence(&mut draw, 8))),
-            1 => m.push(Message::User(vec![
-                ContentBlock::Text(sentence(&mut draw, 6)),
-                ContentBlock::Image(ImageContent::new("image/png", vec![7; 64])),
-            ])),
-            _ => m.push(Message::user(sentence(&mut draw, 12))),
+        if std::mem::take(&mut commanded) {
+            let lines = if draw.chance(50) {
+                40 + draw.below(120)
+            } else {
+                1 + draw.below(4)
+            };
+            let text: Vec<String> = (0..lines).map(|_| sentence(&mut draw, 9)).collect();
+            m.push(Message::user(format!("OBSERVATION:\n{}", text.join("\n"))));
+        } else {
+            match draw.below(10) {
+                0 => m.push(summary::message(sentence(&mut draw, 8))),
+                1 => m.push(Message::User(vec![
+                    ContentBlock::Text(sentence(&mut draw, 6)),
+                    ContentBlock::Image(ImageContent::new("image/png", vec![7; 64])),
+                ])),
+                _ => m.push(Message::user(sentence(&mut draw, 12))),
+            }
         }
         let steps = if draw.chance(40) {
             1 + draw.below(6)
@@ -128,7 +141,16 @@ fn session(seed: u64, n: usize) -> Vec<Message> {
                 m.push(Message::tool_result(id, text.join("\n")));
             }
         }
-        m.push(Message::assistant(sentence(&mut draw, 15)));
+        if draw.chance(30) {
+            commanded = true;
+            m.push(Message::assistant(format!(
+                "{}\n<function=bash>\n<parameter=command>{}</parameter>\n</function>",
+                sentence(&mut draw, 15),
+                sentence(&mut draw, 3)
+            )));
+        } else {
+            m.push(Message::assistant(sentence(&mut draw, 15)));
+        }
     }
     m
 }

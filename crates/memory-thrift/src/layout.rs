@@ -49,6 +49,8 @@ pub(crate) enum Kind {
     Reasoned,
     /// User messages with blocks other than text.
     Media,
+    /// Observations of text-only agents not cut (as the history has them).
+    Observations,
 }
 
 impl<'k> Layout<'k> {
@@ -176,6 +178,7 @@ fn candidates<'k>(
             Kind::Cuttable => &kinds.cuttable,
             Kind::Reasoned => &kinds.reasoned,
             Kind::Media => &kinds.media,
+            Kind::Observations => &kinds.observations,
         };
         Kinds::within(list, range.clone()).iter().copied()
     });

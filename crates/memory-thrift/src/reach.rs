@@ -231,13 +231,23 @@ fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
 /// agent's harness to run, as text-only agents do: a function tag, or a
 /// fenced block that ends the message. The user message after it is that
 /// command's output, however short and whatever its words.
-fn issues_a_command(step: &Message) -> bool {
+pub(crate) fn issues_a_command(step: &Message) -> bool {
     let Message::Assistant { content, .. } = step else {
         return false;
     };
     let content = content.trim_end();
     content.contains("<function=")
         || (content.ends_with("```") && content.matches("```").count() >= 2)
+}
+
+/// Whether message `i` of `messages` is a text-only agent's observation:
+/// a user message of text alone, right after a step that wrote a command
+/// in its text ([`issues_a_command`]). Its long output is cut like a tool
+/// result's.
+pub(crate) fn is_observation(messages: &[Message], i: usize) -> bool {
+    matches!(&messages[i], Message::User(blocks) if blocks.len() == 1 && blocks[0].as_text().is_some())
+        && i.checked_sub(1)
+            .is_some_and(|before| issues_a_command(&messages[before]))
 }
 
 /// The distinct terms of `texts`.

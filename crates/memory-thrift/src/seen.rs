@@ -27,7 +27,7 @@ use memory_core::{History, Message};
 
 use crate::key::{message_key, text_key};
 use crate::term_index::TermIndex;
-use crate::{cut, placeholder};
+use crate::{cut, placeholder, reach};
 
 /// Histories of at most this many messages have every message checked.
 pub(crate) const CHECK_ALL: usize = 64;
@@ -72,12 +72,21 @@ pub(crate) struct Kinds {
     pub reasoned: Vec<usize>,
     /// User messages with blocks other than text.
     pub media: Vec<usize>,
+    /// Observations of text-only agents ([`reach::is_observation`]) not
+    /// cut already.
+    pub observations: Vec<usize>,
 }
 
 impl Kinds {
-    fn push(&mut self, i: usize, message: &Message) {
+    /// Lists message `i` of `messages`, whose messages before it are
+    /// listed.
+    fn push(&mut self, messages: &[Message], i: usize) {
+        let message = &messages[i];
         if message.is_user() {
             self.users.push(i);
+            if reach::is_observation(messages, i) && !cut::is_cut(&message.text()) {
+                self.observations.push(i);
+            }
         }
         match message {
             Message::ToolResult { content, .. } => {
@@ -107,6 +116,7 @@ impl Kinds {
             &mut self.cuttable,
             &mut self.reasoned,
             &mut self.media,
+            &mut self.observations,
         ] {
             list.truncate(list.partition_point(|&i| i < len));
         }
@@ -161,8 +171,8 @@ impl Seen {
             self.truncate(same);
         }
         self.protected = history.protected().to_vec();
-        for (i, message) in messages.iter().enumerate().skip(same) {
-            self.push(i, message, counts[i]);
+        for (i, &count) in counts.iter().enumerate().skip(same) {
+            self.push(messages, i, count);
         }
         same
     }
@@ -208,8 +218,9 @@ impl Seen {
         self.terms.truncate(len);
     }
 
-    /// Reads `message`, message `i`, of `count` tokens.
-    fn push(&mut self, i: usize, message: &Message, count: usize) {
+    /// Reads message `i` of `messages`, of `count` tokens.
+    fn push(&mut self, messages: &[Message], i: usize, count: usize) {
+        let message = &messages[i];
         if self.totals.is_empty() {
             self.totals.push(0);
         }
@@ -226,7 +237,7 @@ impl Seen {
             .entry(key)
             .or_default()
             .push(u32::try_from(i).unwrap_or(u32::MAX));
-        self.kinds.push(i, message);
+        self.kinds.push(messages, i);
         self.terms.push(message);
     }
 

@@ -10,6 +10,7 @@ use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 use crate::cut;
 use crate::layout::{Kind, Layout};
 use crate::placeholder;
+use crate::reach;
 use crate::shrunk::Shrunk;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
@@ -92,7 +93,7 @@ pub(crate) async fn long_outputs(
     // Tool results are unchanged until this stage: the listed ones need
     // no second look at their text.
     let listed = layout.lists_kinds();
-    let items: Vec<usize> = layout
+    let mut items: Vec<usize> = layout
         .candidates(Kind::Cuttable, 0..history.len())
         .filter(|&i| {
             work.count(i) > max_tokens
@@ -104,6 +105,21 @@ pub(crate) async fn long_outputs(
                     if !cut::is_cut(content) && !placeholder::is_placeholder(content)))
         })
         .collect();
+    // A text-only agent's observations are its tool outputs, but for the
+    // newest (the current question) and what the floor holds.
+    let observations = layout
+        .candidates(Kind::Observations, 0..layout.newest_step)
+        .filter(|&i| {
+            work.count(i) > max_tokens
+                && !work.is_dropped(i)
+                && layout.shrinkable(history, i)
+                && !layout.in_floor(i)
+                && reach::is_observation(history.messages(), i)
+                && (listed || !cut::is_cut(&work.message(i).text()))
+        });
+    items.extend(observations);
+    items.sort_unstable();
+    items.dedup();
     let mut shed = stock(work, &items, |_| 1);
     let Some(stop_at) = stop_at else {
         return Ok(shed);
@@ -130,6 +146,16 @@ pub(crate) async fn long_outputs(
 /// characters per token from the result itself; `None` when the cut would
 /// change nothing.
 pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
+    if let Message::User(blocks) = message
+        && let [block] = blocks.as_slice()
+        && let Some(text) = block.as_text()
+    {
+        let keep = chars_for(max_tokens, text.chars().count(), tokens);
+        return match cut::cut_middle(text, keep) {
+            std::borrow::Cow::Borrowed(_) => None,
+            std::borrow::Cow::Owned(shorter) => Some(Message::user(shorter)),
+        };
+    }
     let Message::ToolResult {
         tool_call_id,
         content,

@@ -1295,3 +1295,44 @@ async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
     let early = text_agent(reply)[7].clone();
     assert!(result.messages.contains(&early));
 }
+
+#[tokio::test]
+async fn a_text_only_agent_s_long_observation_is_cut_like_a_tool_output() {
+    let command = |i: usize| {
+        format!("<function=bash>\n<parameter=command>cat notes_{i}.txt</parameter>\n</function>")
+    };
+    let mut m = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the failing tests in the repository."),
+    ];
+    for i in 0..6 {
+        m.push(Message::assistant(command(i)));
+        let lines = if i == 1 { 300 } else { 3 };
+        let output = format!("line {i} of the test log\n").repeat(lines);
+        m.push(Message::user(format!("OBSERVATION:\n{output}")));
+    }
+    m.push(Message::assistant(command(6)));
+    m.push(Message::user("OBSERVATION:\nall tests pass"));
+    let long = m[5].clone();
+    let budget = Budget::tokens(1_800);
+    let thrift = Thrift::new().with_max_tool_output_tokens(256);
+    let (result, trace) = trim(&thrift, &m, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert_eq!(trace.tool_outputs_cut.before.count, 1);
+    assert_eq!(trace.rounds_dropped.shed(), 0, "nothing else had to go");
+    // Shown cut, head and tail, where it stood.
+    assert_eq!(result.messages.len(), m.len());
+    let shown = &result.messages[5];
+    assert!(cut::is_cut(&shown.text()), "{}", shown.text());
+    assert!(
+        shown
+            .text()
+            .starts_with("OBSERVATION:\nline 1 of the test log")
+    );
+    assert!(memory_core::is_shrunk_from(&long, shown));
+    // The task, the other observations and the newest one as they were.
+    assert_eq!(result.messages[..5], m[..5]);
+    assert_eq!(result.messages[6..], m[6..]);
+    let again = again(&thrift, &result, budget).await;
+    assert_eq!(bytes(&again.messages), bytes(&result.messages));
+}

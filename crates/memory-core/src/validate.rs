@@ -478,29 +478,29 @@ fn dropped(messages: &[Message], used: &HashSet<usize>) -> Vec<RepairAction> {
 /// [`is_shrunk_from`]).
 const MAX_MARKER_CHARS: usize = 120;
 
-/// Whether `shown` is `original` with a middle part replaced by a shorter
-/// bracketed marker (at most [`MAX_MARKER_CHARS`], holding `[` and `]`):
-/// it starts as `original` starts and ends as it ends, and is shorter.
+/// Whether `shown` is `original` cut: a beginning of it, a marker line in
+/// brackets (at most [`MAX_MARKER_CHARS`]) on a line of its own, and an end
+/// of it, shorter than `original` and keeping some of it.
 fn is_cut_from(original: &str, shown: &str) -> bool {
-    // Bytes: a common part may end inside a character.
-    let (original, shown) = (original.as_bytes(), shown.as_bytes());
     if shown.len() >= original.len() {
         return false;
     }
-    let head = original
-        .iter()
-        .zip(shown)
-        .take_while(|(a, b)| a == b)
-        .count();
-    // The tail may not reuse what the head matched, in either text.
-    let tail = original[head..]
-        .iter()
-        .rev()
-        .zip(shown[head..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let marker = &shown[head..shown.len() - tail];
-    marker.len() <= MAX_MARKER_CHARS && marker.contains(&b'[') && marker.contains(&b']')
+    // Each line of `shown` that opens with `[` may be the marker: `shown`
+    // is then `head \n [marker] \n tail`.
+    shown.match_indices("\n[").any(|(at, _)| {
+        let rest = &shown[at + 1..];
+        let Some(end) = rest.find('\n') else {
+            return false;
+        };
+        let marker = &rest[..end];
+        let (head, tail) = (&shown[..at], &rest[end + 1..]);
+        marker.len() <= MAX_MARKER_CHARS
+            && marker.ends_with(']')
+            && !(head.is_empty() && tail.is_empty())
+            && head.len() + tail.len() < original.len()
+            && original.starts_with(head)
+            && original.ends_with(tail)
+    })
 }
 
 /// Whether `shown` is `original` with some of its content shed, as a
@@ -584,12 +584,25 @@ mod tests {
         let original = format!("héad\n{}\ntäil", "é".repeat(300));
         let cut = "héad\n[... 600 characters cut ...]\ntäil";
         assert!(is_cut_from(&original, cut));
-        // Common bytes that end inside a character do not split it.
         assert!(!is_cut_from("éa", "è"));
         assert!(!is_cut_from(&original, "héad\nother words\ntäil"));
         assert!(!is_cut_from(&original, &original));
         let long_marker = format!("héad\n[{}]\ntäil", "x".repeat(MAX_MARKER_CHARS));
         assert!(!is_cut_from(&original, &long_marker));
+        // A bracketed text of its own is not a cut of anything.
+        assert!(!is_cut_from(&"x".repeat(200), "[ok] do something else"));
+        assert!(!is_cut_from(&"x".repeat(200), "\n[ok]\n"));
+        // Lines that open or close with brackets around the cut.
+        let log: String = (0..40)
+            .map(|i| format!("[INFO] test_{i} PASSED [{i:>3}%]\n"))
+            .collect();
+        let lines: Vec<&str> = log.lines().collect();
+        let kept = format!(
+            "{}\n\n[... 999 characters cut ...]\n{}\n",
+            lines[..2].join("\n"),
+            lines[38..].join("\n")
+        );
+        assert!(is_cut_from(&log, &kept));
         // A user message so cut is shrunk from the original.
         let shown = Message::user(cut);
         assert!(is_shrunk_from(&Message::user(original), &shown));

@@ -14,9 +14,9 @@
 //! more than [`SHOWN_SHARE`] of the best shown one, unless the message
 //! repeats that round (an observation of the same file again, the same
 //! tool output) rather than asks for it. A message after a step that
-//! wrote a command in its text (a function tag, or a fenced block that
-//! ends the message, as text-only agents write them) answers that step,
-//! whatever its words: it is the command's output.
+//! wrote a command in its text (a function tag, or a fenced block of
+//! shell that ends the message, as text-only agents write them) answers
+//! that step, whatever its words: it is the command's output.
 
 use std::collections::HashSet;
 use std::ops::Range;
@@ -229,15 +229,25 @@ fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
 
 /// Whether assistant message `step` writes a command in its text for the
 /// agent's harness to run, as text-only agents do: a function tag, or a
-/// fenced block that ends the message. The user message after it is that
-/// command's output, however short and whatever its words.
+/// fenced block of shell (or of no language named) that ends the message.
+/// The user message after it is that command's output, however short and
+/// whatever its words. (A reply that ends with code in another language is
+/// an answer, not a command.)
 pub(crate) fn issues_a_command(step: &Message) -> bool {
     let Message::Assistant { content, .. } = step else {
         return false;
     };
-    let content = content.trim_end();
-    content.contains("<function=")
-        || (content.ends_with("```") && content.matches("```").count() >= 2)
+    if content.contains("<function=") {
+        return true;
+    }
+    let Some(body) = content.trim_end().strip_suffix("```") else {
+        return false;
+    };
+    let Some(open) = body.rfind("```") else {
+        return false;
+    };
+    let info = body[open + 3..].lines().next().unwrap_or_default().trim();
+    matches!(info, "" | "bash" | "sh" | "shell" | "console" | "zsh")
 }
 
 /// Whether message `i` of `messages` is a text-only agent's observation:

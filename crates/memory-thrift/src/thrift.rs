@@ -61,7 +61,7 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 ///    length as the earlier ones, so that it reads the same once it is no
 ///    longer the newest. A text-only agent's earlier observations (a user
 ///    message of text right after a step that wrote its command in its
-///    text, as a function tag or a closing fenced block) are its tool
+///    text, as a function tag or a closing fenced block of shell) are its tool
 ///    outputs and are cut alike;
 /// 3. **earlier tool results** are replaced by a short
 ///    [placeholder](crate::placeholder) that keeps their `tool_call_id`:

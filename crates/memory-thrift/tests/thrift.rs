@@ -1287,6 +1287,13 @@ async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
     let fenced = |i: usize| format!("Listing the notes.\n```\ncat notes_{i}.txt\n```");
     let (_, trace) = trim(&Thrift::new(), &text_agent(fenced), &[0], budget).await;
     assert!(!trace.reached_back);
+    let shell = |i: usize| format!("Listing the notes.\n```bash\ncat notes_{i}.txt\n```\n");
+    let (_, trace) = trim(&Thrift::new(), &text_agent(shell), &[0], budget).await;
+    assert!(!trace.reached_back);
+    // Code in another language ending a reply is an answer, not a command.
+    let code = |i: usize| format!("Here is part {i}:\n```python\nprint({i})\n```");
+    let (_, trace) = trim(&Thrift::new(), &text_agent(code), &[0], budget).await;
+    assert!(trace.reached_back);
     // After a reply that runs nothing, the same words ask about the
     // dropped observation.
     let reply = |i: usize| format!("I have read part {i} of the notes.");

@@ -320,16 +320,32 @@ impl Floor {
 /// protected messages plus the length of the newest round, not in the
 /// history's length.
 pub fn floor(history: &History<'_>) -> Floor {
+    floor_at(history, current_question(history.messages()))
+}
+
+/// [`floor`], with the current question known already (as
+/// [`current_question`] finds it) by a caller that keeps where the user
+/// messages are: linear in the number of protected messages plus the
+/// length of the newest step.
+///
+/// ```
+/// use memory_core::{structure, History, Message};
+/// let m = [Message::user("task"), Message::assistant("a"), Message::user("now")];
+/// let h = History::new(&m, &[1, 2, 3]).unwrap();
+/// assert_eq!(structure::floor_at(&h, Some(2)), structure::floor(&h));
+/// ```
+pub fn floor_at(history: &History<'_>, question: Option<usize>) -> Floor {
     let messages = history.messages();
     if messages.is_empty() {
         return Floor::default();
     }
+    debug_assert_eq!(question, current_question(messages));
     let mut ranges: Vec<Range<usize>> = history
         .protected()
         .iter()
         .map(|&i| step_of(messages, i))
         .collect();
-    if let Some(q) = current_question(messages) {
+    if let Some(q) = question {
         ranges.push(q..q + 1);
     }
     ranges.push(step_start(messages, messages.len())..messages.len());

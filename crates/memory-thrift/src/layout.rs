@@ -64,7 +64,10 @@ impl<'k> Layout<'k> {
     ) -> Self {
         let messages = history.messages();
         let n = messages.len();
-        let question = structure::current_question(messages);
+        let question = match kinds {
+            Some(kinds) => Kinds::within(&kinds.users, 0..n).last().copied(),
+            None => structure::current_question(messages),
+        };
         let newest_step = if n == 0 {
             0
         } else {
@@ -89,7 +92,7 @@ impl<'k> Layout<'k> {
             0 => newest_round,
             r => results[results.len() - r],
         };
-        let floor = structure::floor(history);
+        let floor = structure::floor_at(history, question);
         let mut in_floor = vec![false; n];
         for range in &floor.ranges {
             in_floor[range.clone()].fill(true);

@@ -150,6 +150,13 @@ impl Seen {
         self.keys.len()
     }
 
+    /// The current question of the first `len` messages (as
+    /// [`structure::current_question`](memory_core::structure::current_question)
+    /// finds it).
+    pub fn question(&self, len: usize) -> Option<usize> {
+        Kinds::within(&self.kinds.users, 0..len).last().copied()
+    }
+
     /// Takes `history` in: keeps what holds of the messages seen before
     /// and reads the rest. Returns how many leading messages are the ones
     /// seen before (same message, count and protection).

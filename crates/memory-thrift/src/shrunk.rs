@@ -18,6 +18,7 @@ use std::sync::Arc;
 use memory_core::{Framing, MemoryError, Message, TokenCounter};
 
 use crate::placeholder;
+use crate::work::placeholder_of;
 
 /// A shrunk message and its count; `None` when shrinking changes nothing.
 pub(crate) type Made = Option<(Arc<Message>, usize)>;
@@ -29,6 +30,8 @@ pub(crate) struct Shrunk {
     keep: bool,
     cuts: Vec<Option<Made>>,
     placeholders: Vec<Option<usize>>,
+    /// Placeholder messages written for the results kept replaced.
+    written: Vec<Option<Arc<Message>>>,
     /// The counter that counted them: its address and framing.
     counter: Option<(usize, Framing)>,
     /// A tool result whose strings are reused to count placeholders
@@ -57,6 +60,7 @@ impl Shrunk {
             keep: false,
             cuts: Vec::new(),
             placeholders: Vec::new(),
+            written: Vec::new(),
             counter: None,
             scratch: Message::tool_result("", ""),
         }
@@ -66,6 +70,7 @@ impl Shrunk {
     pub fn truncate(&mut self, len: usize) {
         self.cuts.truncate(len);
         self.placeholders.truncate(len);
+        self.written.truncate(len);
     }
 
     /// Forgets every count unless `counter` is the one that made them
@@ -107,6 +112,26 @@ impl Shrunk {
             self.cuts[index] = Some(made.clone());
         }
         Ok(made)
+    }
+
+    /// The placeholder message of tool result `message` (message `index`,
+    /// as it stands: a cut output names the original's length too),
+    /// written the first time only.
+    pub fn placeholder(&mut self, index: usize, message: &Message) -> Message {
+        if !message.is_tool_result() {
+            return message.clone();
+        }
+        if let Some(Some(made)) = self.written.get(index) {
+            return Message::clone(made);
+        }
+        let made = placeholder_of(message);
+        if self.keep {
+            if self.written.len() <= index {
+                self.written.resize(index + 1, None);
+            }
+            self.written[index] = Some(Arc::new(made.clone()));
+        }
+        made
     }
 
     /// Tokens of the placeholder of tool result `message` (message

@@ -518,7 +518,11 @@ impl Thrift {
         }
         trace.tokens_before = history.total();
         trace.messages_before = history.len();
-        trace.floor_tokens = structure::floor(history).tokens;
+        let question = match seen.as_deref() {
+            Some(seen) => seen.question(history.len()),
+            None => structure::current_question(history.messages()),
+        };
+        trace.floor_tokens = structure::floor_at(history, question).tokens;
         Ok(finish(result, trace))
     }
 
@@ -647,7 +651,7 @@ impl Thrift {
             tiers::newest_outputs(&mut work, &layout, last_resort, counter).await?;
 
         let fits = !over(&work);
-        Ok(finish(work.finish(fits), trace))
+        Ok(finish(work.finish(fits, shrunk), trace))
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
 use crate::placeholder;
+use crate::shrunk::Shrunk;
 
 /// The placeholder message for tool result `message` (keeping its call id
 /// and name).
@@ -202,8 +203,9 @@ impl<'h, 'a> Work<'h, 'a> {
         self.touched.is_empty()
     }
 
-    /// The messages not dropped, in order, as a projection.
-    pub fn finish(mut self, fits: bool) -> TrimResult {
+    /// The messages not dropped, in order, as a projection; placeholders
+    /// are written by `shrunk` (once for each position it keeps).
+    pub fn finish(mut self, fits: bool, shrunk: &mut Shrunk) -> TrimResult {
         let history = self.history;
         let n = history.len();
         let marks = self.marks();
@@ -239,7 +241,7 @@ impl<'h, 'a> Work<'h, 'a> {
                     0 => &history.messages()[i],
                     k => &*changed[k as usize - 1],
                 };
-                placeholder_of(current)
+                shrunk.placeholder(i, current)
             } else {
                 // Taken out (copied only when the memo shares it).
                 let taken = std::mem::replace(&mut changed[slot as usize - 1], empty.clone());

@@ -62,7 +62,7 @@ mod incremental_tests;
 pub use scoring::{Lexical, Relevance};
 pub use semantic::{DEFAULT_SEMANTIC_WEIGHT, Semantic};
 pub use thrift::{
-    DEFAULT_KEEP_RECENT_RESULTS, DEFAULT_LOW_WATERMARK, DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
-    DEFAULT_RECENCY_WEIGHT, Thrift,
+    DEFAULT_KEEP_RECENT_RESULTS, DEFAULT_LOOP_RECENCY_WEIGHT, DEFAULT_LOW_WATERMARK,
+    DEFAULT_MAX_TOOL_OUTPUT_TOKENS, DEFAULT_RECENCY_WEIGHT, Thrift,
 };
 pub use trace::{Shed, Tally, ThriftTrace};

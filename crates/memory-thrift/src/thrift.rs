@@ -45,6 +45,13 @@ pub const DEFAULT_MAX_TOOL_OUTPUT_TOKENS: usize = 1024;
 /// ```
 pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 
+/// Default [`Thrift::with_loop_recency_weight`].
+///
+/// ```
+/// assert_eq!(memory_thrift::Thrift::new().loop_recency_weight(), memory_thrift::DEFAULT_LOOP_RECENCY_WEIGHT);
+/// ```
+pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
+
 /// Sheds the lowest-signal content first until the history fits, and never
 /// calls a model. A projection: storage keeps everything.
 ///
@@ -81,7 +88,9 @@ pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 ///    as long as they fit (so only its oldest steps are dropped, and what
 ///    is dropped only grows as the round does); then to the candidates
 ///    most [relevant](crate::relevance) to the current question (plus a
-///    recency bonus; the least relevant and then the oldest go first).
+///    recency bonus, [larger](Thrift::with_loop_recency_weight) in a
+///    text-only agent's loop; the least relevant and then the oldest go
+///    first).
 ///    What is kept keeps its original order. An earlier round too large
 ///    to keep whole keeps its request and its newest steps that fit, when
 ///    any do. A rounds limit is honoured here.
@@ -140,6 +149,7 @@ pub struct Thrift {
     keep_recent_results: usize,
     max_tool_output_tokens: usize,
     recency_weight: f32,
+    loop_recency_weight: f32,
     relevance: Arc<dyn Relevance>,
     /// What is kept from call to call (it depends on the settings above:
     /// each builder method starts a new one).
@@ -153,6 +163,7 @@ impl Default for Thrift {
             keep_recent_results: DEFAULT_KEEP_RECENT_RESULTS,
             max_tool_output_tokens: DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
             recency_weight: DEFAULT_RECENCY_WEIGHT,
+            loop_recency_weight: DEFAULT_LOOP_RECENCY_WEIGHT,
             relevance: Arc::new(Lexical),
             memo: Memo::default(),
         }
@@ -161,7 +172,8 @@ impl Default for Thrift {
 
 impl Thrift {
     /// Thrift with the defaults: watermark 0.8, the newest 3 results kept,
-    /// tool outputs over 1,024 tokens cut, recency weight 0.02.
+    /// tool outputs over 1,024 tokens cut, recency weight 0.02 (0.2 in a
+    /// text-only agent's loop).
     ///
     /// ```
     /// let thrift = memory_thrift::Thrift::new();
@@ -231,11 +243,24 @@ impl Thrift {
     /// assert_eq!(thrift.recency_weight(), 0.0);
     /// ```
     pub fn with_recency_weight(mut self, weight: f32) -> Self {
-        self.recency_weight = if weight.is_nan() {
-            DEFAULT_RECENCY_WEIGHT
-        } else {
-            weight.max(0.0)
-        };
+        self.recency_weight = weight_or(weight, DEFAULT_RECENCY_WEIGHT);
+        self.memo = Memo::default();
+        self
+    }
+
+    /// How much recency counts in a text-only agent's loop, in place of
+    /// [`recency_weight`](Thrift::with_recency_weight), when the current
+    /// question is such an agent's observation (a user message right
+    /// after a step that wrote its command in its text): its earlier steps
+    /// are then the candidates, and what the next step needs is mostly in
+    /// the newest of them (default 0.2).
+    ///
+    /// ```
+    /// let thrift = memory_thrift::Thrift::new().with_loop_recency_weight(0.5);
+    /// assert_eq!(thrift.loop_recency_weight(), 0.5);
+    /// ```
+    pub fn with_loop_recency_weight(mut self, weight: f32) -> Self {
+        self.loop_recency_weight = weight_or(weight, DEFAULT_LOOP_RECENCY_WEIGHT);
         self.memo = Memo::default();
         self
     }
@@ -296,6 +321,15 @@ impl Thrift {
     /// ```
     pub fn recency_weight(&self) -> f32 {
         self.recency_weight
+    }
+
+    /// The weight of recency in a text-only agent's loop.
+    ///
+    /// ```
+    /// assert_eq!(memory_thrift::Thrift::new().loop_recency_weight(), 0.2);
+    /// ```
+    pub fn loop_recency_weight(&self) -> f32 {
+        self.loop_recency_weight
     }
 
     /// Trims `history` like [`trim_with_counts`](TrimStrategy::trim_with_counts)
@@ -629,7 +663,10 @@ impl Thrift {
                 .max_tokens
                 .map_or(1, |max| sticky::granule(max, self.low_watermark)),
             target: stop_at,
-            recency_weight: f64::from(self.recency_weight),
+            recency_weight: f64::from(match layout.question {
+                Some(q) if reach::is_observation(history.messages(), q) => self.loop_recency_weight,
+                _ => self.recency_weight,
+            }),
         };
         let run = over(&work) || !budget.admits_rounds(history.messages());
         let scoring = Scoring {
@@ -652,6 +689,15 @@ impl Thrift {
 
         let fits = !over(&work);
         Ok(finish(work.finish(fits, shrunk), trace))
+    }
+}
+
+/// `weight`, at least 0; `default` for NaN.
+fn weight_or(weight: f32, default: f32) -> f32 {
+    if weight.is_nan() {
+        default
+    } else {
+        weight.max(0.0)
     }
 }
 

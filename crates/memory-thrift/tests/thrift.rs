@@ -1244,6 +1244,11 @@ async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_bud
     assert!(validate(&result.messages).is_empty());
 }
 
+/// A text-only agent's step `i`: a function tag that reads a file.
+fn bash_step(i: usize) -> String {
+    format!("<function=bash>\n<parameter=command>cat notes_{i}.txt</parameter>\n</function>")
+}
+
 /// A text-only agent's session: each step writes its command in text
 /// (`step` gives the assistant message of step `i`), each observation
 /// comes back as a user message; an early observation is about the
@@ -1271,9 +1276,7 @@ fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
 
 #[tokio::test]
 async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
-    let command = |i: usize| {
-        format!("<function=bash>\n<parameter=command>cat notes_{i}.txt</parameter>\n</function>")
-    };
+    let command = bash_step;
     let budget = Budget::tokens(1_500);
     let m = text_agent(command);
     let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
@@ -1305,9 +1308,7 @@ async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
 
 #[tokio::test]
 async fn a_text_only_agent_s_long_observation_is_cut_like_a_tool_output() {
-    let command = |i: usize| {
-        format!("<function=bash>\n<parameter=command>cat notes_{i}.txt</parameter>\n</function>")
-    };
+    let command = bash_step;
     let mut m = vec![
         Message::system("You are a coding agent."),
         Message::user("Fix the failing tests in the repository."),
@@ -1342,4 +1343,49 @@ async fn a_text_only_agent_s_long_observation_is_cut_like_a_tool_output() {
     assert_eq!(result.messages[6..], m[6..]);
     let again = again(&thrift, &result, budget).await;
     assert_eq!(bytes(&again.messages), bytes(&result.messages));
+}
+
+#[tokio::test]
+async fn in_a_text_only_agent_s_loop_recency_counts_more() {
+    // Two earlier observations bear on the newest one: an old one that
+    // names all it names, and a recent one that lacks only a word half the
+    // other observations hold too.
+    let command = bash_step;
+    let mut m = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the failing tests in the repository."),
+    ];
+    let (old, recent) = (2, 24);
+    for i in 0..30 {
+        m.push(Message::assistant(command(i)));
+        let observation = match i {
+            _ if i == old => "the parser staging cluster inventory".to_string(),
+            _ if i == recent => "the parser staging cluster ledger".to_string(),
+            _ if i % 2 == 0 => format!("line {i} of the garden roses inventory"),
+            _ => format!("line {i} of the garden tulips ledger"),
+        };
+        m.push(Message::user(format!("OBSERVATION:\n{observation}")));
+    }
+    m.push(Message::assistant(command(30)));
+    // Everything so far fits; the newest observation, long, leaves room
+    // beside it for about one earlier step.
+    let before = total_of(&m).await;
+    let max = before + 20;
+    let round = total_of(&m[4..6]).await;
+    let room = max * 4 / 5 - total_of(&m[..2]).await - round * 3 / 2;
+    let filler = "qq ".repeat(room * 4 / 3);
+    m.push(Message::user(format!(
+        "OBSERVATION:\nparser staging cluster inventory\n{filler}"
+    )));
+    let kept = |result: &TrimResult, i: usize| result.messages.contains(&m[3 + 2 * i]);
+    let budget = Budget::tokens(max);
+    // By default the newer one stays; weighing recency as in a chat, the
+    // better match does.
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert_eq!(trace.rounds_dropped.after.count, 1);
+    assert!(kept(&result, recent) && !kept(&result, old));
+    let chat_like = Thrift::new().with_loop_recency_weight(Thrift::new().recency_weight());
+    let (result, _) = trim(&chat_like, &m, &[0], budget).await;
+    assert!(kept(&result, old) && !kept(&result, recent));
 }

@@ -88,6 +88,7 @@ pub(crate) fn reaches_back(
             for (k, r) in earlier.iter().enumerate() {
                 units.add_range(r.clone(), k);
             }
+            index.terms.catch_up(messages);
             index.terms.score(&asked, &units)
         }
         None => Lexical::score_now(&asked, &texts(messages, &earlier)),

@@ -6,8 +6,10 @@
 //! on every call, and it mostly only grows: the same messages, and new
 //! ones after them. [`Seen::sync`] finds how much of the history is the
 //! one seen before and reads only the rest: each message's identity, its
-//! [terms](crate::term_index), its role (where the model calls and the
-//! rounds are), the running token total. What is kept is used only for the
+//! role (where the model calls and the rounds are), the running token
+//! total; its [terms](crate::term_index) are read when a call first scores
+//! older turns (an agent loop that never does never reads them). What is
+//! kept is used only for the
 //! messages that are still the same: the length of that prefix is the
 //! first position where a message's count or protection differs, unless
 //! a message before it changed, which is checked at anchors (the last one
@@ -51,7 +53,8 @@ pub(crate) struct Seen {
     by_text: HashMap<u64, Vec<u32>>,
     /// Where the messages each cheap stage looks at are.
     pub kinds: Kinds,
-    /// The terms.
+    /// The terms, of the messages seen up to where a call last scored
+    /// (see [`TermIndex::catch_up`]).
     pub terms: TermIndex,
 }
 
@@ -245,7 +248,6 @@ impl Seen {
             .or_default()
             .push(u32::try_from(i).unwrap_or(u32::MAX));
         self.kinds.push(messages, i);
-        self.terms.push(message);
     }
 
     /// Tokens of the first `end` messages.

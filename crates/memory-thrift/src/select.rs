@@ -409,6 +409,7 @@ async fn scores(
         .unwrap_or_default();
     let relevance = scoring.relevance;
     if let Some(terms) = scoring.terms {
+        terms.catch_up(work.history().messages());
         let mut shown = Units::new(work.history().len(), which.len());
         for (u, &k) in which.iter().enumerate() {
             if units[k].whole && work.is_untouched() {

@@ -126,6 +126,15 @@ impl TermIndex {
         self.changed.retain(|&i, _| i < len);
     }
 
+    /// Indexes the messages of `messages` after those indexed (the ones
+    /// indexed being its first ones): the index is read lazily, when a
+    /// call first scores.
+    pub fn catch_up(&mut self, messages: &[Message]) {
+        for message in messages.iter().skip(self.len()) {
+            self.push(message);
+        }
+    }
+
     /// Indexes `message` as the next message.
     pub fn push(&mut self, message: &Message) {
         if self.starts.is_empty() {

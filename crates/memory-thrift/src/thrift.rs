@@ -717,15 +717,21 @@ enum Aim {
 }
 
 /// Whether the view's current question came after its summary's covered
-/// set and is short enough to be a question (at most
-/// [`reach::MAX_QUESTION_TOKENS`]) rather than an observation or a pasted
-/// file.
+/// set and is a question: short enough (at most
+/// [`reach::MAX_QUESTION_TOKENS`]) not to be a pasted file or a long
+/// output, and not a text-only agent's observation (the output of the
+/// command its step wrote, however short), which goes on from the summary
+/// like a tool-calling agent's results.
 fn asks_anew(history: &History<'_>) -> bool {
     let Some(anchor) = covered::anchor(history) else {
         return false;
     };
-    structure::current_question(history.messages())
-        .is_some_and(|q| q >= anchor && history.counts()[q] <= reach::MAX_QUESTION_TOKENS)
+    let messages = history.messages();
+    structure::current_question(messages).is_some_and(|q| {
+        q >= anchor
+            && history.counts()[q] <= reach::MAX_QUESTION_TOKENS
+            && !reach::is_observation(messages, q)
+    })
 }
 
 /// Covered messages shown in `result` (as they are, or shrunk), found in

@@ -1201,6 +1201,23 @@ async fn a_placeholder_s_words_do_not_make_a_round_relevant() {
     );
 }
 
+/// `view` (its system prompt protected), whose summary at 1 stands for
+/// `covered`, placed before the view's message 2.
+fn with_covered<'a>(
+    view: &'a [Message],
+    counts: &'a [usize],
+    covered: Vec<Message>,
+    covered_counts: Vec<usize>,
+) -> History<'a> {
+    let set = memory_core::covered::Covered::new(covered, covered_counts)
+        .unwrap()
+        .before(Some(view[2].clone()));
+    History::new(view, counts)
+        .unwrap()
+        .protect(&[0])
+        .with_covered(set)
+}
+
 #[tokio::test]
 async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_budget() {
     // Forty older rounds, folded into a summary; one of them is about the
@@ -1222,13 +1239,7 @@ async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_bud
         Message::user("Where does the parser run?"),
     ];
     let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
-    let set = memory_core::covered::Covered::new(covered.clone(), covered_counts)
-        .unwrap()
-        .before(Some(view[2].clone()));
-    let history = History::new(&view, &counts)
-        .unwrap()
-        .protect(&[0])
-        .with_covered(set);
+    let history = with_covered(&view, &counts, covered.clone(), covered_counts);
     let max = 200;
     let (result, trace) = Thrift::new()
         .trim_traced(&history, &Budget::tokens(max), &CharTokenCounter)
@@ -1242,6 +1253,44 @@ async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_bud
     assert!(result.messages.contains(&covered[21]));
     assert!(result.messages.contains(&view[1]));
     assert!(validate(&result.messages).is_empty());
+}
+
+#[tokio::test]
+async fn a_text_only_agent_s_observation_goes_on_from_the_summary() {
+    // Older steps folded into a summary; one of them read the parser's
+    // deployment.
+    let mut covered = Vec::new();
+    for i in 0..40 {
+        covered.push(Message::assistant(bash_step(i)));
+        covered.push(Message::user(format!("OBSERVATION:\nroses in bed {i}")));
+    }
+    covered[21] = Message::user("OBSERVATION:\nthe parser runs on the staging cluster");
+    let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
+    let shown = |step: String| {
+        let (covered, covered_counts) = (covered.clone(), covered_counts.clone());
+        async move {
+            let view = vec![
+                Message::system("You are a coding agent."),
+                summary::message("The agent read the garden beds."),
+                Message::user("Go on."),
+                Message::assistant(step),
+                Message::user("OBSERVATION:\nparser staging cluster"),
+            ];
+            let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
+            let history = with_covered(&view, &counts, covered, covered_counts);
+            let (result, trace) = Thrift::new()
+                .trim_traced(&history, &Budget::tokens(200), &CharTokenCounter)
+                .await
+                .unwrap();
+            assert!(result.fits && validate(&result.messages).is_empty());
+            trace.covered_shown
+        }
+    };
+    // The output of the command just written, however short: the summary
+    // stands for the older steps, as it does for a tool-calling agent.
+    assert_eq!(shown(bash_step(40)).await, 0);
+    // The same words after a reply that runs nothing ask about them.
+    assert!(shown("I read the beds.".to_string()).await > 0);
 }
 
 /// A text-only agent's step `i`: a function tag that reads a file.

@@ -65,7 +65,7 @@ impl<'k> Layout<'k> {
         let messages = history.messages();
         let n = messages.len();
         let question = match kinds {
-            Some(kinds) => Kinds::within(&kinds.users, 0..n).last().copied(),
+            Some(kinds) => kinds.question(n),
             None => structure::current_question(messages),
         };
         let newest_step = if n == 0 {

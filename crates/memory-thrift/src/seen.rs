@@ -139,6 +139,13 @@ impl Kinds {
         }
     }
 
+    /// The current question of the first `len` messages (as
+    /// [`structure::current_question`](memory_core::structure::current_question)
+    /// finds it).
+    pub fn question(&self, len: usize) -> Option<usize> {
+        Self::within(&self.users, 0..len).last().copied()
+    }
+
     /// Of the positions in `list`, those in `range`.
     pub fn within(list: &[usize], range: Range<usize>) -> &[usize] {
         let from = list.partition_point(|&i| i < range.start);
@@ -151,13 +158,6 @@ impl Seen {
     /// Number of messages kept.
     pub fn len(&self) -> usize {
         self.keys.len()
-    }
-
-    /// The current question of the first `len` messages (as
-    /// [`structure::current_question`](memory_core::structure::current_question)
-    /// finds it).
-    pub fn question(&self, len: usize) -> Option<usize> {
-        Kinds::within(&self.kinds.users, 0..len).last().copied()
     }
 
     /// Takes `history` in: keeps what holds of the messages seen before

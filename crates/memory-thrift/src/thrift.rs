@@ -553,7 +553,7 @@ impl Thrift {
         trace.tokens_before = history.total();
         trace.messages_before = history.len();
         let question = match seen.as_deref() {
-            Some(seen) => seen.question(history.len()),
+            Some(seen) => seen.kinds.question(history.len()),
             None => structure::current_question(history.messages()),
         };
         trace.floor_tokens = structure::floor_at(history, question).tokens;

@@ -1266,31 +1266,43 @@ async fn a_text_only_agent_s_observation_goes_on_from_the_summary() {
     }
     covered[21] = Message::user("OBSERVATION:\nthe parser runs on the staging cluster");
     let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
-    let shown = |step: String| {
-        let (covered, covered_counts) = (covered.clone(), covered_counts.clone());
-        async move {
-            let view = vec![
-                Message::system("You are a coding agent."),
-                summary::message("The agent read the garden beds."),
-                Message::user("Go on."),
-                Message::assistant(step),
-                Message::user("OBSERVATION:\nparser staging cluster"),
-            ];
-            let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
-            let history = with_covered(&view, &counts, covered, covered_counts);
-            let (result, trace) = Thrift::new()
-                .trim_traced(&history, &Budget::tokens(200), &CharTokenCounter)
-                .await
-                .unwrap();
-            assert!(result.fits && validate(&result.messages).is_empty());
-            trace.covered_shown
-        }
-    };
     // The output of the command just written, however short: the summary
     // stands for the older steps, as it does for a tool-calling agent.
-    assert_eq!(shown(bash_step(40)).await, 0);
+    assert_eq!(
+        covered_shown_after(bash_step(40), &covered, &covered_counts).await,
+        0
+    );
     // The same words after a reply that runs nothing ask about them.
-    assert!(shown("I read the beds.".to_string()).await > 0);
+    let reply = "I read the beds.".to_string();
+    assert!(covered_shown_after(reply, &covered, &covered_counts).await > 0);
+}
+
+/// Covered originals shown when a short observation about the parser
+/// follows `step`, in a view whose summary stands for `covered`.
+async fn covered_shown_after(step: String, covered: &[Message], covered_counts: &[usize]) -> usize {
+    let view = vec![
+        Message::system("You are a coding agent."),
+        summary::message("The agent read the garden beds."),
+        Message::user("Go on."),
+        Message::assistant(step),
+        Message::user("OBSERVATION:\nparser staging cluster"),
+    ];
+    let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
+    let history = with_covered(&view, &counts, covered.to_vec(), covered_counts.to_vec());
+    let (result, trace) = Thrift::new()
+        .trim_traced(&history, &Budget::tokens(200), &CharTokenCounter)
+        .await
+        .unwrap();
+    assert!(result.fits && validate(&result.messages).is_empty());
+    trace.covered_shown
+}
+
+/// A coding agent's system prompt and task, where its sessions start.
+fn agent_start() -> Vec<Message> {
+    vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the failing tests in the repository."),
+    ]
 }
 
 /// A text-only agent's step `i`: a function tag that reads a file.
@@ -1303,10 +1315,7 @@ fn bash_step(i: usize) -> String {
 /// comes back as a user message; an early observation is about the
 /// parser's staging cluster, and the newest, short one mentions it again.
 fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
-    let mut m = vec![
-        Message::system("You are a coding agent."),
-        Message::user("Fix the failing tests in the repository."),
-    ];
+    let mut m = agent_start();
     for i in 0..30 {
         m.push(Message::assistant(step(i)));
         let observation = if i == 2 {
@@ -1325,9 +1334,8 @@ fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
 
 #[tokio::test]
 async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
-    let command = bash_step;
     let budget = Budget::tokens(1_500);
-    let m = text_agent(command);
+    let m = text_agent(bash_step);
     let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
     assert!(result.fits && validate(&result.messages).is_empty());
     assert!(
@@ -1357,18 +1365,14 @@ async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
 
 #[tokio::test]
 async fn a_text_only_agent_s_long_observation_is_cut_like_a_tool_output() {
-    let command = bash_step;
-    let mut m = vec![
-        Message::system("You are a coding agent."),
-        Message::user("Fix the failing tests in the repository."),
-    ];
+    let mut m = agent_start();
     for i in 0..6 {
-        m.push(Message::assistant(command(i)));
+        m.push(Message::assistant(bash_step(i)));
         let lines = if i == 1 { 300 } else { 3 };
         let output = format!("line {i} of the test log\n").repeat(lines);
         m.push(Message::user(format!("OBSERVATION:\n{output}")));
     }
-    m.push(Message::assistant(command(6)));
+    m.push(Message::assistant(bash_step(6)));
     m.push(Message::user("OBSERVATION:\nall tests pass"));
     let long = m[5].clone();
     let budget = Budget::tokens(1_800);
@@ -1399,14 +1403,10 @@ async fn in_a_text_only_agent_s_loop_recency_counts_more() {
     // Two earlier observations bear on the newest one: an old one that
     // names all it names, and a recent one that lacks only a word half the
     // other observations hold too.
-    let command = bash_step;
-    let mut m = vec![
-        Message::system("You are a coding agent."),
-        Message::user("Fix the failing tests in the repository."),
-    ];
+    let mut m = agent_start();
     let (old, recent) = (2, 24);
     for i in 0..30 {
-        m.push(Message::assistant(command(i)));
+        m.push(Message::assistant(bash_step(i)));
         let observation = match i {
             _ if i == old => "the parser staging cluster inventory".to_string(),
             _ if i == recent => "the parser staging cluster ledger".to_string(),
@@ -1415,7 +1415,7 @@ async fn in_a_text_only_agent_s_loop_recency_counts_more() {
         };
         m.push(Message::user(format!("OBSERVATION:\n{observation}")));
     }
-    m.push(Message::assistant(command(30)));
+    m.push(Message::assistant(bash_step(30)));
     // Everything so far fits; the newest observation, long, leaves room
     // beside it for about one earlier step.
     let before = total_of(&m).await;

@@ -18,8 +18,9 @@
 //! - A stage that shows covered messages takes them from [`Expanded`]: the
 //!   view with the covered set placed, in its chronological order, after
 //!   the view's first summary, right before the message that followed it
-//!   when it was replaced ([`anchor`]; not placed if that message is no
-//!   longer in view). A covered message shown
+//!   when it was replaced ([`anchor`]; a stage that drops that message
+//!   moves the set to the next one it keeps, [`after_dropping`]; not
+//!   placed when none is left in view). A covered message shown
 //!   sits after the summary that stands for it (so the summary stays in
 //!   the cached prefix), never twice, and never written back (such a
 //!   result is a projection).
@@ -294,8 +295,9 @@ impl Covered {
 
 /// Where a view's covered set stands: right before the message it
 /// stood before when it was replaced ([`Covered::next`]), found after the
-/// view's first summary. `None` without a summary, without that message,
-/// or when a stage dropped it from the view: the set is then not placed.
+/// view's first summary. `None` without a summary, or without that
+/// message (a stage that drops it moves the set to the next message it
+/// keeps: see [`after_dropping`]): the set is then not placed.
 ///
 /// ```
 /// use memory_core::covered::{self, Covered};
@@ -312,6 +314,41 @@ pub fn anchor(history: &History<'_>) -> Option<usize> {
     let next = history.covered().next()?;
     let first = messages.iter().position(summary::is_summary)?;
     (first + 1..messages.len()).find(|&i| messages[i] == *next)
+}
+
+/// The covered set of `history` as it stands in a projection of it that
+/// keeps the messages `kept` says: where it stands ([`anchor`]) when that
+/// message is kept; else right before the first message after it that is
+/// kept (every message the projection keeps after the summary and before
+/// that one is older than the set, every one after it newer), and not
+/// placed when none is. So a stage that drops the oldest turns after a
+/// summary (to fit a budget) leaves the summary's covered turns within
+/// reach of the stages after it.
+///
+/// ```
+/// use memory_core::covered::{self, Covered};
+/// use memory_core::{summary, History, Message};
+/// let m = [summary::message("so far"), Message::user("a"), Message::assistant("b"), Message::user("c")];
+/// let c = Covered::new(vec![Message::user("old")], vec![1]).unwrap().before(Some(Message::user("a")));
+/// let h = History::new(&m, &[3, 1, 1, 1]).unwrap().with_covered(c);
+/// // "a" and "b" dropped: the set now stands before "c".
+/// let moved = covered::after_dropping(&h, |i| i == 0 || i == 3);
+/// assert_eq!(moved.next(), Some(&Message::user("c")));
+/// // Nothing after it kept: not placed.
+/// assert_eq!(covered::after_dropping(&h, |i| i == 0).next(), None);
+/// ```
+pub fn after_dropping(history: &History<'_>, kept: impl Fn(usize) -> bool) -> Covered {
+    let set = history.covered().clone();
+    let Some(at) = anchor(history) else {
+        return set;
+    };
+    if kept(at) {
+        return set;
+    }
+    let next = (at + 1..history.len())
+        .find(|&i| kept(i))
+        .map(|i| history.messages()[i].clone());
+    set.before(next)
 }
 
 /// How many of `history`'s covered messages are placed at `at`: all of

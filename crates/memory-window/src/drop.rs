@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+use memory_core::covered;
 use memory_core::structure::{self, Floor};
 use memory_core::{
     Budget, History, MemoryError, Selection, TokenCounter, TrimResult, TrimStrategy,
@@ -186,12 +187,19 @@ fn select(history: &History<'_>, mut ranges: Vec<Range<usize>>, fits: bool) -> T
     ranges.sort_by_key(|r| r.start);
     let mut selection = Selection::new(history);
     let mut next = 0usize;
-    for r in ranges {
+    for r in &ranges {
         let start = r.start.max(next);
         if start < r.end {
             selection.keep(start..r.end);
             next = r.end;
         }
     }
-    selection.finish(false, fits)
+    let mut result = selection.finish(false, fits);
+    // A summary's covered turns stay within reach of the stages after
+    // this one, before the oldest message kept after them.
+    if !result.covered.is_empty() {
+        result.covered =
+            covered::after_dropping(history, |i| ranges.iter().any(|r| r.contains(&i)));
+    }
+    result
 }

@@ -583,3 +583,38 @@ async fn a_memory_keeping_its_session_in_itself_matches_one_over_a_store() {
     assert_eq!(own.history().await.unwrap().len(), 18);
     assert!(store.replaced("s").await.unwrap().len() >= 2);
 }
+
+#[tokio::test]
+async fn a_summary_s_covered_turns_stand_before_the_oldest_turn_kept() {
+    use memory_core::covered::{Covered, Expanded};
+    // A summary, the turns after it, and the turns it stands for, which
+    // stood right before "u1".
+    let m = vec![
+        summary::message("so far"),
+        Message::user("u1"),
+        Message::assistant("a1"),
+        Message::user("u2"),
+        Message::assistant("a2"),
+        Message::user("u3"),
+    ];
+    let counts = [5, 4, 4, 4, 4, 4];
+    let covered = Covered::new(
+        vec![Message::user("u0"), Message::assistant("a0")],
+        vec![4, 4],
+    )
+    .unwrap()
+    .before(Some(Message::user("u1")));
+    let history = History::new(&m, &counts).unwrap().with_covered(covered);
+    // The oldest round after the summary goes: the set now stands before
+    // the oldest round kept, and a stage after this one can place it.
+    let result = WindowDrop::new().window(&history, &Budget::tokens(21));
+    assert_eq!(result.messages[1], Message::user("u2"));
+    assert_eq!(result.covered.next(), Some(&Message::user("u2")));
+    let view = result.as_history().unwrap();
+    let expanded = Expanded::of(&view).unwrap();
+    assert_eq!(expanded.covered_range(), 1..3);
+    assert_eq!(expanded.history().messages()[1], Message::user("u0"));
+    // Kept whole, the set stays where it was.
+    let whole = WindowDrop::new().window(&history, &Budget::tokens(100));
+    assert_eq!(whole.covered.next(), Some(&Message::user("u1")));
+}

@@ -36,9 +36,10 @@
 //!
 //! **Answer recall** (categories 1-4; category 5, adversarial, has no
 //! answer). A question is recalled when every content word of its gold
-//! answer is among the words of the context's messages, summaries included,
-//! the question excepted (see [`answer`]). An answer without a content word
-//! is not judged and is counted as skipped.
+//! answer is among the words of the context's messages, summaries and the
+//! sessions' time markers included (a temporal answer is often a session's
+//! date), the question excepted (see [`answer`]). An answer without a
+//! content word is not judged and is counted as skipped.
 
 pub mod answer;
 mod conversation;
@@ -209,7 +210,7 @@ fn warn_on_failure(config: &StageConfig, failures: u64, at: &str) {
 fn conversation_row(index: usize, sample: &Sample, state: &EndState) -> ConversationRow {
     ConversationRow {
         sample: index,
-        utterances: sample.messages.len(),
+        utterances: sample.utterances(),
         contexts: state.contexts,
         state_messages: state.messages.len(),
         state_tokens: state.tokens(),

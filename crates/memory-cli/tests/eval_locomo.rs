@@ -49,7 +49,9 @@ fn a_large_budget_recalls_everything() {
         categories(&report),
         cats([(1, 1), (1, 1), (1, 1), (1, 1), (2, 2)])
     );
-    assert_eq!(t.context_tokens_mean, 194.5);
+    // The two sessions' time markers (about 10 tokens each) are in every
+    // context.
+    assert_eq!(t.context_tokens_mean, 214.5);
     assert_eq!(t.not_fitting, 0);
     assert_eq!(report.result.rows.len(), 6);
     assert!(report.pipelines.is_empty());
@@ -209,15 +211,17 @@ fn a_locomo_file_replays_as_a_chat() {
     let (run, report) = common::replay(&locomo_fixture(), 60, "window", dir.path());
     assert_eq!(report.format, "LoCoMo JSON");
     assert_eq!(report.trajectories[0].label.as_deref(), Some("mini-1"));
-    assert_eq!(report.trajectories[0].messages, 8);
+    // Eight utterances and two time markers.
+    assert_eq!(report.trajectories[0].messages, 10);
     // One model call before each of Tomas's four utterances.
     let turns: Vec<usize> = report.rows.iter().map(|r| r.turn).collect();
-    assert_eq!(turns, [1, 3, 5, 7]);
+    // (After the first session's marker, the second's after turn 4.)
+    assert_eq!(turns, [2, 4, 7, 9]);
     assert_eq!(report.totals.valid_rows, 4);
     assert!(report.rows.iter().all(|r| r.tokens_out <= 60));
     assert!(
         run.stdout
-            .contains("LoCoMo JSON (1 trajectory, 8 messages)"),
+            .contains("LoCoMo JSON (1 trajectory, 10 messages)"),
         "{}",
         run.stdout
     );

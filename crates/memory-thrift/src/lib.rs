@@ -36,6 +36,7 @@
 
 mod best;
 pub mod cut;
+mod dates;
 mod key;
 mod layout;
 mod memo;

@@ -24,11 +24,11 @@ use std::ops::Range;
 use memory_core::{History, Message, TrimResult, structure};
 
 use crate::key::text_key;
-use crate::relevance;
 use crate::scoring::Lexical;
 use crate::seen::Seen;
 use crate::select::{texts_of, with_neighbours};
 use crate::term_index::Units;
+use crate::{dates, relevance};
 
 /// The least score of the best dropped round for a message to reach back.
 const MIN_SCORE: f64 = 0.15;
@@ -93,7 +93,12 @@ pub(crate) fn reaches_back(
         }
         None => Lexical::score_now(&asked, &texts(messages, &earlier)),
     };
-    let scores = with_neighbours(&own);
+    let mut scores = with_neighbours(&own);
+    let months = dates::months(&asked);
+    if !months.is_empty() {
+        let dated = dates::dated(messages, earlier.iter().map(|r| r.start));
+        dates::lift(&mut scores, &months, &dated);
+    }
     let kept = scores
         .iter()
         .zip(&is_shown)

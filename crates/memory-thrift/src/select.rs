@@ -26,7 +26,7 @@ use crate::sticky;
 use crate::term_index::{TermIndex, Units};
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
-use crate::{Relevance, reach};
+use crate::{Relevance, dates, reach};
 
 /// One candidate: kept or dropped whole.
 struct Unit {
@@ -138,7 +138,16 @@ pub(crate) async fn drop_units(
     // Then the earlier rounds (and the head's steps), by relevance.
     let earlier: Vec<usize> = (0..units.len()).filter(|&k| !units[k].newest).collect();
     if !earlier.is_empty() {
-        let scores = scores(work, layout, &units, &earlier, scoring).await;
+        let mut scores = scores(work, layout, &units, &earlier, scoring).await;
+        // A question naming a month finds the turns said in it.
+        if let Some(q) = layout.question {
+            let messages = work.history().messages();
+            let asked = dates::months(&messages[q].text());
+            if !asked.is_empty() {
+                let starts = earlier.iter().map(|&k| units[k].range.start);
+                dates::lift(&mut scores, &asked, &dates::dated(messages, starts));
+            }
+        }
         let earlier_cost: usize = earlier.iter().map(|&k| units[k].cost).sum();
         let pressure = if earlier_cost == 0 {
             0.0

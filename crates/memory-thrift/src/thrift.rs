@@ -90,7 +90,10 @@ pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
 ///    most [relevant](crate::relevance) to the current question (plus a
 ///    recency bonus, [larger](Thrift::with_loop_recency_weight) in a
 ///    text-only agent's loop; the least relevant and then the oldest go
-///    first).
+///    first). A question that names a month ("in January 2022") also
+///    finds the turns said in it, when the chat is dated by time markers
+///    (short system messages naming a month and year, such as
+///    "Session 3: 8 May, 2023"), whatever their words.
 ///    What is kept keeps its original order. An earlier round too large
 ///    to keep whole keeps its request and its newest steps that fit, when
 ///    any do. A rounds limit is honoured here.

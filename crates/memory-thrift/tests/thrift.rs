@@ -1438,3 +1438,66 @@ async fn in_a_text_only_agent_s_loop_recency_counts_more() {
     let (result, _) = trim(&chat_like, &m, &[0], budget).await;
     assert!(kept(&result, old) && !kept(&result, recent));
 }
+
+/// A chat of dated sessions: each starts with a time marker (a short
+/// system message naming its date); the second January one holds a turn
+/// about a screenplay, the others only the garden (the first user message,
+/// the task, stays whatever happens); `question` comes last.
+fn dated_chat(question: &str) -> Vec<Message> {
+    let mut m = vec![Message::system("You are a friend.")];
+    let sessions = [
+        ("2 January, 2022", "Happy new year! The garden is frozen."),
+        (
+            "9 January, 2022",
+            "I finally finished my screenplay and printed it!",
+        ),
+        ("2 March, 2022", "The tulips in the garden came up early."),
+        ("20 March, 2022", "The roses need pruning before the frost."),
+        ("29 March, 2022", "The hedges grew over the fence again."),
+    ];
+    for (n, (date, news)) in sessions.iter().enumerate() {
+        m.push(Message::system(format!(
+            "Session {}: 4:04 pm on {date}",
+            n + 1
+        )));
+        m.push(Message::user(*news));
+        m.push(Message::assistant(format!(
+            "Wonderful, tell me more ({n})!"
+        )));
+        for i in 0..2 {
+            m.push(Message::user(format!(
+                "The garden needs watering, day {i} of week {n}."
+            )));
+            m.push(Message::assistant(format!(
+                "Water it in the evening, day {i} of week {n}."
+            )));
+        }
+    }
+    m.push(Message::user(question));
+    m
+}
+
+#[tokio::test]
+async fn a_question_naming_a_month_finds_the_turns_said_in_it() {
+    let screenplay = Message::user("I finally finished my screenplay and printed it!");
+    let budget = Budget::tokens(200);
+    // Its words match nothing that was said: only the date finds the turn,
+    // dropped from the context before the question, so the question
+    // reaches back for it.
+    let asked = dated_chat("What did Joanna accomplish in January 2022?");
+    for b in [200, 300] {
+        let (result, trace) = trim(&Thrift::new(), &asked, &[0], Budget::tokens(b)).await;
+        assert!(result.fits && validate(&result.messages).is_empty());
+        assert!(result.messages.contains(&screenplay), "budget {b}");
+        assert!(trace.reached_back, "budget {b}");
+    }
+    // Asked without the month, recency decides and the turn stays out.
+    let tulips = Message::user("The tulips in the garden came up early.");
+    let undated = dated_chat("What did Joanna accomplish?");
+    let (result, _) = trim(&Thrift::new(), &undated, &[0], budget).await;
+    assert!(!result.messages.contains(&screenplay) && !result.messages.contains(&tulips));
+    // Another month of the same year finds its own turns.
+    let march = dated_chat("What did Joanna do in early March 2022?");
+    let (result, _) = trim(&Thrift::new(), &march, &[0], budget).await;
+    assert!(result.messages.contains(&tulips) && !result.messages.contains(&screenplay));
+}

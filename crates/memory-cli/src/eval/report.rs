@@ -375,7 +375,7 @@ impl SampleInfo {
             index,
             label: sample.label.clone(),
             sessions: sample.sessions,
-            messages: sample.messages.len(),
+            messages: sample.utterances(),
             ..Default::default()
         };
         for question in &sample.questions {

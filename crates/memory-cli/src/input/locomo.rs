@@ -2,11 +2,16 @@
 //! evidence is named by utterance id (`dia_id`, like `D3:12`).
 //!
 //! A sample is `{sample_id, conversation, qa, ...}`; `conversation` holds
-//! `speaker_a`, `speaker_b` and `session_N` lists of `{speaker, dia_id,
-//! text}` (other fields, `session_N_date_time` included, are ignored). The
-//! sessions are read in the order of their numbers; `speaker_a` speaks as
-//! the user and `speaker_b` as the assistant, each utterance's text taken
-//! verbatim so that evidence can be found in a context as a whole message.
+//! `speaker_a`, `speaker_b`, `session_N` lists of `{speaker, dia_id,
+//! text}` and each session's `session_N_date_time` (other fields are
+//! ignored). The sessions are read in the order of their numbers;
+//! `speaker_a` speaks as the user and `speaker_b` as the assistant, each
+//! utterance's text taken verbatim so that evidence can be found in a
+//! context as a whole message. A session with a date starts with it, as a
+//! system message of its own (`Session 3: 1:56 pm on 8 May, 2023`), as a
+//! chat application shows when each conversation took place: a time
+//! marker that dates the utterances after it (see
+//! [`Sample::is_marker`]).
 
 use std::collections::HashMap;
 
@@ -52,13 +57,13 @@ impl Locomo {
         self.samples.iter().map(|s| s.questions.len()).sum()
     }
 
-    /// Utterances over all samples.
+    /// Utterances over all samples (time markers not counted).
     ///
     /// ```
     /// assert_eq!(memory_cli::input::Locomo::default().messages(), 0);
     /// ```
     pub fn messages(&self) -> usize {
-        self.samples.iter().map(|s| s.messages.len()).sum()
+        self.samples.iter().map(Sample::utterances).sum()
     }
 }
 
@@ -71,9 +76,10 @@ pub struct Sample {
     pub speakers: [String; 2],
     /// Number of sessions.
     pub sessions: usize,
-    /// The utterances as messages, sessions in order, texts verbatim.
+    /// The utterances as messages, sessions in order, texts verbatim, each
+    /// dated session after its date's time marker.
     pub messages: Vec<Message>,
-    /// The `dia_id` of each message.
+    /// The `dia_id` of each message (`session N` for a time marker).
     pub dia_ids: Vec<String>,
     /// The questions, in file order.
     pub questions: Vec<Question>,
@@ -134,6 +140,38 @@ impl Sample {
             Some(label) => format!("sample {index} ({label})"),
             None => format!("sample {index}"),
         }
+    }
+
+    /// Number of utterances: the messages but the time markers.
+    ///
+    /// ```
+    /// # let locomo = memory_cli::input::parse_locomo(br#"[{"qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",
+    /// #   "session_1_date_time": "1:56 pm on 8 May, 2023",
+    /// #   "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}]}}]"#).unwrap();
+    /// let sample = &locomo.samples[0];
+    /// assert_eq!((sample.messages.len(), sample.utterances()), (2, 1));
+    /// ```
+    pub fn utterances(&self) -> usize {
+        (0..self.messages.len())
+            .filter(|&i| !self.is_marker(i))
+            .count()
+    }
+
+    /// Whether message `i` is a session's time marker, not an utterance.
+    ///
+    /// ```
+    /// # let locomo = memory_cli::input::parse_locomo(br#"[{"qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",
+    /// #   "session_1_date_time": "1:56 pm on 8 May, 2023",
+    /// #   "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}]}}]"#).unwrap();
+    /// let sample = &locomo.samples[0];
+    /// assert!(sample.is_marker(0) && !sample.is_marker(1));
+    /// assert_eq!(sample.messages[0].text(), "Session 1: 1:56 pm on 8 May, 2023");
+    /// ```
+    pub fn is_marker(&self, i: usize) -> bool {
+        self.dia_ids
+            .get(i)
+            .is_some_and(|id| parse_dia_id(id).is_none())
+            && self.messages.get(i).is_some_and(Message::is_system)
     }
 
     /// The message index of the utterance `dia_id`, when there is one.
@@ -267,6 +305,16 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
     let mut dia_ids = Vec::new();
     let mut by_id = HashMap::new();
     for (number, utterances) in &sessions {
+        // The session's date, when it has one, as its time marker.
+        if let Some(date) = conversation
+            .get(&format!("session_{number}_date_time"))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+        {
+            messages.push(Message::system(format!("Session {number}: {date}")));
+            dia_ids.push(format!("session {number}"));
+        }
         for (k, value) in utterances.iter().enumerate() {
             let at = format!("{at}, session {number}, utterance {k}");
             let (message, dia_id) = utterance(value, &speakers, &at)?;
@@ -458,17 +506,23 @@ mod tests {
         let locomo = parse(SAMPLE).unwrap();
         let s = &locomo.samples[0];
         assert_eq!(s.sessions, 2);
+        // Session 2 is dated, session 10 is not.
         assert_eq!(
             s.messages,
             [
+                Message::system("Session 2: 2 May"),
                 Message::user("early"),
                 Message::assistant("yes"),
                 Message::assistant("late")
             ]
         );
-        assert_eq!(s.dia_ids, ["D2:1", "D2:2", "D10:1"]);
+        assert_eq!(s.dia_ids, ["session 2", "D2:1", "D2:2", "D10:1"]);
+        assert_eq!(s.utterances(), 3);
+        assert_eq!(locomo.messages(), 3);
         let e = s.evidence(&s.questions[0]);
-        assert_eq!((e.messages, e.skipped), (vec![1], vec!["7".to_string()]));
+        assert_eq!((e.messages, e.skipped), (vec![2], vec!["7".to_string()]));
+        // A marker is not an utterance that evidence can name.
+        assert_eq!(s.message_of("session 2"), None);
     }
 
     #[test]

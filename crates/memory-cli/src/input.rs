@@ -203,6 +203,8 @@ impl Trajectory {
                 format!("{}, message {index}", self.name())
             }
             Origin::Sample { name, dia_ids } => match dia_ids.get(index) {
+                // A session's time marker is named `session N`.
+                Some(id) if id.starts_with("session ") => format!("{name}, {id} date"),
                 Some(id) => format!("{name}, utterance {id}"),
                 None => format!("{name}, message {index}"),
             },
@@ -486,7 +488,8 @@ mod tests {
     #[test]
     fn locomo_is_detected_and_replays_one_transcript_per_sample() {
         let bytes = br#"[{"sample_id": "c1", "qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B",
-            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}, {"speaker": "B", "dia_id": "D1:2", "text": "yo"}]}},
+            "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}, {"speaker": "B", "dia_id": "D1:2", "text": "yo"}],
+            "session_2_date_time": "9 May, 2023", "session_2": [{"speaker": "A", "dia_id": "D2:1", "text": "back"}]}},
             {"qa": [], "conversation": {"speaker_a": "A", "speaker_b": "B"}}]"#;
         let input = parse(bytes).unwrap();
         assert_eq!(input.format, Format::Locomo);
@@ -494,8 +497,17 @@ mod tests {
         assert_eq!(input.trajectories.len(), 2);
         let t = &input.trajectories[0];
         assert_eq!(t.label.as_deref(), Some("c1"));
-        assert_eq!(t.messages, [Message::user("hi"), Message::assistant("yo")]);
+        assert_eq!(
+            t.messages,
+            [
+                Message::user("hi"),
+                Message::assistant("yo"),
+                Message::system("Session 2: 9 May, 2023"),
+                Message::user("back")
+            ]
+        );
         assert_eq!(t.position(1), "sample 0 (c1), utterance D1:2");
+        assert_eq!(t.position(2), "sample 0 (c1), session 2 date");
         assert_eq!(input.trajectories[1].name(), "sample 1");
         assert_eq!(parse_locomo(bytes).unwrap().samples.len(), 2);
         let e = parse_locomo(b"[]").unwrap_err();

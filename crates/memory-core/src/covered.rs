@@ -29,7 +29,9 @@
 //!   after it, and none of it is protected: every invariant holds over the
 //!   expanded history as over the view.
 //! - A stage that consumes the set returns a result without it; one that
-//!   does not passes it on unchanged.
+//!   does not passes it on, unchanged unless it dropped the message the
+//!   set stood before: `WindowDrop` then moves the set before the oldest
+//!   message it keeps after it ([`after_dropping`]).
 //! - The set keeps the newest covered messages within a horizon of
 //!   [`HORIZON_BUDGETS`] times the token budget ([`horizon`]); older ones
 //!   live only in the store's history. A stage's work on covered messages
@@ -296,8 +298,9 @@ impl Covered {
 /// Where a view's covered set stands: right before the message it
 /// stood before when it was replaced ([`Covered::next`]), found after the
 /// view's first summary. `None` without a summary, or without that
-/// message (a stage that drops it moves the set to the next message it
-/// keeps: see [`after_dropping`]): the set is then not placed.
+/// message (`WindowDrop`, which may drop it to fit the budget, moves the
+/// set to the next message it keeps: see [`after_dropping`]): the set is
+/// then not placed.
 ///
 /// ```
 /// use memory_core::covered::{self, Covered};
@@ -317,13 +320,15 @@ pub fn anchor(history: &History<'_>) -> Option<usize> {
 }
 
 /// The covered set of `history` as it stands in a projection of it that
-/// keeps the messages `kept` says: where it stands ([`anchor`]) when that
-/// message is kept; else right before the first message after it that is
-/// kept (every message the projection keeps after the summary and before
-/// that one is older than the set, every one after it newer), and not
-/// placed when none is. So a stage that drops the oldest turns after a
-/// summary (to fit a budget) leaves the summary's covered turns within
-/// reach of the stages after it.
+/// keeps the messages `kept` (ranges, ascending and apart) and its first
+/// summary: where it stands ([`anchor`]) when that message is kept; else
+/// right before the first message after it that is kept (every message the
+/// projection keeps after the summary and before that one is older than
+/// the set, every one after it newer), and not placed when none is, or
+/// when an equal message kept before it would be taken for it. So a stage
+/// that drops the oldest turns after a summary (to fit a budget, as
+/// `WindowDrop` does) leaves the summary's covered turns within reach of
+/// the stages after it. The work is logarithmic in the number of ranges.
 ///
 /// ```
 /// use memory_core::covered::{self, Covered};
@@ -332,23 +337,37 @@ pub fn anchor(history: &History<'_>) -> Option<usize> {
 /// let c = Covered::new(vec![Message::user("old")], vec![1]).unwrap().before(Some(Message::user("a")));
 /// let h = History::new(&m, &[3, 1, 1, 1]).unwrap().with_covered(c);
 /// // "a" and "b" dropped: the set now stands before "c".
-/// let moved = covered::after_dropping(&h, |i| i == 0 || i == 3);
+/// let moved = covered::after_dropping(&h, &[0..1, 3..4]);
 /// assert_eq!(moved.next(), Some(&Message::user("c")));
 /// // Nothing after it kept: not placed.
-/// assert_eq!(covered::after_dropping(&h, |i| i == 0).next(), None);
+/// assert_eq!(covered::after_dropping(&h, &[0..1]).next(), None);
 /// ```
-pub fn after_dropping(history: &History<'_>, kept: impl Fn(usize) -> bool) -> Covered {
+pub fn after_dropping(history: &History<'_>, kept: &[Range<usize>]) -> Covered {
     let set = history.covered().clone();
     let Some(at) = anchor(history) else {
         return set;
     };
-    if kept(at) {
+    // The first range that ends after `at`.
+    let k = kept.partition_point(|r| r.end <= at);
+    let Some(range) = kept.get(k) else {
+        return set.before(None);
+    };
+    if range.start <= at {
         return set;
     }
-    let next = (at + 1..history.len())
-        .find(|&i| kept(i))
-        .map(|i| history.messages()[i].clone());
-    set.before(next)
+    let messages = history.messages();
+    let next = &messages[range.start];
+    // Found by value after the first summary: an equal message kept
+    // between them would stand in its place.
+    let first = messages.iter().position(summary::is_summary).unwrap_or(0);
+    let earlier = kept[..k]
+        .iter()
+        .flat_map(Clone::clone)
+        .filter(|&i| i > first);
+    if earlier.clone().any(|i| messages[i] == *next) {
+        return set.before(None);
+    }
+    set.before(Some(next.clone()))
 }
 
 /// How many of `history`'s covered messages are placed at `at`: all of

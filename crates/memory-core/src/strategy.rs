@@ -145,8 +145,10 @@ pub struct TrimResult {
     /// The originals the result's summary stands for, within reach of the
     /// stages after this one (see [`crate::covered`]); never shown by
     /// themselves. Carried from the input by a stage that does not show
-    /// them, extended by one that summarizes, empty after one that chose
-    /// among them.
+    /// them (moved before the oldest message it keeps when it dropped the
+    /// one they stood before; see [`crate::covered::after_dropping`]),
+    /// extended by one that summarizes, empty after one that chose among
+    /// them.
     pub covered: Covered,
 }
 

@@ -7,16 +7,21 @@
 //! 2023"; a short system prompt that says the date dates the chat from its
 //! start). Every message from a marker on is dated by it, up to the next
 //! one. A question that names a month ("what did she do in January
-//! 2022?", "on March 16, 2022") asks about the turns of that month,
-//! whatever their words: each older unit that starts in a month the
+//! 2022?", "on March 16, 2022", "in June") asks about the turns of that
+//! month, whatever their words: each older unit said in a month the
 //! question names (in the year it names, when it names one) gains
 //! [`DATE_LIFT`] on its score, in the drop stage and in the test of
-//! whether a new question reaches back. A chat without markers, or a
+//! whether a new question reaches back. A unit is said in the month of
+//! the marker before it and of each marker it holds (a session that opens
+//! with the assistant's turn starts inside the round before it, which
+//! then holds the session's marker). A chat without markers, or a
 //! question naming no month, is scored as before (and the markers are
 //! only looked for when the question names a month).
 //!
 //! Measured on LoCoMo (sessions dated by markers): a lift of 0.15, 0.3 or
 //! 0.5 gives evidence recall within 0.003 of each other.
+
+use std::ops::Range;
 
 use memory_core::{Message, summary};
 
@@ -42,40 +47,45 @@ impl Month {
     }
 }
 
-const MONTHS: [(&str, u8); 23] = [
-    ("january", 1),
-    ("jan", 1),
-    ("february", 2),
-    ("feb", 2),
-    ("march", 3),
-    ("mar", 3),
-    ("april", 4),
-    ("apr", 4),
-    ("may", 5),
-    ("june", 6),
-    ("jun", 6),
-    ("july", 7),
-    ("jul", 7),
-    ("august", 8),
-    ("aug", 8),
-    ("september", 9),
-    ("sep", 9),
-    ("sept", 9),
-    ("october", 10),
-    ("oct", 10),
-    ("november", 11),
-    ("nov", 11),
-    ("december", 12),
+/// The months' names, January first.
+const NAMES: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ];
 
-fn month_of(word: &str) -> Option<u8> {
-    if word.eq_ignore_ascii_case("dec") {
-        return Some(12);
+/// Their short forms ("sept" too), May's being its name.
+const SHORT: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+/// The month `word` names, and whether it is a whole name that names it
+/// alone: every name but May's (a verb too), capitalized (lower-case
+/// "march" and "august" are other words).
+fn month_of(word: &str) -> Option<(u8, bool)> {
+    let named = |names: &[&str]| {
+        names
+            .iter()
+            .position(|name| word.eq_ignore_ascii_case(name))
+            .and_then(|k| u8::try_from(k + 1).ok())
+    };
+    if let Some(month) = named(&NAMES) {
+        let alone = month != 5 && word.starts_with(|c: char| c.is_ascii_uppercase());
+        return Some((month, alone));
     }
-    MONTHS
-        .iter()
-        .find(|(name, _)| word.eq_ignore_ascii_case(name))
-        .map(|&(_, m)| m)
+    if word.eq_ignore_ascii_case("sept") {
+        return Some((9, false));
+    }
+    named(&SHORT).map(|month| (month, false))
 }
 
 fn year_of(word: &str) -> Option<u16> {
@@ -95,9 +105,9 @@ fn is_day(word: &str) -> bool {
         && digits.parse::<u8>().is_ok_and(|d| (1..=31).contains(&d))
 }
 
-/// The months `text` names: a month's name with a year or a day beside it
-/// ("May 2023", "8 May", "March 16, 2022"), or a long month name alone
-/// ("in January"). "May" alone is a verb, not a month.
+/// The months `text` names: a month's name or short form with a year or a
+/// day beside it ("May 2023", "8 May", "March 16, 2022", "May of 2023"),
+/// or a capitalized month name alone ("in January"; not May, a verb too).
 pub(crate) fn months(text: &str) -> Vec<Month> {
     let words: Vec<&str> = text
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -105,22 +115,17 @@ pub(crate) fn months(text: &str) -> Vec<Month> {
         .collect();
     let mut out = Vec::new();
     for (k, word) in words.iter().enumerate() {
-        let Some(month) = month_of(word) else {
+        let Some((month, alone)) = month_of(word) else {
             continue;
         };
         let before = k.checked_sub(1).map(|j| words[j]);
-        let after: Vec<&str> = words[k + 1..].iter().take(2).copied().collect();
-        let year = after
-            .iter()
-            .take(if after.first().is_some_and(|w| is_day(w)) {
-                2
-            } else {
-                1
-            })
-            .find_map(|w| year_of(w));
-        let day = before.is_some_and(is_day) || after.first().is_some_and(|w| is_day(w));
-        let long = word.len() > 4;
-        if year.is_some() || day || long {
+        // After the name: a day, then "of", then the year, each optional.
+        let mut rest = words[k + 1..].iter().copied().peekable();
+        let day_after = rest.next_if(|w| is_day(w)).is_some();
+        rest.next_if(|w| w.eq_ignore_ascii_case("of"));
+        let year = rest.next().and_then(year_of);
+        let day = day_after || before.is_some_and(is_day);
+        if year.is_some() || day || alone {
             let found = Month { year, month };
             if !out.contains(&found) {
                 out.push(found);
@@ -143,35 +148,38 @@ pub(crate) fn marker(message: &Message) -> Option<Month> {
     months(text).into_iter().find(|m| m.year.is_some())
 }
 
-/// For each of the positions `starts` (ascending), the month of the
-/// latest time marker of `messages` before it.
-pub(crate) fn dated(
+/// Adds [`DATE_LIFT`] to the score of each of `units` (message ranges of
+/// `messages`, ascending and apart; `scores` by unit) said in a month
+/// `question` names: dated so by the latest time marker before its first
+/// message, or holding such a marker (a session that opens with the
+/// assistant's turn starts inside the round before it). Nothing is looked
+/// at when the question names no month.
+pub(crate) fn lift(
+    scores: &mut [f64],
+    question: &str,
     messages: &[Message],
-    starts: impl Iterator<Item = usize>,
-) -> Vec<Option<Month>> {
-    let mut out = Vec::new();
-    let mut current = None;
-    let mut next = 0;
-    for start in starts {
-        while next < start.min(messages.len()) {
-            if let Some(m) = marker(&messages[next]) {
-                current = Some(m);
-            }
-            next += 1;
-        }
-        out.push(current);
-    }
-    out
-}
-
-/// Adds [`DATE_LIFT`] to the score of each unit dated in a month the
-/// question names; `dates` are the units' months, by unit.
-pub(crate) fn lift(scores: &mut [f64], asked: &[Month], dates: &[Option<Month>]) {
+    units: impl Iterator<Item = Range<usize>>,
+) {
+    let asked = months(question);
     if asked.is_empty() {
         return;
     }
-    for (score, date) in scores.iter_mut().zip(dates) {
-        if date.is_some_and(|d| asked.iter().any(|a| a.holds(d))) {
+    let matches = |m: Option<Month>| m.is_some_and(|d| asked.iter().any(|a| a.holds(d)));
+    let mut current = None;
+    let mut next = 0;
+    for (score, unit) in scores.iter_mut().zip(units) {
+        while next < unit.start.min(messages.len()) {
+            current = marker(&messages[next]).or(current);
+            next += 1;
+        }
+        let mut dated = matches(current);
+        while next < unit.end.min(messages.len()) {
+            let m = marker(&messages[next]);
+            dated |= matches(m);
+            current = m.or(current);
+            next += 1;
+        }
+        if dated {
             *score = (*score + DATE_LIFT).min(1.0);
         }
     }
@@ -186,23 +194,31 @@ mod tests {
     }
 
     #[test]
-    fn months_are_named_with_a_year_a_day_or_their_long_name() {
+    fn months_are_named_with_a_year_a_day_or_alone_capitalized() {
+        let one = |text: &str| months(text);
         assert_eq!(
-            months("What did she do on March 16, 2022?"),
+            one("What did she do on March 16, 2022?"),
             [m(Some(2022), 3)]
         );
-        assert_eq!(months("1:56 pm on 8 May, 2023"), [m(Some(2023), 5)]);
+        assert_eq!(one("1:56 pm on 8 May, 2023"), [m(Some(2023), 5)]);
         assert_eq!(
-            months("in the beginning of November 2022"),
+            one("in the beginning of November 2022"),
             [m(Some(2022), 11)]
         );
-        assert_eq!(months("What happened in January?"), [m(None, 1)]);
-        assert_eq!(months("She may come on the 3rd"), []);
-        assert_eq!(months("You may be right, in 2022"), []);
+        assert_eq!(one("in May of 2023"), [m(Some(2023), 5)]);
+        assert_eq!(one("by Sept 3"), [m(None, 9)]);
+        // A capitalized name alone, short ones too; not May.
+        assert_eq!(one("What happened in January?"), [m(None, 1)]);
         assert_eq!(
-            months("May 2023 and June 5th"),
-            [m(Some(2023), 5), m(None, 6)]
+            one("Did she go camping in June or July?"),
+            [m(None, 6), m(None, 7)]
         );
+        assert_eq!(one("She may come on the 3rd"), []);
+        assert_eq!(one("In May we rest"), []);
+        assert_eq!(one("You may be right, in 2022"), []);
+        // Lower-case "march" and "august" are other words.
+        assert_eq!(one("they march on with august patience"), []);
+        assert_eq!(one("May 2023 and june 5th"), [m(Some(2023), 5), m(None, 6)]);
     }
 
     #[test]
@@ -223,22 +239,31 @@ mod tests {
     }
 
     #[test]
-    fn units_are_dated_by_the_marker_before_them() {
+    fn units_are_dated_by_the_marker_before_them_or_one_they_hold() {
         let messages = [
             Message::system("You are a friend."),
             Message::system("1 May, 2023"),
             Message::user("a"),
             Message::assistant("b"),
             Message::system("9 June, 2023"),
-            Message::user("c"),
+            // June's session opens with the assistant, inside May's last
+            // round.
+            Message::assistant("c"),
+            Message::user("d"),
+            Message::system("2 July, 2024"),
+            Message::user("e"),
         ];
-        let d = dated(&messages, [0, 2, 5].into_iter());
-        assert_eq!(d, [None, Some(m(Some(2023), 5)), Some(m(Some(2023), 6))]);
-        let mut scores = vec![0.1, 0.0, 0.9];
-        lift(&mut scores, &months("in June 2023"), &d);
-        assert_eq!(scores, [0.1, 0.0, 1.0]);
-        // A month without a year: that month of any year.
-        lift(&mut scores, &months("what happened on May 3?"), &d);
-        assert_eq!(scores, [0.1, DATE_LIFT, 1.0]);
+        let units = || [0..1, 2..6, 6..7, 8..9].into_iter();
+        let lifted = |question: &str| {
+            let mut scores = vec![0.1, 0.0, 0.9, 0.2];
+            lift(&mut scores, question, &messages, units());
+            scores
+        };
+        let l = DATE_LIFT;
+        assert_eq!(lifted("in June 2023"), [0.1, l, 1.0, 0.2]);
+        assert_eq!(lifted("on May 3"), [0.1, l, 0.9, 0.2]);
+        assert_eq!(lifted("in July 2023"), [0.1, 0.0, 0.9, 0.2]);
+        assert_eq!(lifted("in July 2024"), [0.1, 0.0, 0.9, 0.2 + l]);
+        assert_eq!(lifted("in 2023"), [0.1, 0.0, 0.9, 0.2]);
     }
 }

@@ -94,11 +94,7 @@ pub(crate) fn reaches_back(
         None => Lexical::score_now(&asked, &texts(messages, &earlier)),
     };
     let mut scores = with_neighbours(&own);
-    let months = dates::months(&asked);
-    if !months.is_empty() {
-        let dated = dates::dated(messages, earlier.iter().map(|r| r.start));
-        dates::lift(&mut scores, &months, &dated);
-    }
+    dates::lift(&mut scores, &asked, messages, earlier.iter().cloned());
     let kept = scores
         .iter()
         .zip(&is_shown)

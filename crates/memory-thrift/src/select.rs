@@ -142,11 +142,8 @@ pub(crate) async fn drop_units(
         // A question naming a month finds the turns said in it.
         if let Some(q) = layout.question {
             let messages = work.history().messages();
-            let asked = dates::months(&messages[q].text());
-            if !asked.is_empty() {
-                let starts = earlier.iter().map(|&k| units[k].range.start);
-                dates::lift(&mut scores, &asked, &dates::dated(messages, starts));
-            }
+            let ranges = earlier.iter().map(|&k| units[k].range.clone());
+            dates::lift(&mut scores, &messages[q].text(), messages, ranges);
         }
         let earlier_cost: usize = earlier.iter().map(|&k| units[k].cost).sum();
         let pressure = if earlier_cost == 0 {

@@ -27,7 +27,11 @@ use memory_core::{
 ///
 /// Storage never changes (`replace: false`): raising the budget brings the
 /// dropped history back. The work is proportional to what is kept, not to
-/// the length of the history.
+/// the length of the history. A summary's covered set (see
+/// [`memory_core::covered`]) is passed on; when the message it stood
+/// before is dropped, it is moved before the oldest message kept after
+/// it, so that a later stage can still show the turns the summary
+/// replaced.
 ///
 /// ```
 /// use memory_core::{Budget, CharTokenCounter, Message, TrimStrategy};
@@ -183,8 +187,8 @@ impl Fill<'_, '_> {
     }
 }
 
-fn select(history: &History<'_>, mut ranges: Vec<Range<usize>>, fits: bool) -> TrimResult {
-    ranges.sort_by_key(|r| r.start);
+fn select(history: &History<'_>, ranges: Vec<Range<usize>>, fits: bool) -> TrimResult {
+    let ranges = structure::merge(ranges);
     let mut selection = Selection::new(history);
     let mut next = 0usize;
     for r in &ranges {
@@ -198,8 +202,7 @@ fn select(history: &History<'_>, mut ranges: Vec<Range<usize>>, fits: bool) -> T
     // A summary's covered turns stay within reach of the stages after
     // this one, before the oldest message kept after them.
     if !result.covered.is_empty() {
-        result.covered =
-            covered::after_dropping(history, |i| ranges.iter().any(|r| r.contains(&i)));
+        result.covered = covered::after_dropping(history, &ranges);
     }
     result
 }

@@ -617,4 +617,21 @@ async fn a_summary_s_covered_turns_stand_before_the_oldest_turn_kept() {
     // Kept whole, the set stays where it was.
     let whole = WindowDrop::new().window(&history, &Budget::tokens(100));
     assert_eq!(whole.covered.next(), Some(&Message::user("u1")));
+    // A protected note kept among the rounds dropped is newer than the
+    // set: the set stands before it.
+    let covered = history.covered().clone();
+    let mut noted = m.clone();
+    noted.insert(3, Message::system("note"));
+    let counts = [5, 4, 4, 2, 4, 4, 4];
+    let history = History::new(&noted, &counts)
+        .unwrap()
+        .protect(&[3])
+        .with_covered(covered);
+    let result = WindowDrop::new().window(&history, &Budget::tokens(21));
+    assert_eq!(result.messages[1], Message::system("note"));
+    assert_eq!(result.messages[2], Message::user("u2"));
+    assert_eq!(result.covered.next(), Some(&Message::system("note")));
+    let view = result.as_history().unwrap();
+    let expanded = Expanded::of(&view).unwrap();
+    assert_eq!(expanded.covered_range(), 1..3);
 }

@@ -203,8 +203,7 @@ impl Trajectory {
                 format!("{}, message {index}", self.name())
             }
             Origin::Sample { name, dia_ids } => match dia_ids.get(index) {
-                // A session's time marker is named `session N`.
-                Some(id) if id.starts_with("session ") => format!("{name}, {id} date"),
+                Some(id) if locomo::is_marker_id(id) => format!("{name}, {id} date"),
                 Some(id) => format!("{name}, utterance {id}"),
                 None => format!("{name}, message {index}"),
             },

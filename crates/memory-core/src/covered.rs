@@ -313,10 +313,16 @@ impl Covered {
 /// assert_eq!(covered::anchor(&h.with_covered(c)), None);
 /// ```
 pub fn anchor(history: &History<'_>) -> Option<usize> {
+    anchored(history).map(|(_, at)| at)
+}
+
+/// The view's first summary and the set's place after it ([`anchor`]).
+fn anchored(history: &History<'_>) -> Option<(usize, usize)> {
     let messages = history.messages();
     let next = history.covered().next()?;
     let first = messages.iter().position(summary::is_summary)?;
-    (first + 1..messages.len()).find(|&i| messages[i] == *next)
+    let at = (first + 1..messages.len()).find(|&i| messages[i] == *next)?;
+    Some((first, at))
 }
 
 /// The covered set of `history` as it stands in a projection of it that
@@ -344,7 +350,7 @@ pub fn anchor(history: &History<'_>) -> Option<usize> {
 /// ```
 pub fn after_dropping(history: &History<'_>, kept: &[Range<usize>]) -> Covered {
     let set = history.covered().clone();
-    let Some(at) = anchor(history) else {
+    let Some((first, at)) = anchored(history) else {
         return set;
     };
     // The first range that ends after `at`.
@@ -359,12 +365,11 @@ pub fn after_dropping(history: &History<'_>, kept: &[Range<usize>]) -> Covered {
     let next = &messages[range.start];
     // Found by value after the first summary: an equal message kept
     // between them would stand in its place.
-    let first = messages.iter().position(summary::is_summary).unwrap_or(0);
-    let earlier = kept[..k]
+    let taken = kept[..k]
         .iter()
         .flat_map(Clone::clone)
-        .filter(|&i| i > first);
-    if earlier.clone().any(|i| messages[i] == *next) {
+        .any(|i| i > first && messages[i] == *next);
+    if taken {
         return set.before(None);
     }
     set.before(Some(next.clone()))

@@ -188,15 +188,11 @@ impl Fill<'_, '_> {
 }
 
 fn select(history: &History<'_>, ranges: Vec<Range<usize>>, fits: bool) -> TrimResult {
+    // Sorted and apart.
     let ranges = structure::merge(ranges);
     let mut selection = Selection::new(history);
-    let mut next = 0usize;
     for r in &ranges {
-        let start = r.start.max(next);
-        if start < r.end {
-            selection.keep(start..r.end);
-            next = r.end;
-        }
+        selection.keep(r.clone());
     }
     let mut result = selection.finish(false, fits);
     // A summary's covered turns stay within reach of the stages after

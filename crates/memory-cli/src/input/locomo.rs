@@ -22,6 +22,14 @@ use super::Located;
 use super::json::Record;
 use super::openai::kind;
 
+/// How a time marker's `dia_id` starts: `session 3` for session 3's.
+const MARKER_ID: &str = "session ";
+
+/// Whether `id` is a time marker's (see [`Sample::is_marker`]).
+pub(crate) fn is_marker_id(id: &str) -> bool {
+    id.starts_with(MARKER_ID)
+}
+
 /// Whether `value` looks like a LoCoMo sample: an object with
 /// `conversation` and `qa`.
 pub(crate) fn is_sample(value: &Value) -> bool {
@@ -168,9 +176,7 @@ impl Sample {
     /// assert_eq!(sample.messages[0].text(), "Session 1: 1:56 pm on 8 May, 2023");
     /// ```
     pub fn is_marker(&self, i: usize) -> bool {
-        self.dia_ids
-            .get(i)
-            .is_some_and(|id| parse_dia_id(id).is_none())
+        self.dia_ids.get(i).is_some_and(|id| is_marker_id(id))
             && self.messages.get(i).is_some_and(Message::is_system)
     }
 
@@ -313,7 +319,7 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
             .filter(|d| !d.is_empty())
         {
             messages.push(Message::system(format!("Session {number}: {date}")));
-            dia_ids.push(format!("session {number}"));
+            dia_ids.push(format!("{MARKER_ID}{number}"));
         }
         for (k, value) in utterances.iter().enumerate() {
             let at = format!("{at}, session {number}, utterance {k}");

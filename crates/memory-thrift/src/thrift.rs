@@ -3,7 +3,7 @@
 use memory_core::covered::{self, Covered, Expanded};
 use memory_core::is_shrunk_from;
 use memory_core::{
-    Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy, structure,
+    Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, structure,
 };
 
 use std::sync::Arc;
@@ -122,8 +122,10 @@ pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
 /// a fresh choice for it, shed down to a level that moves in fixed steps
 /// of the budget's share above the watermark (down to the budget itself
 /// when the question reaches into a summary's covered span, whose covered
-/// turns compete for every token). Every stage, the drop stage included,
-/// aims at the one target.
+/// turns compete for every token). A tool-calling agent's round that goes
+/// on after a summary sees the covered steps like the round's other older
+/// steps, newest first, at the same sticky level. Every stage, the drop
+/// stage included, aims at the one target.
 ///
 /// ```
 /// use memory_core::{Budget, CharTokenCounter, Message, ToolCall, TrimStrategy};
@@ -369,14 +371,21 @@ impl Thrift {
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         // Covered messages compete for the budget like any older turn,
         // where they stand: after the summary that stands for them, when a
-        // question asked since the summary may need them. An agent's steps
-        // and the observations that answer them go on from the summary;
-        // under a rounds limit, which keeps the newest rounds, they stay
-        // folded too.
-        let expanded = Some(budget)
-            .filter(|b| b.round_limit().is_none() && asks_anew(history))
-            .and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
-        let Some(expanded) = expanded else {
+        // question asked since the summary may need them, and when a
+        // tool-calling agent's round goes on after it (its next step may
+        // need a file read or an output from before the summary). A
+        // text-only agent's observations go on from the summary (a long
+        // one would fold what a short one unfolded, a cache break each
+        // time); under a rounds limit, which keeps the newest rounds, they
+        // stay folded too.
+        let unfold = budget
+            .round_limit()
+            .is_none()
+            .then(|| unfolding(history))
+            .flatten();
+        let expanded =
+            unfold.and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
+        let (Some(unfold), Some(expanded)) = (unfold, expanded) else {
             let (mut result, trace) = self.trim_view(history, budget, Aim::Level, counter).await?;
             // A covered set without a summary to stand beside: none shown.
             result.covered = Covered::default();
@@ -385,8 +394,14 @@ impl Thrift {
         let whole = expanded.history();
         // A question that reaches into the covered span is answered from
         // the whole budget: the covered turns it needs compete with the
-        // summary and the recent turns for every token there is.
-        let (result, mut trace) = self.trim_view(&whole, budget, Aim::Budget, counter).await?;
+        // summary and the recent turns for every token there is. A round's
+        // steps shed to the sticky level, like any round, so that the
+        // steps after them append.
+        let aim = match unfold {
+            Unfold::Question => Aim::Budget,
+            Unfold::Steps => Aim::Level,
+        };
+        let (result, mut trace) = self.trim_view(&whole, budget, aim, counter).await?;
         trace.covered_shown = covered_shown(&expanded, &result);
         self.memo.keep_expanded(expanded);
         Ok((result, trace))
@@ -717,6 +732,28 @@ enum Aim {
     /// The budget itself: for a new question that reaches into the span a
     /// summary covers, whose covered turns compete for every token.
     Budget,
+}
+
+/// Why a view's covered messages are shown beside their summary.
+#[derive(Debug, Clone, Copy)]
+enum Unfold {
+    /// A question asked since the summary (see [`asks_anew`]).
+    Question,
+    /// A tool-calling agent's round going on after the summary: the view
+    /// ends with a tool result.
+    Steps,
+}
+
+/// Whether, and why, the covered messages of `history`'s summary are
+/// unfolded: none without a summary's covered set.
+fn unfolding(history: &History<'_>) -> Option<Unfold> {
+    covered::anchor(history)?;
+    if asks_anew(history) {
+        Some(Unfold::Question)
+    } else {
+        matches!(history.messages().last(), Some(Message::ToolResult { .. }))
+            .then_some(Unfold::Steps)
+    }
 }
 
 /// Whether the view's current question came after its summary's covered

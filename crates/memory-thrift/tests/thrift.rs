@@ -1277,6 +1277,75 @@ async fn a_text_only_agent_s_observation_goes_on_from_the_summary() {
     assert!(covered_shown_after(reply, &covered, &covered_counts).await > 0);
 }
 
+#[tokio::test]
+async fn a_tool_calling_round_goes_on_from_its_newest_covered_steps() {
+    // Older steps of the round, folded into a summary; the newest of them
+    // read the parser's deployment.
+    let mut covered = Vec::new();
+    for i in 0..40 {
+        let id = format!("c{i}");
+        covered.push(call(&id, "read_file"));
+        covered.push(Message::tool_result(&id, format!("roses in bed {i}")));
+    }
+    covered[79] = Message::tool_result("c39", "the parser runs on the staging cluster");
+    let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
+    // The task, the summary of the round's older steps, and its newest
+    // step, which the covered steps stood before.
+    let view = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Move the parser off the staging cluster."),
+        summary::message("The agent read the garden beds."),
+        call("c40", "read_file"),
+        Message::tool_result("c40", "deploy.yaml: cluster staging"),
+    ];
+    let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
+    let set = memory_core::covered::Covered::new(covered.clone(), covered_counts)
+        .unwrap()
+        .before(Some(view[3].clone()));
+    let history = History::new(&view, &counts)
+        .unwrap()
+        .protect(&[0])
+        .with_covered(set);
+    let max = 200;
+    let (result, trace) = Thrift::new()
+        .trim_traced(&history, &Budget::tokens(max), &CharTokenCounter)
+        .await
+        .unwrap();
+    assert!(result.fits && result.tokens() <= max);
+    assert!(
+        validate(&result.messages).is_empty(),
+        "{:?}",
+        result.messages
+    );
+    // The round goes on from its newest covered steps, as it would
+    // without the summary (the step that read the parser's cluster, call
+    // and result), beside the summary, which is never shed; the oldest
+    // steps stay folded.
+    assert!(trace.covered_shown >= 2 && trace.covered_shown < covered.len());
+    assert!(
+        result.messages.contains(&covered[78]) && result.messages.contains(&covered[79]),
+        "{trace:?} {:?}",
+        result.messages
+    );
+    assert!(result.messages.contains(&view[2]));
+    // Shed to the sticky level, not filled to the budget: the round's
+    // next steps append.
+    assert!(trace.target.is_some_and(|t| t < max));
+
+    // Under a rounds limit, which keeps the newest rounds, the steps stay
+    // folded.
+    let limited = Budget {
+        max_tokens: Some(max),
+        max_rounds: Some(1),
+    };
+    let (result, trace) = Thrift::new()
+        .trim_traced(&history, &limited, &CharTokenCounter)
+        .await
+        .unwrap();
+    assert_eq!(trace.covered_shown, 0);
+    assert!(!result.messages.contains(&covered[79]));
+}
+
 /// Covered originals shown when a short observation about the parser
 /// follows `step`, in a view whose summary stands for `covered`.
 async fn covered_shown_after(step: String, covered: &[Message], covered_counts: &[usize]) -> usize {

@@ -100,7 +100,14 @@ fn session(seed: u64, n: usize) -> Vec<Message> {
                     ContentBlock::Text(sentence(&mut draw, 6)),
                     ContentBlock::Image(ImageContent::new("image/png", vec![7; 64])),
                 ])),
-                _ => m.push(Message::user(sentence(&mut draw, 12))),
+                _ => {
+                    // Half of them questions, which may reach back.
+                    let mut said = sentence(&mut draw, 12);
+                    if draw.chance(50) {
+                        said.push('?');
+                    }
+                    m.push(Message::user(said));
+                }
             }
         }
         let steps = if draw.chance(40) {

@@ -1382,7 +1382,8 @@ fn bash_step(i: usize) -> String {
 /// A text-only agent's session: each step writes its command in text
 /// (`step` gives the assistant message of step `i`), each observation
 /// comes back as a user message; an early observation is about the
-/// parser's staging cluster, and the newest, short one mentions it again.
+/// parser's staging cluster, and the newest, short one mentions it again,
+/// with a question mark (after a reply that runs nothing, a question).
 fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
     let mut m = agent_start();
     for i in 0..30 {
@@ -1397,7 +1398,7 @@ fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
         m.push(Message::user(format!("OBSERVATION:\n{observation}")));
     }
     m.push(Message::assistant(step(30)));
-    m.push(Message::user("OBSERVATION:\nparser staging cluster"));
+    m.push(Message::user("OBSERVATION:\nparser staging cluster?"));
     m
 }
 
@@ -1569,4 +1570,26 @@ async fn a_question_naming_a_month_finds_the_turns_said_in_it() {
     let march = dated_chat("What did Joanna do in early March 2022?");
     let (result, _) = trim(&Thrift::new(), &march, &[0], budget).await;
     assert!(result.messages.contains(&tulips) && !result.messages.contains(&screenplay));
+}
+
+#[tokio::test]
+async fn only_a_question_reaches_back() {
+    let screenplay = Message::user("I finally finished my screenplay and printed it!");
+    let budget = Budget::tokens(200);
+    // The same words about the dropped turn: asked, they choose afresh and
+    // bring it back.
+    let asked = dated_chat("Tell me about the screenplay you printed?");
+    let (result, trace) = trim(&Thrift::new(), &asked, &[0], budget).await;
+    assert!(trace.reached_back);
+    assert!(result.messages.contains(&screenplay));
+    // Said as a remark, they go on from the context the call before
+    // showed (shed at the watermark when they do not fit beside it).
+    let remark = dated_chat("Tell me about the screenplay you printed.");
+    let (result, trace) = trim(&Thrift::new(), &remark, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert!(!trace.reached_back);
+    // (Here they do not fit: down to the watermark, 0.8 of the budget,
+    // choosing by relevance to them.)
+    assert_eq!(trace.target, Some(160));
+    assert!(result.messages.contains(&screenplay));
 }

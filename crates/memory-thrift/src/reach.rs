@@ -215,7 +215,9 @@ pub(crate) fn query(history: &History<'_>, question: usize) -> String {
 }
 
 /// Whether `text` asks something: it holds a question mark (the Latin,
-/// full-width, Arabic or Greek one).
+/// full-width or Arabic one, or an interrobang). Greek, whose question
+/// mark is a semicolon once normalized, is not recognized; a '?' in a URL
+/// or in code counts (at worst, a fresh choice the message did not need).
 ///
 /// A chat's remarks rarely need turns the context dropped, and choosing
 /// afresh for each of them breaks the prompt cache on most calls of a long
@@ -224,7 +226,7 @@ pub(crate) fn query(history: &History<'_>, question: usize) -> String {
 /// 2,385); questions, which do, nearly always carry the mark (1,346 of the
 /// 1,347 LoCoMo questions).
 pub(crate) fn is_question(text: &str) -> bool {
-    text.contains(['?', '\u{ff1f}', '\u{61f}', '\u{37e}'])
+    text.contains(['?', '\u{ff1f}', '\u{61f}', '\u{203d}'])
 }
 
 /// Whether most of the terms of the new message (`said`) occur in the
@@ -317,6 +319,7 @@ mod tests {
         assert!(is_question("Did you see it? I loved it."));
         assert!(is_question("パーサーはどこで動いていますか？"));
         assert!(is_question("أين يعمل المحلل؟"));
+        assert!(is_question("You deployed it where‽"));
         assert!(!is_question("Let me tell you about the parser."));
         assert!(!is_question("Please continue working on the task"));
         assert!(!is_question(""));

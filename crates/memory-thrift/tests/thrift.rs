@@ -1266,27 +1266,38 @@ async fn a_text_only_agent_s_observation_goes_on_from_the_summary() {
     }
     covered[21] = Message::user("OBSERVATION:\nthe parser runs on the staging cluster");
     let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
-    // The output of the command just written, however short: the summary
-    // stands for the older steps, as it does for a tool-calling agent.
-    assert_eq!(
-        covered_shown_after(bash_step(40), &covered, &covered_counts).await,
-        0
-    );
-    // The same words after a reply that runs nothing ask about them.
-    let reply = "I read the beds.".to_string();
-    assert!(covered_shown_after(reply, &covered, &covered_counts).await > 0);
+    // The output of the command just written, however short, even with a
+    // question mark: the summary stands for the older steps, as it does
+    // for a tool-calling agent.
+    let asked = "Does the parser run on the staging cluster?";
+    let after = |step: String, said: &'static str| {
+        covered_shown_after(step, said, &covered, &covered_counts)
+    };
+    assert_eq!(after(bash_step(40), asked).await, 0);
+    // The same question after a reply that runs nothing asks about them.
+    let reply = || "I read the beds.".to_string();
+    assert!(after(reply(), asked).await > 0);
+}
+
+/// `n` tool-calling steps, each a `read_file` call and its result about
+/// a garden bed.
+fn garden_steps(n: usize) -> Vec<Message> {
+    (0..n)
+        .flat_map(|i| {
+            let id = format!("c{i}");
+            [
+                call(&id, "read_file"),
+                Message::tool_result(&id, format!("roses in bed {i}")),
+            ]
+        })
+        .collect()
 }
 
 #[tokio::test]
 async fn a_tool_calling_round_goes_on_from_its_newest_covered_steps() {
     // Older steps of the round, folded into a summary; the newest of them
     // read the parser's deployment.
-    let mut covered = Vec::new();
-    for i in 0..40 {
-        let id = format!("c{i}");
-        covered.push(call(&id, "read_file"));
-        covered.push(Message::tool_result(&id, format!("roses in bed {i}")));
-    }
+    let mut covered = garden_steps(40);
     covered[79] = Message::tool_result("c39", "the parser runs on the staging cluster");
     let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
     // The task, the summary of the round's older steps, and its newest
@@ -1328,9 +1339,6 @@ async fn a_tool_calling_round_goes_on_from_its_newest_covered_steps() {
         result.messages
     );
     assert!(result.messages.contains(&view[2]));
-    // Shed to the sticky level, not filled to the budget: the round's
-    // next steps append.
-    assert!(trace.target.is_some_and(|t| t < max));
 
     // Under a rounds limit, which keeps the newest rounds, the steps stay
     // folded.
@@ -1346,15 +1354,65 @@ async fn a_tool_calling_round_goes_on_from_its_newest_covered_steps() {
     assert!(!result.messages.contains(&covered[79]));
 }
 
-/// Covered originals shown when a short observation about the parser
-/// follows `step`, in a view whose summary stands for `covered`.
-async fn covered_shown_after(step: String, covered: &[Message], covered_counts: &[usize]) -> usize {
+#[tokio::test]
+async fn a_round_begun_after_a_summary_unfolds_from_its_first_step() {
+    // The summary stands for a finished round's steps; a long request
+    // (no question) begins a new round after it.
+    let covered = garden_steps(40);
+    let covered_counts = count_messages(&CharTokenCounter, &covered).await.unwrap();
+    let request = format!(
+        "Move the parser off the staging cluster. {}",
+        "Details. ".repeat(80)
+    );
+    let view = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Tend the garden beds."),
+        summary::message("The agent read the garden beds."),
+        Message::user(request),
+        call("c40", "read_file"),
+        Message::tool_result("c40", "deploy.yaml: cluster staging"),
+    ];
+    let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
+    let thrift = Thrift::new();
+    let budget = Budget::tokens(300);
+    let mut shown = Vec::new();
+    // The call at the request, then the call at its first step.
+    for end in [4, 6] {
+        let set = memory_core::covered::Covered::new(covered.clone(), covered_counts.clone())
+            .unwrap()
+            .before(Some(view[3].clone()));
+        let history = History::new(&view[..end], &counts[..end])
+            .unwrap()
+            .protect(&[0])
+            .with_covered(set);
+        let (result, trace) = thrift
+            .trim_traced(&history, &budget, &CharTokenCounter)
+            .await
+            .unwrap();
+        assert!(result.fits && validate(&result.messages).is_empty());
+        shown.push(trace.covered_shown);
+    }
+    // A long request does not ask anew: folded at it. Its steps unfold
+    // the covered turns, as any tool-calling agent's steps do (a cache
+    // break at the first step, the cost of keeping them within reach).
+    assert_eq!(shown[0], 0);
+    assert!(shown[1] > 0);
+}
+
+/// Covered originals shown when the short user message `said`, about the
+/// parser, follows `step`, in a view whose summary stands for `covered`.
+async fn covered_shown_after(
+    step: String,
+    said: &str,
+    covered: &[Message],
+    covered_counts: &[usize],
+) -> usize {
     let view = vec![
         Message::system("You are a coding agent."),
         summary::message("The agent read the garden beds."),
         Message::user("Go on."),
         Message::assistant(step),
-        Message::user("OBSERVATION:\nparser staging cluster"),
+        Message::user(said),
     ];
     let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
     let history = with_covered(&view, &counts, covered.to_vec(), covered_counts.to_vec());
@@ -1382,9 +1440,13 @@ fn bash_step(i: usize) -> String {
 /// A text-only agent's session: each step writes its command in text
 /// (`step` gives the assistant message of step `i`), each observation
 /// comes back as a user message; an early observation is about the
-/// parser's staging cluster, and the newest, short one mentions it again,
-/// with a question mark (after a reply that runs nothing, a question).
+/// parser's staging cluster, and the newest, short one mentions it again.
 fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
+    text_agent_then(step, "OBSERVATION:\nparser staging cluster")
+}
+
+/// [`text_agent`] whose newest user message is `said`.
+fn text_agent_then(step: impl Fn(usize) -> String, said: &str) -> Vec<Message> {
     let mut m = agent_start();
     for i in 0..30 {
         m.push(Message::assistant(step(i)));
@@ -1398,7 +1460,7 @@ fn text_agent(step: impl Fn(usize) -> String) -> Vec<Message> {
         m.push(Message::user(format!("OBSERVATION:\n{observation}")));
     }
     m.push(Message::assistant(step(30)));
-    m.push(Message::user("OBSERVATION:\nparser staging cluster?"));
+    m.push(Message::user(said));
     m
 }
 
@@ -1420,17 +1482,33 @@ async fn a_text_only_agent_s_observation_is_appended_not_asked_about() {
     let shell = |i: usize| format!("Listing the notes.\n```bash\ncat notes_{i}.txt\n```\n");
     let (_, trace) = trim(&Thrift::new(), &text_agent(shell), &[0], budget).await;
     assert!(!trace.reached_back);
-    // Code in another language ending a reply is an answer, not a command.
+    // Even a question mark in the command's output leaves it an output.
+    let marked = text_agent_then(bash_step, "OBSERVATION:\nparser staging cluster?");
+    let (_, trace) = trim(&Thrift::new(), &marked, &[0], budget).await;
+    assert!(!trace.reached_back);
+    // Code in another language ending a reply is an answer, not a command:
+    // a question after it asks.
+    let asked = "Where does the parser run, on the staging cluster?";
     let code = |i: usize| format!("Here is part {i}:\n```python\nprint({i})\n```");
-    let (_, trace) = trim(&Thrift::new(), &text_agent(code), &[0], budget).await;
+    let (_, trace) = trim(&Thrift::new(), &text_agent_then(code, asked), &[0], budget).await;
     assert!(trace.reached_back);
-    // After a reply that runs nothing, the same words ask about the
-    // dropped observation.
+    // After a reply that runs nothing, a question about the dropped
+    // observation brings it back; the same words said as a remark do not
+    // choose afresh.
     let reply = |i: usize| format!("I have read part {i} of the notes.");
-    let (result, trace) = trim(&Thrift::new(), &text_agent(reply), &[0], budget).await;
+    let m = text_agent_then(reply, asked);
+    let (result, trace) = trim(&Thrift::new(), &m, &[0], budget).await;
     assert!(trace.reached_back);
-    let early = text_agent(reply)[7].clone();
-    assert!(result.messages.contains(&early));
+    assert!(result.messages.contains(&m[7]));
+    let remark = "The parser runs on the staging cluster, I see.";
+    let (_, trace) = trim(
+        &Thrift::new(),
+        &text_agent_then(reply, remark),
+        &[0],
+        budget,
+    )
+    .await;
+    assert!(!trace.reached_back);
 }
 
 #[tokio::test]

@@ -334,7 +334,8 @@ fn anchored(history: &History<'_>) -> Option<(usize, usize)> {
 /// when an equal message kept before it would be taken for it. So a stage
 /// that drops the oldest turns after a summary (to fit a budget, as
 /// `WindowDrop` does) leaves the summary's covered turns within reach of
-/// the stages after it. The work is logarithmic in the number of ranges.
+/// the stages after it. The work is logarithmic in the number of ranges,
+/// plus the messages kept between the summary and the set's new place.
 ///
 /// ```
 /// use memory_core::covered::{self, Covered};
@@ -365,10 +366,11 @@ pub fn after_dropping(history: &History<'_>, kept: &[Range<usize>]) -> Covered {
     let next = &messages[range.start];
     // Found by value after the first summary: an equal message kept
     // between them would stand in its place.
-    let taken = kept[..k]
+    let after_summary = kept.partition_point(|r| r.end <= first + 1);
+    let taken = kept[after_summary.min(k)..k]
         .iter()
-        .flat_map(Clone::clone)
-        .any(|i| i > first && messages[i] == *next);
+        .flat_map(|r| r.start.max(first + 1)..r.end)
+        .any(|i| messages[i] == *next);
     if taken {
         return set.before(None);
     }
@@ -579,6 +581,39 @@ mod tests {
     use super::*;
     use crate::audit::{Audit, Rule};
     use crate::{Selection, ToolCall};
+
+    #[test]
+    fn a_moved_set_is_not_placed_where_an_equal_message_would_be_found_first() {
+        let set = || Covered::new(vec![Message::user("old")], vec![1]).unwrap();
+        let x = Message::user("x");
+        // "a" and "b" dropped: the next kept message, "x", equals one kept
+        // after the summary, which `anchor` would find instead.
+        let m = [
+            summary::message("so far"),
+            x.clone(),
+            Message::user("a"),
+            Message::assistant("b"),
+            x.clone(),
+        ];
+        let before_a = set().before(Some(Message::user("a")));
+        let h = History::new(&m, &[3, 1, 1, 1, 1])
+            .unwrap()
+            .with_covered(before_a.clone());
+        assert_eq!(after_dropping(&h, &[0..2, 4..5]).next(), None);
+        // Kept before the summary, it is not looked at.
+        let m = [
+            x.clone(),
+            summary::message("so far"),
+            Message::user("a"),
+            x.clone(),
+        ];
+        let h = History::new(&m, &[1, 3, 1, 1])
+            .unwrap()
+            .with_covered(before_a);
+        let moved = after_dropping(&h, &[0..2, 3..4]);
+        assert_eq!(moved.next(), Some(&x));
+        assert_eq!(anchor(&h.clone().with_covered(moved)), Some(3));
+    }
 
     fn view() -> (Vec<Message>, Covered) {
         let view = vec![

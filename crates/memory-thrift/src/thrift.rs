@@ -376,14 +376,12 @@ impl Thrift {
         // question asked since the summary may need them, and while a
         // tool-calling agent's steps go on after it: see `unfolding`. Under
         // a rounds limit, which keeps the newest rounds, they stay folded.
-        let unfold = budget
-            .round_limit()
-            .is_none()
-            .then(|| unfolding(history))
-            .flatten();
-        let expanded =
-            unfold.and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
-        let (Some(unfold), Some(expanded)) = (unfold, expanded) else {
+        let aim = match budget.round_limit() {
+            Some(_) => None,
+            None => unfolding(history),
+        };
+        let expanded = aim.and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
+        let (Some(aim), Some(expanded)) = (aim, expanded) else {
             let (mut result, trace) = self.trim_view(history, budget, Aim::Level, counter).await?;
             // A covered set without a summary to stand beside: none shown.
             result.covered = Covered::default();
@@ -395,10 +393,6 @@ impl Thrift {
         // summary and the recent turns for every token there is. A round's
         // steps are appended while they fit and shed to the low watermark
         // when they do not, like any round's steps.
-        let aim = match unfold {
-            Unfold::Question => Aim::Budget,
-            Unfold::Steps => Aim::Watermark,
-        };
         let (result, mut trace) = self.trim_view(&whole, budget, aim, counter).await?;
         trace.covered_shown = covered_shown(&expanded, &result);
         self.memo.keep_expanded(expanded);
@@ -726,25 +720,18 @@ enum Aim {
     Level,
     /// The low watermark: for a call of a round whose new step no longer
     /// fits after the previous call's context, so that the next steps can
-    /// append again.
+    /// append again, and for a tool-calling agent's steps after a summary.
     Watermark,
     /// The budget itself: for a new question that reaches into the span a
     /// summary covers, whose covered turns compete for every token.
     Budget,
 }
 
-/// Why a view's covered messages are shown beside their summary.
-#[derive(Debug, Clone, Copy)]
-enum Unfold {
-    /// A short user message since the summary (see [`asks_anew`]).
-    Question,
-    /// A tool-calling agent's round going on after the summary: the view
-    /// ends with a tool result.
-    Steps,
-}
-
-/// Whether, and why, the covered messages of `history`'s summary are
-/// unfolded: none without a summary's covered set.
+/// Whether the covered messages of `history`'s summary are unfolded, and
+/// where the choice among them then aims: the whole budget for a question
+/// asked since the summary ([`asks_anew`]), the low watermark for a
+/// tool-calling agent's step (the view ends with a tool result); none
+/// without a summary's covered set.
 ///
 /// A tool-calling agent's steps unfold them, whichever round they belong
 /// to: its next step may need a file read or an output from before the
@@ -756,13 +743,13 @@ enum Unfold {
 /// with such rounds folded). A text-only agent's observations stay
 /// folded: a long one would fold what a short one unfolded, a cache break
 /// each time.
-fn unfolding(history: &History<'_>) -> Option<Unfold> {
+fn unfolding(history: &History<'_>) -> Option<Aim> {
     let anchor = covered::anchor(history)?;
     let messages = history.messages();
     if asks_anew(history, anchor, structure::current_question(messages)) {
-        return Some(Unfold::Question);
+        return Some(Aim::Budget);
     }
-    matches!(messages.last(), Some(Message::ToolResult { .. })).then_some(Unfold::Steps)
+    matches!(messages.last(), Some(Message::ToolResult { .. })).then_some(Aim::Watermark)
 }
 
 /// Whether the view's current question (`question`) came after its

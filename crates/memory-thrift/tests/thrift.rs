@@ -1201,17 +1201,18 @@ async fn a_placeholder_s_words_do_not_make_a_round_relevant() {
     );
 }
 
-/// `view` (its system prompt protected), whose summary at 1 stands for
-/// `covered`, placed before the view's message 2.
+/// `view` (its system prompt protected), whose summary stands for
+/// `covered`, placed before the view's message `at`.
 fn with_covered<'a>(
     view: &'a [Message],
     counts: &'a [usize],
     covered: Vec<Message>,
     covered_counts: Vec<usize>,
+    at: usize,
 ) -> History<'a> {
     let set = memory_core::covered::Covered::new(covered, covered_counts)
         .unwrap()
-        .before(Some(view[2].clone()));
+        .before(Some(view[at].clone()));
     History::new(view, counts)
         .unwrap()
         .protect(&[0])
@@ -1239,7 +1240,7 @@ async fn a_question_into_a_summary_s_covered_span_is_answered_from_the_whole_bud
         Message::user("Where does the parser run?"),
     ];
     let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
-    let history = with_covered(&view, &counts, covered.clone(), covered_counts);
+    let history = with_covered(&view, &counts, covered.clone(), covered_counts, 2);
     let max = 200;
     let (result, trace) = Thrift::new()
         .trim_traced(&history, &Budget::tokens(max), &CharTokenCounter)
@@ -1310,13 +1311,7 @@ async fn a_tool_calling_round_goes_on_from_its_newest_covered_steps() {
         Message::tool_result("c40", "deploy.yaml: cluster staging"),
     ];
     let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
-    let set = memory_core::covered::Covered::new(covered.clone(), covered_counts)
-        .unwrap()
-        .before(Some(view[3].clone()));
-    let history = History::new(&view, &counts)
-        .unwrap()
-        .protect(&[0])
-        .with_covered(set);
+    let history = with_covered(&view, &counts, covered.clone(), covered_counts, 3);
     let max = 200;
     let (result, trace) = Thrift::new()
         .trim_traced(&history, &Budget::tokens(max), &CharTokenCounter)
@@ -1378,13 +1373,8 @@ async fn a_round_begun_after_a_summary_unfolds_from_its_first_step() {
     let mut shown = Vec::new();
     // The call at the request, then the call at its first step.
     for end in [4, 6] {
-        let set = memory_core::covered::Covered::new(covered.clone(), covered_counts.clone())
-            .unwrap()
-            .before(Some(view[3].clone()));
-        let history = History::new(&view[..end], &counts[..end])
-            .unwrap()
-            .protect(&[0])
-            .with_covered(set);
+        let (view, counts) = (&view[..end], &counts[..end]);
+        let history = with_covered(view, counts, covered.clone(), covered_counts.clone(), 3);
         let (result, trace) = thrift
             .trim_traced(&history, &budget, &CharTokenCounter)
             .await
@@ -1415,7 +1405,7 @@ async fn covered_shown_after(
         Message::user(said),
     ];
     let counts = count_messages(&CharTokenCounter, &view).await.unwrap();
-    let history = with_covered(&view, &counts, covered.to_vec(), covered_counts.to_vec());
+    let history = with_covered(&view, &counts, covered.to_vec(), covered_counts.to_vec(), 2);
     let (result, trace) = Thrift::new()
         .trim_traced(&history, &Budget::tokens(200), &CharTokenCounter)
         .await

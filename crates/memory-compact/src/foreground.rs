@@ -41,13 +41,14 @@ impl<'a> Foreground<'a> {
         let base = Base::new(raw, self.memo, counter).await?;
         let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
+        let mut backing_off;
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
             let threshold = self.settings.summarize_at_tokens();
-            if timing::due(self.settings, &work, &plan, budget)
-                && !self.memo.backed_off(&work, &plan, threshold)
-            {
+            let due = timing::due(self.settings, &work, &plan, budget);
+            backing_off = due && self.memo.backed_off(&work, &plan, threshold);
+            if due && !backing_off {
                 let occasion = Occasion::threshold(Mode::Foreground);
                 let settings = self.settings.for_budget(budget);
                 let scaled = Foreground::new(&settings, self.memo);
@@ -57,11 +58,18 @@ impl<'a> Foreground<'a> {
                 {
                     Made::Compacted(made) => return settle.land(*made, self.memo),
                     Made::Declined => reason = FallbackReason::Declined,
-                    Made::Failed => reason = FallbackReason::Failed,
+                    Made::Failed => {
+                        reason = FallbackReason::Failed;
+                        backing_off = true;
+                    }
                 }
             }
         }
-        settle.without_new(base.into_known(), reason)
+        let result = settle.without_new(base.into_known(), reason)?;
+        if backing_off {
+            self.memo.shown_while_backed_off(&result)?;
+        }
+        Ok(result)
     }
 
     /// See [`Compact::compact_now`](crate::Compact::compact_now).

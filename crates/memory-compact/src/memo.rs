@@ -14,13 +14,19 @@ use crate::covering::{Applied, Covering, Fingerprint, identity};
 use crate::turns::Plan;
 
 /// An attempt that made no usable summary: no other is made for the same
-/// history until its new material has grown by the threshold again.
+/// history, or for the view shown of it meanwhile, until its new material
+/// has grown by the threshold again.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FailedAt {
     /// The history up to the last message the attempt would have replaced.
     fingerprint: Fingerprint,
     /// Tokens of its new material.
     new_tokens: usize,
+    /// The newest view shown of that history while backed off: trimmed
+    /// again, it is the same history with its oldest turns out of view,
+    /// and a summary of what is left of the material would be made from
+    /// less of what the failed one was asked to fold.
+    shown: Option<Fingerprint>,
 }
 
 impl FailedAt {
@@ -31,6 +37,7 @@ impl FailedAt {
         Some(FailedAt {
             fingerprint: Fingerprint::of(history, last.end),
             new_tokens: plan.new_tokens,
+            shown: None,
         })
     }
 }
@@ -158,12 +165,30 @@ impl Memo {
     }
 
     /// Whether an attempt for `plan` of `work` must wait: the last one, for
-    /// the same messages, failed, and the new material has not grown by
-    /// `threshold` since.
+    /// the same messages or for a view shown of them while it waited,
+    /// failed, and the new material has not grown by `threshold` since.
     pub fn backed_off(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> bool {
         self.lock().failed.is_some_and(|f| {
-            plan.new_tokens < f.new_tokens.saturating_add(threshold) && f.fingerprint.matches(work)
+            plan.new_tokens < f.new_tokens.saturating_add(threshold)
+                && (f.fingerprint.matches(work) || f.shown.is_some_and(|v| v.matches(work)))
         })
+    }
+
+    /// Remembers `view`, shown while the last failed attempt holds, so that
+    /// a history starting with it waits too.
+    ///
+    /// # Errors
+    ///
+    /// `view` is not a history (never for results built by this crate).
+    pub fn shown_while_backed_off(&self, view: &TrimResult) -> Result<(), MemoryError> {
+        if view.messages.is_empty() {
+            return Ok(());
+        }
+        let shown = Fingerprint::of(&view.as_history()?, view.messages.len());
+        if let Some(failed) = self.lock().failed.as_mut() {
+            failed.shown = Some(shown);
+        }
+        Ok(())
     }
 
     /// Records a failed attempt.

@@ -193,3 +193,37 @@ async fn a_summary_no_shorter_than_what_it_covers_replaces_nothing() {
     assert_eq!(again.messages, messages);
     assert_eq!(log.cost().calls, 1);
 }
+
+#[tokio::test]
+async fn the_view_shown_after_a_failure_trims_to_itself() {
+    // Over the budget (310 > 300) the call fails and WindowDrop shows the
+    // task, rounds 2-6 and u7 (270). Trimmed again, that view still holds
+    // rounds 2-4 (150) past the threshold, less than the failed attempt's
+    // material: it waits like the history it was shown for, and a later
+    // turn that adds the threshold again is asked for.
+    let fake = Arc::new(FakeProvider::new([
+        FakeReply::Text(String::new()),
+        FakeReply::Text(said("## State\nok")),
+    ]));
+    let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
+    let mut messages = rounds(6);
+    messages.push(user(7));
+    let shown = trim(&compact, &messages, 300).await;
+    assert_eq!(fake.requests().len(), 1);
+    assert!(shown.fits && !shown.replace);
+    assert_eq!(shown.messages[0], user(1));
+    assert_eq!(shown.messages[1], user(2));
+    let again = trim(&compact, &shown.messages, 300).await;
+    assert_eq!(again.messages, shown.messages);
+    assert_eq!(fake.requests().len(), 1);
+    // The view and three more rounds: rounds 2-7 (300) are older than the
+    // two kept, past the failed attempt's 190 and the threshold. Tried
+    // again, and it works.
+    let mut grown = shown.messages.clone();
+    for i in 7..=9 {
+        grown.extend([reply(i), user(i + 1)]);
+    }
+    let result = trim(&compact, &grown, 10_000).await;
+    assert_eq!(fake.requests().len(), 2);
+    assert!(result.replace);
+}

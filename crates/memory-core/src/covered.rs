@@ -377,20 +377,23 @@ pub fn after_dropping(history: &History<'_>, kept: &[Range<usize>]) -> Covered {
     set.before(Some(next.clone()))
 }
 
-/// How many of `history`'s covered messages are placed at `at`: all of
-/// them, unless no user message follows `at`. The view's current question
-/// then stays the expanded history's (a covered user message would take its
-/// place), so the set is taken up to its first user message.
+/// How many of `history`'s covered messages, the newest, are placed at
+/// `at`: all of them, unless no user message follows `at`. The view's
+/// current question then stays the expanded history's (a covered user
+/// message would take its place), so only the messages after the set's
+/// last user message are placed: the steps that went on right before the
+/// anchor. A set cut to its newest messages (at a smaller
+/// [`horizon`]) places the same messages, or those of them it still holds.
 fn placed(history: &History<'_>, at: usize) -> usize {
     let covered = history.covered();
     if history.messages()[at..].iter().any(Message::is_user) {
         covered.len()
     } else {
-        covered
-            .messages()
+        let messages = covered.messages();
+        messages
             .iter()
-            .position(Message::is_user)
-            .unwrap_or(covered.len())
+            .rposition(Message::is_user)
+            .map_or(messages.len(), |last| messages.len() - last - 1)
     }
 }
 
@@ -421,9 +424,10 @@ pub struct Expanded {
 impl Expanded {
     /// `history` with its covered set before its first summary; `None`
     /// when nothing is covered or the set has no place ([`anchor`]). The
-    /// view's floor is the expanded history's: when no user message follows the
-    /// summary, only the covered messages before the first covered user
-    /// message are placed (a later one would become the current question).
+    /// view's floor is the expanded history's: when no user message follows
+    /// the set's place, only the covered messages after the last covered
+    /// user message are placed (a covered user message would become the
+    /// current question).
     ///
     /// ```
     /// use memory_core::covered::Expanded;
@@ -443,11 +447,12 @@ impl Expanded {
         }
         let mut messages = Vec::with_capacity(history.len() + n);
         messages.extend_from_slice(&history.messages()[..at]);
-        messages.extend_from_slice(&covered.messages()[..n]);
+        let from = covered.len() - n;
+        messages.extend_from_slice(&covered.messages()[from..]);
         messages.extend_from_slice(&history.messages()[at..]);
         let mut counts = Vec::with_capacity(history.len() + n);
         counts.extend_from_slice(&history.counts()[..at]);
-        counts.extend_from_slice(&covered.counts()[..n]);
+        counts.extend_from_slice(&covered.counts()[from..]);
         counts.extend_from_slice(&history.counts()[at..]);
         let mut expanded = Expanded {
             messages,
@@ -613,6 +618,46 @@ mod tests {
         let moved = after_dropping(&h, &[0..2, 3..4]);
         assert_eq!(moved.next(), Some(&x));
         assert_eq!(anchor(&h.clone().with_covered(moved)), Some(3));
+    }
+
+    #[test]
+    fn with_no_user_message_after_it_the_set_places_its_steps_after_its_last_question() {
+        // The view goes on with steps only; the set holds a question and
+        // the steps before and after it.
+        let call =
+            |id: &str| Message::assistant_with_tools("", vec![ToolCall::new(id, "read", "{}")]);
+        let set = Covered::new(
+            vec![
+                call("a"),
+                Message::tool_result("a", "one"),
+                Message::user("and the tests?"),
+                call("b"),
+                Message::tool_result("b", "two"),
+            ],
+            vec![3, 2, 4, 3, 2],
+        )
+        .unwrap()
+        .before(Some(call("c")));
+        let m = [
+            Message::user("task"),
+            summary::message("read the files"),
+            call("c"),
+            Message::tool_result("c", "three"),
+        ];
+        let h = History::new(&m, &[1, 3, 3, 2]).unwrap();
+        let e = Expanded::of(&h.clone().with_covered(set.clone())).unwrap();
+        assert_eq!(e.covered_range(), 2..4);
+        assert_eq!(e.history().messages()[2], call("b"));
+        assert_eq!(e.history().total(), 9 + 5);
+        // Cut to its newest messages (a smaller horizon), the set places
+        // the same ones, and without its question, all it holds.
+        for (horizon, held) in [(14, 5), (9, 3), (5, 2)] {
+            let cut = set.within(horizon);
+            assert_eq!(cut.len(), held);
+            let e = Expanded::of(&h.clone().with_covered(cut)).unwrap();
+            assert_eq!(e.covered_range(), 2..4, "horizon {horizon}");
+            assert_eq!(e.history().messages()[2..4], set.messages()[3..]);
+        }
     }
 
     fn view() -> (Vec<Message>, Covered) {

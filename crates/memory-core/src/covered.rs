@@ -745,7 +745,7 @@ mod tests {
         let unplaced = History::new(&m[..3], &counts[..3]).unwrap().with_covered(c);
         assert!(Expanded::of_reusing(&unplaced, Some(reused)).is_none());
         // Without a user message after the place, only the covered messages
-        // before the first covered user message are placed, reused or not.
+        // after the last covered user message are placed, reused or not.
         let set = Covered::new(
             vec![
                 Message::assistant("a"),
@@ -771,6 +771,7 @@ mod tests {
         let eb = Expanded::of_reusing(&b, Some(ea)).unwrap();
         assert_same(&eb, &Expanded::of(&b).unwrap());
         assert_eq!(eb.covered_range(), 1..2);
+        assert_eq!(eb.history().messages()[1], Message::assistant("b"));
     }
 
     #[test]

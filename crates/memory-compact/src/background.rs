@@ -196,7 +196,11 @@ impl<'a> Background<'a> {
         let plan = self.settings.plan(stored);
         let threshold = self.settings.summarize_at_tokens();
         let least = threshold.min(max / 4).max(1);
-        let backed_off = self.engine.memo().backed_off(stored, &plan, threshold);
+        let backed_off = self
+            .engine
+            .memo()
+            .backed_off(stored, &plan, threshold)
+            .is_some();
         (plan.has_new() && plan.new_tokens >= least && !backed_off).then_some(plan)
     }
 

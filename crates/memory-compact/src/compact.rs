@@ -58,9 +58,10 @@ use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
 /// history is returned as it is, or, over the budget, with its oldest
 /// history dropped from view by [`WindowDrop`](memory_window::WindowDrop)
 /// (a projection; storage keeps everything). The next attempt waits until
-/// the older material has grown by the threshold again, for the history and
-/// for the view shown of it meanwhile (trimmed again, or a history that
-/// goes on from it), so trimming that view again changes nothing.
+/// the older material has grown by the threshold again; a view shown
+/// meanwhile, trimmed again or gone on from, waits until the threshold has
+/// been appended since the failure, so trimming that view again changes
+/// nothing.
 ///
 /// **Fit.** When the compacted history still exceeds the budget, the view is
 /// `WindowDrop`'s projection of it (the summary is protected), and the

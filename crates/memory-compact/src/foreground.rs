@@ -41,14 +41,16 @@ impl<'a> Foreground<'a> {
         let base = Base::new(raw, self.memo, counter).await?;
         let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
-        let mut backing_off;
+        let mut hold = None;
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
             let threshold = self.settings.summarize_at_tokens();
             let due = timing::due(self.settings, &work, &plan, budget);
-            backing_off = due && self.memo.backed_off(&work, &plan, threshold);
-            if due && !backing_off {
+            if due {
+                hold = self.memo.backed_off(&work, &plan, threshold);
+            }
+            if due && hold.is_none() {
                 let occasion = Occasion::threshold(Mode::Foreground);
                 let settings = self.settings.for_budget(budget);
                 let scaled = Foreground::new(&settings, self.memo);
@@ -60,14 +62,14 @@ impl<'a> Foreground<'a> {
                     Made::Declined => reason = FallbackReason::Declined,
                     Made::Failed => {
                         reason = FallbackReason::Failed;
-                        backing_off = true;
+                        hold = self.memo.fresh_hold(threshold);
                     }
                 }
             }
         }
         let result = settle.without_new(base.into_known(), reason)?;
-        if backing_off {
-            self.memo.shown_while_backed_off(&result)?;
+        if let Some(hold) = hold {
+            self.memo.shown_while_backed_off(&result, hold)?;
         }
         Ok(result)
     }

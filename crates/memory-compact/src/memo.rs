@@ -14,19 +14,30 @@ use crate::covering::{Applied, Covering, Fingerprint, identity};
 use crate::turns::Plan;
 
 /// An attempt that made no usable summary: no other is made for the same
-/// history, or for the view shown of it meanwhile, until its new material
-/// has grown by the threshold again.
+/// history until its new material has grown by the threshold again, nor
+/// for the view shown meanwhile (trimmed again, or a history that goes on
+/// from it) until the growth still allowed has been appended to it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FailedAt {
     /// The history up to the last message the attempt would have replaced.
     fingerprint: Fingerprint,
     /// Tokens of its new material.
     new_tokens: usize,
-    /// The newest view shown of that history while backed off: trimmed
-    /// again, it is the same history with its oldest turns out of view,
-    /// and a summary of what is left of the material would be made from
-    /// less of what the failed one was asked to fold.
-    shown: Option<Fingerprint>,
+    /// The newest view shown of that history while backed off.
+    shown: Option<Shown>,
+}
+
+/// A view shown while a failed attempt waits. Trimmed again it is the same
+/// history with its oldest turns out of view, whose material is less than
+/// the failed attempt's: it waits for what is appended to it, not for its
+/// material to pass the failed attempt's.
+#[derive(Debug, Clone, Copy)]
+struct Shown {
+    fingerprint: Fingerprint,
+    /// Tokens of the view.
+    total: usize,
+    /// Tokens that may be appended to the view before an attempt is made.
+    allowance: usize,
 }
 
 impl FailedAt {
@@ -40,6 +51,15 @@ impl FailedAt {
             shown: None,
         })
     }
+}
+
+/// A failed attempt holding for a turn: how many more tokens the turn's
+/// history may grow by before an attempt is made, and the attempt (to
+/// remember the view shown with it, see [`Memo::shown_while_backed_off`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hold {
+    allowance: usize,
+    failed: Fingerprint,
 }
 
 /// The summary remembered, applied to a turn's history.
@@ -164,28 +184,53 @@ impl Memo {
         inner.failed = None;
     }
 
-    /// Whether an attempt for `plan` of `work` must wait: the last one, for
-    /// the same messages or for a view shown of them while it waited,
-    /// failed, and the new material has not grown by `threshold` since.
-    pub fn backed_off(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> bool {
-        self.lock().failed.is_some_and(|f| {
-            plan.new_tokens < f.new_tokens.saturating_add(threshold)
-                && (f.fingerprint.matches(work) || f.shown.is_some_and(|v| v.matches(work)))
+    /// Whether an attempt for `plan` of `work` must wait: the last one
+    /// failed, for the same messages, and the new material has not grown
+    /// by `threshold` since; or `work` goes on from a view shown while it
+    /// waited, by fewer tokens than that view was allowed.
+    pub fn backed_off(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> Option<Hold> {
+        let f = self.lock().failed?;
+        let hold = |allowance| Hold {
+            allowance,
+            failed: f.fingerprint,
+        };
+        let wanted = f.new_tokens.saturating_add(threshold);
+        if plan.new_tokens < wanted && f.fingerprint.matches(work) {
+            return Some(hold(wanted - plan.new_tokens));
+        }
+        let shown = f.shown.filter(|s| s.fingerprint.matches(work))?;
+        let grown = work.total().saturating_sub(shown.total);
+        (grown < shown.allowance).then(|| hold(shown.allowance - grown))
+    }
+
+    /// The hold on a history whose attempt failed just now.
+    pub fn fresh_hold(&self, threshold: usize) -> Option<Hold> {
+        self.lock().failed.map(|f| Hold {
+            allowance: threshold.max(1),
+            failed: f.fingerprint,
         })
     }
 
-    /// Remembers `view`, shown while the last failed attempt holds, so that
-    /// a history starting with it waits too.
+    /// Remembers `view`, shown under `hold`, so that a history that starts
+    /// with it waits too, for the growth `hold` still allows. Nothing is
+    /// remembered when another attempt has failed since.
     ///
     /// # Errors
     ///
     /// `view` is not a history (never for results built by this crate).
-    pub fn shown_while_backed_off(&self, view: &TrimResult) -> Result<(), MemoryError> {
+    pub fn shown_while_backed_off(&self, view: &TrimResult, hold: Hold) -> Result<(), MemoryError> {
         if view.messages.is_empty() {
             return Ok(());
         }
-        let shown = Fingerprint::of(&view.as_history()?, view.messages.len());
-        if let Some(failed) = self.lock().failed.as_mut() {
+        let history = view.as_history()?;
+        let shown = Shown {
+            fingerprint: Fingerprint::of(&history, view.messages.len()),
+            total: history.total(),
+            allowance: hold.allowance,
+        };
+        if let Some(failed) = self.lock().failed.as_mut()
+            && failed.fingerprint == hold.failed
+        {
             failed.shown = Some(shown);
         }
         Ok(())

@@ -198,9 +198,9 @@ async fn a_summary_no_shorter_than_what_it_covers_replaces_nothing() {
 async fn the_view_shown_after_a_failure_trims_to_itself() {
     // Over the budget (310 > 300) the call fails and WindowDrop shows the
     // task, rounds 2-6 and u7 (270). Trimmed again, that view still holds
-    // rounds 2-4 (150) past the threshold, less than the failed attempt's
-    // material: it waits like the history it was shown for, and a later
-    // turn that adds the threshold again is asked for.
+    // rounds 2-4 (150) past the threshold: it waits like the history it
+    // was shown for. A history that goes on from it waits until the
+    // threshold has been appended, however much the view left out.
     let fake = Arc::new(FakeProvider::new([
         FakeReply::Text(String::new()),
         FakeReply::Text(said("## State\nok")),
@@ -216,13 +216,16 @@ async fn the_view_shown_after_a_failure_trims_to_itself() {
     let again = trim(&compact, &shown.messages, 300).await;
     assert_eq!(again.messages, shown.messages);
     assert_eq!(fake.requests().len(), 1);
-    // The view and three more rounds: rounds 2-7 (300) are older than the
-    // two kept, past the failed attempt's 190 and the threshold. Tried
-    // again, and it works.
+    // One more round (50 tokens), shown within a budget it fits: it waits,
+    // and so does its view trimmed again.
     let mut grown = shown.messages.clone();
-    for i in 7..=9 {
-        grown.extend([reply(i), user(i + 1)]);
-    }
+    grown.extend([reply(7), user(8)]);
+    let view = trim(&compact, &grown, 10_000).await;
+    assert_eq!(view.messages, grown);
+    assert_eq!(trim(&compact, &view.messages, 10_000).await.messages, grown);
+    assert_eq!(fake.requests().len(), 1);
+    // Two more (100 in all since the failure): tried again, and it works.
+    grown.extend([reply(8), user(9)]);
     let result = trim(&compact, &grown, 10_000).await;
     assert_eq!(fake.requests().len(), 2);
     assert!(result.replace);

@@ -62,7 +62,8 @@ impl<'a> Foreground<'a> {
                     Made::Declined => reason = FallbackReason::Declined,
                     Made::Failed => {
                         reason = FallbackReason::Failed;
-                        hold = self.memo.fresh_hold(threshold);
+                        // The failure just recorded holds for this history.
+                        hold = self.memo.backed_off(&work, &plan, threshold);
                     }
                 }
             }

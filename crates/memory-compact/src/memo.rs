@@ -203,14 +203,6 @@ impl Memo {
         (grown < shown.allowance).then(|| hold(shown.allowance - grown))
     }
 
-    /// The hold on a history whose attempt failed just now.
-    pub fn fresh_hold(&self, threshold: usize) -> Option<Hold> {
-        self.lock().failed.map(|f| Hold {
-            allowance: threshold.max(1),
-            failed: f.fingerprint,
-        })
-    }
-
     /// Remembers `view`, shown under `hold`, so that a history that starts
     /// with it waits too, for the growth `hold` still allows. Nothing is
     /// remembered when another attempt has failed since.

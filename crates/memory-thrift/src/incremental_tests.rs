@@ -9,29 +9,10 @@ use memory_core::{
     TrimResult, count_messages, summary,
 };
 
+use crate::draw::Draw;
 use crate::memo::Memo;
 use crate::select::WHOLE_ORDER;
 use crate::{Lexical, Relevance, Thrift, ThriftTrace};
-
-/// A small deterministic generator (xorshift).
-struct Draw(u64);
-
-impl Draw {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// Words of the generated sessions; the last ones are words of Thrift's
 /// placeholders and cut markers, so that a question can share them with

@@ -20,7 +20,7 @@ pub(crate) struct Layout<'k> {
     /// `keep` to `2 * keep - 1` of them (see [`Layout::new`]).
     pub recent_results_from: usize,
     /// The tool results of the newest round, in order.
-    round_results: Vec<usize>,
+    round_results: std::borrow::Cow<'k, [usize]>,
     /// How many of them are replaced together: `keep_recent_results`, at
     /// least 1.
     batch: usize,
@@ -33,13 +33,14 @@ pub(crate) struct Layout<'k> {
     in_floor: Vec<bool>,
     /// Where the messages of each kind are, when known.
     kinds: Option<&'k Kinds>,
+    /// Steps of the newest round left out of every stage (see
+    /// [`horizon`](crate::horizon)): empty unless set.
+    skipped: Range<usize>,
 }
 
 /// The kinds of messages a cheap stage looks at.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Kind {
-    /// Tool results.
-    Results,
     /// Tool results not replaced by a placeholder (as the history has
     /// them).
     Replaceable,
@@ -79,9 +80,14 @@ impl<'k> Layout<'k> {
         // agent loop replace earlier results `keep` at a time, not one
         // every turn (each replacement rewrites the prompt's prefix).
         let keep = keep_recent_results.max(1);
-        let results: Vec<usize> = candidates(kinds, Kind::Results, newest_round..n)
-            .filter(|&i| messages[i].is_tool_result())
-            .collect();
+        let results: std::borrow::Cow<'k, [usize]> = match kinds {
+            // Listed: exactly the tool results.
+            Some(kinds) => Kinds::within(&kinds.results, newest_round..n).into(),
+            None => (newest_round..n)
+                .filter(|&i| messages[i].is_tool_result())
+                .collect::<Vec<_>>()
+                .into(),
+        };
         let newest_result = results.last().copied();
         let recent = if results.len() <= keep {
             results.len()
@@ -107,14 +113,35 @@ impl<'k> Layout<'k> {
             floor,
             in_floor,
             kinds,
+            skipped: 0..0,
         }
+    }
+
+    /// Leaves the messages `range` out of every stage: no stage looks at
+    /// them, nor are they candidates of the drop stage.
+    pub fn skip(&mut self, range: Range<usize>) {
+        self.skipped = range;
+    }
+
+    /// The messages left out of every stage (empty unless
+    /// [`skip`](Layout::skip) set them).
+    pub fn skipped(&self) -> Range<usize> {
+        self.skipped.clone()
     }
 
     /// The positions in `range` that may hold messages of `kind`: those
     /// known to, or all of them. A stage still checks each message it
     /// gets.
     pub fn candidates(&self, kind: Kind, range: Range<usize>) -> impl Iterator<Item = usize> + 'k {
-        candidates(self.kinds, kind, range)
+        let skipped = &self.skipped;
+        let before = range.start..range.end.min(skipped.start.max(range.start));
+        let after = range.start.max(skipped.end).min(range.end)..range.end;
+        let (before, after) = if skipped.is_empty() {
+            (range, 0..0)
+        } else {
+            (before, after)
+        };
+        candidates(self.kinds, kind, before).chain(candidates(self.kinds, kind, after))
     }
 
     /// The head and rounds of `messages`, the history's: as
@@ -176,7 +203,6 @@ fn candidates<'k>(
 ) -> impl Iterator<Item = usize> + 'k {
     let listed = kinds.map(|kinds| {
         let list = match kind {
-            Kind::Results => &kinds.results,
             Kind::Replaceable => &kinds.replaceable,
             Kind::Cuttable => &kinds.cuttable,
             Kind::Reasoned => &kinds.reasoned,

@@ -37,6 +37,9 @@
 mod best;
 pub mod cut;
 mod dates;
+#[cfg(test)]
+mod draw;
+mod horizon;
 mod key;
 mod layout;
 mod memo;
@@ -57,6 +60,8 @@ mod tiers;
 mod trace;
 mod work;
 
+#[cfg(test)]
+mod horizon_tests;
 #[cfg(test)]
 mod incremental_tests;
 

@@ -53,6 +53,10 @@ pub(crate) struct Dropped {
     pub steps: Shed,
     /// The total it aimed at, when it dropped to meet the token limit.
     pub target: Option<usize>,
+    /// Whether every step of the newest round it looked at was kept
+    /// (nothing was dropped, or its newest-first run did not stop before
+    /// the oldest of them).
+    pub newest_all_kept: bool,
 }
 
 /// How the stage weighs and aims.
@@ -94,6 +98,7 @@ pub(crate) async fn drop_units(
             after: steps,
         },
         target: None,
+        newest_all_kept: true,
     };
     if !run || units.is_empty() {
         return dropped;
@@ -129,6 +134,7 @@ pub(crate) async fn drop_units(
     // oldest ones, so what is dropped only grows as the round does.
     for k in (0..units.len()).rev().filter(|&k| units[k].newest) {
         if units[k].cost > left {
+            dropped.newest_all_kept = false;
             break;
         }
         keep[k] = true;
@@ -390,7 +396,14 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
                 push(round.clone(), true, false);
             }
             let end = layout.newest_step.max(q + 1).min(n);
-            for step in steps_of(q + 1..end) {
+            // The steps skipped lead the round's (see `horizon`).
+            let skipped = layout.skipped();
+            let from = if skipped.start == q + 1 {
+                skipped.end.max(q + 1)
+            } else {
+                q + 1
+            };
+            for step in steps_of(from.min(end)..end) {
                 push(step, false, true);
             }
         }

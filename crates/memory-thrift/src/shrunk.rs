@@ -1,5 +1,6 @@
-//! Shrunk messages, made once: a tool output cut head and tail, with its
-//! count, and the count of a tool result's placeholder.
+//! Shrunk messages, made once: a tool output cut head and tail, an
+//! assistant message without its reasoning, each with its count, and the
+//! count of a tool result's placeholder.
 //!
 //! Replaying a round (see [`settle`](crate::settle)) sheds several
 //! prefixes of the same history afresh, and each call sheds the history
@@ -29,6 +30,8 @@ pub(crate) struct Shrunk {
     /// Whether to keep what is made (a single pass gains nothing by it).
     keep: bool,
     cuts: Vec<Option<Made>>,
+    /// Assistant messages without their reasoning.
+    bare: Vec<Option<Made>>,
     placeholders: Vec<Option<usize>>,
     /// Placeholder messages written for the results kept replaced.
     written: Vec<Option<Arc<Message>>>,
@@ -37,6 +40,8 @@ pub(crate) struct Shrunk {
     /// A tool result whose strings are reused to count placeholders
     /// without allocating.
     scratch: Message,
+    /// The steps of a range of messages, counted: its last count.
+    steps: Option<(std::ops::Range<usize>, usize)>,
 }
 
 impl Default for Shrunk {
@@ -59,18 +64,47 @@ impl Shrunk {
         Self {
             keep: false,
             cuts: Vec::new(),
+            bare: Vec::new(),
             placeholders: Vec::new(),
             written: Vec::new(),
             counter: None,
             scratch: Message::tool_result("", ""),
+            steps: None,
         }
     }
 
     /// Forgets what was made of the messages from `len` on.
     pub fn truncate(&mut self, len: usize) {
         self.cuts.truncate(len);
+        self.bare.truncate(len);
         self.placeholders.truncate(len);
         self.written.truncate(len);
+        if self
+            .steps
+            .as_ref()
+            .is_some_and(|(range, _)| range.end > len)
+        {
+            self.steps = None;
+        }
+    }
+
+    /// How many steps the messages `range` of `messages` hold, as
+    /// [`structure::steps`](memory_core::structure::steps) splits them;
+    /// `range` ends where a step starts. A range that goes on from the one
+    /// counted before (the same start, a later end) counts only what it
+    /// adds.
+    pub fn steps(&mut self, messages: &[Message], range: std::ops::Range<usize>) -> usize {
+        let (from, before) = match &self.steps {
+            Some((known, count)) if known.start == range.start && known.end <= range.end => {
+                (known.end, *count)
+            }
+            _ => (range.start, 0),
+        };
+        let count = before + memory_core::structure::steps(&messages[from..range.end]).count();
+        if self.keep {
+            self.steps = Some((range, count));
+        }
+        count
     }
 
     /// Forgets every count unless `counter` is the one that made them
@@ -82,6 +116,7 @@ impl Shrunk {
         );
         if self.counter != Some(id) {
             self.cuts.clear();
+            self.bare.clear();
             self.placeholders.clear();
             self.counter = Some(id);
         }
@@ -95,23 +130,31 @@ impl Shrunk {
         counter: &dyn TokenCounter,
         make: impl FnOnce() -> Option<Message>,
     ) -> Result<Made, MemoryError> {
-        if let Some(Some(made)) = self.cuts.get(index) {
-            return Ok(made.clone());
-        }
-        let made = match make() {
-            Some(message) => {
-                let tokens = counter.count_message(&message).await?;
-                Some((Arc::new(message), tokens))
-            }
-            None => None,
+        once(self.keep, &mut self.cuts, index, counter, make).await
+    }
+
+    /// Assistant message `message` (message `index`) without its
+    /// reasoning, and its count, made the first time only; `None` for a
+    /// message without reasoning.
+    pub async fn bare(
+        &mut self,
+        index: usize,
+        message: &Message,
+        counter: &dyn TokenCounter,
+    ) -> Result<Made, MemoryError> {
+        let make = || match message {
+            Message::Assistant {
+                content,
+                reasoning: Some(_),
+                tool_calls,
+            } => Some(Message::Assistant {
+                content: content.clone(),
+                reasoning: None,
+                tool_calls: tool_calls.clone(),
+            }),
+            _ => None,
         };
-        if self.keep {
-            if self.cuts.len() <= index {
-                self.cuts.resize(index + 1, None);
-            }
-            self.cuts[index] = Some(made.clone());
-        }
-        Ok(made)
+        once(self.keep, &mut self.bare, index, counter, make).await
     }
 
     /// The placeholder message of tool result `message` (message `index`,
@@ -173,4 +216,32 @@ impl Shrunk {
         }
         Ok(Some(tokens))
     }
+}
+
+/// What `made` holds for message `index`, made by `make` (and counted)
+/// the first time only, and kept there when `keep`.
+async fn once(
+    keep: bool,
+    made: &mut Vec<Option<Made>>,
+    index: usize,
+    counter: &dyn TokenCounter,
+    make: impl FnOnce() -> Option<Message>,
+) -> Result<Made, MemoryError> {
+    if let Some(Some(known)) = made.get(index) {
+        return Ok(known.clone());
+    }
+    let new = match make() {
+        Some(message) => {
+            let tokens = counter.count_message(&message).await?;
+            Some((Arc::new(message), tokens))
+        }
+        None => None,
+    };
+    if keep {
+        if made.len() <= index {
+            made.resize(index + 1, None);
+        }
+        made[index] = Some(new.clone());
+    }
+    Ok(new)
 }

@@ -17,7 +17,7 @@ use crate::select::{Scoring, Target, drop_units};
 use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
 use crate::work::Work;
-use crate::{reach, settle, sticky, tiers};
+use crate::{horizon, reach, settle, sticky, tiers};
 
 /// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
 ///
@@ -128,6 +128,16 @@ pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
 /// low watermark when they do not; a chat's remarks and a text-only
 /// agent's observations go on from the summary. Every stage, the drop
 /// stage included, aims at the one target.
+///
+/// A newest round far longer than the budget (an agent loop of thousands
+/// of steps) is not shrunk step by step only to be dropped: its older
+/// steps that no shed can keep (those before the newest steps that hold
+/// twice the target, each as small as the stages can make it) are left
+/// out before the stages run, so that a shed costs about what it keeps.
+/// The result is the one a pass over every step gives (that pass is made
+/// whenever skipping could change it); the trace counts the skipped steps
+/// as steps dropped, at their tokens as they were, and not in the stages
+/// that would have shrunk them first.
 ///
 /// ```
 /// use memory_core::{Budget, CharTokenCounter, Message, ToolCall, TrimStrategy};
@@ -610,7 +620,9 @@ impl Thrift {
         Ok(finish(result, trace))
     }
 
-    /// One pass of every stage.
+    /// One pass of every stage: first with the older steps of a long
+    /// newest round skipped (see [`horizon`](crate::horizon)), again over
+    /// every step when skipping them could change what it gives.
     async fn pass(
         &self,
         history: &History<'_>,
@@ -618,8 +630,37 @@ impl Thrift {
         aim: Aim,
         counter: &dyn TokenCounter,
         shrunk: &mut Shrunk,
-        index: Option<&mut Seen>,
+        mut index: Option<&mut Seen>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        let mut skip = true;
+        loop {
+            let index = index.as_deref_mut();
+            let passed = self
+                .pass_once(history, budget, aim, counter, shrunk, index, skip)
+                .await?;
+            if let Some(passed) = passed {
+                return Ok(passed);
+            }
+            #[cfg(test)]
+            horizon::SKIPS_REDONE.with(|k| k.set(k.get() + 1));
+            skip = false;
+        }
+    }
+
+    /// One pass of every stage, skipping the older steps of a long newest
+    /// round when `skip`; `None` when they were skipped and that could
+    /// change what the pass gives.
+    #[allow(clippy::too_many_arguments)]
+    async fn pass_once(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        aim: Aim,
+        counter: &dyn TokenCounter,
+        shrunk: &mut Shrunk,
+        index: Option<&mut Seen>,
+        skip: bool,
+    ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
         let mut trace = ThriftTrace {
             budget: budget.max_tokens,
             max_rounds: budget.round_limit(),
@@ -630,14 +671,14 @@ impl Thrift {
         if history.is_empty() || history.fits(budget) {
             let result = TrimResult::unchanged(history, budget);
             trace.floor_tokens = structure::floor(history).tokens;
-            return Ok(finish(result, trace));
+            return Ok(Some(finish(result, trace)));
         }
         // The memo's parts: where each kind of message is, and the terms.
         let (kinds, terms) = match index {
             Some(seen) => (Some(&seen.kinds), Some(&mut seen.terms)),
             None => (None, None),
         };
-        let layout = Layout::new(history, self.keep_recent_results, kinds);
+        let mut layout = Layout::new(history, self.keep_recent_results, kinds);
         trace.floor_tokens = layout.floor.tokens;
         let mut work = Work::new(history);
         let over = |work: &Work<'_, '_>| !budget.admits_tokens(work.total());
@@ -655,9 +696,19 @@ impl Thrift {
                 Aim::Budget => max,
             });
         trace.target = stop_at;
+        let skipped = match stop_at {
+            Some(target) if skip && budget.round_limit().is_none() => {
+                horizon::horizon(history, &layout, target, counter, shrunk).await?
+            }
+            _ => None,
+        };
+        if let Some(range) = &skipped {
+            layout.skip(range.clone());
+            work.exclude(range.clone());
+        }
         let active = |work: &Work<'_, '_>| stop_at.filter(|_| over(work));
         let stage = active(&work);
-        trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter).await?;
+        trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter, shrunk).await?;
         let (stage, max) = (active(&work), self.max_tool_output_tokens);
         trace.tool_outputs_cut =
             tiers::long_outputs(&mut work, &layout, max, stage, counter, shrunk).await?;
@@ -666,6 +717,11 @@ impl Thrift {
             tiers::earlier_results(&mut work, &layout, stage, counter, shrunk).await?;
         let stage = active(&work);
         trace.media_replaced = tiers::media(&mut work, &layout, stage, counter).await?;
+        if skipped.is_some() && !over(&work) {
+            // A stage stopped at its aim: the skipped steps' tokens would
+            // have kept it going.
+            return Ok(None);
+        }
 
         // Stage 5: whole rounds and steps.
         let target = Target {
@@ -686,8 +742,18 @@ impl Thrift {
             terms: terms.filter(|_| self.relevance.is_lexical()),
         };
         let dropped = drop_units(&mut work, &layout, budget, &target, run, scoring).await;
+        if skipped.is_some() && dropped.newest_all_kept {
+            // The run of newest steps might have gone on among the skipped.
+            return Ok(None);
+        }
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;
+        if let Some(range) = skipped {
+            #[cfg(test)]
+            horizon::SKIPS_KEPT.with(|k| k.set(k.get() + 1));
+            trace.steps_dropped.before.count += shrunk.steps(history.messages(), range.clone());
+            trace.steps_dropped.before.tokens += history.tokens(range);
+        }
         if dropped.target.is_some() {
             trace.target = dropped.target;
         }
@@ -698,7 +764,7 @@ impl Thrift {
             tiers::newest_outputs(&mut work, &layout, last_resort, counter).await?;
 
         let fits = !over(&work);
-        Ok(finish(work.finish(fits, shrunk), trace))
+        Ok(Some(finish(work.finish(fits, shrunk), trace)))
     }
 }
 

@@ -38,6 +38,7 @@ pub(crate) async fn reasoning(
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
+    shrunk: &mut Shrunk,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     let items: Vec<usize> = layout
@@ -56,21 +57,14 @@ pub(crate) async fn reasoning(
         if work.total() <= stop_at {
             break;
         }
-        let Message::Assistant {
-            content,
-            tool_calls,
-            ..
-        } = work.message(i).clone()
-        else {
-            continue;
-        };
-        let without = Message::Assistant {
-            content,
-            reasoning: None,
-            tool_calls,
-        };
-        if let Some(change) = work.shrink(i, without, counter).await? {
-            record(&mut shed, 1, change);
+        // Only this stage changes an assistant message: it is the
+        // history's.
+        let (message, tokens) = (work.message(i), work.count(i));
+        if let Some((without, count)) = shrunk.bare(i, message, counter).await?
+            && count < tokens
+        {
+            work.set(i, without, count);
+            record(&mut shed, 1, (tokens, count));
         }
     }
     Ok(shed)

@@ -139,7 +139,9 @@ pub struct ThriftTrace {
     /// steps it lost as saved.
     pub rounds_dropped: Shed,
     /// Steps dropped: of the newest round, and before the first user
-    /// message.
+    /// message. The older steps of a very long newest round, which no
+    /// shed can keep, count here at their tokens as they were, and in no
+    /// stage before (see [`Thrift`](crate::Thrift)).
     pub steps_dropped: Shed,
     /// The newest step's tool outputs, cut as a last resort.
     pub newest_outputs_cut: Shed,

@@ -49,6 +49,9 @@ pub(crate) struct Work<'h, 'a> {
     runs: Option<Vec<std::ops::Range<usize>>>,
     /// Positions changed or replaced, in no order, possibly repeated.
     touched: Vec<usize>,
+    /// Messages left out before any stage ran (see
+    /// [`exclude`](Work::exclude)): dropped, but not one of `runs`.
+    excluded: std::ops::Range<usize>,
 }
 
 impl<'h, 'a> Work<'h, 'a> {
@@ -63,7 +66,18 @@ impl<'h, 'a> Work<'h, 'a> {
             total: history.total(),
             runs: Some(Vec::new()),
             touched: Vec::new(),
+            excluded: 0..0,
         }
+    }
+
+    /// Drops the messages `range`, none of which is dropped or changed
+    /// yet, before any stage runs: the drops made later in order stay a
+    /// cheap list of runs, whatever their place beside `range`.
+    pub fn exclude(&mut self, range: std::ops::Range<usize>) {
+        debug_assert!(self.excluded.is_empty() && !self.dropped[range.clone()].contains(&true));
+        self.dropped[range.clone()].fill(true);
+        self.total -= self.counts[range.clone()].iter().sum::<usize>();
+        self.excluded = range;
     }
 
     pub fn history(&self) -> &'h History<'a> {
@@ -164,9 +178,14 @@ impl<'h, 'a> Work<'h, 'a> {
     /// every position when the drops were not made in order.
     fn marks(&mut self) -> Vec<usize> {
         let n = self.history.len();
-        let Some(runs) = &self.runs else {
+        let Some(runs) = &mut self.runs else {
             return (0..n).collect();
         };
+        // The range excluded is a run like the others (they are disjoint).
+        if !self.excluded.is_empty() {
+            let at = runs.partition_point(|r| r.start < self.excluded.start);
+            runs.insert(at, self.excluded.clone());
+        }
         let mut marks = std::mem::take(&mut self.touched);
         // A message changed and then dropped is passed over with its run.
         marks.retain(|&i| !self.dropped[i]);

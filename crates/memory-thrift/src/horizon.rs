@@ -1,0 +1,118 @@
+//! The horizon of a long round: the older steps of the newest round that
+//! no shed can keep, left out before any stage looks at them.
+//!
+//! A shed keeps the newest round's steps newest first, for as long as they
+//! fit beside the floor (see [`select`](crate::select)). In an agent loop
+//! of thousands of steps every stage would otherwise shrink every older
+//! step (cut its output, replace its result by a placeholder) only for the
+//! drop stage to drop it, so that each shed would cost a pass over the
+//! whole round. The steps are walked back from the newest until their
+//! tokens, each message counted as small as the stages can make it (a
+//! result as its placeholder, a step without its reasoning), reach [`REACH`] times the total aimed at;
+//! the older ones are skipped.
+//!
+//! What the pass gives is what a pass over the whole history gives. The
+//! pass that skipped them is kept only when every stage found the total
+//! still over its aim after its last message (so each shrank every message
+//! it could, as it would have with the skipped steps there, whose tokens
+//! only add to the total) and the drop stage's run of newest steps stopped
+//! among the steps looked at (so it stops there with the skipped steps
+//! there too); otherwise the pass is made again over every step. The
+//! trace counts the skipped steps as steps dropped, at their tokens as
+//! they were.
+
+use std::ops::Range;
+
+use memory_core::{History, MemoryError, TokenCounter, structure};
+
+use crate::layout::Layout;
+use crate::shrunk::Shrunk;
+
+#[cfg(test)]
+thread_local! {
+    /// Set by tests: nothing is skipped, as a reference.
+    pub(crate) static SKIP_NOTHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Passes that skipped steps and were kept, counted for tests.
+    pub(crate) static SKIPS_KEPT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Passes that skipped steps and were made again, counted for tests.
+    pub(crate) static SKIPS_REDONE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Set by tests: the share of the total aimed at that the steps looked
+    /// at hold, in place of [`REACH`] (too little, so that the pass that
+    /// skips must be made again).
+    pub(crate) static REACH_SHARE: std::cell::Cell<Option<f64>> = const { std::cell::Cell::new(None) };
+}
+
+/// The fewest messages worth skipping: a shorter round is passed over
+/// whole.
+pub(crate) const MIN_SKIPPED: usize = 64;
+
+/// How many times the total aimed at the steps looked at hold, as small as
+/// the stages can make them.
+pub(crate) const REACH: usize = 2;
+
+/// The steps of the newest round of `history` (laid out as `layout`) to
+/// skip in a pass aiming at `target` tokens: from its first step up to the
+/// newest ones that hold [`REACH`] times `target`. `None` when there are
+/// fewer than [`MIN_SKIPPED`] messages to skip, or the floor holds one of
+/// them (a protected message is never dropped).
+///
+/// # Errors
+///
+/// Counting errors of `counter` (it counts placeholders, which `shrunk`
+/// keeps for the stage that replaces results).
+pub(crate) async fn horizon(
+    history: &History<'_>,
+    layout: &Layout<'_>,
+    target: usize,
+    counter: &dyn TokenCounter,
+    shrunk: &mut Shrunk,
+) -> Result<Option<Range<usize>>, MemoryError> {
+    #[cfg(test)]
+    if SKIP_NOTHING.with(std::cell::Cell::get) {
+        return Ok(None);
+    }
+    let Some(question) = layout.question else {
+        return Ok(None);
+    };
+    let start = question + 1;
+    let end = layout.newest_step;
+    if end < start + MIN_SKIPPED {
+        return Ok(None);
+    }
+    let messages = history.messages();
+    let want = target.saturating_mul(REACH);
+    #[cfg(test)]
+    let want = REACH_SHARE
+        .with(std::cell::Cell::get)
+        .map_or(want, |share| (target as f64 * share) as usize);
+    let mut at = end;
+    let mut tokens = 0usize;
+    while at > start && tokens < want {
+        // Steps as the drop stage splits them: each starts at a message
+        // that is not an attached tool result.
+        let from = structure::step_start(messages, at);
+        if from < start {
+            return Ok(None);
+        }
+        for (i, message) in messages.iter().enumerate().take(at).skip(from) {
+            let count = history.counts()[i];
+            let least = if message.is_tool_result() {
+                shrunk.placeholder_tokens(i, message, counter).await?
+            } else {
+                shrunk.bare(i, message, counter).await?.map(|(_, c)| c)
+            };
+            tokens = tokens.saturating_add(least.map_or(count, |least| least.min(count)));
+        }
+        at = from;
+    }
+    if at < start + MIN_SKIPPED {
+        return Ok(None);
+    }
+    let skipped = start..at;
+    let holds_floor = layout
+        .floor
+        .ranges
+        .iter()
+        .any(|r| r.start < skipped.end && skipped.start < r.end);
+    Ok((!holds_floor).then_some(skipped))
+}

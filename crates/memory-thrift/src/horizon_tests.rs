@@ -1,0 +1,169 @@
+//! Skipping the older steps of a long round changes no result: on
+//! generated sessions that end in a long agent round, call after call,
+//! Thrift gives what it gives when it passes over every step, and its
+//! trace differs only in what the skipped steps count towards.
+
+use memory_core::{
+    Budget, CharTokenCounter, History, Message, ToolCall, TrimResult, count_messages,
+};
+
+use crate::draw::Draw;
+use crate::horizon::{REACH_SHARE, SKIP_NOTHING, SKIPS_KEPT, SKIPS_REDONE};
+use crate::memo::Memo;
+use crate::{Thrift, ThriftTrace};
+
+const WORDS: [&str; 12] = [
+    "deploy", "cluster", "parser", "billing", "invoice", "kernel", "panic", "staging", "tests",
+    "failing", "module", "again",
+];
+
+fn words(draw: &mut Draw, most: usize) -> String {
+    (0..=draw.below(most))
+        .map(|_| WORDS[draw.below(WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A system prompt, chat rounds, then one agent round of `steps`
+/// steps: parallel calls, reasoning, outputs short and long, now and
+/// then a step without calls or a result no call asked for. With
+/// `heavy` reasoning most steps reason at length, so that most of a
+/// step's tokens go when its reasoning does.
+fn session(seed: u64, steps: usize, heavy: bool) -> Vec<Message> {
+    let mut draw = Draw(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut m = vec![Message::system("You are a coding agent.")];
+    // Short chat rounds before the agent's, or (one session in three)
+    // long ones, that keep the total over the budget whatever the round.
+    let (rounds, answer) = if seed % 3 == 1 { (12, 600) } else { (3, 20) };
+    for _ in 0..draw.below(rounds + 1) {
+        m.push(Message::user(format!("{}?", words(&mut draw, 8))));
+        m.push(Message::assistant(words(&mut draw, answer)));
+    }
+    m.push(Message::user(format!("Fix the {}.", words(&mut draw, 6))));
+    for step in 0..steps {
+        if draw.chance(5) {
+            m.push(Message::assistant(words(&mut draw, 12)));
+            continue;
+        }
+        if draw.chance(3) {
+            m.push(Message::tool_result("stray", words(&mut draw, 30)));
+            continue;
+        }
+        let calls = 1 + usize::from(draw.chance(20));
+        let ids: Vec<String> = (0..calls).map(|k| format!("c{step}-{k}")).collect();
+        m.push(Message::Assistant {
+            content: words(&mut draw, 6),
+            reasoning: draw
+                .chance(if heavy { 80 } else { 20 })
+                .then(|| words(&mut draw, if heavy { 400 } else { 30 })),
+            tool_calls: ids
+                .iter()
+                .map(|id| {
+                    ToolCall::new(id, "read", format!(r#"{{"q":"{}"}}"#, words(&mut draw, 3)))
+                })
+                .collect(),
+        });
+        for id in &ids {
+            let lines = if draw.chance(20) {
+                60 + draw.below(300)
+            } else {
+                1 + draw.below(8)
+            };
+            let text: Vec<String> = (0..lines).map(|_| words(&mut draw, 10)).collect();
+            m.push(Message::tool_result(id, text.join("\n")));
+        }
+    }
+    m
+}
+
+async fn traced(
+    thrift: &Thrift,
+    history: &History<'_>,
+    budget: &Budget,
+    skip: bool,
+) -> (TrimResult, ThriftTrace) {
+    SKIP_NOTHING.with(|s| s.set(!skip));
+    let got = thrift.trim_traced(history, budget, &CharTokenCounter).await;
+    SKIP_NOTHING.with(|s| s.set(false));
+    got.unwrap()
+}
+
+/// The trace without what the skipped steps count towards: the stages'
+/// tallies and the tokens of the steps dropped (their number stays).
+fn outline(trace: &ThriftTrace) -> ThriftTrace {
+    let mut trace = trace.clone();
+    let saved = trace.saved();
+    for shed in [
+        &mut trace.reasoning,
+        &mut trace.tool_outputs_cut,
+        &mut trace.tool_results_replaced,
+        &mut trace.media_replaced,
+    ] {
+        *shed = crate::Shed::default();
+    }
+    trace.steps_dropped.before.tokens = saved;
+    trace
+}
+
+/// Every call of generated long rounds, with and without skipping, under
+/// budgets small and large; returns how many passes skipped steps and
+/// were kept, and how many were made again.
+async fn same_with_and_without_skipping(seeds: std::ops::RangeInclusive<u64>) -> (usize, usize) {
+    SKIPS_KEPT.with(|k| k.set(0));
+    SKIPS_REDONE.with(|k| k.set(0));
+    for seed in seeds {
+        let m = session(seed, 120 + 30 * seed as usize, seed % 2 == 0);
+        let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+        let protect: Vec<usize> = if seed % 3 == 0 { vec![0, 40] } else { vec![0] };
+        for budget in [400, 1_500, 4_000] {
+            let budget = Budget::tokens(budget);
+            let kept = Thrift::new();
+            let mut fresh = Thrift::new();
+            fresh.memo = Memo::off();
+            let ends = (1..m.len())
+                .filter(|&k| m[k].is_assistant())
+                .chain([m.len()]);
+            for end in ends.filter(|end| end % 4 == 0 || *end == m.len()) {
+                let history = History::new(&m[..end], &counts[..end])
+                    .unwrap()
+                    .protect(&protect);
+                let want = traced(&fresh, &history, &budget, false).await;
+                for (thrift, what) in [(&kept, "kept"), (&fresh, "fresh")] {
+                    let got = traced(thrift, &history, &budget, true).await;
+                    let at = format!("seed {seed}, {budget:?}, {what}, the call at {end}");
+                    assert_eq!(got.0, want.0, "{at}");
+                    assert_eq!(outline(&got.1), outline(&want.1), "{at}");
+                    assert_eq!(
+                        got.1.steps_dropped.before.count, want.1.steps_dropped.before.count,
+                        "{at}"
+                    );
+                }
+            }
+        }
+    }
+    (
+        SKIPS_KEPT.with(std::cell::Cell::get),
+        SKIPS_REDONE.with(std::cell::Cell::get),
+    )
+}
+
+#[tokio::test]
+async fn a_long_round_gives_what_a_pass_over_every_step_gives() {
+    // The steps were skipped, and the pass that skipped them kept, often.
+    let (kept, redone) = same_with_and_without_skipping(1..=6).await;
+    assert_eq!(redone, 0, "the horizon reached far enough every time");
+    assert!(kept > 100, "{kept}");
+}
+
+#[tokio::test]
+async fn a_horizon_too_near_is_passed_over_again() {
+    // Steps that hold less than the total aimed at, or nothing: the
+    // stages get down to it, or the run of newest steps goes on past
+    // them, and the pass is made again over every step.
+    for (share, seeds) in [(0.0, 1..=2), (0.3, 3..=4), (0.9, 5..=6)] {
+        REACH_SHARE.with(|r| r.set(Some(share)));
+        let (_, redone) = same_with_and_without_skipping(seeds).await;
+        REACH_SHARE.with(|r| r.set(None));
+        assert!(redone > 20, "{share}: {redone}");
+    }
+}

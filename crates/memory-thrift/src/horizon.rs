@@ -8,8 +8,10 @@
 //! drop stage to drop it, so that each shed would cost a pass over the
 //! whole round. The steps are walked back from the newest until their
 //! tokens, each message counted as small as the stages can make it (a
-//! result as its placeholder, a step without its reasoning), reach [`REACH`] times the total aimed at;
-//! the older ones are skipped.
+//! result as its placeholder, a step without its reasoning), are more
+//! than the budget (by a [`MARGIN`]); the older ones are skipped. The drop
+//! stage keeps fewer than that (it aims at most at the budget, beside the
+//! floor), and the stages cannot bring them under the budget.
 //!
 //! What the pass gives is what a pass over the whole history gives. The
 //! pass that skipped them is kept only when every stage found the total
@@ -36,8 +38,8 @@ thread_local! {
     pub(crate) static SKIPS_KEPT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Passes that skipped steps and were made again, counted for tests.
     pub(crate) static SKIPS_REDONE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Set by tests: the share of the total aimed at that the steps looked
-    /// at hold, in place of [`REACH`] (too little, so that the pass that
+    /// Set by tests: the share of the budget that the steps looked at
+    /// hold, in place of one and a [`MARGIN`] (too little, so that the pass that
     /// skips must be made again).
     pub(crate) static REACH_SHARE: std::cell::Cell<Option<f64>> = const { std::cell::Cell::new(None) };
 }
@@ -46,13 +48,13 @@ thread_local! {
 /// whole.
 pub(crate) const MIN_SKIPPED: usize = 64;
 
-/// How many times the total aimed at the steps looked at hold, as small as
-/// the stages can make them.
-pub(crate) const REACH: usize = 2;
+/// The steps looked at hold more than the budget by this share of it.
+pub(crate) const MARGIN: f64 = 0.125;
 
 /// The steps of the newest round of `history` (laid out as `layout`) to
-/// skip in a pass aiming at `target` tokens: from its first step up to the
-/// newest ones that hold [`REACH`] times `target`. `None` when there are
+/// skip in a pass under a budget of `max` tokens: from its first step up
+/// to the newest ones that hold more than `max` (see [`MARGIN`]). `None`
+/// when there are
 /// fewer than [`MIN_SKIPPED`] messages to skip, or the floor holds one of
 /// them (a protected message is never dropped).
 ///
@@ -63,7 +65,7 @@ pub(crate) const REACH: usize = 2;
 pub(crate) async fn horizon(
     history: &History<'_>,
     layout: &Layout<'_>,
-    target: usize,
+    max: usize,
     counter: &dyn TokenCounter,
     shrunk: &mut Shrunk,
 ) -> Result<Option<Range<usize>>, MemoryError> {
@@ -80,11 +82,10 @@ pub(crate) async fn horizon(
         return Ok(None);
     }
     let messages = history.messages();
-    let want = target.saturating_mul(REACH);
+    let share = 1.0 + MARGIN;
     #[cfg(test)]
-    let want = REACH_SHARE
-        .with(std::cell::Cell::get)
-        .map_or(want, |share| (target as f64 * share) as usize);
+    let share = REACH_SHARE.with(std::cell::Cell::get).unwrap_or(share);
+    let want = (max as f64 * share) as usize;
     let mut at = end;
     let mut tokens = 0usize;
     while at > start && tokens < want {

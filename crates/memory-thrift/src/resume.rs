@@ -17,6 +17,7 @@ use std::ops::Range;
 
 use memory_core::{Budget, TrimResult};
 
+use crate::settle::Points;
 use crate::trace::ThriftTrace;
 
 /// A budget's token and rounds limits.
@@ -107,7 +108,7 @@ impl Resume {
         budget: &Budget,
         start: usize,
         calls: Range<usize>,
-        points: &[usize],
+        points: &Points,
     ) -> Option<Found> {
         if self.budget != Some(limits(budget)) {
             return None;
@@ -115,7 +116,7 @@ impl Resume {
         let at = self.kept.iter().rposition(|kept| {
             kept.start == start
                 && calls.contains(&kept.call)
-                && points.get(kept.call) == Some(&kept.point)
+                && points.get(kept.call) == Some(kept.point)
         })?;
         let kept = self.kept.swap_remove(at);
         let result = match kept.result {
@@ -145,7 +146,7 @@ impl Resume {
         &mut self,
         budget: &Budget,
         start: usize,
-        points: &[usize],
+        points: &Points,
         before: Option<(usize, Before, ThriftTrace)>,
         now: Found,
     ) {
@@ -187,7 +188,7 @@ mod tests {
         ];
         let (before, now) = (context(&m[..2]), context(&m));
         let mut resume = Resume::default();
-        let points = [1, 2, 4];
+        let points = Points::new(&[1, 2], 4);
         let budget = Budget::tokens(100);
         let mark = (1, Before::Prefix(Mark::of(&before)), ThriftTrace::default());
         resume.keep(
@@ -204,10 +205,14 @@ mod tests {
     fn a_state_kept_as_a_mark_is_the_next_context_cut_back() {
         let budget = Budget::tokens(100);
         let (mut resume, before, now) = kept();
-        let (call, got, _) = resume.take(&budget, 0, 0..3, &[1, 2, 4]).unwrap();
+        let (call, got, _) = resume
+            .take(&budget, 0, 0..3, &Points::new(&[1, 2], 4))
+            .unwrap();
         assert_eq!((call, got), (2, now));
         let (mut resume, ..) = kept();
-        let (call, got, _) = resume.take(&budget, 0, 0..2, &[1, 2, 4]).unwrap();
+        let (call, got, _) = resume
+            .take(&budget, 0, 0..2, &Points::new(&[1, 2], 4))
+            .unwrap();
         assert_eq!((call, got), (1, before));
     }
 
@@ -217,11 +222,17 @@ mod tests {
         let (mut resume, before, _) = kept();
         // The newest message changed: only the first two are the same.
         resume.keep_valid(2);
-        let (call, got, _) = resume.take(&budget, 0, 0..3, &[1, 2, 3]).unwrap();
+        let (call, got, _) = resume
+            .take(&budget, 0, 0..3, &Points::new(&[1, 2], 3))
+            .unwrap();
         assert_eq!((call, got), (1, before));
         // Nothing is left of a state forgotten with the one it marks.
         let (mut resume, ..) = kept();
         resume.keep_valid(1);
-        assert!(resume.take(&budget, 0, 0..3, &[1, 2, 4]).is_none());
+        assert!(
+            resume
+                .take(&budget, 0, 0..3, &Points::new(&[1, 2], 4))
+                .is_none()
+        );
     }
 }

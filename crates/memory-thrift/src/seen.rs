@@ -28,6 +28,7 @@ use memory_core::structure::Rounds;
 use memory_core::{History, Message};
 
 use crate::key::{message_key, text_key};
+use crate::settle::Points;
 use crate::term_index::TermIndex;
 use crate::{cut, placeholder, reach};
 
@@ -223,7 +224,9 @@ impl Seen {
         self.keys.truncate(len);
         self.totals.truncate(len + 1);
         self.text_keys.truncate(len);
-        self.assistants.retain(|&i| i < len);
+        // Ascending: the ones kept lead.
+        let kept = self.assistants.partition_point(|&i| i < len);
+        self.assistants.truncate(kept);
         self.kinds.truncate(len);
         self.terms.truncate(len);
     }
@@ -255,17 +258,15 @@ impl Seen {
         self.totals[end]
     }
 
-    /// The model calls of the first `len` messages, as
-    /// [`settle::call_points`](crate::settle::call_points) gives them.
-    pub fn call_points(&self, len: usize) -> Vec<usize> {
+    /// The model calls of the first `len` messages that a replay looks
+    /// at, as [`settle::replay_points`](crate::settle::replay_points)
+    /// gives them.
+    pub fn replay_points(&self, len: usize) -> Option<Points> {
         if self.kinds.users.first().is_none_or(|&u| u >= len) {
-            return Vec::new();
+            return None;
         }
         let calls = self.assistants.partition_point(|&i| i < len);
-        let mut points = Vec::with_capacity(calls + 1);
-        points.extend_from_slice(&self.assistants[..calls]);
-        points.push(len);
-        points
+        Some(Points::new(&self.assistants[..calls], len))
     }
 
     /// The rounds of the first `len` messages, as
@@ -336,8 +337,14 @@ mod tests {
         synced(&mut fresh, &m).await;
         assert_eq!(seen.keys, fresh.keys);
         assert_eq!(seen.totals, fresh.totals);
-        assert_eq!(seen.call_points(m.len()), crate::settle::call_points(&m));
-        assert_eq!(seen.call_points(151), crate::settle::call_points(&m[..151]));
+        assert_eq!(
+            seen.replay_points(m.len()),
+            crate::settle::replay_points(&m)
+        );
+        assert_eq!(
+            seen.replay_points(151),
+            crate::settle::replay_points(&m[..151])
+        );
         assert_eq!(seen.kinds.rounds(m.len()), structure::rounds(&m));
         assert_eq!(seen.kinds.rounds(1), structure::rounds(&m[..1]));
         assert_eq!(seen.kinds.rounds(0), structure::rounds(&[]));

@@ -50,6 +50,65 @@ pub(crate) fn call_points(messages: &[Message]) -> Vec<usize> {
     points
 }
 
+/// The model calls a replay looks at: of the calls the history records
+/// (see [`call_points`]), those from the replay's start on (see
+/// [`replay_start`]), each as the length of the history it saw, indexed
+/// by its place among all the calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Points {
+    /// The first call listed: the replay's start.
+    start: usize,
+    /// The calls from `start` on.
+    tail: Vec<usize>,
+}
+
+impl Points {
+    /// The calls of the replay ending at the last of `calls` calls in all,
+    /// the first `calls - 1` of which are `earlier` (the last one is now,
+    /// the whole history of `len` messages).
+    pub fn new(earlier: &[usize], len: usize) -> Self {
+        let start = replay_start(earlier.len());
+        let mut tail = Vec::with_capacity(earlier.len() + 1 - start);
+        tail.extend_from_slice(&earlier[start..]);
+        tail.push(len);
+        Self { start, tail }
+    }
+
+    /// The replay's start (see [`replay_start`]).
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// The number of calls in all.
+    pub fn len(&self) -> usize {
+        self.start + self.tail.len()
+    }
+
+    /// Call `k`, when it is one of those listed.
+    pub fn get(&self, k: usize) -> Option<usize> {
+        k.checked_sub(self.start)
+            .and_then(|at| self.tail.get(at))
+            .copied()
+    }
+}
+
+impl std::ops::Index<usize> for Points {
+    type Output = usize;
+
+    /// Call `k`, one of those listed.
+    fn index(&self, k: usize) -> &usize {
+        &self.tail[k - self.start]
+    }
+}
+
+/// The calls of `messages` (see [`call_points`]) a replay looks at; `None`
+/// when there are none.
+pub(crate) fn replay_points(messages: &[Message]) -> Option<Points> {
+    let all = call_points(messages);
+    let (_, earlier) = all.split_last()?;
+    Some(Points::new(earlier, messages.len()))
+}
+
 /// Whether the messages `range` start a new round (hold a user message).
 pub(crate) fn new_round(messages: &[Message], range: Range<usize>) -> bool {
     messages[range].iter().any(Message::is_user)

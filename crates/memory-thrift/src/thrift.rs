@@ -132,7 +132,7 @@ pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
 /// A newest round far longer than the budget (an agent loop of thousands
 /// of steps) is not shrunk step by step only to be dropped: its older
 /// steps that no shed can keep (those before the newest steps that hold
-/// twice the target, each as small as the stages can make it) are left
+/// more than the budget, each as small as the stages can make it) are left
 /// out before the stages run, so that a shed costs about what it keeps.
 /// The result is the one a pass over every step gives (that pass is made
 /// whenever skipping could change it); the trace counts the skipped steps
@@ -447,14 +447,14 @@ impl Thrift {
         }
         // Nothing to settle before the first call.
         let points = match seen.as_deref() {
-            Some(seen) => seen.call_points(history.len()),
-            None => settle::call_points(history.messages()),
+            Some(seen) => seen.replay_points(history.len()),
+            None => settle::replay_points(history.messages()),
         };
-        if points.len() < 2 {
+        let Some(points) = points.filter(|points| points.len() >= 2) else {
             return self
                 .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
-        }
+        };
         // Even when the newest step's floor is over the budget as it is,
         // the replay decides: the step may fit appended with its long
         // outputs cut, as it was shown. When nothing fits, the last call
@@ -464,30 +464,28 @@ impl Thrift {
         let last = points.len() - 1;
         // The replay starts at the last multiple of its span (see
         // `settle`); the calls before it are not looked at.
-        let start = settle::replay_start(last);
-        // Tokens each call of the replay saw (0 before its start).
-        let mut totals = vec![0; points.len()];
-        match seen.as_deref() {
-            Some(seen) => {
-                for k in start..points.len() {
-                    totals[k] = seen.total(points[k]);
-                }
-            }
-            None => {
-                let mut sum = 0;
-                let mut from = 0;
-                for (k, &end) in points.iter().enumerate() {
+        let start = points.start();
+        // Tokens each call of the replay saw, from its start on.
+        let mut seen_totals = vec![0; points.len() - start];
+        let mut sum = 0;
+        let mut from = 0;
+        for (k, total) in (start..).zip(&mut seen_totals) {
+            let end = points[k];
+            *total = match seen.as_deref() {
+                Some(seen) => seen.total(end),
+                None => {
                     sum += history.tokens(from..end);
-                    totals[k] = sum;
                     from = end;
+                    sum
                 }
-            }
+            };
         }
+        let totals = |k: usize| seen_totals[k - start];
         // Until the first call over the budget, each call saw its history
         // as it was; from there on, each appends to the one before while
         // that fits, and sheds afresh when it does not.
         let first = (start..=last)
-            .find(|&k| !budget.admits_tokens(totals[k]))
+            .find(|&k| !budget.admits_tokens(totals(k)))
             .unwrap_or(last);
         // The call the replay starts from: the last one within the budget
         // (shown as it was), or the first of the span, shed afresh.
@@ -501,7 +499,7 @@ impl Thrift {
         let (begin, mut result, mut trace) = match resumed {
             Some(found) => found,
             None => {
-                let prefix = settle::prefix(history, points[from], totals[from])?;
+                let prefix = settle::prefix(history, points[from], totals(from))?;
                 let index = seen.as_deref_mut();
                 let (result, trace) = self
                     .shed(&prefix, budget, aim, counter, shrunk, index)
@@ -518,7 +516,7 @@ impl Thrift {
             let step = points[k - 1]..points[k];
             let mut afresh = None;
             if settle::new_round(history.messages(), step.clone()) {
-                let prefix = settle::prefix(history, points[k], totals[k])?;
+                let prefix = settle::prefix(history, points[k], totals(k))?;
                 if reach::reaches_back(&prefix, &result, seen.as_deref_mut()) {
                     let index = seen.as_deref_mut();
                     let (shed, mut shed_trace) = self
@@ -538,7 +536,7 @@ impl Thrift {
                 match appended {
                     Some(appended) => trace.append(appended.tokens, appended.cut),
                     None => {
-                        let prefix = settle::prefix(history, points[k], totals[k])?;
+                        let prefix = settle::prefix(history, points[k], totals(k))?;
                         let index = seen.as_deref_mut();
                         afresh = Some(
                             self.shed(&prefix, budget, Aim::Watermark, counter, shrunk, index)
@@ -696,9 +694,9 @@ impl Thrift {
                 Aim::Budget => max,
             });
         trace.target = stop_at;
-        let skipped = match stop_at {
-            Some(target) if skip && budget.round_limit().is_none() => {
-                horizon::horizon(history, &layout, target, counter, shrunk).await?
+        let skipped = match (stop_at, budget.max_tokens) {
+            (Some(_), Some(max)) if skip && budget.round_limit().is_none() => {
+                horizon::horizon(history, &layout, max, counter, shrunk).await?
             }
             _ => None,
         };

@@ -167,3 +167,111 @@ async fn a_horizon_too_near_is_passed_over_again() {
         assert!(redone > 20, "{share}: {redone}");
     }
 }
+
+/// A question's words and filler words.
+const ASKED: [&str; 6] = [
+    "parser", "billing", "invoice", "kernel", "cluster", "staging",
+];
+const FILLER: [&str; 6] = ["lorem", "ipsum", "dolor", "amet", "sed", "magna"];
+
+/// Chat rounds that each share a few words with the question, then a
+/// round of 150 steps with one long reply (`long` tokens) 6 steps before
+/// its end: the drop stage's run of newest steps stops there, and the
+/// earlier rounds fill what is left, by relevance and recency.
+fn ranked_session(seed: u64, long: usize) -> Vec<Message> {
+    let mut draw = Draw(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut pick = |asked: usize, filler: usize| {
+        let mut words: Vec<&str> = (0..asked).map(|_| ASKED[draw.below(6)]).collect();
+        words.extend((0..filler).map(|_| FILLER[draw.below(6)]));
+        words.join(" ")
+    };
+    let mut m = vec![Message::system("You are a coding agent.")];
+    for k in 0..12 {
+        m.push(Message::user(format!("{}?", pick(1 + k % 4, 20 + 3 * k))));
+        m.push(Message::assistant(pick(k % 3, 20 + 2 * k)));
+    }
+    m.push(Message::user(format!("Fix the {}.", ASKED.join(" "))));
+    for step in 0..150 {
+        if step == 144 {
+            m.push(Message::assistant("x".repeat(long * 4)));
+            continue;
+        }
+        let id = format!("c{step}");
+        m.push(Message::assistant_with_tools(
+            "ok",
+            vec![ToolCall::new(&id, "read", "{}")],
+        ));
+        m.push(Message::tool_result(&id, "y".repeat(40 + 5 * (step % 16))));
+    }
+    m
+}
+
+#[tokio::test]
+async fn earlier_rounds_rank_as_in_a_pass_over_every_step() {
+    SKIPS_KEPT.with(|k| k.set(0));
+    for weight in [0.02, 0.2, 1.0] {
+        for seed in 1..=8u64 {
+            for long in [300, 700] {
+                let m = ranked_session(seed, long);
+                let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
+                let history = History::new(&m, &counts).unwrap();
+                for budget in [800, 1_200, 1_600] {
+                    let budget = Budget::tokens(budget);
+                    let mut thrift = Thrift::new().with_recency_weight(weight);
+                    thrift.memo = Memo::off();
+                    let want = traced(&thrift, &history, &budget, false).await;
+                    let got = traced(&thrift, &history, &budget, true).await;
+                    let at = format!("weight {weight}, seed {seed}, long {long}, {budget:?}");
+                    assert_eq!(got.0, want.0, "{at}");
+                }
+            }
+        }
+    }
+    assert!(SKIPS_KEPT.with(std::cell::Cell::get) > 100);
+}
+
+#[tokio::test]
+async fn a_long_round_that_changes_is_read_again_where_it_changed() {
+    SKIPS_KEPT.with(|k| k.set(0));
+    for seed in [2u64, 5] {
+        let m = session(seed, 200, true);
+        // A recent step (shown, its reasoning removed) and its output
+        // written again: other words, other counts.
+        let mut edited = m.clone();
+        let middle = (0..m.len() - 12)
+            .rev()
+            .find(|&i| {
+                matches!(&m[i], Message::Assistant { reasoning: Some(_), tool_calls, .. }
+                    if !tool_calls.is_empty())
+            })
+            .unwrap();
+        if let Message::Assistant {
+            content, reasoning, ..
+        } = &mut edited[middle]
+        {
+            *content = "Reading it again.".into();
+            *reasoning = Some("a shorter thought".into());
+        }
+        if let Message::ToolResult { content, .. } = &mut edited[middle + 1] {
+            *content = "other output\n".repeat(400);
+        }
+        let shorter = &m[..m.len() * 3 / 4];
+        for budget in [600, 2_000] {
+            let budget = Budget::tokens(budget);
+            let kept = Thrift::new();
+            let mut fresh = Thrift::new();
+            fresh.memo = Memo::off();
+            for (k, history) in [&m[..], &edited[..], shorter, &m[..]]
+                .into_iter()
+                .enumerate()
+            {
+                let counts = count_messages(&CharTokenCounter, history).await.unwrap();
+                let history = History::new(history, &counts).unwrap();
+                let want = traced(&fresh, &history, &budget, false).await;
+                let got = traced(&kept, &history, &budget, true).await;
+                assert_eq!(got.0, want.0, "seed {seed}, {budget:?}, history {k}");
+            }
+        }
+    }
+    assert!(SKIPS_KEPT.with(std::cell::Cell::get) > 8);
+}

@@ -67,6 +67,10 @@ pub(crate) struct Target {
     /// what it keeps moves only when that target does.
     pub target: Option<usize>,
     pub recency_weight: f64,
+    /// Steps of the newest round left out before the stages ran (see
+    /// [`horizon`](crate::horizon)): candidates like the steps the stage
+    /// sees, so the recency bonus is scaled by all of them.
+    pub skipped_steps: usize,
 }
 
 /// How the stage scores the units: by `relevance`, or, when `relevance`
@@ -158,7 +162,7 @@ pub(crate) async fn drop_units(
             1.0 - left.min(earlier_cost) as f64 / earlier_cost as f64
         };
         let threshold = keep_floor(pressure);
-        let m = units.len() as f64;
+        let m = (units.len() + aim.skipped_steps) as f64;
         // Relevant units first, then by value (relevance plus the recency
         // bonus), then the newest.
         let mut order: Vec<u128> = earlier

@@ -245,3 +245,67 @@ async fn once(
     }
     Ok(new)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::{CharTokenCounter, ToolCall};
+
+    fn reasoned(content: &str) -> Message {
+        Message::Assistant {
+            content: content.into(),
+            reasoning: Some("a long thought about it".into()),
+            tool_calls: vec![ToolCall::new("c1", "read", "{}")],
+        }
+    }
+
+    #[tokio::test]
+    async fn what_is_made_is_forgotten_with_the_message() {
+        let counter = CharTokenCounter;
+        let mut shrunk = Shrunk::kept();
+        shrunk.counted_by(&counter);
+        let old = reasoned("old words");
+        let (bare, _) = shrunk.bare(3, &old, &counter).await.unwrap().unwrap();
+        assert_eq!(bare.text(), "old words");
+        // Kept: the same position gives what was made, whatever is asked.
+        let new = reasoned("new words");
+        let (again, _) = shrunk.bare(3, &new, &counter).await.unwrap().unwrap();
+        assert_eq!(again.text(), "old words");
+        // Forgotten from the first message that changed on.
+        shrunk.truncate(3);
+        let (bare, count) = shrunk.bare(3, &new, &counter).await.unwrap().unwrap();
+        assert_eq!(bare.text(), "new words");
+        assert!(count < counter.count_message(&new).await.unwrap());
+        assert!(
+            shrunk
+                .bare(4, &Message::user("q"), &counter)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn steps_are_counted_on_from_the_range_counted_before() {
+        let m: Vec<Message> = (0..6)
+            .flat_map(|k| {
+                let id = format!("c{k}");
+                [
+                    Message::assistant_with_tools("", vec![ToolCall::new(&id, "ls", "{}")]),
+                    Message::tool_result(&id, "out"),
+                ]
+            })
+            .collect();
+        let mut shrunk = Shrunk::kept();
+        assert_eq!(shrunk.steps(&m, 0..4), 2);
+        assert_eq!(shrunk.steps(&m, 0..10), 5);
+        // Messages from 6 on changed: the count made up to 10 is gone.
+        shrunk.truncate(6);
+        let mut other = m.clone();
+        other[6] = Message::assistant("no calls");
+        other[7] = Message::assistant("nor here");
+        assert_eq!(shrunk.steps(&other, 0..10), 6);
+        // Another start is counted afresh.
+        assert_eq!(shrunk.steps(&other, 2..10), 5);
+    }
+}

@@ -722,6 +722,10 @@ impl Thrift {
         }
 
         // Stage 5: whole rounds and steps.
+        let skipped_steps = match &skipped {
+            Some(range) => shrunk.steps(history.messages(), range.clone()),
+            None => 0,
+        };
         let target = Target {
             granule: budget
                 .max_tokens
@@ -731,6 +735,7 @@ impl Thrift {
                 Some(q) if reach::is_observation(history.messages(), q) => self.loop_recency_weight,
                 _ => self.recency_weight,
             }),
+            skipped_steps,
         };
         let run = over(&work) || !budget.admits_rounds(history.messages());
         let scoring = Scoring {
@@ -749,7 +754,7 @@ impl Thrift {
         if let Some(range) = skipped {
             #[cfg(test)]
             horizon::SKIPS_KEPT.with(|k| k.set(k.get() + 1));
-            trace.steps_dropped.before.count += shrunk.steps(history.messages(), range.clone());
+            trace.steps_dropped.before.count += skipped_steps;
             trace.steps_dropped.before.tokens += history.tokens(range);
         }
         if dropped.target.is_some() {

@@ -25,7 +25,7 @@ pub(crate) struct Layout<'k> {
     /// least 1.
     batch: usize,
     /// The newest tool result of the newest round: never replaced (but cut
-    /// like any long output, and by the newest step's last resort).
+    /// like any long output, and by the last resort).
     pub newest_result: Option<usize>,
     /// What may never be dropped.
     pub floor: Floor,

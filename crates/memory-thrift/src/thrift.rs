@@ -97,8 +97,9 @@ pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
 ///    What is kept keeps its original order. An earlier round too large
 ///    to keep whole keeps its request and its newest steps that fit, when
 ///    any do. A rounds limit is honoured here.
-/// 6. As a last resort, the **newest step's tool outputs** are cut, head
-///    and tail, to the longest length that fits.
+/// 6. As a last resort, the **floor's tool outputs** (the newest step's,
+///    and those of a protected message's step) are cut, head and tail, to
+///    the longest length that fits.
 ///
 /// The floor is never shed: protected messages and summaries (never even
 /// changed; the [task](memory_core::structure::task) among them unless the

@@ -1,6 +1,6 @@
 //! The subtractive stages that keep every message: reasoning removed, long
 //! outputs cut, earlier results and media replaced by placeholders; and the
-//! last resort, the newest step's outputs cut.
+//! last resort, the floor's outputs cut.
 //!
 //! Each stage walks its items oldest first and stops as soon as the total is
 //! down to `stop_at`; given no `stop_at` it only takes stock (for the trace).
@@ -288,9 +288,15 @@ pub(crate) async fn media(
     Ok(shed)
 }
 
-/// The last resort: the newest step's tool results, all cut to the longest
-/// head and tail that brings the total within `budget`; to the marker alone
-/// when nothing does.
+/// The last resort: the tool results of the floor that are not protected
+/// (the newest step's, and those of a protected message's step), all cut
+/// to the longest head and tail that brings the total within `budget`; to
+/// the marker alone when nothing does.
+///
+/// The floor's older results count too: a call that appends to a context
+/// whose newest step this stage cut must not be followed, once that step
+/// is no longer the newest, by a context that shows its outputs longer and
+/// no longer fits.
 pub(crate) async fn newest_outputs(
     work: &mut Work<'_, '_>,
     layout: &Layout<'_>,
@@ -299,9 +305,20 @@ pub(crate) async fn newest_outputs(
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     let n = history.len();
-    let items: Vec<usize> = (layout.newest_step..n)
+    let floor = layout
+        .floor
+        .ranges
+        .iter()
+        .flat_map(Clone::clone)
+        .filter(|&i| i < layout.newest_step);
+    let items: Vec<usize> = floor
+        .chain(layout.newest_step..n)
         .filter(|&i| {
-            !work.is_dropped(i) && !history.is_protected(i) && work.message(i).is_tool_result()
+            !work.is_dropped(i)
+                && !work.is_replaced(i)
+                && !history.is_protected(i)
+                && matches!(work.message(i), Message::ToolResult { content, .. }
+                    if !placeholder::is_placeholder(content))
         })
         .collect();
     let mut shed = stock(work, &items, |_| 1);

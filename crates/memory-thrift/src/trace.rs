@@ -143,7 +143,8 @@ pub struct ThriftTrace {
     /// shed can keep, count here at their tokens as they were, and in no
     /// stage before (see [`Thrift`](crate::Thrift)).
     pub steps_dropped: Shed,
-    /// The newest step's tool outputs, cut as a last resort.
+    /// The floor's tool outputs (the newest step's, and those of a
+    /// protected message's step), cut as a last resort.
     pub newest_outputs_cut: Shed,
     /// Appends of what came since the call before (steps, or a reply and a
     /// new user message), as they are or with their long

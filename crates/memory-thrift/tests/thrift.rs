@@ -731,6 +731,40 @@ async fn the_last_resort_cuts_the_newest_output_to_fit() {
     assert_eq!(bytes(&second.messages), bytes(&result.messages));
 }
 
+#[tokio::test]
+async fn the_last_resort_cuts_a_protected_steps_output_too() {
+    // The call is protected, so its step (and its long output) stays in
+    // the floor after the step is no longer the newest; cut to the longest
+    // output shown beside the floor, it is the same on every trim.
+    let m = vec![
+        Message::system("Be brief."),
+        Message::user("Show me the log."),
+        call("log", "cat"),
+        Message::tool_result("log", output(500)), // ~2100 tokens
+        Message::assistant("The log ends with line 500."),
+    ];
+    let thrift = Thrift::new();
+    assert!(thrift.max_tool_output_tokens() > 300);
+    let budget = Budget::tokens(300);
+    let (result, trace) = trim(&thrift, &m, &[0, 2], budget).await;
+    assert!(result.fits, "{} tokens", result.tokens());
+    assert!(result.tokens() > 250, "{} tokens", result.tokens());
+    assert_eq!(trace.newest_outputs_cut.shed(), 1);
+    let text = result.messages[3].text();
+    assert!(text.starts_with("output line 0001"));
+    assert!(text.ends_with("output line 0500\n"));
+    assert_eq!(result.messages.last(), m.last());
+    let second = again(&thrift, &result, budget).await;
+    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+
+    // The same history shown call by call: each trim is stable too.
+    for end in 3..=m.len() {
+        let (first, _) = trim(&thrift, &m[..end], &[0, 2], budget).await;
+        let second = again(&thrift, &first, budget).await;
+        assert_eq!(bytes(&second.messages), bytes(&first.messages), "{end}");
+    }
+}
+
 // ------------------------------------------------------------- the trace
 
 #[tokio::test]

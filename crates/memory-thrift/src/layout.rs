@@ -25,7 +25,8 @@ pub(crate) struct Layout<'k> {
     /// least 1.
     batch: usize,
     /// The newest tool result of the newest round: never replaced (but cut
-    /// like any long output, and by the last resort).
+    /// like any long output, and by the last resort when the floor holds
+    /// it).
     pub newest_result: Option<usize>,
     /// What may never be dropped.
     pub floor: Floor,

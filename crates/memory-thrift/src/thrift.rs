@@ -762,7 +762,7 @@ impl Thrift {
             trace.target = dropped.target;
         }
 
-        // Stage 6: the newest step's outputs.
+        // Stage 6: the floor's outputs (the newest step's among them).
         let last_resort = budget.max_tokens.filter(|_| over(&work));
         trace.newest_outputs_cut =
             tiers::newest_outputs(&mut work, &layout, last_resort, counter).await?;

@@ -23,8 +23,6 @@ use std::ops::Range;
 
 use memory_core::{History, MemoryError, Message, TokenCounter, TrimResult, structure};
 
-use crate::cut;
-use crate::placeholder;
 use crate::tiers;
 use crate::trace::Shed;
 
@@ -167,7 +165,7 @@ pub(crate) async fn append(
         for (k, i) in range.clone().enumerate() {
             let tokens = history.counts()[i];
             let message = &history.messages()[i];
-            if tokens <= max_output || history.is_protected(i) || !cuttable(message) {
+            if tokens <= max_output || history.is_protected(i) || !tiers::is_uncut_result(message) {
                 continue;
             }
             let Some(shorter) = tiers::cut_result(message, tokens, max_output) else {
@@ -197,12 +195,6 @@ pub(crate) async fn append(
         shown.counts.push(tokens);
     }
     Ok(Some(Appended { cut, tokens: added }))
-}
-
-/// A tool result not yet cut nor replaced.
-fn cuttable(message: &Message) -> bool {
-    matches!(message, Message::ToolResult { content, .. }
-        if !cut::is_cut(content) && !placeholder::is_placeholder(content))
 }
 
 #[cfg(test)]

@@ -765,7 +765,7 @@ impl Thrift {
         // Stage 6: the floor's outputs (the newest step's among them).
         let last_resort = budget.max_tokens.filter(|_| over(&work));
         trace.newest_outputs_cut =
-            tiers::newest_outputs(&mut work, &layout, last_resort, counter).await?;
+            tiers::floor_outputs(&mut work, &layout, last_resort, counter).await?;
 
         let fits = !over(&work);
         Ok(Some(finish(work.finish(fits, shrunk), trace)))

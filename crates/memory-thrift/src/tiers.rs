@@ -94,9 +94,7 @@ pub(crate) async fn long_outputs(
                 && work.message(i).is_tool_result()
                 && !work.is_dropped(i)
                 && !history.is_protected(i)
-                && (listed
-                    || matches!(work.message(i), Message::ToolResult { content, .. }
-                    if !cut::is_cut(content) && !placeholder::is_placeholder(content)))
+                && (listed || is_uncut_result(work.message(i)))
         })
         .collect();
     // A text-only agent's observations are its tool outputs, but for the
@@ -134,6 +132,17 @@ pub(crate) async fn long_outputs(
         }
     }
     Ok(shed)
+}
+
+/// A tool result not replaced by its placeholder.
+fn is_unreplaced_result(message: &Message) -> bool {
+    matches!(message, Message::ToolResult { content, .. } if !placeholder::is_placeholder(content))
+}
+
+/// A tool result neither cut nor replaced by its placeholder.
+pub(crate) fn is_uncut_result(message: &Message) -> bool {
+    matches!(message, Message::ToolResult { content, .. }
+        if !cut::is_cut(content) && !placeholder::is_placeholder(content))
 }
 
 /// A tool result of `tokens` tokens cut to about `max_tokens`, estimating
@@ -202,8 +211,7 @@ pub(crate) async fn earlier_results(
             (if listed && !work.is_changed(i) {
                 work.message(i).is_tool_result()
             } else {
-                matches!(work.message(i), Message::ToolResult { content, .. }
-                    if !placeholder::is_placeholder(content))
+                is_unreplaced_result(work.message(i))
             }) && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
                 && Some(i) != layout.newest_result
@@ -297,28 +305,24 @@ pub(crate) async fn media(
 /// whose newest step this stage cut must not be followed, once that step
 /// is no longer the newest, by a context that shows its outputs longer and
 /// no longer fits.
-pub(crate) async fn newest_outputs(
+pub(crate) async fn floor_outputs(
     work: &mut Work<'_, '_>,
     layout: &Layout<'_>,
     budget: Option<usize>,
     counter: &dyn TokenCounter,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
-    let n = history.len();
-    let floor = layout
+    // The floor holds the newest step.
+    let items: Vec<usize> = layout
         .floor
         .ranges
         .iter()
         .flat_map(Clone::clone)
-        .filter(|&i| i < layout.newest_step);
-    let items: Vec<usize> = floor
-        .chain(layout.newest_step..n)
         .filter(|&i| {
             !work.is_dropped(i)
                 && !work.is_replaced(i)
                 && !history.is_protected(i)
-                && matches!(work.message(i), Message::ToolResult { content, .. }
-                    if !placeholder::is_placeholder(content))
+                && is_unreplaced_result(work.message(i))
         })
         .collect();
     let mut shed = stock(work, &items, |_| 1);

@@ -52,13 +52,22 @@ async fn trim_task(
         .unwrap()
 }
 
-/// Trims the result again, with its own counts and protection.
-async fn again(thrift: &Thrift, result: &TrimResult, budget: Budget) -> TrimResult {
+/// Trims the result again, with its own counts and protection, and checks
+/// that nothing changes, byte for byte (`at` says where, on failure);
+/// returns the second result.
+async fn trims_to_itself(
+    thrift: &Thrift,
+    result: &TrimResult,
+    budget: Budget,
+    at: &str,
+) -> TrimResult {
     let history = result.as_history().unwrap();
-    thrift
+    let second = thrift
         .trim_with_counts(&history, &budget, &CharTokenCounter)
         .await
-        .unwrap()
+        .unwrap();
+    assert_eq!(bytes(&second.messages), bytes(&result.messages), "{at}");
+    second
 }
 
 fn bytes(messages: &[Message]) -> Vec<u8> {
@@ -624,8 +633,7 @@ async fn when_the_floor_does_not_fit_the_result_says_so_and_is_stable() {
         vec![m[0].clone(), m[1].clone(), m[3].clone(), m[4].clone()],
         "as small as it gets: the floor (the prompt, the task, the newest round)"
     );
-    let second = again(&Thrift::new(), &result, budget).await;
-    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    let second = trims_to_itself(&Thrift::new(), &result, budget, "").await;
     assert!(!second.fits);
 }
 
@@ -665,8 +673,7 @@ async fn the_task_of_a_text_only_agent_stays_verbatim() {
     assert!(result.messages.len() < m.len(), "older steps went");
     assert!(validate(&result.messages).is_empty());
     // Stable: trimming it again changes nothing.
-    let second = again(&Thrift::new(), &result, budget).await;
-    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    trims_to_itself(&Thrift::new(), &result, budget, "").await;
     // Forgotten, the task goes like the oldest steps.
     let (forgotten, _) =
         trim_task(&Thrift::new(), &m, &[0], budget, &CharTokenCounter, false).await;
@@ -682,8 +689,7 @@ async fn a_task_over_the_budget_is_kept_and_said_not_to_fit() {
     assert!(!result.fits && !trace.fits);
     assert!(result.messages.contains(&m[1]));
     assert_eq!(result.messages.last(), m.last());
-    let second = again(&Thrift::new(), &result, budget).await;
-    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    let second = trims_to_itself(&Thrift::new(), &result, budget, "").await;
     assert!(!second.fits);
 }
 
@@ -710,8 +716,7 @@ async fn the_last_resort_cuts_the_newest_output_to_fit() {
     assert!(text.starts_with("output line 0001"));
     assert!(text.ends_with("output line 0500\n"));
     assert_eq!(result.messages[3].tool_call_id(), Some("log"));
-    let second = again(&Thrift::new(), &result, budget).await;
-    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    trims_to_itself(&Thrift::new(), &result, budget, "").await;
 
     // When nothing can make it fit, the output is cut to its marker and the
     // result says it does not fit.
@@ -727,8 +732,7 @@ async fn the_last_resort_cuts_the_newest_output_to_fit() {
         result.messages[3].text(),
         format!("\n{}\n", cut::marker(output(500).len()))
     );
-    let second = again(&Thrift::new(), &result, budget).await;
-    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    trims_to_itself(&Thrift::new(), &result, budget, "").await;
 }
 
 #[tokio::test]
@@ -754,14 +758,12 @@ async fn the_last_resort_cuts_a_protected_steps_output_too() {
     assert!(text.starts_with("output line 0001"));
     assert!(text.ends_with("output line 0500\n"));
     assert_eq!(result.messages.last(), m.last());
-    let second = again(&thrift, &result, budget).await;
-    assert_eq!(bytes(&second.messages), bytes(&result.messages));
+    trims_to_itself(&thrift, &result, budget, "").await;
 
     // The same history shown call by call: each trim is stable too.
     for end in 3..=m.len() {
         let (first, _) = trim(&thrift, &m[..end], &[0, 2], budget).await;
-        let second = again(&thrift, &first, budget).await;
-        assert_eq!(bytes(&second.messages), bytes(&first.messages), "{end}");
+        trims_to_itself(&thrift, &first, budget, &format!("{end}")).await;
     }
 }
 
@@ -856,12 +858,13 @@ async fn trimming_the_result_again_changes_nothing() {
                         .with_keep_recent_results(0),
                 ] {
                     let (result, _) = trim(&thrift, &m, &protected, b).await;
-                    let second = again(&thrift, &result, b).await;
-                    assert_eq!(
-                        bytes(&second.messages),
-                        bytes(&result.messages),
-                        "unstable at {b:?}, protected {protected:?}"
-                    );
+                    trims_to_itself(
+                        &thrift,
+                        &result,
+                        b,
+                        &format!("unstable at {b:?}, protected {protected:?}"),
+                    )
+                    .await;
                     assert!(validate(&result.messages).is_empty());
                     let floor = {
                         let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
@@ -1123,8 +1126,7 @@ async fn a_new_step_is_appended_with_its_long_output_cut_when_that_makes_it_fit(
     assert!(trace.appended.count >= 1);
     assert!(trace.tool_outputs_cut.saved() > 0);
     // Trimming the result again changes nothing, and so does asking again.
-    let again = again(&thrift, &after, budget).await;
-    assert_eq!(bytes(&again.messages), bytes(&after.messages));
+    trims_to_itself(&thrift, &after, budget, "").await;
     let (twice, _) = trim(&thrift, &m, &[0], budget).await;
     assert_eq!(bytes(&twice.messages), bytes(&after.messages));
 }
@@ -1177,8 +1179,7 @@ async fn a_follow_up_keeps_the_earlier_rounds_request_and_newest_steps() {
     assert!(!trace.reached_back);
     assert_eq!(trace.appended.count, 1, "the answer with the follow-up");
     // Trimming the result again changes nothing.
-    let again = again(&Thrift::new(), &result, budget).await;
-    assert_eq!(bytes(&again.messages), bytes(&result.messages));
+    trims_to_itself(&Thrift::new(), &result, budget, "").await;
 }
 
 #[tokio::test]
@@ -1566,8 +1567,7 @@ async fn a_text_only_agent_s_long_observation_is_cut_like_a_tool_output() {
     // The task, the other observations and the newest one as they were.
     assert_eq!(result.messages[..5], m[..5]);
     assert_eq!(result.messages[6..], m[6..]);
-    let again = again(&thrift, &result, budget).await;
-    assert_eq!(bytes(&again.messages), bytes(&result.messages));
+    trims_to_itself(&thrift, &result, budget, "").await;
 }
 
 #[tokio::test]

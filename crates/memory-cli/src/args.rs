@@ -104,7 +104,8 @@ pub struct StageArgs {
     #[arg(long, value_name = "NAME", default_value = "chars")]
     pub counter: String,
 
-    /// Leave the task (each session's first user request) out of the
+    /// Leave the task (each session's first user request; in a SWE-agent
+    /// trajectory, the first after its demonstrations) out of the
     /// floor. By default every stage and every fallback keeps it, verbatim
     /// or inside an accepted summary; with this flag it may be dropped or
     /// summarized like any other message (as for a chat whose first

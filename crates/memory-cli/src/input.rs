@@ -157,6 +157,9 @@ pub struct Trajectory {
     /// The messages, in order.
     pub messages: Vec<Message>,
     origin: Origin,
+    /// The task, when it is not the first user message (see
+    /// [`task`](Trajectory::task)).
+    task_after_demos: Option<usize>,
 }
 
 impl Trajectory {
@@ -165,7 +168,38 @@ impl Trajectory {
             label,
             messages,
             origin,
+            task_after_demos: None,
         }
+    }
+
+    /// The index of the session's task: its first user message, or, in a
+    /// SWE-agent trajectory whose demonstrations come before the request,
+    /// the first user message that is not a demonstration (a worked
+    /// example is not what the agent was asked to do).
+    ///
+    /// ```
+    /// let input = memory_cli::input::parse(br#"{"history": [
+    ///   {"role": "system", "content": "rules"},
+    ///   {"role": "user", "content": "an example", "is_demo": true},
+    ///   {"role": "user", "content": "fix the bug"}]}"#).unwrap();
+    /// assert_eq!(input.trajectories[0].task(), Some(2));
+    /// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"}]"#).unwrap();
+    /// assert_eq!(input.trajectories[0].task(), Some(0));
+    /// ```
+    pub fn task(&self) -> Option<usize> {
+        self.task_after_demos
+            .or_else(|| memory_core::structure::task(&self.messages))
+    }
+
+    /// Whether the task is not the first user message (see
+    /// [`task`](Trajectory::task)).
+    ///
+    /// ```
+    /// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"}]"#).unwrap();
+    /// assert!(!input.trajectories[0].task_follows_demonstrations());
+    /// ```
+    pub fn task_follows_demonstrations(&self) -> bool {
+        self.task_after_demos.is_some()
     }
 
     /// How errors name this trajectory: `trajectory 2`, `line 3 (trajectory

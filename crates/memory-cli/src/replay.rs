@@ -115,6 +115,9 @@ pub async fn replay_with_progress(
             persist = Some((store.clone(), session));
         }
         let mut replay = TrajectoryReplay::new(index, pipeline, config, persist);
+        if trajectory.task_follows_demonstrations() {
+            replay = replay.with_task_at(trajectory.task());
+        }
         for (turn, message) in trajectory.messages.iter().enumerate() {
             if turn < resume_at {
                 replay.account(message).await.map_err(failed(turn))?;
@@ -140,6 +143,9 @@ struct TrajectoryReplay<'c> {
     total: usize,
     /// Length of the leading run of system messages (recorded protected).
     protected: usize,
+    /// The task when it is not the first user message (recorded
+    /// protected, the memory's own task floor off).
+    task_at: Option<usize>,
     /// Whether the leading run of system messages is still going.
     in_head: bool,
     previous: Option<Vec<Message>>,
@@ -175,6 +181,7 @@ impl<'c> TrajectoryReplay<'c> {
             counts: Vec::new(),
             total: 0,
             protected: 0,
+            task_at: None,
             in_head: true,
             previous: None,
             usage: config.usage(),
@@ -182,6 +189,20 @@ impl<'c> TrajectoryReplay<'c> {
             history_text: String::new(),
             newest_at: 0,
         }
+    }
+
+    /// Takes message `task` for the task rather than the first user
+    /// message (a SWE-agent trajectory's demonstrations come first): it is
+    /// recorded protected, when the task floor is on, and the memory's own
+    /// task floor, which would protect the first user message, is off.
+    fn with_task_at(mut self, task: Option<usize>) -> Self {
+        if self.config.task_floor
+            && let Some(task) = task
+        {
+            self.task_at = Some(task);
+            self.memory = self.memory.with_task(false);
+        }
+        self
     }
 
     /// Books `message` as recorded: its count and its searchable text.
@@ -226,6 +247,8 @@ impl<'c> TrajectoryReplay<'c> {
         if self.in_head {
             self.memory.record_protected(message.clone()).await?;
             self.protected += 1;
+        } else if self.task_at == Some(turn) {
+            self.memory.record_protected(message.clone()).await?;
         } else {
             self.memory.record(message.clone()).await?;
         }
@@ -256,7 +279,10 @@ impl<'c> TrajectoryReplay<'c> {
             .as_deref()
             .is_some_and(|previous| kept < previous.len());
         let support = self.support(next, &context);
-        let task_kept = memory_core::structure::task(&self.recorded)
+        let task_kept = self
+            .task_at
+            .filter(|&t| t < self.recorded.len())
+            .or_else(|| memory_core::structure::task(&self.recorded))
             .map(|t| context.contains(&self.recorded[t]));
         let prefix_kept_tokens: usize = context_counts[..kept].iter().sum();
         let row = Row {
@@ -339,9 +365,10 @@ impl<'c> TrajectoryReplay<'c> {
         result: &memory_core::TrimResult,
         context_counts: &[usize],
     ) -> Result<Report, MemoryError> {
-        let protected: Vec<usize> = (0..self.protected).collect();
+        let mut protected: Vec<usize> = (0..self.protected).collect();
+        protected.extend(self.task_at.filter(|&t| t < self.recorded.len()));
         let mut history = History::new(&self.recorded, &self.counts)?;
-        if !self.config.task_floor {
+        if !self.config.task_floor || self.task_at.is_some() {
             history = history.forget_task();
         }
         let history = history.protect(&protected);

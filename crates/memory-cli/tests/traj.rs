@@ -21,9 +21,14 @@ fn fixture(name: &str) -> PathBuf {
 
 /// Replays `input` through every pipeline of [`PIPELINES`] at [`BUDGET`].
 fn replay_all(input: &Path, dir: &Path) -> Report {
+    replay(input, BUDGET, &PIPELINES, dir)
+}
+
+/// Replays `input` through `pipelines` at `budget`.
+fn replay(input: &Path, budget: &str, pipelines: &[&str], dir: &Path) -> Report {
     let input = input.display().to_string();
-    let mut args = vec!["replay", "--input", &input, "--budget", BUDGET];
-    for pipeline in PIPELINES {
+    let mut args = vec!["replay", "--input", &input, "--budget", budget];
+    for pipeline in pipelines {
         args.extend(["--pipeline", pipeline]);
     }
     let (run, report) = memory_report(&args, dir);
@@ -125,21 +130,48 @@ fn one_pretty_printed_trajectory_object_replays() {
         ]
     });
     std::fs::write(&path, serde_json::to_string_pretty(&messages).unwrap()).unwrap();
-    let input = path.display().to_string();
-    let args = [
-        "replay",
-        "--input",
-        &input,
-        "--budget",
-        BUDGET,
-        "--pipeline",
-        "window",
-    ];
-    let (_, report) = memory_report(&args, dir.path());
+    let report = replay(&path, BUDGET, &["window"], dir.path());
     assert_eq!(report.format, "OpenAI chat trajectories, JSON");
     assert_eq!(report.trajectories.len(), 1);
     assert_eq!(report.trajectories[0].label.as_deref(), Some("session-1"));
     assert_eq!(report.trajectories[0].messages, 5);
     assert_eq!(report.rows.len(), 2);
     assert!(report.rows.iter().all(|r| r.valid));
+}
+
+/// A thought/action trajectory whose long demonstration comes before the
+/// issue: the issue is the task (kept in every context), the demonstration
+/// an early turn that a budget may drop.
+#[test]
+fn the_task_of_a_traj_is_the_request_after_its_demonstrations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo-first.traj");
+    let demo = "An example session: open the file, find the bug, edit it. ".repeat(50);
+    let mut history = vec![
+        serde_json::json!({"role": "system", "content": "You are an autonomous programmer."}),
+        serde_json::json!({"role": "user", "content": demo, "is_demo": true,
+                           "message_type": "demonstration"}),
+        serde_json::json!({"role": "user", "content": "Fix parse_duration in src/timeparse.py: it drops minutes.",
+                           "message_type": "observation"}),
+    ];
+    for k in 0..6 {
+        history.push(serde_json::json!({"role": "assistant",
+            "content": format!("Step {k}: looking again.\n```\nopen src/timeparse.py\n```")}));
+        history.push(serde_json::json!({"role": "user",
+            "content": format!("[File: src/timeparse.py] line {k}: {}", "x = 1\n".repeat(30))}));
+    }
+    history.push(serde_json::json!({"role": "assistant", "content": "```\nsubmit\n```"}));
+    std::fs::write(&path, serde_json::json!({"history": history}).to_string()).unwrap();
+    let report = replay(&path, "400", &["window", "thrift"], dir.path());
+    for section in &report.pipelines {
+        let name = &section.pipeline;
+        assert_eq!(section.rows.len(), 7, "{name}");
+        for row in &section.rows {
+            assert!(row.valid, "{name}, turn {}: {:?}", row.turn, row.problems);
+            assert_eq!(row.task_kept, Some(true), "{name}, turn {}", row.turn);
+        }
+        // The demonstration alone is over the budget: a context fits only
+        // without it.
+        assert!(section.rows.iter().skip(1).all(|r| r.fits), "{name}");
+    }
 }

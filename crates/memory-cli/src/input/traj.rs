@@ -6,9 +6,11 @@
 //! `assistant`, `tool`) and a `content`: a string, or a list of
 //! `{"type": "text", "text": ...}` parts joined by newlines. `agent`,
 //! `message_type` (`system_prompt`, `observation`, `action`, `thought`,
-//! `demonstration`), `is_demo` and other bookkeeping fields are ignored, so
-//! demonstrations and extra system messages stay where they are: the model
-//! saw them.
+//! `demonstration`), `is_demo` and other bookkeeping fields are not part of
+//! a message, and demonstrations and extra system messages stay where they
+//! are: the model saw them. A demonstration is not the task, though: when demonstrations
+//! come before the first other user message, that message is the
+//! trajectory's [task](super::Trajectory::task).
 //!
 //! - An `assistant` entry of a function-calling agent carries OpenAI
 //!   `tool_calls`. Without tool calls (a thought/action agent) its `content`
@@ -71,8 +73,19 @@ pub(crate) fn load(record: &Record) -> Result<Trajectory, Located> {
     let (unit, items, convert) = source(object, &document)?;
     let mut messages = Vec::new();
     let mut entries = Vec::new();
+    // The first user message that is not a demonstration, and whether a
+    // demonstration came before it.
+    let mut task = None;
+    let mut demos_first = false;
     for (index, item) in items.iter().enumerate() {
         let converted = convert(item).map_err(|p| Located::new(format!("{unit} {index}"), p))?;
+        if task.is_none() && converted.first().is_some_and(Message::is_user) {
+            if is_demonstration(item) {
+                demos_first = true;
+            } else {
+                task = Some(messages.len());
+            }
+        }
         entries.extend(iter::repeat_n(index, converted.len()));
         messages.extend(converted);
     }
@@ -80,11 +93,19 @@ pub(crate) fn load(record: &Record) -> Result<Trajectory, Located> {
         .iter()
         .find_map(|f| object.get(*f).and_then(Value::as_str))
         .map(str::to_string);
-    Ok(Trajectory::new(
-        label,
-        messages,
-        Origin::Entries { unit, entries },
-    ))
+    let mut trajectory = Trajectory::new(label, messages, Origin::Entries { unit, entries });
+    if demos_first {
+        trajectory.task_after_demos = task;
+    }
+    Ok(trajectory)
+}
+
+/// Whether a `history` entry is one of SWE-agent's demonstrations (a worked
+/// example shown before the task): `is_demo` is true, or its
+/// `message_type` is `demonstration`.
+fn is_demonstration(entry: &Value) -> bool {
+    entry.get("is_demo").and_then(Value::as_bool) == Some(true)
+        || entry.get("message_type").and_then(Value::as_str) == Some("demonstration")
 }
 
 /// Where the messages come from: `history` when it has entries, else the

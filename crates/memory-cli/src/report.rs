@@ -142,7 +142,16 @@ pub struct Totals {
     pub latency_us_p50: u64,
     /// Largest `latency_us`.
     pub latency_us_max: u64,
+    /// Mean `latency_us` of the first and of the last [`LATENCY_WINDOW`]
+    /// rows, in order, when there are at least twice as many: how the
+    /// time per call grows over one long session. `None` otherwise.
+    #[serde(default)]
+    pub latency_us_first_last: Option<(f64, f64)>,
 }
+
+/// Calls at each end of a session whose mean latencies
+/// [`Totals::latency_us_first_last`] compares.
+pub const LATENCY_WINDOW: usize = 500;
 
 impl Totals {
     /// The totals of `rows` under `budget`.
@@ -205,8 +214,30 @@ impl Totals {
                 .copied()
                 .unwrap_or(0),
             latency_us_max: latencies.last().copied().unwrap_or(0),
+            latency_us_first_last: first_last(rows),
         }
     }
+}
+
+/// The mean `latency_us` of the first and the last [`LATENCY_WINDOW`] of
+/// `rows`, when they do not overlap.
+///
+/// ```
+/// use memory_cli::report::{Row, Totals};
+/// let rows: Vec<Row> = (0..1_000).map(|k| Row { latency_us: if k < 500 { 10 } else { 30 }, ..Row::default() }).collect();
+/// assert_eq!(Totals::of(&rows, 100).latency_us_first_last, Some((10.0, 30.0)));
+/// assert_eq!(Totals::of(&rows[..999], 100).latency_us_first_last, None);
+/// ```
+fn first_last(rows: &[Row]) -> Option<(f64, f64)> {
+    if rows.len() < 2 * LATENCY_WINDOW {
+        return None;
+    }
+    let mean =
+        |rows: &[Row]| rows.iter().map(|r| r.latency_us as f64).sum::<f64>() / rows.len() as f64;
+    Some((
+        mean(&rows[..LATENCY_WINDOW]),
+        mean(&rows[rows.len() - LATENCY_WINDOW..]),
+    ))
 }
 
 /// One input trajectory, as replayed.
@@ -333,6 +364,11 @@ impl Report {
             "latency:      mean {:.0} us, p50 {} us, max {} us",
             t.latency_us_mean, t.latency_us_p50, t.latency_us_max
         ));
+        if let Some((first, last)) = t.latency_us_first_last {
+            lines.push(format!(
+                "              mean {first:.0} us over the first {LATENCY_WINDOW} calls, {last:.0} us over the last {LATENCY_WINDOW}"
+            ));
+        }
         lines.join("\n")
     }
 
@@ -495,6 +531,10 @@ const COMPARED: &[(&str, Cell)] = &[
     ("not fitting", |t| t.not_fitting_rows.to_string()),
     ("latency, mean (us)", |t| {
         format!("{:.0}", t.latency_us_mean)
+    }),
+    ("latency, first/last 500 (us)", |t| {
+        t.latency_us_first_last
+            .map_or("-".into(), |(first, last)| format!("{first:.0}/{last:.0}"))
     }),
 ];
 

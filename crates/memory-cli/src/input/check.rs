@@ -151,7 +151,23 @@ pub fn check(trajectory: &mut Trajectory, repair_it: bool) -> Result<Verdict, Lo
         ));
     }
     let repaired = repair(&trajectory.messages);
+    // Repairs move and drop tool results only: the task stays the same
+    // user message, counted among the user messages.
+    let task_user = trajectory.task_after_demos.map(|t| {
+        trajectory.messages[..t]
+            .iter()
+            .filter(|m| m.is_user())
+            .count()
+    });
     trajectory.messages = repaired.messages;
+    trajectory.task_after_demos = task_user.and_then(|k| {
+        let mut users = trajectory
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_user());
+        users.nth(k).map(|(i, _)| i)
+    });
     Ok(Verdict::Repaired(Repairs::from_actions(&repaired.actions)))
 }
 
@@ -220,6 +236,22 @@ mod tests {
         );
         assert_eq!(t.messages.len(), 5);
         assert!(validate(&t.messages).is_empty());
+    }
+
+    #[test]
+    fn a_repair_keeps_the_task_after_the_demonstrations() {
+        let json = r#"{"history": [
+            {"role": "system", "content": "rules"},
+            {"role": "tool", "tool_call_id": "stray", "content": "orphan"},
+            {"role": "user", "content": "an example", "is_demo": true},
+            {"role": "user", "content": "fix the bug"},
+            {"role": "assistant", "content": "done"}]}"#;
+        let mut t = trajectory(json);
+        assert_eq!(t.task(), Some(3));
+        let verdict = check(&mut t, true).unwrap();
+        assert!(matches!(verdict, Verdict::Repaired(r) if r.dropped_orphans == 1));
+        assert_eq!(t.task(), Some(2));
+        assert_eq!(t.messages[2], Message::user("fix the bug"));
     }
 
     #[test]

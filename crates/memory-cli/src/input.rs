@@ -191,15 +191,16 @@ impl Trajectory {
             .or_else(|| memory_core::structure::task(&self.messages))
     }
 
-    /// Whether the task is not the first user message (see
-    /// [`task`](Trajectory::task)).
+    /// The task when it is not the first user message: in a SWE-agent
+    /// trajectory whose demonstrations come first, the first user message
+    /// after them (see [`task`](Trajectory::task)).
     ///
     /// ```
     /// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"}]"#).unwrap();
-    /// assert!(!input.trajectories[0].task_follows_demonstrations());
+    /// assert_eq!(input.trajectories[0].task_after_demonstrations(), None);
     /// ```
-    pub fn task_follows_demonstrations(&self) -> bool {
-        self.task_after_demos.is_some()
+    pub fn task_after_demonstrations(&self) -> Option<usize> {
+        self.task_after_demos
     }
 
     /// How errors name this trajectory: `trajectory 2`, `line 3 (trajectory

@@ -115,8 +115,8 @@ pub async fn replay_with_progress(
             persist = Some((store.clone(), session));
         }
         let mut replay = TrajectoryReplay::new(index, pipeline, config, persist);
-        if trajectory.task_follows_demonstrations() {
-            replay = replay.with_task_at(trajectory.task());
+        if let Some(task) = trajectory.task_after_demonstrations() {
+            replay = replay.with_task_at(task);
         }
         for (turn, message) in trajectory.messages.iter().enumerate() {
             if turn < resume_at {
@@ -195,14 +195,17 @@ impl<'c> TrajectoryReplay<'c> {
     /// message (a SWE-agent trajectory's demonstrations come first): it is
     /// recorded protected, when the task floor is on, and the memory's own
     /// task floor, which would protect the first user message, is off.
-    fn with_task_at(mut self, task: Option<usize>) -> Self {
-        if self.config.task_floor
-            && let Some(task) = task
-        {
+    fn with_task_at(mut self, task: usize) -> Self {
+        if self.config.task_floor {
             self.task_at = Some(task);
             self.memory = self.memory.with_task(false);
         }
         self
+    }
+
+    /// [`task_at`](Self::task_at), once it is recorded.
+    fn recorded_task_at(&self) -> Option<usize> {
+        self.task_at.filter(|&t| t < self.recorded.len())
     }
 
     /// Books `message` as recorded: its count and its searchable text.
@@ -280,8 +283,7 @@ impl<'c> TrajectoryReplay<'c> {
             .is_some_and(|previous| kept < previous.len());
         let support = self.support(next, &context);
         let task_kept = self
-            .task_at
-            .filter(|&t| t < self.recorded.len())
+            .recorded_task_at()
             .or_else(|| memory_core::structure::task(&self.recorded))
             .map(|t| context.contains(&self.recorded[t]));
         let prefix_kept_tokens: usize = context_counts[..kept].iter().sum();
@@ -366,7 +368,7 @@ impl<'c> TrajectoryReplay<'c> {
         context_counts: &[usize],
     ) -> Result<Report, MemoryError> {
         let mut protected: Vec<usize> = (0..self.protected).collect();
-        protected.extend(self.task_at.filter(|&t| t < self.recorded.len()));
+        protected.extend(self.recorded_task_at());
         let mut history = History::new(&self.recorded, &self.counts)?;
         if !self.config.task_floor || self.task_at.is_some() {
             history = history.forget_task();

@@ -153,6 +153,12 @@ pub struct Totals {
 /// [`Totals::latency_us_first_last`] compares.
 pub const LATENCY_WINDOW: usize = 500;
 
+// The side-by-side table's row names the window.
+const _: () = assert!(
+    LATENCY_WINDOW == 500,
+    "rename the row `latency, first/last 500 (us)`"
+);
+
 impl Totals {
     /// The totals of `rows` under `budget`.
     ///

@@ -8,9 +8,9 @@
 //! `message_type` (`system_prompt`, `observation`, `action`, `thought`,
 //! `demonstration`), `is_demo` and other bookkeeping fields are not part of
 //! a message, and demonstrations and extra system messages stay where they
-//! are: the model saw them. A demonstration is not the task, though: when demonstrations
-//! come before the first other user message, that message is the
-//! trajectory's [task](super::Trajectory::task).
+//! are: the model saw them. A demonstration is not the task, though: when
+//! demonstrations come before the first other user message, that message
+//! is the trajectory's [task](super::Trajectory::task).
 //!
 //! - An `assistant` entry of a function-calling agent carries OpenAI
 //!   `tool_calls`. Without tool calls (a thought/action agent) its `content`

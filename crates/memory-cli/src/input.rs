@@ -158,7 +158,7 @@ pub struct Trajectory {
     pub messages: Vec<Message>,
     origin: Origin,
     /// The task, when it is not the first user message (see
-    /// [`task`](Trajectory::task)).
+    /// [`task_after_demonstrations`](Trajectory::task_after_demonstrations)).
     task_after_demos: Option<usize>,
 }
 
@@ -172,30 +172,19 @@ impl Trajectory {
         }
     }
 
-    /// The index of the session's task: its first user message, or, in a
+    /// The session's task when it is not its first user message: in a
     /// SWE-agent trajectory whose demonstrations come before the request,
     /// the first user message that is not a demonstration (a worked
-    /// example is not what the agent was asked to do).
+    /// example is not what the agent was asked to do). `None` when the
+    /// task is the first user message, as
+    /// [`structure::task`](memory_core::structure::task) finds it.
     ///
     /// ```
     /// let input = memory_cli::input::parse(br#"{"history": [
     ///   {"role": "system", "content": "rules"},
     ///   {"role": "user", "content": "an example", "is_demo": true},
     ///   {"role": "user", "content": "fix the bug"}]}"#).unwrap();
-    /// assert_eq!(input.trajectories[0].task(), Some(2));
-    /// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"}]"#).unwrap();
-    /// assert_eq!(input.trajectories[0].task(), Some(0));
-    /// ```
-    pub fn task(&self) -> Option<usize> {
-        self.task_after_demos
-            .or_else(|| memory_core::structure::task(&self.messages))
-    }
-
-    /// The task when it is not the first user message: in a SWE-agent
-    /// trajectory whose demonstrations come first, the first user message
-    /// after them (see [`task`](Trajectory::task)).
-    ///
-    /// ```
+    /// assert_eq!(input.trajectories[0].task_after_demonstrations(), Some(2));
     /// let input = memory_cli::input::parse(br#"[{"role": "user", "content": "hi"}]"#).unwrap();
     /// assert_eq!(input.trajectories[0].task_after_demonstrations(), None);
     /// ```

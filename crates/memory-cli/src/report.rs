@@ -149,15 +149,17 @@ pub struct Totals {
     pub latency_us_first_last: Option<(f64, f64)>,
 }
 
+/// The number of [`LATENCY_WINDOW`], as a literal: the side-by-side
+/// table's row names it.
+macro_rules! latency_window {
+    () => {
+        500
+    };
+}
+
 /// Calls at each end of a session whose mean latencies
 /// [`Totals::latency_us_first_last`] compares.
-pub const LATENCY_WINDOW: usize = 500;
-
-// The side-by-side table's row names the window.
-const _: () = assert!(
-    LATENCY_WINDOW == 500,
-    "rename the row `latency, first/last 500 (us)`"
-);
+pub const LATENCY_WINDOW: usize = latency_window!();
 
 impl Totals {
     /// The totals of `rows` under `budget`.
@@ -538,10 +540,13 @@ const COMPARED: &[(&str, Cell)] = &[
     ("latency, mean (us)", |t| {
         format!("{:.0}", t.latency_us_mean)
     }),
-    ("latency, first/last 500 (us)", |t| {
-        t.latency_us_first_last
-            .map_or("-".into(), |(first, last)| format!("{first:.0}/{last:.0}"))
-    }),
+    (
+        concat!("latency, first/last ", latency_window!(), " (us)"),
+        |t| {
+            t.latency_us_first_last
+                .map_or("-".into(), |(first, last)| format!("{first:.0}/{last:.0}"))
+        },
+    ),
 ];
 
 /// `a / b`, 0 when `b` is 0.

@@ -247,10 +247,10 @@ mod tests {
             {"role": "user", "content": "fix the bug"},
             {"role": "assistant", "content": "done"}]}"#;
         let mut t = trajectory(json);
-        assert_eq!(t.task(), Some(3));
+        assert_eq!(t.task_after_demonstrations(), Some(3));
         let verdict = check(&mut t, true).unwrap();
         assert!(matches!(verdict, Verdict::Repaired(r) if r.dropped_orphans == 1));
-        assert_eq!(t.task(), Some(2));
+        assert_eq!(t.task_after_demonstrations(), Some(2));
         assert_eq!(t.messages[2], Message::user("fix the bug"));
     }
 

@@ -10,7 +10,8 @@
 //! a message, and demonstrations and extra system messages stay where they
 //! are: the model saw them. A demonstration is not the task, though: when
 //! demonstrations come before the first other user message, that message
-//! is the trajectory's [task](super::Trajectory::task).
+//! is the trajectory's task
+//! ([`task_after_demonstrations`](super::Trajectory::task_after_demonstrations)).
 //!
 //! - An `assistant` entry of a function-calling agent carries OpenAI
 //!   `tool_calls`. Without tool calls (a thought/action agent) its `content`

@@ -51,6 +51,85 @@ pub enum Command {
     /// Evaluate pipelines against a benchmark.
     #[command(subcommand)]
     Eval(Eval),
+    /// Serve an OpenAI-compatible chat-completions endpoint that manages
+    /// every session's context with a pipeline and forwards the fitted
+    /// request to an upstream model server.
+    Serve(ServeArgs),
+}
+
+/// Options of `memory serve`.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = memory_cli::Cli::try_parse_from([
+///     "memory", "serve", "--upstream", "http://127.0.0.1:8080/v1",
+/// ]).unwrap();
+/// let memory_cli::Command::Serve(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.listen, "127.0.0.1:7878");
+/// assert_eq!(args.pipeline, "compact,thrift");
+/// assert_eq!(args.counter, "cl100k");
+/// assert_eq!(args.store, "sqlite:memory-serve.db");
+/// assert!(memory_cli::Cli::try_parse_from([
+///     "memory", "serve", "--upstream", "u", "--budget", "10", "--context-window", "20",
+/// ]).is_err());
+/// ```
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Base URL of the OpenAI-compatible model server the fitted requests
+    /// go to (URL/chat/completions), e.g. `http://127.0.0.1:8080/v1`.
+    #[arg(long, value_name = "URL")]
+    pub upstream: String,
+
+    /// Address to listen on. Any address other than a loopback one needs
+    /// MEMORY_SERVE_TOKEN set, and clients then present that token.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7878")]
+    pub listen: String,
+
+    /// Token budget of every call's messages, whatever the reply asks for.
+    #[arg(long, value_name = "N", value_parser = parse_budget, conflicts_with = "context_window")]
+    pub budget: Option<usize>,
+
+    /// The model's context window: each call's messages get what the
+    /// request's max_completion_tokens (or max_tokens, or 1,024) leaves
+    /// of it. The default when neither this nor --budget is given: 8,192.
+    #[arg(long, value_name = "N", value_parser = parse_budget)]
+    pub context_window: Option<usize>,
+
+    /// Stage names joined by commas, as in `memory replay`.
+    #[arg(long, value_name = "SPEC", default_value = "compact,thrift")]
+    pub pipeline: String,
+
+    /// Token counter: chars, cl100k, o200k, or hf:FILE.
+    #[arg(long, value_name = "NAME", default_value = "cl100k")]
+    pub counter: String,
+
+    /// Where sessions are kept: sqlite:PATH, postgres://... (shared by
+    /// several servers), or memory (lost when the server stops).
+    #[arg(long, value_name = "STORE", default_value = "sqlite:memory-serve.db")]
+    pub store: String,
+
+    /// Refuse an invalid transcript (an orphaned tool result, an
+    /// unanswered call) with a 400 instead of repairing it.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Environment variable that holds the key sent upstream when the
+    /// client sends none of its own (or sends the server's token).
+    #[arg(long, value_name = "VAR")]
+    pub upstream_key_env: Option<String>,
+
+    /// The largest request body accepted, in bytes (413 past it).
+    #[arg(long, value_name = "N", default_value_t = memory_serve::DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+
+    /// Leave each session's first user request out of the floor.
+    #[arg(long)]
+    pub no_task_floor: bool,
+
+    /// The model summarizing stages call (a separate, cheaper endpoint
+    /// and model may be named here).
+    #[command(flatten)]
+    pub model: SummarizerArgs,
 }
 
 /// The benchmarks of `memory eval`.

@@ -120,6 +120,9 @@ pub enum CliError {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// `memory serve` could not listen, or stopped on an error.
+    #[error("serve: {0}")]
+    Serve(String),
 }
 
 impl CliError {
@@ -140,9 +143,10 @@ impl CliError {
             | CliError::UnknownCounter { .. }
             | CliError::Counter { .. }
             | CliError::Usage(_) => EXIT_BAD_INPUT,
-            CliError::Replay { .. } | CliError::Report { .. } | CliError::Plot { .. } => {
-                EXIT_FAILURE
-            }
+            CliError::Replay { .. }
+            | CliError::Report { .. }
+            | CliError::Plot { .. }
+            | CliError::Serve(_) => EXIT_FAILURE,
         }
     }
 

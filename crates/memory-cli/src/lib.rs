@@ -39,6 +39,7 @@ pub mod registry;
 pub mod relevance;
 pub mod replay;
 pub mod report;
+pub mod serve;
 pub mod store;
 pub mod summarizer;
 pub mod support;
@@ -47,7 +48,7 @@ pub mod tally;
 
 use memory_core::Budget;
 
-pub use args::{Cli, Command, Eval, LocomoArgs, ReplayArgs, StageArgs};
+pub use args::{Cli, Command, Eval, LocomoArgs, ReplayArgs, ServeArgs, StageArgs};
 pub use error::CliError;
 pub use eval::EvalReport;
 pub use progress::Progress;
@@ -73,6 +74,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             println!("{}", report.summary());
             Ok(())
         }
+        Command::Serve(args) => serve::serve_command(&args).await,
     }
 }
 

@@ -32,6 +32,12 @@ pub async fn open(spec: &str) -> Result<Arc<dyn Store>, CliError> {
             .map(|s| Arc::new(s) as Arc<dyn Store>)
             .map_err(|e| CliError::Usage(format!("--store sqlite:{path}: {e}")));
     }
+    if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+        return PostgresStore::connect(spec)
+            .await
+            .map(|s| Arc::new(s) as Arc<dyn Store>)
+            .map_err(|e| CliError::Usage(format!("--store postgres://...: {e}")));
+    }
     if let Some(url) = spec.strip_prefix("postgres:") {
         return PostgresStore::connect(url)
             .await
@@ -39,6 +45,6 @@ pub async fn open(spec: &str) -> Result<Arc<dyn Store>, CliError> {
             .map_err(|e| CliError::Usage(format!("--store postgres:...: {e}")));
     }
     Err(CliError::Usage(format!(
-        "--store {spec:?}: expected memory, sqlite:PATH or postgres:URL"
+        "--store {spec:?}: expected memory, sqlite:PATH, postgres:URL or postgres://..."
     )))
 }

@@ -1,0 +1,238 @@
+//! [`ServeConfig`]: what the server manages context with, and where it
+//! sends the result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{Store, TokenCounter, TrimStrategy};
+
+/// Builds a fresh pipeline for a new session (a strategy may keep state
+/// from call to call, so sessions do not share one).
+pub type PipelineFactory = Arc<dyn Fn() -> Arc<dyn TrimStrategy> + Send + Sync>;
+
+/// What a summarizing stage's model has done so far, for `/metrics`.
+///
+/// ```
+/// let stats = memory_serve::SummarizerStats { calls: 3, failures: vec![("timeout".into(), 1)] };
+/// assert_eq!(stats.failures[0].1, 1);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummarizerStats {
+    /// Requests sent to the summarizer.
+    pub calls: u64,
+    /// Failed requests, by class name.
+    pub failures: Vec<(String, u64)>,
+}
+
+/// Reads the summarizer's statistics.
+pub type StatsSource = Arc<dyn Fn() -> SummarizerStats + Send + Sync>;
+
+/// How many tokens a call's messages may take.
+///
+/// ```
+/// use memory_serve::BudgetMode;
+/// assert_eq!(BudgetMode::Tokens(4_000).for_call(Some(500)), 4_000);
+/// // A context window leaves room for the reply the request asks for...
+/// assert_eq!(BudgetMode::ContextWindow(8_192).for_call(Some(1_000)), 7_192);
+/// // ... or for a default reply when it asks for none.
+/// assert_eq!(BudgetMode::ContextWindow(8_192).for_call(None), 8_192 - memory_serve::DEFAULT_REPLY_TOKENS);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetMode {
+    /// At most this many tokens of messages, whatever the reply asks for.
+    Tokens(usize),
+    /// The model's context window: the messages get what the reply
+    /// (`max_completion_tokens` or `max_tokens`) leaves.
+    ContextWindow(usize),
+}
+
+/// The room a context window keeps for a reply whose request names no
+/// limit: a long answer or a large tool call fits in it, and it is an
+/// eighth of the default window, so most of the window stays history.
+pub const DEFAULT_REPLY_TOKENS: usize = 1_024;
+
+/// The context window assumed when none is given: what local servers
+/// (llama.cpp, Ollama) commonly load small models with.
+pub const DEFAULT_CONTEXT_WINDOW: usize = 8_192;
+
+/// The fewest tokens a call's messages get, however large the reply the
+/// request asks for: enough for a short question and its task.
+pub const MIN_CALL_BUDGET: usize = 256;
+
+impl BudgetMode {
+    /// The token budget of one call's messages, given the reply limit the
+    /// request names.
+    ///
+    /// ```
+    /// // A reply larger than the window still leaves the minimum.
+    /// assert_eq!(memory_serve::BudgetMode::ContextWindow(1_000).for_call(Some(5_000)), memory_serve::MIN_CALL_BUDGET);
+    /// ```
+    pub fn for_call(self, reply: Option<usize>) -> usize {
+        match self {
+            BudgetMode::Tokens(n) => n,
+            BudgetMode::ContextWindow(window) => window
+                .saturating_sub(reply.unwrap_or(DEFAULT_REPLY_TOKENS))
+                .max(MIN_CALL_BUDGET),
+        }
+    }
+}
+
+/// Everything the server runs with.
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_core::{CharTokenCounter, InMemoryStore, TrimStrategy};
+/// use memory_serve::{BudgetMode, ServeConfig};
+///
+/// let config = ServeConfig::new(
+///     "http://127.0.0.1:8080/v1",
+///     Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn TrimStrategy>),
+///     Arc::new(InMemoryStore::new()),
+/// )
+/// .with_budget(BudgetMode::Tokens(4_000))
+/// .with_counter(Arc::new(CharTokenCounter));
+/// assert_eq!(config.budget, BudgetMode::Tokens(4_000));
+/// ```
+#[derive(Clone)]
+pub struct ServeConfig {
+    /// The upstream's base URL (requests go to `URL/chat/completions`).
+    pub upstream: String,
+    /// Builds each session's pipeline.
+    pub pipeline: PipelineFactory,
+    /// Where sessions are kept.
+    pub store: Arc<dyn Store>,
+    /// The budget of each call's messages.
+    pub budget: BudgetMode,
+    /// The counter the budget is measured with.
+    pub counter: Arc<dyn TokenCounter>,
+    /// Refuse an invalid transcript (an orphaned tool result, an
+    /// unanswered call) instead of repairing it.
+    pub strict: bool,
+    /// The token clients must present; `None`: none is asked.
+    pub token: Option<String>,
+    /// The key sent upstream when the client's own `Authorization` is the
+    /// server's token (or absent).
+    pub upstream_key: Option<String>,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// How long to wait for the upstream to connect.
+    pub connect_timeout: Duration,
+    /// Whether the task (a session's first user request) is in the floor.
+    pub task_floor: bool,
+    /// The summarizer's statistics, for `/metrics`.
+    pub summarizer_stats: Option<StatsSource>,
+    /// The most sessions kept loaded in the process; others are read from
+    /// the store when they come back.
+    pub max_loaded_sessions: usize,
+}
+
+/// The default limit on a request body: a long agent session with large
+/// tool outputs, sent whole, stays well under it.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The default number of sessions kept loaded.
+pub const DEFAULT_LOADED_SESSIONS: usize = 4_096;
+
+impl ServeConfig {
+    /// A configuration with the defaults: a context window of
+    /// [`DEFAULT_CONTEXT_WINDOW`], the chars counter (the `memory serve`
+    /// command defaults to cl100k), repair of invalid transcripts, no
+    /// token, the task in the floor.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// let config = memory_serve::ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()));
+    /// assert!(!config.strict && config.token.is_none());
+    /// ```
+    pub fn new(
+        upstream: impl Into<String>,
+        pipeline: PipelineFactory,
+        store: Arc<dyn Store>,
+    ) -> Self {
+        Self {
+            upstream: upstream.into().trim_end_matches('/').to_string(),
+            pipeline,
+            store,
+            budget: BudgetMode::ContextWindow(DEFAULT_CONTEXT_WINDOW),
+            counter: Arc::new(memory_core::CharTokenCounter),
+            strict: false,
+            token: None,
+            upstream_key: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            connect_timeout: Duration::from_secs(10),
+            task_floor: true,
+            summarizer_stats: None,
+            max_loaded_sessions: DEFAULT_LOADED_SESSIONS,
+        }
+    }
+
+    /// Sets the budget.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// let config = memory_serve::ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()))
+    ///     .with_budget(memory_serve::BudgetMode::Tokens(100));
+    /// assert_eq!(config.budget.for_call(None), 100);
+    /// ```
+    pub fn with_budget(mut self, budget: BudgetMode) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Sets the counter.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// let config = memory_serve::ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()))
+    ///     .with_counter(Arc::new(memory_core::CharTokenCounter));
+    /// # let _ = config;
+    /// ```
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// Asks clients for `token`.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// let config = memory_serve::ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()))
+    ///     .with_token(Some("s3cret".into()));
+    /// assert!(config.token.is_some());
+    /// ```
+    pub fn with_token(mut self, token: Option<String>) -> Self {
+        self.token = token.filter(|t| !t.is_empty());
+        self
+    }
+
+    /// Refuses invalid transcripts instead of repairing them.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// let config = memory_serve::ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()))
+    ///     .with_strict(true);
+    /// assert!(config.strict);
+    /// ```
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+}
+
+impl std::fmt::Debug for ServeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeConfig")
+            .field("upstream", &self.upstream)
+            .field("budget", &self.budget)
+            .field("strict", &self.strict)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("upstream_key", &self.upstream_key.as_ref().map(|_| "<set>"))
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,190 @@
+//! [`ApiError`]: a failed request, answered in OpenAI's error shape.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// A request the server refuses or cannot complete, with the status an
+/// OpenAI client expects and a body naming the problem:
+/// `{"error": {"message", "type", "param", "code"}}`.
+///
+/// ```
+/// use memory_serve::ApiError;
+/// let e = ApiError::bad_request("message 2: field `role`: is missing", Some("messages[2].role"));
+/// assert_eq!(e.status().as_u16(), 400);
+/// assert_eq!(e.body()["error"]["param"], "messages[2].role");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    code: &'static str,
+    message: String,
+    param: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &'static str, code: &'static str, message: String) -> Self {
+        Self {
+            status,
+            kind,
+            code,
+            message,
+            param: None,
+        }
+    }
+
+    /// 400: the request is malformed (bad JSON, a field of the wrong
+    /// shape, an invalid transcript); `param` names the field at fault.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::bad_request("no messages", None).status(), 400);
+    /// ```
+    pub fn bad_request(message: impl Into<String>, param: Option<&str>) -> Self {
+        let mut e = Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_request",
+            message.into(),
+        );
+        e.param = param.map(str::to_string);
+        e
+    }
+
+    /// 413: the body is over the server's size limit.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::too_large(1024).status(), 413);
+    /// ```
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            format!(
+                "the request body is over the server's limit of {limit} bytes (--max-body-bytes)"
+            ),
+        )
+    }
+
+    /// 401: a token is required and the request has none, or a wrong one.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::unauthorized().status(), 401);
+    /// ```
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "invalid_token",
+            "this server requires its token: send `Authorization: Bearer <MEMORY_SERVE_TOKEN>` or `X-Memory-Token: <MEMORY_SERVE_TOKEN>`".into(),
+        )
+    }
+
+    /// 404: no such session.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::no_session("s1").status(), 404);
+    /// ```
+    pub fn no_session(id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "session_not_found",
+            format!("no session `{id}` is stored"),
+        )
+    }
+
+    /// 502: the upstream could not be reached or broke off.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::upstream("connection refused").status(), 502);
+    /// ```
+    pub fn upstream(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::BAD_GATEWAY,
+            "upstream_error",
+            "upstream_unreachable",
+            message.into(),
+        )
+    }
+
+    /// 500: the server failed (its store, its counter, a strategy).
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::internal("store backend failed").status(), 500);
+    /// ```
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "server_error",
+            "memory_error",
+            message.into(),
+        )
+    }
+
+    /// The HTTP status.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::too_large(1).status().as_u16(), 413);
+    /// ```
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// What is wrong, in words.
+    ///
+    /// ```
+    /// assert!(memory_serve::ApiError::no_session("s").message().contains("`s`"));
+    /// ```
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The JSON body.
+    ///
+    /// ```
+    /// let body = memory_serve::ApiError::upstream("down").body();
+    /// assert_eq!(body["error"]["type"], "upstream_error");
+    /// ```
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {
+            "message": self.message,
+            "type": self.kind,
+            "param": self.param,
+            "code": self.code,
+        }})
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<memory_core::MemoryError> for ApiError {
+    fn from(e: memory_core::MemoryError) -> Self {
+        Self::internal(e.to_string())
+    }
+}
+
+impl From<memory_core::StoreError> for ApiError {
+    fn from(e: memory_core::StoreError) -> Self {
+        Self::internal(e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.body()).unwrap_or_default();
+        (
+            self.status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    }
+}

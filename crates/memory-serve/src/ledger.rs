@@ -1,0 +1,170 @@
+//! [`Ledger`]: where the server keeps, in the sessions' own [`Store`], which
+//! session each history belongs to, and each session's head.
+//!
+//! Both live as small sessions of the store, so every store (in-memory,
+//! SQLite, PostgreSQL) holds them with no schema of its own, and every
+//! replica over one store sees them:
+//!
+//! - `memory-serve/prefix/<link>`: the session whose history, up to some
+//!   length, ends at that link of the [`Chain`]: one JSON system message
+//!   `{"session", "length"}`. The first one appended wins.
+//! - `memory-serve/head/<session>`: the session's head, a [`Head`],
+//!   rewritten with [`Store::replace_view`] against the version read, so
+//!   that two replicas writing one head at once find out.
+
+use std::sync::Arc;
+
+use memory_core::{Message, Store, StoreError, StoredMessage, Version};
+use serde::{Deserialize, Serialize};
+
+use crate::{CallReport, Chain};
+
+/// What sessions of the server are named with, which no client may use.
+pub const RESERVED_PREFIX: &str = "memory-serve/";
+
+/// A session's head: how long its history is, the link it ends at, its
+/// tokens, and the report of its last call.
+///
+/// ```
+/// let head = memory_serve::Head::default();
+/// assert_eq!(head.length, 0);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Head {
+    /// Messages in the history.
+    pub length: usize,
+    /// The history's last link, in hex.
+    pub link: String,
+    /// Tokens of the whole history, by the server's counter.
+    pub history_tokens: usize,
+    /// The report of the session's last call, if any.
+    pub last_call: Option<CallReport>,
+}
+
+/// An entry of the prefix index.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    session: String,
+    length: usize,
+}
+
+/// The prefix index and the heads, over a [`Store`].
+#[derive(Clone)]
+pub(crate) struct Ledger {
+    store: Arc<dyn Store>,
+}
+
+fn prefix_key(link: &Chain) -> String {
+    format!("{RESERVED_PREFIX}prefix/{}", link.to_hex())
+}
+
+fn head_key(session: &str) -> String {
+    format!("{RESERVED_PREFIX}head/{session}")
+}
+
+fn record(value: &impl Serialize) -> Vec<StoredMessage> {
+    let text = serde_json::to_string(value).unwrap_or_default();
+    vec![StoredMessage::new(Message::system(text), 0, true)]
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(stored: &[StoredMessage]) -> Option<T> {
+    match stored.first().map(|s| &s.message) {
+        Some(Message::System(text)) => serde_json::from_str(text).ok(),
+        _ => None,
+    }
+}
+
+impl Ledger {
+    pub(crate) fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+
+    /// The session and length that `link` ends, if any history does.
+    pub(crate) async fn find(&self, link: &Chain) -> Result<Option<(String, usize)>, StoreError> {
+        let snapshot = self.store.load(&prefix_key(link)).await?;
+        Ok(parse::<Entry>(&snapshot.messages).map(|e| (e.session, e.length)))
+    }
+
+    /// Notes that `session`'s history of `length` messages ends at `link`.
+    pub(crate) async fn note(
+        &self,
+        link: &Chain,
+        session: &str,
+        length: usize,
+    ) -> Result<(), StoreError> {
+        let entry = Entry {
+            session: session.to_string(),
+            length,
+        };
+        self.store.append(&prefix_key(link), record(&entry)).await?;
+        Ok(())
+    }
+
+    /// The session's head and the version it was read at; `None` for a
+    /// session with no head.
+    pub(crate) async fn head(&self, session: &str) -> Result<Option<(Head, Version)>, StoreError> {
+        let snapshot = self.store.load(&head_key(session)).await?;
+        Ok(parse::<Head>(&snapshot.messages).map(|h| (h, snapshot.version)))
+    }
+
+    /// Writes the head over the one read at `read` (`None`: there was
+    /// none); returns the new version.
+    ///
+    /// A [`StoreError::Conflict`] says another replica wrote it first.
+    pub(crate) async fn set_head(
+        &self,
+        session: &str,
+        head: &Head,
+        read: Option<Version>,
+    ) -> Result<Version, StoreError> {
+        let key = head_key(session);
+        match read {
+            Some(version) => self.store.replace_view(&key, version, record(head)).await,
+            None => {
+                let version = self.store.append(&key, record(head)).await?;
+                if version != 1 {
+                    // Another replica created it in the meantime.
+                    return Err(StoreError::Conflict {
+                        session: key,
+                        expected: 0,
+                        actual: version,
+                    });
+                }
+                Ok(version)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::InMemoryStore;
+
+    #[tokio::test]
+    async fn the_first_note_wins_and_heads_are_compared_and_set() {
+        let ledger = Ledger::new(Arc::new(InMemoryStore::new()));
+        let link = Chain::START.then(&Message::user("hi"));
+        assert_eq!(ledger.find(&link).await.unwrap(), None);
+        ledger.note(&link, "a", 1).await.unwrap();
+        ledger.note(&link, "b", 1).await.unwrap();
+        assert_eq!(ledger.find(&link).await.unwrap(), Some(("a".into(), 1)));
+
+        assert!(ledger.head("a").await.unwrap().is_none());
+        let head = Head {
+            length: 1,
+            link: link.to_hex(),
+            history_tokens: 1,
+            last_call: None,
+        };
+        let v = ledger.set_head("a", &head, None).await.unwrap();
+        assert_eq!(ledger.head("a").await.unwrap(), Some((head.clone(), v)));
+        let v2 = ledger.set_head("a", &head, Some(v)).await.unwrap();
+        assert!(matches!(
+            ledger.set_head("a", &head, Some(v)).await,
+            Err(StoreError::Conflict { .. })
+        ));
+        assert!(v2 > v);
+        assert!(ledger.set_head("a", &head, None).await.is_err());
+    }
+}

@@ -1,0 +1,60 @@
+//! `memory serve`: an OpenAI-compatible server that manages every
+//! session's context for any client.
+//!
+//! A client (any language, any agent) points its base URL at the server
+//! and goes on sending Chat Completions requests as it did. The server
+//! finds each request's session by the history it sends (or by the
+//! `X-Memory-Session` header), records what is new in a [`Store`], fits
+//! the session to the budget with its pipeline, sends that upstream with
+//! every other field of the request untouched, and records the reply,
+//! streamed or not, once it is complete.
+//!
+//! | item | what it is |
+//! |---|---|
+//! | [`router`], [`serve`] | the routes, and running them on a listener |
+//! | [`ServeConfig`], [`BudgetMode`], [`PipelineFactory`], [`SummarizerStats`] | what the server runs with |
+//! | [`ChatCall`] | a chat-completions request, decoded |
+//! | [`Chain`] | the hash chain that matches a history to its session |
+//! | [`Head`] | a session's head as the store keeps it |
+//! | [`CallReport`], [`Admission`] | what one call sent upstream, and how it found its session |
+//! | [`reply_of`], [`StreamedReply`] | the reply to record, from a body or a stream |
+//! | [`Metrics`] | what `GET /metrics` shows |
+//! | [`ApiError`] | a refused or failed request, in OpenAI's error shape |
+//! | `test_util` (feature `test-util`) | `ScriptedUpstream`, a chat-completions server on loopback whose model is a script |
+//!
+//! Routes: `POST /v1/chat/completions`, `GET /v1/models` (passed
+//! through), `GET /v1/memory/sessions/{id}` (the stored view, the history
+//! length and the last call's report), `GET /healthz`, `GET /metrics`.
+//!
+//! [`Store`]: memory_core::Store
+
+mod auth;
+mod chain;
+mod config;
+mod error;
+mod ledger;
+mod metrics;
+mod reply;
+mod report;
+mod request;
+mod server;
+mod sessions;
+mod stream;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
+mod transcript;
+
+pub use auth::TOKEN_HEADER;
+pub use chain::Chain;
+pub use config::{
+    BudgetMode, DEFAULT_CONTEXT_WINDOW, DEFAULT_LOADED_SESSIONS, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig, StatsSource,
+    SummarizerStats,
+};
+pub use error::ApiError;
+pub use ledger::{Head, RESERVED_PREFIX};
+pub use metrics::Metrics;
+pub use reply::{StreamedReply, reply_of};
+pub use report::{Admission, CallReport};
+pub use request::ChatCall;
+pub use server::{SESSION_HEADER, router, serve};

@@ -1,0 +1,437 @@
+//! The routes: [`router`] builds them, [`serve`] runs them on a listener.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use memory_core::{Message, openai_wire};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::sessions::{Admitted, Sessions, Slot};
+use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of, stream};
+
+/// The header a client names its session with.
+pub const SESSION_HEADER: &str = "x-memory-session";
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    pub(crate) config: ServeConfig,
+    pub(crate) sessions: Sessions,
+    pub(crate) http: reqwest::Client,
+    pub(crate) metrics: Metrics,
+}
+
+/// The server's routes over `config`: `POST /v1/chat/completions`,
+/// `GET /v1/models`, `GET /v1/memory/sessions/{id}`, `GET /healthz` and
+/// `GET /metrics`.
+///
+/// # Errors
+///
+/// The HTTP client for the upstream cannot be built (no TLS roots).
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_core::{InMemoryStore, TrimStrategy};
+/// let config = memory_serve::ServeConfig::new(
+///     "http://127.0.0.1:8080/v1",
+///     Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn TrimStrategy>),
+///     Arc::new(InMemoryStore::new()),
+/// );
+/// let app = memory_serve::router(config).unwrap();
+/// # let _ = app;
+/// ```
+pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
+    let http = reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .build()
+        .map_err(|e| ApiError::internal(format!("cannot build the upstream client: {e}")))?;
+    let state = Arc::new(AppState {
+        sessions: Sessions::new(&config),
+        metrics: Metrics::new(config.summarizer_stats.clone()),
+        http,
+        config,
+    });
+    Ok(Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/v1/memory/sessions/{id}", get(session))
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state))
+}
+
+/// Serves [`router`] on `listener` until `shutdown` completes.
+///
+/// # Errors
+///
+/// The router cannot be built, or the listener fails.
+pub async fn serve(
+    listener: TcpListener,
+    config: ServeConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(config).map_err(|e| std::io::Error::other(e.to_string()))?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn healthz() -> Response {
+    ([(CONTENT_TYPE, "application/json")], r#"{"status":"ok"}"#).into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if let Err(e) = auth::check(&state.config, &headers) {
+        return e.into_response();
+    }
+    (
+        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let response = match forward_models(&state, &headers).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    state
+        .metrics
+        .count_request("models", response.status().as_u16());
+    response
+}
+
+async fn forward_models(state: &AppState, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let authorization = auth::upstream_authorization(&state.config, headers)?;
+    let url = format!("{}/models", state.config.upstream);
+    let mut request = state.http.get(&url);
+    if let Some(a) = authorization {
+        request = request.header(AUTHORIZATION, a);
+    }
+    let upstream = request
+        .send()
+        .await
+        .map_err(|e| unreachable_upstream(state, &e))?;
+    let status = upstream.status();
+    let content_type = upstream.headers().get(CONTENT_TYPE).cloned();
+    let body = upstream
+        .bytes()
+        .await
+        .map_err(|e| unreachable_upstream(state, &e))?;
+    Ok(passed_through(status, content_type, body, HeaderMap::new()))
+}
+
+async fn session(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let response = match inspect(&state, &id, &headers).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    state
+        .metrics
+        .count_request("session", response.status().as_u16());
+    response
+}
+
+async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+    auth::check(&state.config, headers)?;
+    let Some(mut slot) = state.sessions.inspect(id).await? else {
+        return Err(ApiError::no_session(id));
+    };
+    let view = state.sessions.memory_view(&mut slot).await?;
+    let view: Vec<_> = view
+        .iter()
+        .map(|s| {
+            json!({
+                "message": openai_wire::message_to_value(&s.message),
+                "tokens": s.tokens,
+                "protected": s.protected,
+            })
+        })
+        .collect();
+    let body = json!({
+        "session": slot.id,
+        "history_length": slot.length,
+        "history_tokens": slot.history_tokens,
+        "view_length": view.len(),
+        "view": view,
+        "last_call": slot.last_call,
+    });
+    Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
+}
+
+async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    let response = match admit_call(state.clone(), headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    state
+        .metrics
+        .count_request("chat", response.status().as_u16());
+    response
+}
+
+/// Reads and checks the request, then runs the call as a task of its
+/// own, so that a client that goes away does not cut it in half.
+async fn admit_call(
+    state: Arc<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let started = Instant::now();
+    let authorization = auth::upstream_authorization(&state.config, &headers)?;
+    let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
+    let mut call = ChatCall::decode(&bytes)?;
+    let messages =
+        crate::transcript::prepare(std::mem::take(&mut call.messages), state.config.strict)?;
+    let named = session_header(&headers)?;
+    let call = Call {
+        call,
+        messages,
+        named,
+        authorization,
+        started,
+    };
+    tokio::spawn(exchange(state, call))
+        .await
+        .map_err(|e| ApiError::internal(format!("the call failed: {e}")))?
+}
+
+/// A checked request, on its way upstream.
+struct Call {
+    call: ChatCall,
+    messages: Vec<Message>,
+    named: Option<String>,
+    authorization: Option<HeaderValue>,
+    started: Instant,
+}
+
+/// Records the request in its session, fits the session, sends it
+/// upstream and records the reply.
+async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError> {
+    let sessions = &state.sessions;
+    let admitted = match &call.named {
+        Some(id) => sessions.admit_named(id, &call.messages).await?,
+        None => sessions.admit_history(&call.messages).await?,
+    };
+    let (mut slot, report, context) = fit(&state, admitted, &call).await?;
+    let headers = memory_headers(&slot, &report);
+    let own = call.started.elapsed();
+    let sent = Instant::now();
+    let mut request = state
+        .http
+        .post(format!("{}/chat/completions", state.config.upstream))
+        .json(&call.call.upstream_body(&context));
+    if let Some(a) = &call.authorization {
+        request = request.header(AUTHORIZATION, a.clone());
+    }
+    let upstream = request.send().await;
+    state.metrics.observe_upstream(sent.elapsed());
+    let mut report = report;
+    let upstream = match upstream {
+        Ok(u) => u,
+        Err(e) => {
+            close(&state, &mut slot, report, own).await;
+            return Ok(error_response(unreachable_upstream(&state, &e), headers));
+        }
+    };
+    report.upstream_status = Some(upstream.status().as_u16());
+    if call.call.stream && upstream.status().is_success() && is_event_stream(&upstream) {
+        slot.last_call = Some(report);
+        state.metrics.observe_own(own);
+        return Ok(stream::back(state.clone(), slot, upstream, headers));
+    }
+    answer(&state, slot, report, upstream, headers, own).await
+}
+
+/// Fits the admitted session to the call's budget and measures it.
+async fn fit(
+    state: &AppState,
+    admitted: Admitted,
+    call: &Call,
+) -> Result<(tokio::sync::OwnedMutexGuard<Slot>, CallReport, Vec<Message>), ApiError> {
+    let Admitted {
+        mut slot,
+        admission,
+        new_messages,
+    } = admitted;
+    let budget = state.config.budget.for_call(call.call.max_tokens);
+    let result = state.sessions.fit(&mut slot, budget).await?;
+    let (tokens_in, messages_in) = state.sessions.view_size(&mut slot);
+    let mut report = CallReport::measure(&result, &slot.last_context, &slot.last_counts);
+    report.turn = slot.length;
+    report.admission = Some(admission);
+    report.new_messages = new_messages;
+    report.history_tokens = slot.history_tokens;
+    report.tokens_in = tokens_in;
+    report.messages_in = messages_in;
+    report.budget = budget;
+    report.tokens_saved = slot.history_tokens.saturating_sub(report.tokens_out);
+    report.latency_us = call.started.elapsed().as_micros() as u64;
+    state.metrics.count_call(&report);
+    slot.last_counts = result.counts;
+    slot.last_context = result.messages.clone();
+    Ok((slot, report, result.messages))
+}
+
+/// A non-streamed answer: recorded, then passed back.
+async fn answer(
+    state: &AppState,
+    mut slot: tokio::sync::OwnedMutexGuard<Slot>,
+    report: CallReport,
+    upstream: reqwest::Response,
+    mut headers: HeaderMap,
+    own: Duration,
+) -> Result<Response, ApiError> {
+    let status = upstream.status();
+    let content_type = upstream.headers().get(CONTENT_TYPE).cloned();
+    let body = match upstream.bytes().await {
+        Ok(b) => b,
+        Err(e) => {
+            close(state, &mut slot, report, own).await;
+            return Ok(error_response(unreachable_upstream(state, &e), headers));
+        }
+    };
+    let after = Instant::now();
+    if status.is_success() {
+        match reply_of(&body) {
+            Some(reply) => {
+                if let Err(e) = state.sessions.record_reply(&mut slot, reply).await {
+                    tracing::warn!(session = %slot.id, error = %e, "cannot record the reply; the next request records it");
+                }
+            }
+            None => {
+                tracing::warn!(session = %slot.id, "the upstream's answer has no assistant message to record")
+            }
+        }
+    }
+    let own = own + after.elapsed();
+    close(state, &mut slot, report, own).await;
+    let own = own + after.elapsed();
+    if let Ok(v) = HeaderValue::from_str(&own.as_micros().to_string()) {
+        headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);
+    }
+    Ok(passed_through(status, content_type, body, headers))
+}
+
+/// Ends a call: its report and the session's head written.
+async fn close(state: &AppState, slot: &mut Slot, report: CallReport, own: Duration) {
+    slot.last_call = Some(report);
+    state.sessions.finish(slot).await;
+    state.metrics.observe_own(own);
+}
+
+/// The upstream's status and body as they came, with the memory headers.
+fn passed_through(
+    status: reqwest::StatusCode,
+    content_type: Option<HeaderValue>,
+    body: Bytes,
+    mut headers: HeaderMap,
+) -> Response {
+    if let Some(t) = content_type {
+        headers.insert(CONTENT_TYPE, t);
+    }
+    let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    (status, headers, body).into_response()
+}
+
+/// An error's response, with the memory headers of the call it ended.
+fn error_response(e: ApiError, headers: HeaderMap) -> Response {
+    let mut response = e.into_response();
+    response.headers_mut().extend(headers);
+    response
+}
+
+fn unreachable_upstream(state: &AppState, e: &reqwest::Error) -> ApiError {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "cannot be reached"
+    } else {
+        "broke off"
+    };
+    ApiError::upstream(format!(
+        "the upstream {} {what}: {}",
+        state.config.upstream,
+        error_chain(e)
+    ))
+}
+
+/// An error and its causes, on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn is_event_stream(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// The headers every chat response carries.
+fn memory_headers(slot: &Slot, report: &CallReport) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    let mut put = |name: &'static str, value: String| {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), v);
+        }
+    };
+    put(SESSION_HEADER, slot.id.clone());
+    put("x-memory-tokens", report.tokens_out.to_string());
+    put("x-memory-fits", report.fits.to_string());
+    put("x-memory-history-tokens", report.history_tokens.to_string());
+    if let Some(a) = report.admission {
+        put("x-memory-admission", a.as_str().to_string());
+    }
+    headers
+}
+
+/// The session the client names, if it does.
+fn session_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    match headers.get(SESSION_HEADER) {
+        None => Ok(None),
+        Some(v) => v.to_str().map(|s| Some(s.trim().to_string())).map_err(|_| {
+            ApiError::bad_request("header `X-Memory-Session` is not visible ASCII", None)
+        }),
+    }
+}
+
+/// The body, refused past `limit` bytes.
+async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::too_large(limit));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if error_chain(&e).contains("length limit") {
+            ApiError::too_large(limit)
+        } else {
+            ApiError::bad_request(format!("cannot read the body: {e}"), None)
+        }
+    })
+}

@@ -1,0 +1,278 @@
+//! [`ScriptedUpstream`]: a real chat-completions server on loopback whose
+//! model is a script, for tests and benchmarks of the server (feature
+//! `test-util`).
+//!
+//! The script plays an agent that works through a task in steps: a user
+//! message that says "in N steps" gets a call to the `step` tool for step
+//! 1; a tool result that starts "step K of N" gets the call for step K+1
+//! (two parallel calls every fifth step), and after step N a closing
+//! answer. Any other user message is echoed. A request whose `model` is
+//! `fail-429` gets a 429 with a body of its own. Every request body and
+//! its `Authorization` header are kept for the test to look at.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header::AUTHORIZATION, header::CONTENT_TYPE};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use memory_core::{Message, ToolCall, openai_wire};
+use serde_json::{Value, json};
+
+/// A request the upstream received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The body.
+    pub body: Value,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
+}
+
+#[derive(Clone)]
+struct Script {
+    delay: Duration,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+/// The scripted upstream, serving until dropped.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let upstream = memory_serve::test_util::ScriptedUpstream::start(std::time::Duration::ZERO).await.unwrap();
+/// assert!(upstream.url().starts_with("http://127.0.0.1:"));
+/// assert!(upstream.received().is_empty());
+/// # });
+/// ```
+pub struct ScriptedUpstream {
+    url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for ScriptedUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ScriptedUpstream {
+    /// Starts on a free loopback port; each answer comes after `delay`.
+    ///
+    /// # Errors
+    ///
+    /// No loopback port could be bound.
+    pub async fn start(delay: Duration) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/v1", listener.local_addr()?);
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .route("/v1/models", get(models))
+            .with_state(Script {
+                delay,
+                received: received.clone(),
+            });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self {
+            url,
+            received,
+            task,
+        })
+    }
+
+    /// The base URL (`http://127.0.0.1:PORT/v1`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Every request received so far.
+    pub fn received(&self) -> Vec<Received> {
+        self.received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+async fn models() -> Response {
+    (
+        [(CONTENT_TYPE, "application/json")],
+        json!({"object": "list", "data": [{"id": "scripted", "object": "model", "owned_by": "tests"}]})
+            .to_string(),
+    )
+        .into_response()
+}
+
+async fn completions(State(script): State<Script>, headers: HeaderMap, body: String) -> Response {
+    let Ok(body) = serde_json::from_str::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, "not JSON").into_response();
+    };
+    script
+        .received
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Received {
+            body: body.clone(),
+            authorization: headers
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+        });
+    if body["model"] == "fail-429" {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(CONTENT_TYPE, "application/json")],
+            r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
+        )
+            .into_response();
+    }
+    tokio::time::sleep(script.delay).await;
+    let messages = openai_wire::from_value(&body["messages"]).unwrap_or_default();
+    let reply = next_step(&messages);
+    if body["stream"] == true {
+        streamed(&reply)
+    } else {
+        let message = openai_wire::message_to_value(&reply);
+        let finish = if reply.tool_calls().is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        };
+        (
+            [(CONTENT_TYPE, "application/json")],
+            json!({
+                "id": "cmpl-1", "object": "chat.completion", "created": 0, "model": "scripted",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            })
+            .to_string(),
+        )
+            .into_response()
+    }
+}
+
+/// The reply as server-sent events: the text in two pieces, each call's
+/// name and arguments in two.
+fn streamed(reply: &Message) -> Response {
+    let mut events = Vec::new();
+    let chunk = |delta: Value, finish: Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "cmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "scripted",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    events.push(chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    ));
+    let text = reply.text();
+    let half = text
+        .char_indices()
+        .nth(text.chars().count() / 2)
+        .map_or(0, |(i, _)| i);
+    for piece in [&text[..half], &text[half..]] {
+        if !piece.is_empty() {
+            events.push(chunk(json!({"content": piece}), Value::Null));
+        }
+    }
+    for (i, call) in reply.tool_calls().iter().enumerate() {
+        let cut = call.arguments.len() / 2;
+        let cut = (0..=cut)
+            .rev()
+            .find(|&c| call.arguments.is_char_boundary(c))
+            .unwrap_or(0);
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": call.id, "type": "function",
+                   "function": {"name": call.name, "arguments": &call.arguments[..cut]}}]}),
+            Value::Null,
+        ));
+        events.push(chunk(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": &call.arguments[cut..]}}]}),
+            Value::Null,
+        ));
+    }
+    let finish = if reply.tool_calls().is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    events.push(chunk(json!({}), json!(finish)));
+    events.push("data: [DONE]\n\n".to_string());
+    let stream = futures::stream::iter(events.into_iter().map(Ok::<_, std::io::Error>));
+    (
+        [(CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// What the scripted agent does next, given the context it was sent.
+///
+/// ```
+/// use memory_core::Message;
+/// use memory_serve::test_util::next_step;
+/// let first = next_step(&[Message::user("Do the task in 3 steps.")]);
+/// assert_eq!(first.tool_calls()[0].arguments, r#"{"step":1,"of":3}"#);
+/// let last = next_step(&[Message::tool_result("c", "step 3 of 3: done")]);
+/// assert!(last.tool_calls().is_empty());
+/// ```
+pub fn next_step(messages: &[Message]) -> Message {
+    let Some(last) = messages.last() else {
+        return Message::assistant("Nothing to do.");
+    };
+    let text = last.text();
+    if let Some((k, n)) = step_of(&text).filter(|_| last.is_tool_result()) {
+        if k >= n {
+            return Message::assistant(format!("All {n} steps are done."));
+        }
+        return calls(k + 1, n);
+    }
+    if let Some(n) = steps_asked(&text) {
+        return calls(1, n);
+    }
+    Message::assistant(format!(
+        "echo: {}",
+        text.chars().take(80).collect::<String>()
+    ))
+}
+
+fn calls(step: usize, of: usize) -> Message {
+    let args = format!(r#"{{"step":{step},"of":{of}}}"#);
+    let mut calls = vec![ToolCall::new(
+        format!("call_{step}_a"),
+        "step",
+        args.clone(),
+    )];
+    if step.is_multiple_of(5) {
+        calls.push(ToolCall::new(format!("call_{step}_b"), "step", args));
+    }
+    Message::assistant_with_tools(format!("Working on step {step}."), calls)
+}
+
+/// "step K of N" at the start of a tool result.
+fn step_of(text: &str) -> Option<(usize, usize)> {
+    let rest = text.strip_prefix("step ")?;
+    let (k, rest) = rest.split_once(" of ")?;
+    let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((k.trim().parse().ok()?, n.parse().ok()?))
+}
+
+/// "in N steps" anywhere in a request.
+fn steps_asked(text: &str) -> Option<usize> {
+    let at = text.find(" steps")?;
+    let digits: String = text[..at]
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    digits.parse().ok()
+}

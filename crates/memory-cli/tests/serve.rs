@@ -1,0 +1,163 @@
+//! `memory serve` as a process: killed mid-session and started again over
+//! its SQLite file, and two servers over one PostgreSQL taking turns with
+//! one session. The upstream is a scripted chat-completions server on
+//! loopback; the client is an agent loop that sends its whole history.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use memory_core::test_util::POSTGRES;
+use memory_core::{Message, Store, openai_wire};
+use memory_serve::test_util::ScriptedUpstream;
+use serde_json::{Value, json};
+
+/// A `memory serve` process, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts `memory serve` on a free loopback port and waits until it
+    /// listens.
+    fn start(upstream: &str, store: &str) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memory"))
+            .args(["serve", "--upstream", upstream, "--store", store])
+            .args(["--listen", "127.0.0.1:0", "--pipeline", "compact,thrift"])
+            .args(["--counter", "chars", "--budget", "2000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("memory serve ended before it listened")
+                .unwrap();
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                break rest.split(',').next().unwrap().to_string();
+            }
+        };
+        // Keep draining its stderr so that it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, url }
+    }
+
+    /// SIGKILL: no chance to flush or say goodbye.
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// One call of the agent loop: the whole history goes to `server`; the
+/// reply and its tool results are appended. Returns the session and how
+/// the server found it, or `None` once the agent is done.
+async fn step(server: &Server, history: &mut Vec<Message>) -> Option<(String, String)> {
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.url))
+        .json(&json!({"model": "m", "messages": openai_wire::to_value(history)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let header = |name: &str| response.headers()[name].to_str().unwrap().to_string();
+    let found = (header("x-memory-session"), header("x-memory-admission"));
+    let body: Value = response.json().await.unwrap();
+    let reply = openai_wire::message_from_value(&body["choices"][0]["message"], 0).unwrap();
+    let calls = reply.tool_calls().to_vec();
+    history.push(reply);
+    if calls.is_empty() {
+        return None;
+    }
+    for call in calls {
+        let args: Value = serde_json::from_str(&call.arguments).unwrap();
+        let output = format!(
+            "step {} of {}: {}",
+            args["step"],
+            args["of"],
+            "the output of this step, line by line; ".repeat(30)
+        );
+        history.push(Message::tool_result(call.id, output));
+    }
+    Some(found)
+}
+
+/// A task no earlier run has sent (the stores outlive a run).
+fn task(steps: usize) -> Vec<Message> {
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    vec![
+        Message::system("You are a careful agent."),
+        Message::user(format!(
+            "Run {nonce}: work through the task in {steps} steps."
+        )),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_session_goes_on_with_it_after_a_restart() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("serve.db").display());
+    let mut history = task(16);
+    let first = Server::start(upstream.url(), &store);
+    let mut session = String::new();
+    for _ in 0..8 {
+        session = step(&first, &mut history).await.unwrap().0;
+    }
+    first.kill();
+    let second = Server::start(upstream.url(), &store);
+    while let Some((id, admission)) = step(&second, &mut history).await {
+        assert_eq!(
+            (id.as_str(), admission.as_str()),
+            (session.as_str(), "continued")
+        );
+    }
+    assert!(history.last().unwrap().text().contains("All 16 steps"));
+    drop(second);
+    let stored = memory_sqlite::SqliteStore::open(dir.path().join("serve.db"))
+        .unwrap()
+        .history(&session)
+        .await
+        .unwrap();
+    assert_eq!(stored, history, "every message acknowledged, once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_over_one_postgresql_share_a_session() {
+    let Some(url) = POSTGRES.value() else {
+        return;
+    };
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let servers = [
+        Server::start(upstream.url(), &url),
+        Server::start(upstream.url(), &url),
+    ];
+    let mut history = task(24);
+    let mut sessions = Vec::new();
+    let mut turn = 0;
+    while let Some((id, _)) = step(&servers[turn % 2], &mut history).await {
+        sessions.push(id);
+        turn += 1;
+    }
+    assert!(history.last().unwrap().text().contains("All 24 steps"));
+    assert!(sessions.iter().all(|s| *s == sessions[0]), "{sessions:?}");
+    let store = memory_postgres::PostgresStore::connect(&url).await.unwrap();
+    assert_eq!(
+        store.history(&sessions[0]).await.unwrap(),
+        history,
+        "every message once"
+    );
+}

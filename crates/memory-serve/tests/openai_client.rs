@@ -1,0 +1,191 @@
+//! A real client through the server: the `openai` Python package (from
+//! PyPI, in a virtual environment this test makes) runs a 40-step
+//! tool-calling agent loop, streamed and not, through `memory serve` with
+//! `compact,thrift` over SQLite, to a scripted upstream on loopback that
+//! keeps every request it gets.
+//!
+//! Without Python or PyPI the test says so and passes; under CI (the `CI`
+//! variable set) it fails instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_compact::Compact;
+use memory_core::{
+    CharTokenCounter, Message, Pipeline, Store, TrimStrategy, count_messages, openai_wire, summary,
+    validate,
+};
+use memory_serve::test_util::ScriptedUpstream;
+use memory_serve::{BudgetMode, ServeConfig};
+use memory_sqlite::SqliteStore;
+use memory_summarize::ExtractiveSummarizer;
+use memory_thrift::Thrift;
+use serde_json::Value;
+
+const BUDGET: usize = 2_000;
+const STEPS: usize = 40;
+
+/// The venv's python with `openai` installed, made once per target dir.
+fn python() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("openai-venv");
+    let python = dir.join("bin").join("python");
+    let has_openai = |p: &Path| {
+        Command::new(p)
+            .args(["-c", "import openai"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if has_openai(&python) {
+        return Some(python);
+    }
+    let made = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    let installed = made
+        && Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "openai",
+            ])
+            .status()
+            .is_ok_and(|s| s.success());
+    if installed && has_openai(&python) {
+        return Some(python);
+    }
+    let why = "cannot make a virtual environment with the `openai` package (python3 -m venv, pip install openai)";
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+async fn start(config: ServeConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(memory_serve::serve(
+        listener,
+        config,
+        std::future::pending(),
+    ));
+    format!("http://{addr}/v1")
+}
+
+/// Runs the agent loop; the client's conversation and the session of each
+/// call.
+async fn agent_loop(
+    python: &Path,
+    base_url: &str,
+    out: &Path,
+    stream: bool,
+) -> (Vec<Message>, Vec<String>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/agent_loop.py");
+    let mut command = Command::new(python);
+    command
+        .arg(script)
+        .arg(base_url)
+        .arg(STEPS.to_string())
+        .arg(out);
+    if stream {
+        command.arg("--stream");
+    }
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the agent loop failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let messages = openai_wire::from_value(&result["messages"]).unwrap();
+    let sessions = result["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap_or_default().to_string())
+        .collect();
+    (messages, sessions)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_package_runs_an_agent_loop_through_the_server() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("serve.db")).unwrap());
+    let pipeline = || {
+        Arc::new(
+            Pipeline::new()
+                .then(Compact::new(ExtractiveSummarizer::new()))
+                .then(Thrift::new()),
+        ) as Arc<dyn TrimStrategy>
+    };
+    let config = ServeConfig::new(upstream.url(), Arc::new(pipeline), store.clone())
+        .with_budget(BudgetMode::Tokens(BUDGET))
+        .with_counter(Arc::new(CharTokenCounter));
+    let server = start(config).await;
+
+    for stream in [false, true] {
+        let before = upstream.received().len();
+        let out = dir.path().join(format!("loop-{stream}.json"));
+        let (messages, sessions) = agent_loop(&python, &server, &out, stream).await;
+        assert!(
+            messages
+                .last()
+                .unwrap()
+                .text()
+                .contains(&format!("All {STEPS} steps"))
+        );
+        // One session for the whole loop.
+        assert!(
+            sessions.iter().all(|s| !s.is_empty() && *s == sessions[0]),
+            "{sessions:?}"
+        );
+        let received = upstream.received()[before..].to_vec();
+        assert_eq!(received.len(), sessions.len());
+        check_requests(&received, &messages[1]).await;
+        // Every message the client sent, and every reply, once.
+        assert_eq!(
+            store.history(&sessions[0]).await.unwrap(),
+            messages,
+            "stream: {stream}"
+        );
+    }
+}
+
+/// Each request within the budget by the server's counter, tool pairs
+/// intact, the task there, and a summary in every request once
+/// compaction ran.
+async fn check_requests(received: &[memory_serve::test_util::Received], task: &Message) {
+    let mut summarized = false;
+    for (i, got) in received.iter().enumerate() {
+        let sent = openai_wire::from_value(&got.body["messages"]).unwrap();
+        let tokens: usize = count_messages(&CharTokenCounter, &sent)
+            .await
+            .unwrap()
+            .iter()
+            .sum();
+        assert!(tokens <= BUDGET, "request {i}: {tokens} tokens");
+        assert!(
+            validate(&sent).is_empty(),
+            "request {i}: {:?}",
+            validate(&sent)
+        );
+        assert!(sent.contains(task), "request {i} lost the task");
+        let has_summary = sent.iter().any(summary::is_summary);
+        assert!(has_summary || !summarized, "request {i} lost the summary");
+        summarized |= has_summary;
+        assert_eq!(got.body["tools"][0]["function"]["name"], "step");
+    }
+    assert!(summarized, "no request carried a summary");
+}

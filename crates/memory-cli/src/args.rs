@@ -307,6 +307,12 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot_cost: Option<PathBuf>,
 
+    /// Write every call's context as JSON lines: `{"pipeline",
+    /// "trajectory", "turn", "messages"}` (the messages in the OpenAI chat
+    /// format), to compare with what another runner sent.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub contexts: Option<PathBuf>,
+
     /// Price factors of each call's `cost`, in fresh input tokens:
     /// `anthropic` (cache write 1.25, cached read 0.10, summarizer output 5),
     /// `openai` (1, 0.50, 4), `gemini` (1, 0.25, 4), `flat` (1, 1, 1), or

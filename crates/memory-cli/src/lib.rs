@@ -144,6 +144,7 @@ fn closing_notes(sections: &[PipelineReport]) {
 pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
     let mut config = stage_config(&args.stages, &args.model)?;
     config.pricing = args.pricing;
+    config.keep_contexts = args.contexts.is_some();
     if args.store != "memory" || args.session != "replay" {
         config = config.with_store(store::open(&args.store).await?, &args.session);
     }
@@ -186,7 +187,31 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
     if let Some(path) = &args.plot_cost {
         plot::cumulative_cost(&report, path)?;
     }
+    if let Some(path) = &args.contexts {
+        write_contexts(&report, path)?;
+    }
     Ok(report)
+}
+
+/// Writes each row's context as one JSON line (see `--contexts`).
+fn write_contexts(report: &Report, path: &std::path::Path) -> Result<(), CliError> {
+    let mut text = String::new();
+    for section in report.sections() {
+        for row in &section.rows {
+            let line = serde_json::json!({
+                "pipeline": section.pipeline,
+                "trajectory": row.trajectory,
+                "turn": row.turn,
+                "messages": memory_core::openai_wire::to_value(row.context.as_deref().unwrap_or_default()),
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+    }
+    std::fs::write(path, text).map_err(|source| CliError::Report {
+        file: path.display().to_string(),
+        source,
+    })
 }
 
 /// Checks (and with `repair`, repairs) every trajectory of `input`, saying

@@ -51,6 +51,9 @@ pub struct StageConfig {
     /// Whether the task (a session's first user request) is part of the
     /// floor (`--no-task-floor` turns it off).
     pub task_floor: bool,
+    /// Whether each replayed call's context is kept in its row
+    /// (`--contexts`).
+    pub keep_contexts: bool,
 }
 
 impl StageConfig {
@@ -79,6 +82,7 @@ impl StageConfig {
             pricing: Pricing::default(),
             relevance: Arc::new(memory_thrift::Lexical),
             task_floor: true,
+            keep_contexts: false,
         }
     }
 

@@ -320,6 +320,7 @@ impl<'c> TrajectoryReplay<'c> {
             task_kept,
             problems: report.breaches.iter().map(ToString::to_string).collect(),
             thrift: self.config.take_thrift_trace(),
+            context: self.config.keep_contexts.then(|| context.clone()),
         };
         self.previous = Some(context);
         Ok(row)

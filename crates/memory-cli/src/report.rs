@@ -83,6 +83,10 @@ pub struct Row {
     /// before and after), when the pipeline has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thrift: Option<memory_thrift::ThriftTrace>,
+    /// The context itself, when the run keeps contexts (`--contexts`);
+    /// never part of the JSON report.
+    #[serde(skip)]
+    pub context: Option<Vec<memory_core::Message>>,
 }
 
 /// Sums over all rows.

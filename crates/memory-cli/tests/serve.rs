@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use memory_core::test_util::POSTGRES;
+use memory_core::test_util::{DATA, POSTGRES};
 use memory_core::{Message, Store, openai_wire};
 use memory_serve::test_util::ScriptedUpstream;
 use serde_json::{Value, json};
@@ -26,13 +26,18 @@ impl Drop for Server {
 }
 
 impl Server {
+    /// Starts `memory serve` with compact,thrift at 2,000 tokens.
+    fn start(upstream: &str, store: &str) -> Server {
+        Self::with(upstream, store, "compact,thrift", "2000")
+    }
+
     /// Starts `memory serve` on a free loopback port and waits until it
     /// listens.
-    fn start(upstream: &str, store: &str) -> Server {
+    fn with(upstream: &str, store: &str, pipeline: &str, budget: &str) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_memory"))
             .args(["serve", "--upstream", upstream, "--store", store])
-            .args(["--listen", "127.0.0.1:0", "--pipeline", "compact,thrift"])
-            .args(["--counter", "chars", "--budget", "2000"])
+            .args(["--listen", "127.0.0.1:0", "--pipeline", pipeline])
+            .args(["--counter", "chars", "--budget", budget])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -160,4 +165,109 @@ async fn two_servers_over_one_postgresql_share_a_session() {
         history,
         "every message once"
     );
+}
+
+/// The contexts `memory replay --contexts` writes for `pipeline`.
+fn replayed_contexts(input: &std::path::Path, pipeline: &str, budget: &str) -> Vec<Vec<Message>> {
+    let out = input.with_extension(format!("{}.jsonl", pipeline.replace(',', "-")));
+    let status = Command::new(env!("CARGO_BIN_EXE_memory"))
+        .args(["replay", "--input"])
+        .arg(input)
+        .args([
+            "--budget",
+            budget,
+            "--pipeline",
+            pipeline,
+            "--counter",
+            "chars",
+            "--contexts",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let row: Value = serde_json::from_str(line).unwrap();
+            openai_wire::from_value(&row["messages"]).unwrap()
+        })
+        .collect()
+}
+
+/// The trajectories of the data set (SWE-Gym's tool calls, SWE-smith's
+/// text-only agent) sent through the server call by call (each
+/// one's whole history up to each assistant message; the upstream answers
+/// with the recorded assistant message) get, upstream, exactly the contexts
+/// that `memory replay` measures with the same pipeline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trajectories_through_the_server_get_the_contexts_of_the_replay() {
+    for name in ["swe-gym-openhands.json", "swe-smith-text.json"] {
+        let Some(file) = DATA.file(&format!("agent-trajectories/{name}")) else {
+            return;
+        };
+        same_contexts(&file).await;
+    }
+}
+
+async fn same_contexts(file: &std::path::Path) {
+    let all: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("trajectories.json");
+    std::fs::copy(file, &input).unwrap();
+    for pipeline in ["compact,thrift", "thrift", "window"] {
+        let replayed = replayed_contexts(&input, pipeline, "4000");
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server = Server::with(upstream.url(), "memory", pipeline, "4000");
+        for trajectory in all.as_array().unwrap() {
+            let messages = openai_wire::from_value(&trajectory["messages"]).unwrap();
+            through(&server, &upstream, &messages).await;
+        }
+        let sent: Vec<Vec<Message>> = upstream
+            .received()
+            .iter()
+            .map(|r| openai_wire::from_value(&r.body["messages"]).unwrap())
+            .collect();
+        assert_eq!(sent.len(), replayed.len(), "{pipeline}: calls");
+        for (call, (server_context, replay_context)) in sent.iter().zip(&replayed).enumerate() {
+            assert!(
+                server_context == replay_context,
+                "{pipeline}: call {call} differs"
+            );
+        }
+        eprintln!(
+            "{pipeline}: {} calls, every context identical to the replay's",
+            sent.len()
+        );
+    }
+}
+
+/// Sends `messages` up to each assistant message (not the first message),
+/// the upstream answering with that message.
+async fn through(server: &Server, upstream: &ScriptedUpstream, messages: &[Message]) {
+    let client = reqwest::Client::new();
+    for (i, message) in messages.iter().enumerate().skip(1) {
+        if !message.is_assistant() {
+            continue;
+        }
+        upstream.queue(vec![message.clone()]);
+        let response = client
+            .post(format!("{}/v1/chat/completions", server.url))
+            .json(&json!({"model": "m", "messages": openai_wire::to_value(&messages[..i])}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["x-memory-admission"],
+            if i == messages.iter().position(Message::is_assistant).unwrap() {
+                "new"
+            } else {
+                "continued"
+            }
+        );
+        let _ = response.bytes().await.unwrap();
+    }
 }

@@ -6,7 +6,9 @@
 //! message that says "in N steps" gets a call to the `step` tool for step
 //! 1; a tool result that starts "step K of N" gets the call for step K+1
 //! (two parallel calls every fifth step), and after step N a closing
-//! answer. Any other user message is echoed. A request whose `model` is
+//! answer. Any other user message is echoed. Replies queued with
+//! [`ScriptedUpstream::queue`] come first, in order (a recorded
+//! transcript's assistant messages, say). A request whose `model` is
 //! `fail-429` gets a 429 with a body of its own. Every request body and
 //! its `Authorization` header are kept for the test to look at.
 
@@ -35,6 +37,7 @@ pub struct Received {
 struct Script {
     delay: Duration,
     received: Arc<Mutex<Vec<Received>>>,
+    queued: Arc<Mutex<std::collections::VecDeque<Message>>>,
 }
 
 /// The scripted upstream, serving until dropped.
@@ -49,6 +52,7 @@ struct Script {
 pub struct ScriptedUpstream {
     url: String,
     received: Arc<Mutex<Vec<Received>>>,
+    queued: Arc<Mutex<std::collections::VecDeque<Message>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -68,12 +72,14 @@ impl ScriptedUpstream {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/v1", listener.local_addr()?);
         let received = Arc::new(Mutex::new(Vec::new()));
+        let queued = Arc::new(Mutex::new(std::collections::VecDeque::new()));
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .route("/v1/models", get(models))
             .with_state(Script {
                 delay,
                 received: received.clone(),
+                queued: queued.clone(),
             });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -81,6 +87,7 @@ impl ScriptedUpstream {
         Ok(Self {
             url,
             received,
+            queued,
             task,
         })
     }
@@ -88,6 +95,22 @@ impl ScriptedUpstream {
     /// The base URL (`http://127.0.0.1:PORT/v1`).
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// Answers the next requests with `replies`, in order, before the
+    /// script takes over again.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let upstream = memory_serve::test_util::ScriptedUpstream::start(std::time::Duration::ZERO).await.unwrap();
+    /// upstream.queue(vec![memory_core::Message::assistant("recorded")]);
+    /// # });
+    /// ```
+    pub fn queue(&self, replies: Vec<Message>) {
+        self.queued
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(replies);
     }
 
     /// Every request received so far.
@@ -132,8 +155,14 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
             .into_response();
     }
     tokio::time::sleep(script.delay).await;
-    let messages = openai_wire::from_value(&body["messages"]).unwrap_or_default();
-    let reply = next_step(&messages);
+    let queued = script
+        .queued
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop_front();
+    let reply = queued.unwrap_or_else(|| {
+        next_step(&openai_wire::from_value(&body["messages"]).unwrap_or_default())
+    });
     if body["stream"] == true {
         streamed(&reply)
     } else {

@@ -271,3 +271,22 @@ async fn through(server: &Server, upstream: &ScriptedUpstream, messages: &[Messa
         let _ = response.bytes().await.unwrap();
     }
 }
+
+#[test]
+fn listening_off_loopback_needs_a_token() {
+    let output = Command::new(env!("CARGO_BIN_EXE_memory"))
+        .args([
+            "serve",
+            "--upstream",
+            "http://127.0.0.1:9/v1",
+            "--store",
+            "memory",
+        ])
+        .args(["--listen", "0.0.0.0:0"])
+        .env_remove("MEMORY_SERVE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("MEMORY_SERVE_TOKEN"), "{stderr}");
+}

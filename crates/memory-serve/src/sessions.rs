@@ -184,7 +184,21 @@ impl Sessions {
         check_id(id)?;
         let mut slot = self.slot(id).lock_owned().await;
         self.sync(&mut slot).await?;
-        Ok((slot.length > 0).then_some(slot))
+        if slot.length > 0 {
+            return Ok(Some(slot));
+        }
+        // No such session: hold no slot (nor pipeline) for a name asked
+        // about.
+        drop(slot);
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if slots
+            .map
+            .get(id)
+            .is_some_and(|(s, _)| Arc::strong_count(s) == 1)
+        {
+            slots.map.remove(id);
+        }
+        Ok(None)
     }
 
     /// Records the reply of the call the slot's lock was taken for.

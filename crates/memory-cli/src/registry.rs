@@ -11,7 +11,7 @@ use memory_compact::Compact;
 use memory_core::layer::ProviderStats;
 use memory_core::{Budget, CharTokenCounter, MemoryError, Pipeline, TokenCounter, TrimStrategy};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-use memory_thrift::{Thrift, ThriftTrace};
+use memory_thrift::Thrift;
 use memory_tokenizers::{CachedCounter, Cl100k, HfCounter, O200k};
 use memory_window::WindowDrop;
 
@@ -40,8 +40,6 @@ pub struct StageConfig {
     /// How long the agent's own model call takes after each measured call
     /// (simulated; gives background work the time it would have).
     pub turn_delay: std::time::Duration,
-    /// The trace of the last `thrift` stage that ran, for the report.
-    pub thrift_trace: Arc<std::sync::Mutex<Option<ThriftTrace>>>,
     /// Summaries `compact` stages started and landed.
     pub compactions: Arc<CompactTally>,
     /// How each replayed call is priced (`Row::cost`).
@@ -77,30 +75,12 @@ impl StageConfig {
             background: false,
             store: None,
             turn_delay: std::time::Duration::ZERO,
-            thrift_trace: Arc::default(),
             compactions: Arc::default(),
             pricing: Pricing::default(),
             relevance: Arc::new(memory_thrift::Lexical),
             task_floor: true,
             keep_contexts: false,
         }
-    }
-
-    /// Takes the trace the last `thrift` stage left, if any.
-    ///
-    /// ```
-    /// # use std::sync::Arc;
-    /// let config = memory_cli::registry::StageConfig::new(
-    ///     memory_core::Budget::tokens(100),
-    ///     Arc::new(memory_core::CharTokenCounter),
-    /// );
-    /// assert!(config.take_thrift_trace().is_none());
-    /// ```
-    pub fn take_thrift_trace(&self) -> Option<ThriftTrace> {
-        self.thrift_trace
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
     }
 
     /// Keeps replayed sessions in `store`, under `session` (see
@@ -234,34 +214,10 @@ fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 }
 
 fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
-    Ok(Arc::new(Traced {
-        thrift: Thrift::new().with_relevance(config.relevance.clone()),
-        sink: config.thrift_trace.clone(),
-    }))
-}
-
-/// [`Thrift`], leaving the trace of each trim where the report finds it.
-struct Traced {
-    thrift: Thrift,
-    sink: Arc<std::sync::Mutex<Option<ThriftTrace>>>,
-}
-
-#[async_trait::async_trait]
-impl TrimStrategy for Traced {
-    fn name(&self) -> &str {
-        self.thrift.name()
-    }
-
-    async fn trim_with_counts(
-        &self,
-        history: &memory_core::History<'_>,
-        budget: &Budget,
-        counter: &dyn TokenCounter,
-    ) -> Result<memory_core::TrimResult, MemoryError> {
-        let (result, trace) = self.thrift.trim_traced(history, budget, counter).await?;
-        *self.sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(trace);
-        Ok(result)
-    }
+    // Its trace comes back in each result's diagnostics.
+    Ok(Arc::new(
+        Thrift::new().with_relevance(config.relevance.clone()),
+    ))
 }
 
 fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {

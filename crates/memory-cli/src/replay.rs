@@ -7,7 +7,7 @@ use std::time::Instant;
 use std::sync::Arc;
 
 use memory_core::audit::{Audit, Given, Report};
-use memory_core::{History, Memory, MemoryError, Message, Pipeline, Store, TokenCounter};
+use memory_core::{History, MemoryError, Message, Pipeline, Store, TokenCounter};
 use memory_window::WindowMemory;
 
 use crate::input::Input;
@@ -245,16 +245,16 @@ impl<'c> TrajectoryReplay<'c> {
                 tokio::time::sleep(self.config.turn_delay).await;
             }
         }
+        // Counted once: the memory takes the count.
         let count = self.config.counter.count_message(message).await?;
         self.in_head &= message.is_system();
+        let protected = self.in_head || self.task_at == Some(turn);
         if self.in_head {
-            self.memory.record_protected(message.clone()).await?;
             self.protected += 1;
-        } else if self.task_at == Some(turn) {
-            self.memory.record_protected(message.clone()).await?;
-        } else {
-            self.memory.record(message.clone()).await?;
         }
+        self.memory
+            .record_counted(message.clone(), count, protected)
+            .await?;
         self.book(message, count);
         Ok(())
     }
@@ -262,13 +262,13 @@ impl<'c> TrajectoryReplay<'c> {
     /// One model call: the context, timed and measured; `next` is the
     /// assistant message the agent went on to write.
     async fn call(&mut self, turn: usize, next: &Message) -> Result<Row, MemoryError> {
-        self.config.take_thrift_trace();
         let started = Instant::now();
         let result = self.memory.trimmed().await?;
         let latency = started.elapsed();
         let (usage, compacted) = self.since_previous_call(turn);
-        let context_counts =
-            memory_core::count_messages(self.config.counter.as_ref(), &result.messages).await?;
+        // The strategy's counts: each message is counted once, when
+        // recorded (or by the stage that shortened it).
+        let context_counts = result.counts.clone();
         let report = self.audit(&result, &context_counts)?;
         let fits = result.fits;
         let context = result.messages;
@@ -319,7 +319,10 @@ impl<'c> TrajectoryReplay<'c> {
             fits,
             task_kept,
             problems: report.breaches.iter().map(ToString::to_string).collect(),
-            thrift: self.config.take_thrift_trace(),
+            thrift: result
+                .diagnostics
+                .get::<memory_thrift::ThriftTrace>()
+                .cloned(),
             context: self.config.keep_contexts.then(|| context.clone()),
         };
         self.previous = Some(context);

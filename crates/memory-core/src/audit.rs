@@ -326,6 +326,7 @@ mod tests {
             fits,
             write_back: None,
             covered: Default::default(),
+            diagnostics: Default::default(),
         }
     }
 

@@ -21,6 +21,7 @@
 //! | [`Budget`] | a token limit, a rounds limit, or both |
 //! | [`History`] | counted messages and their protected indices, as a strategy gets them |
 //! | [`TrimStrategy`], [`TrimResult`], [`Selection`] | fitting a history into a budget, and building the result |
+//! | [`Diagnostics`] | what the stages say about how they reached a result, carried back with it |
 //! | [`Pipeline`] | strategies in a chain, itself a strategy |
 //! | [`Memory`], [`Context`] | what an agent loop records into, and the fitted context it gets back |
 //! | [`structure`] | steps, rounds, the current question, the floor |
@@ -59,6 +60,7 @@ mod cached_embedder;
 mod context;
 mod counter;
 pub mod covered;
+pub mod diagnostics;
 mod embedder;
 mod error;
 mod framing;
@@ -86,6 +88,7 @@ pub use budget::Budget;
 pub use cached_embedder::CachedEmbedder;
 pub use context::Context;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
+pub use diagnostics::Diagnostics;
 pub use embedder::{Embedder, check_embeddings, cosine};
 pub use error::MemoryError;
 pub use framing::Framing;

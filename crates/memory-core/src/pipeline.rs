@@ -127,6 +127,8 @@ impl TrimStrategy for Pipeline {
                 stage.trim_with_counts(&input, budget, counter).await?
             };
             absorb(&mut stored, &mut run_open, &mut next, &current.messages);
+            next.diagnostics
+                .follow(std::mem::take(&mut current.diagnostics));
             current = next;
         }
         match stored {

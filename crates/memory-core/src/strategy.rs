@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use crate::covered::Covered;
-use crate::{Budget, History, MemoryError, Message, TokenCounter, count_messages};
+use crate::{Budget, Diagnostics, History, MemoryError, Message, TokenCounter, count_messages};
 
 /// Fits a history into a [`Budget`].
 ///
@@ -150,6 +150,9 @@ pub struct TrimResult {
     /// extended by one that summarizes, empty after one that chose among
     /// them.
     pub covered: Covered,
+    /// What the stages said about how they reached this result (a trace
+    /// of what was shed, say), in stage order; not part of its value.
+    pub diagnostics: Diagnostics,
 }
 
 impl TrimResult {
@@ -171,6 +174,7 @@ impl TrimResult {
             fits: budget.admits_tokens(history.total()),
             write_back: None,
             covered: history.covered().clone(),
+            diagnostics: Diagnostics::default(),
         }
     }
 
@@ -339,6 +343,7 @@ impl<'h, 'a> Selection<'h, 'a> {
             fits,
             write_back: None,
             covered: self.history.covered().clone(),
+            diagnostics: Diagnostics::default(),
         }
     }
 }

@@ -89,6 +89,9 @@ pub struct CallReport {
     pub latency_us: u64,
     /// The upstream's status, once it answered.
     pub upstream_status: Option<u16>,
+    /// What a `thrift` stage shed, per kind, when the pipeline has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thrift: Option<memory_thrift::ThriftTrace>,
 }
 
 impl CallReport {
@@ -121,6 +124,10 @@ impl CallReport {
             cache_break: shared < previous.len(),
             fits: result.fits,
             valid: validate(&result.messages).is_empty(),
+            thrift: result
+                .diagnostics
+                .get::<memory_thrift::ThriftTrace>()
+                .cloned(),
             ..Self::default()
         }
     }

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use memory_core::{
-    Memory, Message, Store, StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy,
+    Memory as _, Message, Store, StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy,
     Version,
 };
 use memory_window::WindowMemory;
@@ -346,12 +346,9 @@ impl Sessions {
         for message in messages {
             let protected = slot.leading_system && message.is_system();
             let tokens = self.counter.count_message(message).await?;
-            let memory = self.memory_of(slot);
-            if protected {
-                memory.record_protected(message.clone()).await?;
-            } else {
-                memory.record(message.clone()).await?;
-            }
+            self.memory_of(slot)
+                .record_counted(message.clone(), tokens, protected)
+                .await?;
             slot.leading_system &= message.is_system();
             slot.history_tokens += tokens;
             slot.link = slot.link.then(message);

@@ -434,3 +434,42 @@ async fn models_health_and_metrics_answer() {
         assert!(metrics.contains(line), "{line} not in\n{metrics}");
     }
 }
+
+#[tokio::test]
+async fn the_session_report_says_what_thrift_shed() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let config = ServeConfig::new(
+        upstream.url(),
+        Arc::new(|| Arc::new(memory_thrift::Thrift::new()) as Arc<dyn TrimStrategy>),
+        store,
+    )
+    .with_budget(BudgetMode::Tokens(200));
+    let server = start(config).await;
+    let history = vec![
+        Message::user("Do it in 3 steps."),
+        Message::assistant_with_tools(
+            "",
+            vec![memory_core::ToolCall::new(
+                "c1",
+                "step",
+                r#"{"step":1,"of":3}"#,
+            )],
+        ),
+        Message::tool_result(
+            "c1",
+            format!("step 1 of 3: {}", "output line\n".repeat(200)),
+        ),
+    ];
+    let r = post(&server, &json!({"model": "m", "messages": wire(&history)})).await;
+    let session = header(&r, "x-memory-session");
+    let _ = r.bytes().await.unwrap();
+    let inspected: Value = reqwest::get(format!("{server}/v1/memory/sessions/{session}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let trace = &inspected["last_call"]["thrift"];
+    assert!(trace.is_object(), "{inspected}");
+}

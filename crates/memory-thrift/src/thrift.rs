@@ -898,6 +898,9 @@ impl TrimStrategy for Thrift {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        Ok(self.trim_traced(history, budget, counter).await?.0)
+        let (mut result, trace) = self.trim_traced(history, budget, counter).await?;
+        // The trace travels with the result, for whoever runs the trim.
+        result.diagnostics.push("thrift", trace);
+        Ok(result)
     }
 }

@@ -493,9 +493,48 @@ impl WindowMemory {
         Ok(())
     }
 
+    /// Records `message` with the count the caller already has for it (by
+    /// the memory's own counter, as [`record`](Memory::record) would count
+    /// it), so that it is not counted twice; `protected` as
+    /// [`record_protected`](Memory::record_protected).
+    ///
+    /// # Errors
+    ///
+    /// Storage errors; the message is then not recorded.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message, TokenCounter};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut memory = memory_window::WindowMemory::new(100);
+    /// let message = Message::user("hello there");
+    /// let tokens = memory_core::CharTokenCounter.count_message(&message).await.unwrap();
+    /// memory.record_counted(message, tokens, false).await.unwrap();
+    /// assert_eq!(memory.fitted().await.unwrap().tokens, tokens);
+    /// # });
+    /// ```
+    pub async fn record_counted(
+        &mut self,
+        message: Message,
+        tokens: usize,
+        protected: bool,
+    ) -> Result<(), MemoryError> {
+        self.load().await?;
+        self.push(message, tokens, protected).await
+    }
+
     async fn append(&mut self, message: Message, protected: bool) -> Result<(), MemoryError> {
         self.load().await?;
         let tokens = self.counter.count_message(&message).await?;
+        self.push(message, tokens, protected).await
+    }
+
+    /// Appends a counted message to the loaded session.
+    async fn push(
+        &mut self,
+        message: Message,
+        tokens: usize,
+        protected: bool,
+    ) -> Result<(), MemoryError> {
         let state = self.state.as_mut().expect("loaded above");
         let Keeping::Store(store) = &self.keeping else {
             state.version += 1;

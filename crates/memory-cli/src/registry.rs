@@ -18,7 +18,6 @@ use memory_window::WindowDrop;
 use crate::CliError;
 use crate::pricing::Pricing;
 use crate::summarizer::{Summarizer, SummarySettings};
-use crate::tally::CompactTally;
 
 /// What a stage factory may use to build its stage, and what the measures
 /// of a run share.
@@ -40,8 +39,6 @@ pub struct StageConfig {
     /// How long the agent's own model call takes after each measured call
     /// (simulated; gives background work the time it would have).
     pub turn_delay: std::time::Duration,
-    /// Summaries `compact` stages started and landed.
-    pub compactions: Arc<CompactTally>,
     /// How each replayed call is priced (`Row::cost`).
     pub pricing: Pricing,
     /// How `thrift` stages score older turns.
@@ -75,7 +72,6 @@ impl StageConfig {
             background: false,
             store: None,
             turn_delay: std::time::Duration::ZERO,
-            compactions: Arc::default(),
             pricing: Pricing::default(),
             relevance: Arc::new(memory_thrift::Lexical),
             task_floor: true,
@@ -207,9 +203,7 @@ fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 }
 
 fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
-    let compact = Compact::new(config.summarizer.clone())
-        .with_background(config.background)
-        .with_observer(config.compactions.clone());
+    let compact = Compact::new(config.summarizer.clone()).with_background(config.background);
     Ok(Arc::new(config.summary.apply_compact(compact)))
 }
 

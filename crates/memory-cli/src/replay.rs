@@ -151,8 +151,6 @@ struct TrajectoryReplay<'c> {
     previous: Option<Vec<Message>>,
     /// The summarizer's totals when the previous call was measured.
     usage: memory_core::layer::ProviderStats,
-    /// The compactions counted when the previous call was measured.
-    compactions: Compactions,
     /// The searchable text of everything recorded, and where the newest
     /// message's starts (for support recall).
     history_text: String,
@@ -185,7 +183,6 @@ impl<'c> TrajectoryReplay<'c> {
             in_head: true,
             previous: None,
             usage: config.usage(),
-            compactions: config.compactions.snapshot(),
             history_text: String::new(),
             newest_at: 0,
         }
@@ -265,7 +262,10 @@ impl<'c> TrajectoryReplay<'c> {
         let started = Instant::now();
         let result = self.memory.trimmed().await?;
         let latency = started.elapsed();
-        let (usage, compacted) = self.since_previous_call(turn);
+        let usage = self.since_previous_call(turn);
+        // Summaries started, and landed since the previous call, as the
+        // compact stages said in the result.
+        let compacted = Compactions::of(&result.diagnostics);
         // The strategy's counts: each message is counted once, when
         // recorded (or by the stage that shortened it).
         let context_counts = result.counts.clone();
@@ -329,13 +329,10 @@ impl<'c> TrajectoryReplay<'c> {
         Ok(row)
     }
 
-    /// What the summarizer spent and the compactions counted since the
-    /// previous call (background summaries finish between calls); warns
-    /// once about the first summarizer failure.
-    fn since_previous_call(
-        &mut self,
-        turn: usize,
-    ) -> (memory_core::layer::ProviderStats, Compactions) {
+    /// What the summarizer spent since the previous call (background
+    /// summaries finish between calls); warns once about the first
+    /// summarizer failure.
+    fn since_previous_call(&mut self, turn: usize) -> memory_core::layer::ProviderStats {
         let now = self.config.usage();
         let usage = now.since(self.usage);
         self.usage = now;
@@ -345,10 +342,7 @@ impl<'c> TrajectoryReplay<'c> {
             let at = format!("trajectory {}, message {turn}", self.index);
             crate::summarizer::warn_first_failure(class, &message, &at);
         }
-        let compactions = self.config.compactions.snapshot();
-        let compacted = compactions.since(self.compactions);
-        self.compactions = compactions;
-        (usage, compacted)
+        usage
     }
 
     /// Support recall of `next` in `context`.

@@ -16,7 +16,7 @@ use crate::background::Background;
 use crate::engine::Engine;
 use crate::foreground::Foreground;
 use crate::settings::{Mode, Settings};
-use crate::{BackgroundStatus, CompactHook, CompactObserver, FileOps};
+use crate::{BackgroundStatus, CompactEvents, CompactHook, CompactObserver, FileOps};
 
 /// Keeps the newest turns verbatim and folds the older history into one
 /// rolling summary, made by a model, once it has grown past a threshold.
@@ -572,6 +572,11 @@ impl TrimStrategy for Compact {
         if let Some(stored) = result.write_back.as_mut() {
             stored.covered = stored.covered.within(horizon);
         }
+        // What happened since the previous trim (summaries started, landed
+        // in the background, failed), for whoever runs the trim.
+        result
+            .diagnostics
+            .push("compact", CompactEvents(self.settings.take_events()));
         Ok(result)
     }
 }

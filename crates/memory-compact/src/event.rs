@@ -206,6 +206,65 @@ where
     }
 }
 
+/// The events of a [`Compact`](crate::Compact) stage since its previous
+/// trim, in the [`TrimResult`](memory_core::TrimResult)'s diagnostics:
+/// summaries started (in this trim), landed or failed (in this trim or in
+/// the background since the previous one).
+///
+/// ```
+/// use memory_compact::{CompactEvent, CompactEvents};
+/// let events = CompactEvents(vec![]);
+/// assert_eq!((events.started(), events.background_started(), events.landed()), (0, 0, 0));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompactEvents(pub Vec<CompactEvent>);
+
+impl CompactEvents {
+    /// Summaries started.
+    ///
+    /// ```
+    /// assert_eq!(memory_compact::CompactEvents::default().started(), 0);
+    /// ```
+    pub fn started(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|e| matches!(e, CompactEvent::Started { .. }))
+            .count()
+    }
+
+    /// Summaries started in the background.
+    ///
+    /// ```
+    /// assert_eq!(memory_compact::CompactEvents::default().background_started(), 0);
+    /// ```
+    pub fn background_started(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    CompactEvent::Started {
+                        background: true,
+                        ..
+                    }
+                )
+            })
+            .count()
+    }
+
+    /// Summaries that landed.
+    ///
+    /// ```
+    /// assert_eq!(memory_compact::CompactEvents::default().landed(), 0);
+    /// ```
+    pub fn landed(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|e| matches!(e, CompactEvent::Completed { .. }))
+            .count()
+    }
+}
+
 /// An observer that keeps every event, for reports and tests.
 ///
 /// ```

@@ -6,7 +6,7 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)): its builder, foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
-//! | [`CompactEvent`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost |
+//! | [`CompactEvent`], [`CompactEvents`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost; the events since the last trim travel in its diagnostics |
 //! | [`CompactHook`], [`HookDecision`], [`Preparation`] | the `before_compaction` hook: go ahead, decline, or supply the summary |
 //! | [`Failure`] | why no summary was used (a rejected reply is core's [`Rejection`](memory_core::Rejection), by [`accept_summary`](memory_core::accept_summary)) |
 //! | [`FileOps`], [`files`] | the files tool calls read and modified, carried from summary to summary |
@@ -68,7 +68,9 @@ mod timing;
 mod turns;
 
 pub use compact::Compact;
-pub use event::{CompactCost, CompactEvent, CompactObserver, EventLog, FallbackReason};
+pub use event::{
+    CompactCost, CompactEvent, CompactEvents, CompactObserver, EventLog, FallbackReason,
+};
 pub use failure::Failure;
 pub use files::FileOps;
 pub use hook::{CompactHook, HookDecision, Preparation};

@@ -133,6 +133,9 @@ pub(crate) struct Settings {
     backoff: Duration,
     observer: Option<Arc<dyn CompactObserver>>,
     hook: Option<Arc<dyn CompactHook>>,
+    /// Events since the last trim took them, for its diagnostics; shared
+    /// with the background tasks, which tell theirs when they land.
+    pending: Arc<std::sync::Mutex<Vec<CompactEvent>>>,
 }
 
 impl std::fmt::Debug for Settings {
@@ -173,6 +176,7 @@ impl Settings {
             backoff: DEFAULT_BACKOFF,
             observer: None,
             hook: None,
+            pending: Arc::default(),
         }
     }
 
@@ -375,6 +379,15 @@ impl Settings {
         if let Some(observer) = &self.observer {
             observer.on_event(&event);
         }
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event);
+    }
+
+    /// The events told since the last call, taken.
+    pub fn take_events(&self) -> Vec<CompactEvent> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 

@@ -1,12 +1,16 @@
-//! The strategies and pipelines under test. Adding a strategy to the suite
-//! is adding one entry here.
+//! The strategies and pipelines under test. Every stage of the `memory`
+//! command is in the suite through the command's own registry
+//! ([`memory_cli::registry::STAGES`]); settings and pipelines it does not
+//! cover are one entry each here.
 
 use std::sync::Arc;
 
+use memory_cli::registry::{STAGES, StageConfig};
+use memory_cli::summarizer::Summarizer;
 use memory_compact::Compact;
 use memory_core::{
-    ChatResponse, FakeProvider, FakeReply, Message, Pipeline, ProviderError, StopReason,
-    TrimStrategy, Usage,
+    Budget, CharTokenCounter, ChatResponse, FakeProvider, FakeReply, Message, Pipeline,
+    ProviderError, StopReason, TrimStrategy, Usage,
 };
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 use memory_thrift::Thrift;
@@ -26,8 +30,44 @@ pub type Entry = (&'static str, Arc<dyn TrimStrategy>);
 /// assert!(names.contains(&"window"));
 /// ```
 pub fn strategies() -> Vec<Entry> {
+    let mut entries = command_stages();
+    entries.extend(variants());
+    entries
+}
+
+/// Every stage of the `memory` command, built by the command's own
+/// registry ([`memory_cli::registry::STAGES`]) with a summarizer that
+/// always answers well: a stage that joins the command joins the suite.
+///
+/// ```
+/// let names: Vec<_> = memory_tests::registry::command_stages().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["window", "thrift", "compact", "summarize"]);
+/// ```
+pub fn command_stages() -> Vec<Entry> {
+    let config = command_config(always(FakeReply::Text(GOOD_SUMMARY.into())));
+    STAGES
+        .iter()
+        .map(|stage| {
+            let built = (stage.build)(&config)
+                .unwrap_or_else(|e| panic!("the command cannot build `{}`: {e}", stage.name));
+            (stage.name, built)
+        })
+        .collect()
+}
+
+/// A summary any stage accepts of the suite's conversations.
+const GOOD_SUMMARY: &str =
+    "## Goals\nThe user set up the task.\n## State\nThe agent read the files and ran the tests.";
+
+/// The command's stage configuration, summarizing with `provider`.
+fn command_config(provider: Arc<FakeProvider>) -> StageConfig {
+    StageConfig::new(Budget::tokens(1_000), Arc::new(CharTokenCounter))
+        .with_summarizer(Summarizer::metered(provider))
+}
+
+/// Settings and pipelines the command's stages do not cover.
+fn variants() -> Vec<Entry> {
     vec![
-        ("window", Arc::new(WindowDrop::new())),
         (
             "pipeline(window)",
             Arc::new(Pipeline::new().then(WindowDrop::new())),
@@ -39,12 +79,6 @@ pub fn strategies() -> Vec<Entry> {
                     .then(WindowDrop::new())
                     .then(WindowDrop::new()),
             ),
-        ),
-        (
-            "summarize(fake)",
-            Arc::new(SummarizeStrategy::new(always(FakeReply::Text(
-                "The user set up the task; the agent read the files and ran the tests.".into(),
-            )))),
         ),
         (
             "summarize(extractive)",
@@ -65,12 +99,6 @@ pub fn strategies() -> Vec<Entry> {
                     .then(SummarizeStrategy::new(ExtractiveSummarizer::new()))
                     .then(WindowDrop::new()),
             ),
-        ),
-        (
-            "compact(fake)",
-            Arc::new(Compact::new(always(FakeReply::Text(
-                "## Goals\nThe user set a task.\n## State\nThe agent ran the tools.".into(),
-            )))),
         ),
         (
             "compact(fake,eager)",
@@ -112,7 +140,6 @@ pub fn strategies() -> Vec<Entry> {
                     .then(WindowDrop::new()),
             ),
         ),
-        ("thrift", Arc::new(Thrift::new())),
         (
             "pipeline(window,thrift)",
             Arc::new(Pipeline::new().then(WindowDrop::new()).then(Thrift::new())),
@@ -124,9 +151,12 @@ pub fn strategies() -> Vec<Entry> {
     ]
 }
 
+/// A plain function that builds a model-calling strategy around a provider.
+type Build = fn(Arc<FakeProvider>) -> Arc<dyn TrimStrategy>;
+
 /// Builds a model-calling strategy (or a pipeline holding one) around the
 /// provider it is given.
-pub type SummarizerFactory = fn(Arc<FakeProvider>) -> Arc<dyn TrimStrategy>;
+pub type SummarizerFactory = Arc<dyn Fn(Arc<FakeProvider>) -> Arc<dyn TrimStrategy> + Send + Sync>;
 
 /// Every strategy and pipeline that calls a model, for invariant 5 (nothing
 /// is lost): each is run against providers that fail, reply with nothing,
@@ -139,10 +169,21 @@ pub type SummarizerFactory = fn(Arc<FakeProvider>) -> Arc<dyn TrimStrategy>;
 /// assert!(memory_tests::registry::summarizers().len() < 100);
 /// ```
 pub fn summarizers() -> Vec<(&'static str, SummarizerFactory)> {
-    vec![
-        ("summarize", |provider| {
-            Arc::new(SummarizeStrategy::new(provider))
-        }),
+    // Every stage of the command that summarizes, as the command builds it.
+    let mut entries: Vec<(&'static str, SummarizerFactory)> = STAGES
+        .iter()
+        .filter(|stage| stage.summarizes)
+        .map(|stage| {
+            let build = stage.build;
+            let name = stage.name;
+            let factory: SummarizerFactory = Arc::new(move |provider| {
+                build(&command_config(provider))
+                    .unwrap_or_else(|e| panic!("the command cannot build `{name}`: {e}"))
+            });
+            (name, factory)
+        })
+        .collect();
+    let variants: Vec<(&'static str, Build)> = vec![
         ("summarize(chunked)", |provider| {
             Arc::new(
                 SummarizeStrategy::new(provider)
@@ -150,7 +191,9 @@ pub fn summarizers() -> Vec<(&'static str, SummarizerFactory)> {
                     .with_max_input_tokens(400),
             )
         }),
-        ("compact", |provider| Arc::new(eager_compact(provider))),
+        ("compact(eager)", |provider| {
+            Arc::new(eager_compact(provider))
+        }),
         ("pipeline(compact,thrift)", |provider| {
             Arc::new(
                 Pipeline::new()
@@ -165,7 +208,12 @@ pub fn summarizers() -> Vec<(&'static str, SummarizerFactory)> {
                     .then(WindowDrop::new()),
             )
         }),
-    ]
+    ];
+    entries.extend(variants.into_iter().map(|(name, make)| {
+        let factory: SummarizerFactory = Arc::new(make);
+        (name, factory)
+    }));
+    entries
 }
 
 /// [`Compact`] set to summarize as soon as the suite's small conversations

@@ -161,7 +161,7 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         let rows = replay::replay_with_progress(&input, &file, spec, &config, &progress).await?;
         sections.push(PipelineReport {
             pipeline: spec.clone(),
-            totals: Totals::of(&rows, args.stages.budget),
+            totals: Totals::of(&rows, &config.budget),
             rows,
         });
     }
@@ -172,7 +172,7 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         input: file,
         format: input.format.to_string(),
         counter: args.stages.counter.clone(),
-        budget: args.stages.budget,
+        budget: config.budget.max_tokens.unwrap_or_default(),
         pricing: args.pricing.to_string(),
         trajectories,
         ..Report::default()
@@ -299,7 +299,7 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
         input: file,
         format: input::Format::Locomo.to_string(),
         counter: args.stages.counter.clone(),
-        budget: args.stages.budget,
+        budget: config.budget.max_tokens.unwrap_or_default(),
         arrival,
         samples,
         result: sections.swap_remove(0),

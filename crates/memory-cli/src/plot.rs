@@ -63,7 +63,7 @@ const BUDGET_HEADROOM: usize = 3;
 /// ];
 /// let report = Report {
 ///     input: "session.json".into(), pipeline: "window".into(), counter: "chars".into(),
-///     budget: 100, totals: Totals::of(&rows, 100), rows, ..Report::default()
+///     budget: 100, totals: Totals::of(&rows, &memory_core::Budget::tokens(100)), rows, ..Report::default()
 /// };
 /// let path = std::env::temp_dir().join(format!("memory-plot-doc-{}.svg", std::process::id()));
 /// memory_cli::plot::tokens_per_call(&report, &path).unwrap();
@@ -345,7 +345,7 @@ mod tests {
                 .collect();
             PipelineReport {
                 pipeline: pipeline.into(),
-                totals: Totals::of(&rows, 1500),
+                totals: Totals::of(&rows, &memory_core::Budget::tokens(1500)),
                 rows,
             }
         };

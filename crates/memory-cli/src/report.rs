@@ -174,12 +174,12 @@ impl Totals {
     ///     Row { tokens_in: 10, tokens_out: 10, latency_us: 4, valid: true, fits: true, ..Row::default() },
     ///     Row { tokens_in: 30, tokens_out: 12, latency_us: 8, valid: true, fits: false, cache_break: true, ..Row::default() },
     /// ];
-    /// let t = Totals::of(&rows, 11);
+    /// let t = Totals::of(&rows, &memory_core::Budget::tokens(11));
     /// assert_eq!((t.calls, t.valid_rows, t.over_budget_rows, t.not_fitting_rows), (2, 2, 1, 1));
     /// assert_eq!((t.tokens_in, t.tokens_out, t.cache_breaks), (40, 22, 1));
     /// assert_eq!((t.latency_us_mean, t.latency_us_p50, t.latency_us_max), (6.0, 4, 8));
     /// ```
-    pub fn of(rows: &[Row], budget: usize) -> Self {
+    pub fn of(rows: &[Row], budget: &memory_core::Budget) -> Self {
         let mut latencies: Vec<u64> = rows.iter().map(|r| r.latency_us).collect();
         latencies.sort_unstable();
         let count = |f: fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
@@ -208,7 +208,10 @@ impl Totals {
             task_rows: count(|r| r.task_kept.is_some()),
             calls: rows.len(),
             valid_rows: count(|r| r.valid),
-            over_budget_rows: rows.iter().filter(|r| r.tokens_out > budget).count(),
+            over_budget_rows: rows
+                .iter()
+                .filter(|r| !budget.admits_tokens(r.tokens_out))
+                .count(),
             not_fitting_rows: count(|r| !r.fits),
             tokens_in: rows.iter().map(|r| r.tokens_in).sum(),
             tokens_out,
@@ -237,8 +240,8 @@ impl Totals {
 /// ```
 /// use memory_cli::report::{Row, Totals};
 /// let rows: Vec<Row> = (0..1_000).map(|k| Row { latency_us: if k < 500 { 10 } else { 30 }, ..Row::default() }).collect();
-/// assert_eq!(Totals::of(&rows, 100).latency_us_first_last, Some((10.0, 30.0)));
-/// assert_eq!(Totals::of(&rows[..999], 100).latency_us_first_last, None);
+/// assert_eq!(Totals::of(&rows, &memory_core::Budget::tokens(100)).latency_us_first_last, Some((10.0, 30.0)));
+/// assert_eq!(Totals::of(&rows[..999], &memory_core::Budget::tokens(100)).latency_us_first_last, None);
 /// ```
 fn first_last(rows: &[Row]) -> Option<(f64, f64)> {
     if rows.len() < 2 * LATENCY_WINDOW {

@@ -25,7 +25,7 @@ use crate::report::{PipelineReport, Report};
 /// ];
 /// let report = Report {
 ///     input: "session.json".into(), pipeline: "window".into(), pricing: "anthropic".into(),
-///     budget: 100, totals: Totals::of(&rows, 100), rows, ..Report::default()
+///     budget: 100, totals: Totals::of(&rows, &memory_core::Budget::tokens(100)), rows, ..Report::default()
 /// };
 /// let path = std::env::temp_dir().join(format!("memory-cost-doc-{}.svg", std::process::id()));
 /// memory_cli::plot::cumulative_cost(&report, &path).unwrap();

@@ -831,3 +831,48 @@ contract!(
     postgres,
     Postgres::from_env().map(|p| Box::new(p) as Box<dyn Backend>)
 );
+
+/// A handle resolves to exactly the original through `WindowMemory`, after
+/// the SQLite store it was recorded in is closed and opened again; another
+/// session's handle is refused.
+#[tokio::test]
+async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
+    use memory_core::recall::{Handle, RecallRequest};
+    use memory_core::{Memory, Message, ToolCall};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("recall.db");
+    let call =
+        Message::assistant_with_tools("", vec![ToolCall::new("c1", "cat", r#"{"path":"a.rs"}"#)]);
+    let output = Message::tool_result("c1", "fn main() {\n    println!(\"hi\");\n}\n".repeat(40));
+    {
+        let store = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
+        let mut memory = memory_window::WindowMemory::new(50).with_store(store, "s1");
+        memory.record(Message::user("Read a.rs.")).await.unwrap();
+        memory.record(call.clone()).await.unwrap();
+        memory.record(output.clone()).await.unwrap();
+        memory.record(Message::user("Now fix it.")).await.unwrap();
+        // The output is shed from the context...
+        assert!(!memory.context().await.unwrap().contains(&output));
+    }
+    let store = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
+    let memory = memory_window::WindowMemory::new(50).with_store(store.clone(), "s1");
+    // ... and one recall away after the restart, exactly.
+    let one = memory
+        .recall(&RecallRequest::new(
+            Handle::of(std::slice::from_ref(&output)).to_string(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(one.messages, vec![output.clone()]);
+    let both = Handle::of(&[call.clone(), output.clone()]).to_string();
+    assert_eq!(
+        memory
+            .recall(&RecallRequest::new(both.clone()))
+            .await
+            .unwrap()
+            .messages,
+        vec![call, output]
+    );
+    let other = memory_window::WindowMemory::new(50).with_store(store, "s2");
+    assert!(other.recall(&RecallRequest::new(both)).await.is_err());
+}

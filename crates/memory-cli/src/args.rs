@@ -55,6 +55,52 @@ pub enum Command {
     /// every session's context with a pipeline and forwards the fitted
     /// request to an upstream model server.
     Serve(ServeArgs),
+    /// Print what a recall handle (r:KEY or r:KEY+N, as a shortened or
+    /// left-out piece of a context names it) brings back from a stored
+    /// session.
+    Recall(RecallArgs),
+}
+
+/// Options of `memory recall`.
+///
+/// ```
+/// use clap::Parser;
+/// let cli = memory_cli::Cli::try_parse_from([
+///     "memory", "recall", "--store", "sqlite:s.db", "--session", "s1", "r:00000000002a+3",
+/// ]).unwrap();
+/// let memory_cli::Command::Recall(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.handle, "r:00000000002a+3");
+/// ```
+#[derive(Debug, Clone, Args)]
+pub struct RecallArgs {
+    /// The handle.
+    #[arg(value_name = "HANDLE")]
+    pub handle: String,
+
+    /// Where the session is kept: sqlite:PATH or postgres://...
+    #[arg(long, value_name = "STORE")]
+    pub store: String,
+
+    /// The session.
+    #[arg(long, value_name = "ID")]
+    pub session: String,
+
+    /// Only the parts most relevant to this.
+    #[arg(long, value_name = "TEXT")]
+    pub query: Option<String>,
+
+    /// The most tokens to print (by --counter).
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<usize>,
+
+    /// Token counter for --max-tokens: chars, cl100k, o200k, or hf:FILE.
+    #[arg(long, value_name = "NAME", default_value = "chars")]
+    pub counter: String,
+
+    /// Print the original messages as JSON (the OpenAI chat format)
+    /// instead of the text a model gets.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `memory serve`.

@@ -48,7 +48,7 @@ pub mod tally;
 
 use memory_core::Budget;
 
-pub use args::{Cli, Command, Eval, LocomoArgs, ReplayArgs, ServeArgs, StageArgs};
+pub use args::{Cli, Command, Eval, LocomoArgs, RecallArgs, ReplayArgs, ServeArgs, StageArgs};
 pub use error::CliError;
 pub use eval::EvalReport;
 pub use progress::Progress;
@@ -75,6 +75,10 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             Ok(())
         }
         Command::Serve(args) => serve::serve_command(&args).await,
+        Command::Recall(args) => {
+            println!("{}", recall_command(&args).await?);
+            Ok(())
+        }
     }
 }
 
@@ -191,6 +195,41 @@ pub async fn replay_command(args: &ReplayArgs) -> Result<Report, CliError> {
         write_contexts(&report, path)?;
     }
     Ok(report)
+}
+
+/// `memory recall`: what a handle brings back from a stored session, as
+/// the text a model gets or (`--json`) the original messages.
+///
+/// # Errors
+///
+/// An unusable store or counter, a malformed handle, or one the session
+/// does not hold (exit 2).
+pub async fn recall_command(args: &RecallArgs) -> Result<String, CliError> {
+    let store = store::open(&args.store).await?;
+    let counter = registry::counter(&args.counter)?;
+    let history = store
+        .history(&args.session)
+        .await
+        .map_err(|e| CliError::Usage(format!("--session {}: {e}", args.session)))?;
+    if history.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--session {}: the store holds no such session",
+            args.session
+        )));
+    }
+    let request = memory_core::recall::RecallRequest {
+        handle: args.handle.clone(),
+        query: args.query.clone(),
+        max_tokens: args.max_tokens,
+    };
+    let recalled = memory_core::recall::resolve(&history, &request, counter.as_ref())
+        .await
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok(if args.json {
+        memory_core::openai_wire::to_value(&recalled.messages).to_string()
+    } else {
+        recalled.text
+    })
 }
 
 /// Writes each row's context as one JSON line (see `--contexts`).

@@ -30,6 +30,10 @@ pub enum MemoryError {
     /// A transcript breaks the invariants (tool pairing, order).
     #[error("invalid transcript: {0}; call memory_core::repair on histories loaded from elsewhere")]
     InvalidTranscript(String),
+    /// A recall could not be answered: a malformed handle, or one the
+    /// session does not hold.
+    #[error("recall failed: {0}")]
+    Recall(String),
     /// A strategy was configured or called in a way it cannot honour.
     #[error("strategy `{strategy}` failed: {reason}")]
     Strategy {

@@ -24,6 +24,7 @@
 //! | [`Diagnostics`] | what the stages say about how they reached a result, carried back with it |
 //! | [`Pipeline`] | strategies in a chain, itself a strategy |
 //! | [`Memory`], [`Context`] | what an agent loop records into, and the fitted context it gets back |
+//! | [`recall`] | handles of shed pieces, the `recall` tool and its answer |
 //! | [`structure`] | steps, rounds, the current question, the floor |
 //! | [`validate`], [`Violation`], [`repair`], [`Repaired`], [`RepairAction`], [`MISSING_RESULT`], [`is_shrunk_from`] | tool pairing and order: checked, repaired, and what a shrunk message is |
 //! | [`summary`] | the one recognizer of summary messages |
@@ -74,6 +75,7 @@ mod message;
 pub mod openai_wire;
 mod pipeline;
 mod provider;
+pub mod recall;
 mod reply;
 pub mod store;
 mod strategy;

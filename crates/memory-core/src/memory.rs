@@ -1,6 +1,7 @@
 //! [`Memory`]: what an agent loop records into and reads its context from.
 
-use crate::{Context, MemoryError, Message, StoredMessage};
+use crate::recall::{RecallRequest, Recalled};
+use crate::{CharTokenCounter, Context, MemoryError, Message, StoredMessage};
 
 /// Records a conversation and hands back the context to send to the model.
 ///
@@ -100,4 +101,39 @@ pub trait Memory: Send {
     ///
     /// Storage errors.
     async fn history(&self) -> Result<Vec<Message>, MemoryError>;
+
+    /// Answers a `recall` call (see [`recall`](crate::recall)): the
+    /// originals a handle names, from [`history`](Memory::history), whole
+    /// or cut to the request's cap (measured, by default, with
+    /// [`CharTokenCounter`]; a memory with a counter of its own uses it).
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Recall`] for a malformed handle or one this session
+    /// does not hold; storage errors.
+    ///
+    /// ```
+    /// use memory_core::{recall::{Handle, RecallRequest}, Message, Memory};
+    /// # use memory_core::{Context, MemoryError, StoredMessage};
+    /// # #[derive(Default)] struct Everything(Vec<Message>);
+    /// # #[async_trait::async_trait]
+    /// # impl Memory for Everything {
+    /// #     async fn record(&mut self, m: Message) -> Result<(), MemoryError> { self.0.push(m); Ok(()) }
+    /// #     async fn record_protected(&mut self, m: Message) -> Result<(), MemoryError> { self.0.push(m); Ok(()) }
+    /// #     async fn fitted(&mut self) -> Result<Context, MemoryError> { Ok(Context::new(self.0.clone(), 0, true)) }
+    /// #     async fn view(&self) -> Result<Vec<StoredMessage>, MemoryError> { Ok(vec![]) }
+    /// #     async fn history(&self) -> Result<Vec<Message>, MemoryError> { Ok(self.0.clone()) }
+    /// # }
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut memory = Everything::default();
+    /// memory.record(Message::tool_result("c1", "a long output")).await.unwrap();
+    /// let handle = Handle::of(&[Message::tool_result("c1", "a long output")]);
+    /// let recalled = memory.recall(&RecallRequest::new(handle.to_string())).await.unwrap();
+    /// assert_eq!(recalled.messages, vec![Message::tool_result("c1", "a long output")]);
+    /// # });
+    /// ```
+    async fn recall(&self, request: &RecallRequest) -> Result<Recalled, MemoryError> {
+        let history = self.history().await?;
+        crate::recall::resolve(&history, request, &CharTokenCounter).await
+    }
 }

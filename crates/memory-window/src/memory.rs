@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::covered::{self, Covered};
+use memory_core::recall::{RecallRequest, Recalled};
 use memory_core::{
     Budget, CharTokenCounter, Context, History, Memory, MemoryError, Message, Store, StoreError,
     StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
@@ -589,5 +590,12 @@ impl Memory for WindowMemory {
                 .unwrap_or_default()),
             Keeping::Store(store) => Ok(store.history(&self.session).await?),
         }
+    }
+
+    /// Answers from the session's whole history (the store's, when the
+    /// memory keeps one), the cap measured with the memory's counter.
+    async fn recall(&self, request: &RecallRequest) -> Result<Recalled, MemoryError> {
+        let history = self.history().await?;
+        memory_core::recall::resolve(&history, request, &*self.counter).await
     }
 }

@@ -1,0 +1,85 @@
+//! `memory recall`: what a handle brings back from a session a replay
+//! stored.
+
+use std::process::Command;
+
+use memory_core::openai_wire;
+use memory_core::recall::Handle;
+
+fn memory(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_memory"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_handle_brings_back_the_original_from_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("replay.db").display());
+    let input = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/data/agent-session.json"
+    );
+    let replay = memory(&[
+        "replay",
+        "--input",
+        input,
+        "--budget",
+        "2000",
+        "--pipeline",
+        "window",
+        "--store",
+        &store,
+        "--session",
+        "s",
+    ]);
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let messages = openai_wire::from_json_str(&std::fs::read_to_string(input).unwrap()).unwrap();
+    let handle = Handle::of(&messages[2..4]).to_string();
+
+    let out = memory(&[
+        "recall",
+        "--store",
+        &store,
+        "--session",
+        "s/window",
+        &handle,
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = openai_wire::from_json_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    assert_eq!(back, messages[2..4]);
+
+    let text = memory(&[
+        "recall",
+        "--store",
+        &store,
+        "--session",
+        "s/window",
+        &handle,
+        "--max-tokens",
+        "20",
+    ]);
+    assert!(text.status.success());
+    assert!(String::from_utf8_lossy(&text.stdout).len() < 200);
+
+    let missing = memory(&[
+        "recall",
+        "--store",
+        &store,
+        "--session",
+        "s/window",
+        "r:000000000000",
+    ]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("names nothing recorded here"));
+}

@@ -1,0 +1,431 @@
+//! Recall: whatever a strategy sheds or shortens stays one call away.
+//!
+//! A [`Handle`] names a stretch of the history by the identity of its first
+//! message ([`identity::message_key`](crate::identity::message_key)) and
+//! its length: `r:1a2b3c4d5e6f` for one message, `r:1a2b3c4d5e6f+12` for
+//! twelve. It depends on nothing but the messages, so it is the same in
+//! every call (it never breaks a cached prefix) and in every process, and
+//! it resolves against any copy of the session's history ([`Handle::find`]);
+//! a handle of another session's message is found nowhere in this one.
+//!
+//! [`tool_definition`] is the `recall` tool a model is offered (OpenAI's
+//! function format); [`RecallRequest`] its arguments; [`resolve`] the
+//! answer: the originals, whole, or the lines most relevant to the query
+//! within a token cap. [`Memory::recall`](crate::Memory::recall) answers
+//! from a memory's history.
+//!
+//! ```
+//! use memory_core::recall::{Handle, RecallRequest, resolve};
+//! use memory_core::{CharTokenCounter, Message};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let history = vec![
+//!     Message::user("Read the config."),
+//!     Message::tool_result("c1", "port = 8080\nhost = example.org"),
+//! ];
+//! let handle = Handle::of(&history[1..]);
+//! let request = RecallRequest::new(handle.to_string());
+//! let recalled = resolve(&history, &request, &CharTokenCounter).await.unwrap();
+//! assert_eq!(recalled.messages, history[1..]);
+//! assert!(recalled.whole && recalled.text.contains("port = 8080"));
+//! # });
+//! ```
+
+use std::fmt;
+use std::ops::Range;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{MemoryError, Message, TokenCounter, identity, transcript};
+
+/// The name of the tool.
+pub const RECALL_TOOL: &str = "recall";
+
+/// Hex digits of a handle's key: 48 bits, so that two messages of one
+/// session share a key with odds of about one in ten billion for a
+/// session of 2,000 messages, in 12 characters.
+const KEY_DIGITS: usize = 12;
+
+/// A stretch of a session's history: the key of its first message and how
+/// many messages it holds.
+///
+/// ```
+/// use memory_core::{recall::Handle, Message};
+/// let h = Handle::of(&[Message::user("a"), Message::assistant("b")]);
+/// assert_eq!(h.len(), 2);
+/// assert_eq!(Handle::parse(&h.to_string()).unwrap(), h);
+/// assert!(h.to_string().starts_with("r:") && h.to_string().ends_with("+2"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle {
+    key: u64,
+    len: usize,
+}
+
+impl Handle {
+    /// The handle of `messages` (a stretch of the history, in order); an
+    /// empty stretch is taken as one of length 1 at no message.
+    pub fn of(messages: &[Message]) -> Handle {
+        Handle {
+            key: messages.first().map_or(0, key),
+            len: messages.len().max(1),
+        }
+    }
+
+    /// How many messages the stretch holds.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::recall::Handle::of(&[memory_core::Message::user("a")]).len(), 1);
+    /// ```
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Reads `r:KEY` or `r:KEY+N`.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Recall`] naming what is wrong with the text.
+    ///
+    /// ```
+    /// use memory_core::recall::Handle;
+    /// assert!(Handle::parse("r:00000000002a+3").is_ok());
+    /// assert!(Handle::parse("r:zz").is_err());
+    /// assert!(Handle::parse("r:00000000002a+0").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Handle, MemoryError> {
+        let bad = |why: &str| {
+            MemoryError::Recall(format!(
+                "handle {text:?} {why}: a handle is r: and {KEY_DIGITS} hex digits, then +N for N messages"
+            ))
+        };
+        let rest = text
+            .trim()
+            .strip_prefix("r:")
+            .ok_or_else(|| bad("does not start with r:"))?;
+        let (hex, len) = match rest.split_once('+') {
+            Some((hex, n)) => (
+                hex,
+                n.parse::<usize>()
+                    .map_err(|_| bad("has no count after +"))?,
+            ),
+            None => (rest, 1),
+        };
+        if hex.len() != KEY_DIGITS || len == 0 {
+            return Err(bad("is malformed"));
+        }
+        let key = u64::from_str_radix(hex, 16).map_err(|_| bad("has a key that is not hex"))?;
+        Ok(Handle { key, len })
+    }
+
+    /// Where the stretch is in `history`: the first message with the key
+    /// and room for the length after it; `None` when the history has none
+    /// (another session's handle, say).
+    ///
+    /// ```
+    /// use memory_core::{recall::Handle, Message};
+    /// let history = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// assert_eq!(Handle::of(&history[1..3]).find(&history), Some(1..3));
+    /// assert_eq!(Handle::of(&[Message::user("z")]).find(&history), None);
+    /// ```
+    pub fn find(&self, history: &[Message]) -> Option<Range<usize>> {
+        history
+            .iter()
+            .position(|m| key(m) == self.key)
+            .map(|start| start..start + self.len)
+            .filter(|range| range.end <= history.len())
+    }
+
+    /// Every handle written in `text`, in order.
+    ///
+    /// ```
+    /// use memory_core::{recall::Handle, Message};
+    /// let h = Handle::of(&[Message::user("a")]);
+    /// let text = format!("[12 lines omitted; recall {h}]");
+    /// assert_eq!(Handle::all_in(&text), vec![h]);
+    /// ```
+    pub fn all_in(text: &str) -> Vec<Handle> {
+        let mut found = Vec::new();
+        let mut rest = text;
+        while let Some(at) = rest.find("r:") {
+            let candidate = &rest[at..];
+            let end = candidate
+                .char_indices()
+                .skip(2)
+                .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '+' || c.is_ascii_digit()))
+                .map_or(candidate.len(), |(i, _)| i);
+            if let Ok(handle) = Handle::parse(&candidate[..end]) {
+                found.push(handle);
+            }
+            rest = &candidate[2..];
+        }
+        found
+    }
+}
+
+impl fmt::Display for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "r:{:0width$x}", self.key, width = KEY_DIGITS)?;
+        if self.len > 1 {
+            write!(f, "+{}", self.len)?;
+        }
+        Ok(())
+    }
+}
+
+/// A message's key, cut to the handle's digits.
+fn key(message: &Message) -> u64 {
+    identity::message_key(message) & ((1 << (4 * KEY_DIGITS)) - 1)
+}
+
+/// The `recall` tool, as a model is offered it (OpenAI's `tools` entry).
+///
+/// ```
+/// let tool = memory_core::recall::tool_definition();
+/// assert_eq!(tool["function"]["name"], "recall");
+/// assert_eq!(tool["function"]["parameters"]["required"][0], "handle");
+/// ```
+pub fn tool_definition() -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": RECALL_TOOL,
+            "description": "Bring back, verbatim, a part of this conversation that was shortened or left out of the context to save room. Pass the handle written where it stood (like r:1a2b3c4d5e6f, or r:1a2b3c4d5e6f+12 for twelve messages). With a query, only the parts most relevant to it come back; max_tokens caps the answer.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "handle": {"type": "string", "description": "The handle, e.g. r:1a2b3c4d5e6f or r:1a2b3c4d5e6f+12."},
+                    "query": {"type": "string", "description": "What you need from it, to bring back only the relevant parts."},
+                    "max_tokens": {"type": "integer", "minimum": 1, "description": "The most tokens to bring back."}
+                },
+                "required": ["handle"],
+                "additionalProperties": false
+            }
+        }
+    })
+}
+
+/// The arguments of a `recall` call.
+///
+/// ```
+/// let r = memory_core::recall::RecallRequest::from_arguments(r#"{"handle": "r:00000000002a", "max_tokens": 50}"#).unwrap();
+/// assert_eq!(r.max_tokens, Some(50));
+/// assert!(memory_core::recall::RecallRequest::from_arguments("{}").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RecallRequest {
+    /// The handle.
+    pub handle: String,
+    /// What the caller needs from it.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// The most tokens to return.
+    #[serde(default)]
+    pub max_tokens: Option<usize>,
+}
+
+impl RecallRequest {
+    /// A request for the whole of `handle`.
+    ///
+    /// ```
+    /// assert!(memory_core::recall::RecallRequest::new("r:00000000002a").query.is_none());
+    /// ```
+    pub fn new(handle: impl Into<String>) -> Self {
+        Self {
+            handle: handle.into(),
+            query: None,
+            max_tokens: None,
+        }
+    }
+
+    /// Reads a tool call's JSON arguments.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError::Recall`] when they are not the tool's arguments.
+    pub fn from_arguments(arguments: &str) -> Result<Self, MemoryError> {
+        serde_json::from_str(arguments).map_err(|e| {
+            MemoryError::Recall(format!(
+                "the recall arguments are not {{\"handle\", \"query\"?, \"max_tokens\"?}}: {e}"
+            ))
+        })
+    }
+}
+
+/// What a recall brings back.
+///
+/// ```
+/// let r = memory_core::recall::Recalled::default();
+/// assert!(r.messages.is_empty());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recalled {
+    /// The originals the handle names, exactly as recorded.
+    pub messages: Vec<Message>,
+    /// The answer for the model: the originals as text, or the parts of
+    /// them most relevant to the query within the cap.
+    pub text: String,
+    /// Tokens of `text`.
+    pub tokens: usize,
+    /// Whether `text` holds the originals whole.
+    pub whole: bool,
+}
+
+/// Answers `request` from `history` (everything the session recorded).
+///
+/// # Errors
+///
+/// [`MemoryError::Recall`] for a malformed handle or one this history does
+/// not hold (another session's, say); counting errors.
+pub async fn resolve(
+    history: &[Message],
+    request: &RecallRequest,
+    counter: &dyn TokenCounter,
+) -> Result<Recalled, MemoryError> {
+    let handle = Handle::parse(&request.handle)?;
+    let range = handle.find(history).ok_or_else(|| {
+        MemoryError::Recall(format!(
+            "no message of this session has the handle {handle}: it names nothing recorded here"
+        ))
+    })?;
+    let messages = history[range].to_vec();
+    let whole = transcript::to_text(&messages);
+    let tokens = counter.count(&whole).await?;
+    let cap = request.max_tokens.unwrap_or(usize::MAX);
+    if tokens <= cap {
+        return Ok(Recalled {
+            messages,
+            text: whole,
+            tokens,
+            whole: true,
+        });
+    }
+    let text = best_lines(&whole, request.query.as_deref(), cap, counter).await?;
+    let tokens = counter.count(&text).await?;
+    Ok(Recalled {
+        messages,
+        text,
+        tokens,
+        whole: false,
+    })
+}
+
+/// The lines of `text` that share most words with `query` (the first and
+/// last lines first without one), in their order, within `cap` tokens,
+/// with a marker for each gap.
+async fn best_lines(
+    text: &str,
+    query: Option<&str>,
+    cap: usize,
+    counter: &dyn TokenCounter,
+) -> Result<String, MemoryError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.len() > 2)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let wanted = query.map(words).unwrap_or_default();
+    let n = lines.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    // By shared words, then nearest an end: the head and the tail of an
+    // output say most about it when nothing else does.
+    order.sort_by_key(|&i| {
+        let line = words(lines[i]);
+        let shared = wanted.iter().filter(|w| line.contains(w)).count();
+        (std::cmp::Reverse(shared), i.min(n - 1 - i))
+    });
+    let mut chosen = vec![false; n];
+    // Room for the markers of the gaps.
+    let marker = "[... lines omitted ...]";
+    let mut used = counter.count(marker).await?;
+    for i in order {
+        let cost = counter.count(lines[i]).await? + counter.count(marker).await?;
+        if used + cost > cap {
+            continue;
+        }
+        used += cost;
+        chosen[i] = true;
+    }
+    let mut out = Vec::new();
+    let mut gap = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if chosen[i] {
+            if gap > 0 {
+                out.push(format!("[... {gap} lines omitted ...]"));
+                gap = 0;
+            }
+            out.push((*line).to_string());
+        } else {
+            gap += 1;
+        }
+    }
+    if gap > 0 {
+        out.push(format!("[... {gap} lines omitted ...]"));
+    }
+    Ok(out.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CharTokenCounter;
+
+    #[tokio::test]
+    async fn a_cap_is_never_exceeded_and_the_query_picks_the_lines() {
+        let output: String = (0..200)
+            .map(|i| format!("line {i}: value_{i} ok\n"))
+            .collect::<String>()
+            + "line 200: ERROR disk full on /var\n";
+        let history = vec![Message::user("run"), Message::tool_result("c", output)];
+        let handle = Handle::of(&history[1..]).to_string();
+        for cap in [40, 80, 200] {
+            let request = RecallRequest {
+                handle: handle.clone(),
+                query: Some("disk error".into()),
+                max_tokens: Some(cap),
+            };
+            let got = resolve(&history, &request, &CharTokenCounter)
+                .await
+                .unwrap();
+            assert!(got.tokens <= cap, "{} > {cap}", got.tokens);
+            assert!(!got.whole);
+            assert!(got.text.contains("ERROR disk full"), "{}", got.text);
+            assert_eq!(got.messages, history[1..]);
+        }
+    }
+
+    #[tokio::test]
+    async fn another_sessions_handle_is_refused() {
+        let ours = vec![Message::user("ours")];
+        let theirs = Handle::of(&[Message::user("theirs")]).to_string();
+        let e = resolve(&ours, &RecallRequest::new(theirs), &CharTokenCounter)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("names nothing recorded here"), "{e}");
+        assert!(
+            resolve(&ours, &RecallRequest::new("r:1"), &CharTokenCounter)
+                .await
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn handles_are_found_in_text_and_ranges_past_the_end_are_not() {
+        let history = [Message::user("a"), Message::user("b")];
+        let stretch = Handle {
+            key: key(&history[1]),
+            len: 2,
+        };
+        assert_eq!(stretch.find(&history), None);
+        let text = format!(
+            "see {} and r:nothex, r:{}+2.",
+            Handle::of(&history[..1]),
+            "0".repeat(12)
+        );
+        assert_eq!(Handle::all_in(&text).len(), 2);
+    }
+}

@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`RigMemory`] | the `ConversationMemory`: `append` records, `load` trims, `clear` empties the view |
 //! | [`to_ours`], [`to_rig`], [`ConvertError`] | messages from Rig's types to ours and back |
+//! | [`RecallTool`] | the `recall` tool as a Rig tool, answered from the conversation's store |
 //! | [`Recorded`], [`Carry`] | what a conversation recorded, so that trimmed context goes back to Rig as the messages Rig appended |
 //!
 //! ```
@@ -28,8 +29,10 @@
 
 mod convert;
 mod memory;
+mod recall;
 mod recorded;
 
 pub use convert::{ConvertError, to_ours, to_rig};
 pub use memory::RigMemory;
+pub use recall::RecallTool;
 pub use recorded::{Carry, Recorded};

@@ -140,6 +140,17 @@ impl RigMemory {
         self.budget
     }
 
+    /// The `recall` tool for `conversation`: it brings back what a handle
+    /// in the conversation's context names, from its store.
+    ///
+    /// ```
+    /// let tool = memory_rig::RigMemory::new(100).recall_tool("ticket-42");
+    /// # let _ = tool;
+    /// ```
+    pub fn recall_tool(&self, conversation: &str) -> crate::RecallTool {
+        crate::RecallTool::new(self.store.clone(), conversation, self.counter.clone())
+    }
+
     /// The context the agent is given next for `conversation`, in our
     /// types, with its tokens and whether it fits.
     ///

@@ -172,6 +172,14 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_task_floor: bool,
 
+    /// Offer the model the `recall` tool: `server` answers its calls from
+    /// the session's history and asks the model again (the client never
+    /// sees them), `client` lets them reach the client like any tool call
+    /// (answer them with POST /v1/memory/sessions/ID/recall), `off` does
+    /// not offer it.
+    #[arg(long, value_name = "MODE", default_value = "off", value_parser = parse_recall)]
+    pub recall: memory_serve::RecallMode,
+
     /// The model summarizing stages call (a separate, cheaper endpoint
     /// and model may be named here).
     #[command(flatten)]
@@ -503,6 +511,10 @@ fn parse_pricing(text: &str) -> Result<Pricing, String> {
 }
 
 /// A token budget: a whole number of at least 1.
+fn parse_recall(text: &str) -> Result<memory_serve::RecallMode, String> {
+    text.parse()
+}
+
 fn parse_budget(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("the budget must be at least 1 token".to_string()),

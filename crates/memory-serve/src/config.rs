@@ -124,6 +124,8 @@ pub struct ServeConfig {
     /// The most sessions kept loaded in the process; others are read from
     /// the store when they come back.
     pub max_loaded_sessions: usize,
+    /// Whether the model is offered the `recall` tool, and who answers it.
+    pub recall: crate::RecallMode,
 }
 
 /// The default limit on a request body: a long agent session with large
@@ -164,6 +166,7 @@ impl ServeConfig {
             task_floor: true,
             summarizer_stats: None,
             max_loaded_sessions: DEFAULT_LOADED_SESSIONS,
+            recall: crate::RecallMode::Off,
         }
     }
 

@@ -18,6 +18,7 @@
 //! | [`Head`] | a session's head as the store keeps it |
 //! | [`CallReport`], [`Admission`] | what one call sent upstream, and how it found its session |
 //! | [`reply_of`], [`StreamedReply`] | the reply to record, from a body or a stream |
+//! | [`RecallMode`], [`MAX_RECALL_ROUNDS`] | the `recall` tool offered to the model, answered by the server or the client |
 //! | [`Metrics`] | what `GET /metrics` shows |
 //! | [`ApiError`] | a refused or failed request, in OpenAI's error shape |
 //! | `test_util` (feature `test-util`) | `ScriptedUpstream`, a chat-completions server on loopback whose model is a script |
@@ -34,6 +35,7 @@ mod config;
 mod error;
 mod ledger;
 mod metrics;
+mod recall;
 mod reply;
 mod report;
 mod request;
@@ -54,6 +56,7 @@ pub use config::{
 pub use error::ApiError;
 pub use ledger::{Head, RESERVED_PREFIX};
 pub use metrics::Metrics;
+pub use recall::{MAX_RECALL_ROUNDS, RecallMode};
 pub use reply::{StreamedReply, reply_of};
 pub use report::{Admission, CallReport};
 pub use request::ChatCall;

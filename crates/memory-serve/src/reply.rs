@@ -52,6 +52,10 @@ pub struct StreamedReply {
     calls: Vec<PartialCall>,
     finished: bool,
     done: bool,
+    /// The first tool called, when a call's name came before any text.
+    first_tool: Option<String>,
+    /// Whether text came before any call's name.
+    text_first: bool,
 }
 
 impl StreamedReply {
@@ -105,6 +109,9 @@ impl StreamedReply {
     fn delta(&mut self, delta: &Value) {
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             self.content.push_str(text);
+            if !text.trim().is_empty() && self.first_tool.is_none() {
+                self.text_first = true;
+            }
         }
         let reasoning = delta
             .get("reasoning_content")
@@ -133,6 +140,9 @@ impl StreamedReply {
             let function = call.get("function");
             if let Some(name) = function.and_then(|f| f.get("name")).and_then(Value::as_str) {
                 partial.name.push_str(name);
+                if !self.text_first && self.first_tool.is_none() && !name.is_empty() {
+                    self.first_tool = Some(name.to_string());
+                }
             }
             if let Some(args) = function
                 .and_then(|f| f.get("arguments"))
@@ -140,6 +150,28 @@ impl StreamedReply {
             {
                 partial.arguments.push_str(args);
             }
+        }
+    }
+
+    /// What the reply opens with, once it is known: `Some(None)` for text,
+    /// `Some(Some(name))` for a call of the tool `name`; `None` while
+    /// neither came (a stream can be held until then).
+    ///
+    /// ```
+    /// let mut reply = memory_serve::StreamedReply::default();
+    /// assert_eq!(reply.opening(), None);
+    /// reply.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"recall\"}}]}}]}\n");
+    /// assert_eq!(reply.opening(), Some(Some("recall")));
+    /// ```
+    pub fn opening(&self) -> Option<Option<&str>> {
+        if self.text_first {
+            Some(None)
+        } else if let Some(name) = &self.first_tool {
+            Some(Some(name))
+        } else if self.is_finished() {
+            Some(None)
+        } else {
+            None
         }
     }
 

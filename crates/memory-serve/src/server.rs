@@ -15,6 +15,7 @@ use memory_core::{Message, openai_wire};
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::{Admitted, Sessions, Slot};
 use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of, stream};
 
@@ -63,6 +64,7 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .route("/v1/memory/sessions/{id}", get(session))
+        .route("/v1/memory/sessions/{id}/recall", post(recall_in))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .layer(DefaultBodyLimit::disable())
@@ -146,6 +148,51 @@ async fn session(
     response
 }
 
+/// `POST /v1/memory/sessions/{id}/recall` with a `recall` call's
+/// arguments: what the handle brings back from the session.
+async fn recall_in(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let response = match answer_recall(&state, &id, &headers, body).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    state
+        .metrics
+        .count_request("recall", response.status().as_u16());
+    response
+}
+
+async fn answer_recall(
+    state: &AppState,
+    id: &str,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    auth::check(&state.config, headers)?;
+    let bytes = read_body(headers, body, state.config.max_body_bytes).await?;
+    let text = String::from_utf8_lossy(&bytes);
+    let request = memory_core::recall::RecallRequest::from_arguments(&text)
+        .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
+    let Some(mut slot) = state.sessions.inspect(id).await? else {
+        return Err(ApiError::no_session(id));
+    };
+    let history = state.sessions.history(&mut slot).await?;
+    let recalled = memory_core::recall::resolve(&history, &request, &*state.config.counter)
+        .await
+        .map_err(|e| ApiError::bad_request(e.to_string(), Some("handle")))?;
+    let body = json!({
+        "text": recalled.text,
+        "tokens": recalled.tokens,
+        "whole": recalled.whole,
+        "messages": openai_wire::to_value(&recalled.messages),
+    });
+    Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
+}
+
 async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     auth::check(&state.config, headers)?;
     let Some(mut slot) = state.sessions.inspect(id).await? else {
@@ -211,7 +258,7 @@ async fn admit_call(
 }
 
 /// A checked request, on its way upstream.
-struct Call {
+pub(crate) struct Call {
     call: ChatCall,
     messages: Vec<Message>,
     named: Option<String>,
@@ -220,41 +267,118 @@ struct Call {
 }
 
 /// Records the request in its session, fits the session, sends it
-/// upstream and records the reply.
+/// upstream (answering the model's recalls itself under `--recall
+/// server`) and records the reply.
 async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError> {
     let sessions = &state.sessions;
     let admitted = match &call.named {
         Some(id) => sessions.admit_named(id, &call.messages).await?,
         None => sessions.admit_history(&call.messages).await?,
     };
-    let (mut slot, report, context) = fit(&state, admitted, &call).await?;
+    let (mut slot, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&slot, &report);
-    let own = call.started.elapsed();
-    let sent = Instant::now();
+    let mut own = call.started.elapsed();
+    let mut hidden: Vec<Message> = Vec::new();
+    for round in 0.. {
+        let upstream = match send(&state, &call, &context, &hidden).await {
+            Ok(u) => u,
+            Err(e) => {
+                close(&state, &mut slot, report, own).await;
+                return Ok(error_response(unreachable_upstream(&state, &e), headers));
+            }
+        };
+        report.upstream_status = Some(upstream.status().as_u16());
+        if call.call.stream && upstream.status().is_success() && is_event_stream(&upstream) {
+            slot.last_call = Some(report);
+            state.metrics.observe_own(own);
+            let again = stream::Again {
+                call: Arc::new(call),
+                context,
+                hidden,
+                round,
+            };
+            return Ok(stream::back(state.clone(), slot, upstream, headers, again));
+        }
+        let answer = match Answer::read(upstream).await {
+            Ok(a) => a,
+            Err(e) => {
+                close(&state, &mut slot, report, own).await;
+                return Ok(error_response(unreachable_upstream(&state, &e), headers));
+            }
+        };
+        let after = Instant::now();
+        match recall_round(&state, &mut slot, &answer, round).await? {
+            Some(exchange) => hidden.extend(exchange),
+            None => return finish(&state, slot, report, answer, headers, own).await,
+        }
+        own += after.elapsed();
+    }
+    unreachable!("the loop returns")
+}
+
+/// The model's reply when it calls `recall` under `--recall server` and
+/// rounds are left: the reply and the answers to its calls, to send back.
+async fn recall_round(
+    state: &AppState,
+    slot: &mut Slot,
+    answer: &Answer,
+    round: usize,
+) -> Result<Option<Vec<Message>>, ApiError> {
+    if state.config.recall != RecallMode::Server
+        || round >= MAX_RECALL_ROUNDS
+        || !answer.status.is_success()
+    {
+        return Ok(None);
+    }
+    let Some(reply) = reply_of(&answer.body).filter(crate::recall::wants_recall) else {
+        return Ok(None);
+    };
+    let history = state.sessions.history(slot).await?;
+    let results = crate::recall::answers(&history, &reply, &*state.config.counter).await;
+    let mut exchange = vec![reply];
+    exchange.extend(results);
+    Ok(Some(exchange))
+}
+
+/// Sends the context (and the exchange the client does not see) upstream.
+pub(crate) async fn send(
+    state: &AppState,
+    call: &Call,
+    context: &[Message],
+    hidden: &[Message],
+) -> Result<reqwest::Response, reqwest::Error> {
+    let body = crate::recall::upstream_body(&call.call, context, hidden, state.config.recall);
     let mut request = state
         .http
         .post(format!("{}/chat/completions", state.config.upstream))
-        .json(&call.call.upstream_body(&context));
+        .json(&body);
     if let Some(a) = &call.authorization {
         request = request.header(AUTHORIZATION, a.clone());
     }
+    let sent = Instant::now();
     let upstream = request.send().await;
     state.metrics.observe_upstream(sent.elapsed());
-    let mut report = report;
-    let upstream = match upstream {
-        Ok(u) => u,
-        Err(e) => {
-            close(&state, &mut slot, report, own).await;
-            return Ok(error_response(unreachable_upstream(&state, &e), headers));
-        }
-    };
-    report.upstream_status = Some(upstream.status().as_u16());
-    if call.call.stream && upstream.status().is_success() && is_event_stream(&upstream) {
-        slot.last_call = Some(report);
-        state.metrics.observe_own(own);
-        return Ok(stream::back(state.clone(), slot, upstream, headers));
+    upstream
+}
+
+/// A non-streamed answer, read whole.
+struct Answer {
+    status: reqwest::StatusCode,
+    content_type: Option<HeaderValue>,
+    body: Bytes,
+}
+
+impl Answer {
+    async fn read(upstream: reqwest::Response) -> Result<Answer, reqwest::Error> {
+        let status = upstream.status();
+        let content_type = upstream.headers().get(CONTENT_TYPE).cloned();
+        let body = upstream.bytes().await?;
+        Ok(Answer {
+            status,
+            content_type,
+            body,
+        })
     }
-    answer(&state, slot, report, upstream, headers, own).await
 }
 
 /// Fits the admitted session to the call's budget and measures it.
@@ -288,26 +412,17 @@ async fn fit(
 }
 
 /// A non-streamed answer: recorded, then passed back.
-async fn answer(
+async fn finish(
     state: &AppState,
     mut slot: tokio::sync::OwnedMutexGuard<Slot>,
     report: CallReport,
-    upstream: reqwest::Response,
+    answer: Answer,
     mut headers: HeaderMap,
     own: Duration,
 ) -> Result<Response, ApiError> {
-    let status = upstream.status();
-    let content_type = upstream.headers().get(CONTENT_TYPE).cloned();
-    let body = match upstream.bytes().await {
-        Ok(b) => b,
-        Err(e) => {
-            close(state, &mut slot, report, own).await;
-            return Ok(error_response(unreachable_upstream(state, &e), headers));
-        }
-    };
     let after = Instant::now();
-    if status.is_success() {
-        match reply_of(&body) {
+    if answer.status.is_success() {
+        match reply_of(&answer.body) {
             Some(reply) => {
                 if let Err(e) = state.sessions.record_reply(&mut slot, reply).await {
                     tracing::warn!(session = %slot.id, error = %e, "cannot record the reply; the next request records it");
@@ -324,7 +439,12 @@ async fn answer(
     if let Ok(v) = HeaderValue::from_str(&own.as_micros().to_string()) {
         headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);
     }
-    Ok(passed_through(status, content_type, body, headers))
+    Ok(passed_through(
+        answer.status,
+        answer.content_type,
+        answer.body,
+        headers,
+    ))
 }
 
 /// Ends a call: its report and the session's head written.

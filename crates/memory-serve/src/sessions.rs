@@ -223,6 +223,11 @@ impl Sessions {
         (memory.total_tokens(), memory.len())
     }
 
+    /// Everything the session recorded (what recalls are answered from).
+    pub(crate) async fn history(&self, slot: &mut Slot) -> Result<Vec<Message>, ApiError> {
+        Ok(self.memory_of(slot).history().await?)
+    }
+
     /// The stored view, as the next call starts from it.
     pub(crate) async fn memory_view(
         &self,

@@ -11,12 +11,26 @@ use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::{OwnedMutexGuard, mpsc};
 
+use memory_core::Message;
+use memory_core::recall::RECALL_TOOL;
+
 use crate::StreamedReply;
-use crate::server::AppState;
+use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
+use crate::server::{AppState, Call, send};
 use crate::sessions::Slot;
 
 /// Events held between the upstream and a slow client.
 const BUFFERED_EVENTS: usize = 32;
+
+/// What a streamed call may have to ask the upstream again with: under
+/// `--recall server`, a stream that opens with a `recall` call is answered
+/// by the server and asked again, the client seeing only the last one.
+pub(crate) struct Again {
+    pub(crate) call: Arc<Call>,
+    pub(crate) context: Vec<Message>,
+    pub(crate) hidden: Vec<Message>,
+    pub(crate) round: usize,
+}
 
 /// Passes the upstream's event stream back to the client while a task
 /// reads it; the session stays locked until the stream ends. The reply is
@@ -28,54 +42,140 @@ pub(crate) fn back(
     slot: OwnedMutexGuard<Slot>,
     upstream: reqwest::Response,
     mut headers: HeaderMap,
+    again: Again,
 ) -> Response {
     let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap_or(StatusCode::OK);
     if let Some(t) = upstream.headers().get(CONTENT_TYPE) {
         headers.insert(CONTENT_TYPE, t.clone());
     }
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BUFFERED_EVENTS);
-    tokio::spawn(relay(state, slot, upstream, tx));
+    tokio::spawn(relay(state, slot, upstream, tx, again));
     let events = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
     (status, headers, Body::from_stream(events)).into_response()
 }
 
-/// Reads the upstream's stream to its end, or until the client is gone.
+/// How one upstream stream ended.
+enum Relayed {
+    /// Passed to the client (or given up on).
+    Done,
+    /// It called `recall`, held back from the client: the reply.
+    Recall(Message),
+}
+
+/// Relays the upstream's streams until one is passed to the client.
 async fn relay(
     state: Arc<AppState>,
     mut slot: OwnedMutexGuard<Slot>,
-    upstream: reqwest::Response,
-    tx: mpsc::Sender<Result<Bytes, std::io::Error>>,
+    mut upstream: reqwest::Response,
+    tx: Sender,
+    mut again: Again,
 ) {
+    loop {
+        let gated = state.config.recall == RecallMode::Server && again.round < MAX_RECALL_ROUNDS;
+        let Relayed::Recall(reply) = pass(&state, &mut slot, upstream, &tx, gated).await else {
+            break;
+        };
+        let history = match state.sessions.history(&mut slot).await {
+            Ok(h) => h,
+            Err(e) => {
+                let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                break;
+            }
+        };
+        let results = crate::recall::answers(&history, &reply, &*state.config.counter).await;
+        again.hidden.push(reply);
+        again.hidden.extend(results);
+        again.round += 1;
+        upstream = match send(&state, &again.call, &again.context, &again.hidden).await {
+            Ok(u) if u.status().is_success() => u,
+            Ok(u) => {
+                let why = format!("the upstream answered {} after a recall", u.status());
+                let _ = tx.send(Err(std::io::Error::other(why))).await;
+                break;
+            }
+            Err(e) => {
+                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                break;
+            }
+        };
+    }
+    state.sessions.finish(&mut slot).await;
+}
+
+type Sender = mpsc::Sender<Result<Bytes, std::io::Error>>;
+
+/// Reads one upstream stream to its end, or until the client is gone;
+/// when `gated`, holds its events until it shows whether it opens with a
+/// `recall` call, and keeps such a stream from the client.
+async fn pass(
+    state: &AppState,
+    slot: &mut Slot,
+    upstream: reqwest::Response,
+    tx: &Sender,
+    gated: bool,
+) -> Relayed {
     let mut reply = StreamedReply::default();
     let mut events = upstream.bytes_stream();
+    let mut held: Vec<Bytes> = Vec::new();
+    let mut holding = gated;
+    let mut recalling = false;
     let mut recorded = false;
-    let mut gone = false;
     while let Some(chunk) = events.next().await {
         let bytes = match chunk {
             Ok(bytes) => bytes,
             Err(e) => {
                 tracing::warn!(session = %slot.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
                 let _ = tx.send(Err(std::io::Error::other(e))).await;
-                reply = StreamedReply::default();
-                break;
+                return Relayed::Done;
             }
         };
         reply.feed(&bytes);
+        if recalling {
+            continue;
+        }
+        if holding {
+            held.push(bytes);
+            match reply.opening() {
+                None => continue,
+                Some(Some(RECALL_TOOL)) => {
+                    recalling = true;
+                    continue;
+                }
+                Some(_) => holding = false,
+            }
+            if reply.is_done() {
+                record(state, slot, &reply).await;
+                recorded = true;
+            }
+            for bytes in held.drain(..) {
+                if tx.send(Ok(bytes)).await.is_err() {
+                    return Relayed::Done;
+                }
+            }
+            continue;
+        }
         if reply.is_done() && !recorded {
-            record(&state, &mut slot, &reply).await;
+            record(state, slot, &reply).await;
             recorded = true;
         }
         if tx.send(Ok(bytes)).await.is_err() {
-            gone = true;
-            break;
+            return Relayed::Done;
         }
     }
-    if !recorded && !gone && reply.is_finished() {
-        record(&state, &mut slot, &reply).await;
+    if recalling && reply.is_finished() {
+        return Relayed::Recall(reply.message());
     }
-    state.sessions.finish(&mut slot).await;
+    for bytes in held.drain(..) {
+        if tx.send(Ok(bytes)).await.is_err() {
+            return Relayed::Done;
+        }
+    }
+    if !recorded && !tx.is_closed() && reply.is_finished() {
+        record(state, slot, &reply).await;
+    }
+    Relayed::Done
 }
 
 async fn record(state: &AppState, slot: &mut Slot, reply: &StreamedReply) {

@@ -6,7 +6,9 @@
 //! message that says "in N steps" gets a call to the `step` tool for step
 //! 1; a tool result that starts "step K of N" gets the call for step K+1
 //! (two parallel calls every fifth step), and after step N a closing
-//! answer. Any other user message is echoed. Replies queued with
+//! answer. A user message that holds a recall handle gets a `recall` call
+//! for it, and the recall's result an answer that quotes it. Any other
+//! user message is echoed. Replies queued with
 //! [`ScriptedUpstream::queue`] come first, in order (a recorded
 //! transcript's assistant messages, say). A request whose `model` is
 //! `fail-429` gets a 429 with a body of its own. Every request body and
@@ -256,6 +258,23 @@ pub fn next_step(messages: &[Message]) -> Message {
         return Message::assistant("Nothing to do.");
     };
     let text = last.text();
+    if let Some(answer) = after_recall(last) {
+        return answer;
+    }
+    if let Some(handle) = memory_core::recall::Handle::all_in(&text)
+        .first()
+        .filter(|_| last.is_user())
+    {
+        let args = format!(r#"{{"handle":"{handle}"}}"#);
+        return Message::assistant_with_tools(
+            "",
+            vec![ToolCall::new(
+                "recall_1",
+                memory_core::recall::RECALL_TOOL,
+                args,
+            )],
+        );
+    }
     if let Some((k, n)) = step_of(&text).filter(|_| last.is_tool_result()) {
         if k >= n {
             return Message::assistant(format!("All {n} steps are done."));
@@ -269,6 +288,22 @@ pub fn next_step(messages: &[Message]) -> Message {
         "echo: {}",
         text.chars().take(80).collect::<String>()
     ))
+}
+
+/// The answer to a recall's result: what came back, quoted.
+fn after_recall(last: &Message) -> Option<Message> {
+    let Message::ToolResult {
+        tool_call_id,
+        content,
+        ..
+    } = last
+    else {
+        return None;
+    };
+    tool_call_id.starts_with("recall_").then(|| {
+        let quoted: String = content.chars().take(120).collect();
+        Message::assistant(format!("recalled: {quoted}"))
+    })
 }
 
 fn calls(step: usize, of: usize) -> Message {

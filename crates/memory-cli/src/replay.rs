@@ -263,70 +263,74 @@ impl<'c> TrajectoryReplay<'c> {
         let result = self.memory.trimmed().await?;
         let latency = started.elapsed();
         let usage = self.since_previous_call(turn);
+        // The strategy's counts: each message is counted once, when
+        // recorded (or by the stage that shortened it).
+        let report = self.audit(&result, &result.counts)?;
+        let mut row = self.cache_measures(&result.messages, &result.counts, usage);
+        let context = &result.messages;
+        let support = self.support(next, context);
+        row.trajectory = self.index;
+        row.turn = turn;
+        row.floor_tokens = report.floor_tokens;
         // Summaries started, and landed since the previous call, as the
         // compact stages said in the result.
         let compacted = Compactions::of(&result.diagnostics);
-        // The strategy's counts: each message is counted once, when
-        // recorded (or by the stage that shortened it).
-        let context_counts = result.counts.clone();
-        let report = self.audit(&result, &context_counts)?;
-        let fits = result.fits;
-        let context = result.messages;
-        let tokens_out: usize = context_counts.iter().sum();
-        let kept = self
-            .previous
-            .as_deref()
-            .map_or(0, |previous| common_prefix(previous, &context));
-        let cache_break = self
-            .previous
-            .as_deref()
-            .is_some_and(|previous| kept < previous.len());
-        let support = self.support(next, &context);
-        let task_kept = self
+        row.summaries_started = compacted.started;
+        row.background_summaries_started = compacted.background_started;
+        row.summaries_landed = compacted.landed;
+        row.support_wanted = support.wanted;
+        row.support_found = support.found;
+        row.support_recall = support.recall();
+        row.latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        row.valid = report.is_clean();
+        row.fits = result.fits;
+        row.task_kept = self
             .recorded_task_at()
             .or_else(|| memory_core::structure::task(&self.recorded))
             .map(|t| context.contains(&self.recorded[t]));
-        let prefix_kept_tokens: usize = context_counts[..kept].iter().sum();
-        let row = Row {
-            trajectory: self.index,
-            turn,
+        row.problems = report.breaches.iter().map(ToString::to_string).collect();
+        row.thrift = result
+            .diagnostics
+            .get::<memory_thrift::ThriftTrace>()
+            .cloned();
+        row.context = self.config.keep_contexts.then(|| context.clone());
+        self.previous = Some(result.messages);
+        Ok(row)
+    }
+
+    /// A row with what the call sends and costs: tokens, the prefix kept
+    /// from the previous call, the summarizer's spending.
+    fn cache_measures(
+        &self,
+        context: &[Message],
+        counts: &[usize],
+        usage: memory_core::layer::ProviderStats,
+    ) -> Row {
+        let tokens_out: usize = counts.iter().sum();
+        let previous = self.previous.as_deref();
+        let kept = previous.map_or(0, |previous| common_prefix(previous, context));
+        let prefix_kept_tokens: usize = counts[..kept].iter().sum();
+        let uncached = tokens_out - prefix_kept_tokens;
+        Row {
             tokens_in: self.total,
             tokens_out,
             messages_out: context.len(),
-            floor_tokens: report.floor_tokens,
             summarizer_calls: usage.calls,
             summarizer_input_tokens: usage.input_tokens,
             summarizer_output_tokens: usage.output_tokens,
             summarizer_failures: usage.by_class,
-            summaries_started: compacted.started,
-            background_summaries_started: compacted.background_started,
-            summaries_landed: compacted.landed,
             prefix_kept_tokens,
             cached_tokens: prefix_kept_tokens,
-            uncached_tokens: tokens_out - prefix_kept_tokens,
+            uncached_tokens: uncached,
             cost: self.config.pricing.cost(
-                tokens_out - prefix_kept_tokens,
+                uncached,
                 prefix_kept_tokens,
                 usage.input_tokens,
                 usage.output_tokens,
             ),
-            support_wanted: support.wanted,
-            support_found: support.found,
-            support_recall: support.recall(),
-            cache_break,
-            latency_us: u64::try_from(latency.as_micros()).unwrap_or(u64::MAX),
-            valid: report.is_clean(),
-            fits,
-            task_kept,
-            problems: report.breaches.iter().map(ToString::to_string).collect(),
-            thrift: result
-                .diagnostics
-                .get::<memory_thrift::ThriftTrace>()
-                .cloned(),
-            context: self.config.keep_contexts.then(|| context.clone()),
-        };
-        self.previous = Some(context);
-        Ok(row)
+            cache_break: previous.is_some_and(|previous| kept < previous.len()),
+            ..Row::default()
+        }
     }
 
     /// What the summarizer spent since the previous call (background

@@ -53,17 +53,10 @@ impl Metrics {
     /// assert!(memory_serve::Metrics::new(None).render().contains("memory_serve_tokens_sent"));
     /// ```
     pub fn new(stats: Option<StatsSource>) -> Self {
-        let mut registry = Registry::default();
-        let requests = Family::<Labels, Counter>::default();
-        let sessions = Family::<Labels, Counter>::default();
-        let summarizer_failures = Family::<Labels, Counter>::default();
-        // From 50 us to about 26 s, doubling.
-        let own_seconds = Histogram::new(exponential_buckets(0.000_05, 2.0, 20));
-        let upstream_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 18));
-        let metrics = Self {
+        let mut metrics = Self {
             registry: Registry::default(),
-            requests: requests.clone(),
-            sessions: sessions.clone(),
+            requests: Family::default(),
+            sessions: Family::default(),
             tokens_received: Counter::default(),
             tokens_sent: Counter::default(),
             tokens_saved: Counter::default(),
@@ -71,76 +64,92 @@ impl Metrics {
             over_budget: Counter::default(),
             compactions: Counter::default(),
             summarizer_calls: Counter::default(),
-            summarizer_failures: summarizer_failures.clone(),
-            own_seconds: own_seconds.clone(),
-            upstream_seconds: upstream_seconds.clone(),
+            summarizer_failures: Family::default(),
+            // From 50 us to about 26 s, doubling.
+            own_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 20)),
+            // From 1 ms to about 131 s, doubling.
+            upstream_seconds: Histogram::new(exponential_buckets(0.001, 2.0, 18)),
             stats,
             seen: Mutex::new(SummarizerStats::default()),
         };
-        registry.register(
-            "memory_serve_requests",
-            "Requests answered, by route and status",
-            requests,
-        );
-        registry.register(
-            "memory_serve_sessions",
-            "Chat requests by how they found their session (new, continued, forked, named)",
-            sessions,
-        );
-        registry.register(
-            "memory_serve_tokens_received",
-            "Tokens of the sessions' whole histories at each call",
-            metrics.tokens_received.clone(),
-        );
-        registry.register(
-            "memory_serve_tokens_sent",
-            "Tokens of the messages sent upstream",
-            metrics.tokens_sent.clone(),
-        );
-        registry.register(
-            "memory_serve_tokens_saved",
-            "Tokens of history not sent upstream",
-            metrics.tokens_saved.clone(),
-        );
-        registry.register(
-            "memory_serve_cache_breaks",
-            "Calls whose context does not start with the previous call's",
-            metrics.cache_breaks.clone(),
-        );
-        registry.register(
-            "memory_serve_over_budget",
-            "Calls whose floor alone exceeded the budget",
-            metrics.over_budget.clone(),
-        );
-        registry.register(
-            "memory_serve_compactions",
-            "Calls that wrote a new stored view",
-            metrics.compactions.clone(),
-        );
-        registry.register(
-            "memory_serve_summarizer_calls",
-            "Requests sent to the summarizer",
-            metrics.summarizer_calls.clone(),
-        );
-        registry.register(
-            "memory_serve_summarizer_failures",
-            "Failed summarizer requests, by class",
-            summarizer_failures,
-        );
-        registry.register(
+        metrics.registry = metrics.registry();
+        metrics
+    }
+
+    /// A registry of every metric, with its name and help.
+    fn registry(&self) -> Registry {
+        let mut r = Registry::default();
+        let counters = [
+            (
+                "memory_serve_tokens_received",
+                "Tokens of the sessions' whole histories at each call",
+                &self.tokens_received,
+            ),
+            (
+                "memory_serve_tokens_sent",
+                "Tokens of the messages sent upstream",
+                &self.tokens_sent,
+            ),
+            (
+                "memory_serve_tokens_saved",
+                "Tokens of history not sent upstream",
+                &self.tokens_saved,
+            ),
+            (
+                "memory_serve_cache_breaks",
+                "Calls whose context does not start with the previous call's",
+                &self.cache_breaks,
+            ),
+            (
+                "memory_serve_over_budget",
+                "Calls whose floor alone exceeded the budget",
+                &self.over_budget,
+            ),
+            (
+                "memory_serve_compactions",
+                "Calls that wrote a new stored view",
+                &self.compactions,
+            ),
+            (
+                "memory_serve_summarizer_calls",
+                "Requests sent to the summarizer",
+                &self.summarizer_calls,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            r.register(name, help, counter.clone());
+        }
+        let families = [
+            (
+                "memory_serve_requests",
+                "Requests answered, by route and status",
+                &self.requests,
+            ),
+            (
+                "memory_serve_sessions",
+                "Chat requests by how they found their session (new, continued, forked, named)",
+                &self.sessions,
+            ),
+            (
+                "memory_serve_summarizer_failures",
+                "Failed summarizer requests, by class",
+                &self.summarizer_failures,
+            ),
+        ];
+        for (name, help, family) in families {
+            r.register(name, help, family.clone());
+        }
+        r.register(
             "memory_serve_own_seconds",
             "The server's own time per chat request, the upstream's excluded",
-            own_seconds,
+            self.own_seconds.clone(),
         );
-        registry.register(
+        r.register(
             "memory_serve_upstream_seconds",
             "Time to the upstream's response headers",
-            upstream_seconds,
+            self.upstream_seconds.clone(),
         );
-        Self {
-            registry,
-            ..metrics
-        }
+        r
     }
 
     /// Counts a request answered on `route` with `status`.

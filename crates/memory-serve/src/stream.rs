@@ -116,12 +116,14 @@ async fn pass(
     tx: &Sender,
     gated: bool,
 ) -> Relayed {
-    let mut reply = StreamedReply::default();
+    let mut run = Run {
+        reply: StreamedReply::default(),
+        held: Vec::new(),
+        holding: gated,
+        recalling: false,
+        recorded: false,
+    };
     let mut events = upstream.bytes_stream();
-    let mut held: Vec<Bytes> = Vec::new();
-    let mut holding = gated;
-    let mut recalling = false;
-    let mut recorded = false;
     while let Some(chunk) = events.next().await {
         let bytes = match chunk {
             Ok(bytes) => bytes,
@@ -131,51 +133,74 @@ async fn pass(
                 return Relayed::Done;
             }
         };
-        reply.feed(&bytes);
-        if recalling {
-            continue;
+        if !run.take(state, slot, tx, bytes).await {
+            return Relayed::Done;
         }
-        if holding {
-            held.push(bytes);
-            match reply.opening() {
-                None => continue,
+    }
+    run.end(state, slot, tx).await
+}
+
+/// One upstream stream as it is read.
+struct Run {
+    reply: StreamedReply,
+    /// Events held while it is not known how the reply opens.
+    held: Vec<Bytes>,
+    holding: bool,
+    /// Whether it opened with a `recall` call (kept from the client).
+    recalling: bool,
+    recorded: bool,
+}
+
+impl Run {
+    /// Takes the next bytes: holds them, keeps them back or passes them
+    /// (with what was held); false once the client is gone.
+    async fn take(&mut self, state: &AppState, slot: &mut Slot, tx: &Sender, bytes: Bytes) -> bool {
+        self.reply.feed(&bytes);
+        if self.recalling {
+            return true;
+        }
+        self.held.push(bytes);
+        if self.holding {
+            match self.reply.opening() {
+                None => return true,
                 Some(Some(RECALL_TOOL)) => {
-                    recalling = true;
-                    continue;
+                    self.recalling = true;
+                    return true;
                 }
-                Some(_) => holding = false,
+                Some(_) => self.holding = false,
             }
-            if reply.is_done() {
-                record(state, slot, &reply).await;
-                recorded = true;
-            }
-            for bytes in held.drain(..) {
-                if tx.send(Ok(bytes)).await.is_err() {
-                    return Relayed::Done;
-                }
-            }
-            continue;
         }
-        if reply.is_done() && !recorded {
-            record(state, slot, &reply).await;
-            recorded = true;
+        if self.reply.is_done() && !self.recorded {
+            record(state, slot, &self.reply).await;
+            self.recorded = true;
         }
-        if tx.send(Ok(bytes)).await.is_err() {
+        self.flush(tx).await
+    }
+
+    /// Passes what is held to the client; false once it is gone.
+    async fn flush(&mut self, tx: &Sender) -> bool {
+        for bytes in self.held.drain(..) {
+            if tx.send(Ok(bytes)).await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The stream ended: a recall to answer, or the reply passed on and
+    /// recorded when it is complete.
+    async fn end(mut self, state: &AppState, slot: &mut Slot, tx: &Sender) -> Relayed {
+        if self.recalling && self.reply.is_finished() {
+            return Relayed::Recall(self.reply.message());
+        }
+        if !self.flush(tx).await {
             return Relayed::Done;
         }
-    }
-    if recalling && reply.is_finished() {
-        return Relayed::Recall(reply.message());
-    }
-    for bytes in held.drain(..) {
-        if tx.send(Ok(bytes)).await.is_err() {
-            return Relayed::Done;
+        if !self.recorded && !tx.is_closed() && self.reply.is_finished() {
+            record(state, slot, &self.reply).await;
         }
+        Relayed::Done
     }
-    if !recorded && !tx.is_closed() && reply.is_finished() {
-        record(state, slot, &reply).await;
-    }
-    Relayed::Done
 }
 
 async fn record(state: &AppState, slot: &mut Slot, reply: &StreamedReply) {

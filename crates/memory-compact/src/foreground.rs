@@ -135,17 +135,7 @@ impl<'a> Foreground<'a> {
                 cost,
                 from_hook,
             } => (text, cost, from_hook),
-            Outcome::Declined => {
-                self.settings.emit(CompactEvent::Declined {
-                    tokens_before: base.raw().total(),
-                });
-                return Ok(Made::Declined);
-            }
-            Outcome::Failed { failure, cost } => {
-                settle.failed(failure, cost);
-                self.memo.back_off(FailedAt::of(work, plan));
-                return Ok(Made::Failed);
-            }
+            other => return Ok(self.no_summary(other, base, &settle, FailedAt::of(work, plan))),
         };
         let files = job.preparation.files;
         let cap = self.settings.summary_max_tokens() as usize;
@@ -169,6 +159,30 @@ impl<'a> Foreground<'a> {
             report: report(cost, from_hook, plan),
             covering: base.restate(covering),
         })))
+    }
+
+    /// What a call that made no summary comes to: declined by the hook,
+    /// or failed (settled, and the memo backs off from `failed`).
+    fn no_summary(
+        &self,
+        outcome: Outcome,
+        base: &Base<'_, '_>,
+        settle: &Settle<'_, '_>,
+        failed: Option<FailedAt>,
+    ) -> Made {
+        match outcome {
+            Outcome::Failed { failure, cost } => {
+                settle.failed(failure, cost);
+                self.memo.back_off(failed);
+                Made::Failed
+            }
+            _ => {
+                self.settings.emit(CompactEvent::Declined {
+                    tokens_before: base.raw().total(),
+                });
+                Made::Declined
+            }
+        }
     }
 
     /// Runs the hook and the requests of `job` under the foreground policy.

@@ -62,19 +62,7 @@ pub(crate) async fn prepare(
     let question = plan.question.map(|q| messages[q].text());
     let (requests, pieces) = {
         let mut template = settings.template(instructions.as_deref());
-        // The cap holds the whole message: the model's share is the cap
-        // less the header and prefix every summary carries, and less the
-        // room of the file list, up to a quarter of the cap.
-        let cap = settings.summary_max_tokens() as usize;
-        let overhead = counter
-            .count_message(&body::message("", &FileOps::new()))
-            .await?;
-        let listed = match files.is_empty() {
-            true => 0,
-            false => counter.count(&files.render()).await?.min(cap / FILES_SHARE),
-        };
-        let share = cap.saturating_sub(overhead + listed);
-        template.options.max_tokens = Some(u32::try_from(share.max(1)).unwrap_or(u32::MAX));
+        template.options.max_tokens = Some(reply_share(settings, &files, counter).await?);
         let mut requests = Vec::with_capacity(2);
         let mut pieces = Vec::with_capacity(2);
         for part in parts(
@@ -109,6 +97,26 @@ pub(crate) async fn prepare(
         requests,
         pieces,
     })
+}
+
+/// The model's share of the summary cap: the cap holds the whole message,
+/// so it is the cap less the header and prefix every summary carries, and
+/// less the room of the file list, up to a quarter of the cap.
+async fn reply_share(
+    settings: &Settings,
+    files: &FileOps,
+    counter: &dyn TokenCounter,
+) -> Result<u32, MemoryError> {
+    let cap = settings.summary_max_tokens() as usize;
+    let overhead = counter
+        .count_message(&body::message("", &FileOps::new()))
+        .await?;
+    let listed = match files.is_empty() {
+        true => 0,
+        false => counter.count(&files.render()).await?.min(cap / FILES_SHARE),
+    };
+    let share = cap.saturating_sub(overhead + listed);
+    Ok(u32::try_from(share.max(1)).unwrap_or(u32::MAX))
 }
 
 /// The text of Compact's earlier summaries, to merge.

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use crate::{CharTokenCounter, ContentBlock, Message, structure};
+use crate::{CharTokenCounter, ContentBlock, Message, ToolCall, structure};
 
 /// One way a transcript breaks the invariants. Indices are message positions.
 ///
@@ -330,23 +330,8 @@ pub const MISSING_RESULT: &str = "[no result was recorded for this tool call]";
 /// assert_eq!(fixed.messages[3], Message::tool_result("call_0~2", "hello"));
 /// ```
 pub fn repair(messages: &[Message]) -> Repaired {
-    let mut results: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut calls: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut ids: HashSet<String> = HashSet::new();
-    for (i, m) in messages.iter().enumerate() {
-        if let Some(id) = m.tool_call_id() {
-            results.entry(id).or_default().push(i);
-            ids.insert(id.to_string());
-        }
-        for call in m.tool_calls() {
-            calls.entry(&call.id).or_default().push(i);
-            ids.insert(call.id.clone());
-        }
-    }
-    let mut used: HashSet<usize> = HashSet::new();
-    let mut made: HashMap<&str, usize> = HashMap::new();
+    let mut repairer = Repairer::new(messages);
     let mut out = Vec::with_capacity(messages.len());
-    let mut actions = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         if m.is_tool_result() {
             continue;
@@ -355,64 +340,13 @@ pub fn repair(messages: &[Message]) -> Repaired {
         let mut answers = Vec::new();
         let mut expected = i + 1;
         for (k, call) in m.tool_calls().iter().enumerate() {
-            let id = call.id.as_str();
-            let reuse = made.entry(id).or_default();
-            *reuse += 1;
-            // Results before the next message that calls the id again; a
-            // reusing call's only after its own message.
-            let until = calls[id]
-                .iter()
-                .copied()
-                .find(|&c| c > i)
-                .unwrap_or(messages.len());
-            let from = if *reuse == 1 { 0 } else { i + 1 };
-            let result = results.get(id).and_then(|found| {
-                found
-                    .iter()
-                    .copied()
-                    .find(|&r| (from..until).contains(&r) && !used.contains(&r))
-            });
-            let id = if *reuse == 1 {
-                call.id.clone()
-            } else {
-                let fresh = fresh_id(id, &mut ids);
-                actions.push(RepairAction::RenamedCall {
-                    index: i,
-                    tool_call_id: call.id.clone(),
-                    renamed_to: fresh.clone(),
-                });
-                rename_call(&mut message, k, &fresh);
-                fresh
-            };
-            match result {
-                Some(r) => {
-                    used.insert(r);
-                    if r != expected {
-                        actions.push(RepairAction::MovedResult {
-                            index: r,
-                            tool_call_id: call.id.clone(),
-                        });
-                    }
-                    expected = r + 1;
-                    let mut answer = messages[r].clone();
-                    if let Message::ToolResult { tool_call_id, .. } = &mut answer {
-                        tool_call_id.clone_from(&id);
-                    }
-                    answers.push(answer);
-                }
-                None => {
-                    actions.push(RepairAction::AddedMissingResult {
-                        index: i,
-                        tool_call_id: id.clone(),
-                    });
-                    answers.push(Message::tool_result(id, MISSING_RESULT));
-                }
-            }
+            answers.push(repairer.answer(i, k, call, &mut message, &mut expected));
         }
         out.push(message);
         out.extend(answers);
     }
-    actions.extend(dropped(messages, &used));
+    let mut actions = repairer.actions;
+    actions.extend(dropped(messages, &repairer.used));
     actions.sort_by_key(|a| match a {
         RepairAction::DroppedOrphan { index, .. }
         | RepairAction::DroppedDuplicate { index, .. }
@@ -423,6 +357,112 @@ pub fn repair(messages: &[Message]) -> Repaired {
     Repaired {
         messages: out,
         actions,
+    }
+}
+
+/// What [`repair`] knows of a transcript's calls and results as it goes.
+struct Repairer<'m> {
+    messages: &'m [Message],
+    /// Where the results of each id are.
+    results: HashMap<&'m str, Vec<usize>>,
+    /// Which messages call each id.
+    calls: HashMap<&'m str, Vec<usize>>,
+    /// Every id in use (renamed ones included).
+    ids: HashSet<String>,
+    /// Results already placed after a call.
+    used: HashSet<usize>,
+    /// How many calls of each id were met so far.
+    made: HashMap<&'m str, usize>,
+    actions: Vec<RepairAction>,
+}
+
+impl<'m> Repairer<'m> {
+    fn new(messages: &'m [Message]) -> Self {
+        let mut results: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut calls: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut ids: HashSet<String> = HashSet::new();
+        for (i, m) in messages.iter().enumerate() {
+            if let Some(id) = m.tool_call_id() {
+                results.entry(id).or_default().push(i);
+                ids.insert(id.to_string());
+            }
+            for call in m.tool_calls() {
+                calls.entry(&call.id).or_default().push(i);
+                ids.insert(call.id.clone());
+            }
+        }
+        Self {
+            messages,
+            results,
+            calls,
+            ids,
+            used: HashSet::new(),
+            made: HashMap::new(),
+            actions: Vec::new(),
+        }
+    }
+
+    /// The result of call `k` of message `i` (renamed in `message` when
+    /// its id was used before): the first unused one in reach, or an
+    /// explicit placeholder; `expected` is where the next result belongs.
+    fn answer(
+        &mut self,
+        i: usize,
+        k: usize,
+        call: &'m ToolCall,
+        message: &mut Message,
+        expected: &mut usize,
+    ) -> Message {
+        let id = call.id.as_str();
+        let reuse = self.made.entry(id).or_default();
+        *reuse += 1;
+        let first = *reuse == 1;
+        // Results before the next message that calls the id again; a
+        // reusing call's only after its own message.
+        let until = self.calls[id]
+            .iter()
+            .copied()
+            .find(|&c| c > i)
+            .unwrap_or(self.messages.len());
+        let from = if first { 0 } else { i + 1 };
+        let result = self.results.get(id).and_then(|found| {
+            found
+                .iter()
+                .copied()
+                .find(|&r| (from..until).contains(&r) && !self.used.contains(&r))
+        });
+        let id = if first {
+            call.id.clone()
+        } else {
+            let fresh = fresh_id(id, &mut self.ids);
+            self.actions.push(RepairAction::RenamedCall {
+                index: i,
+                tool_call_id: call.id.clone(),
+                renamed_to: fresh.clone(),
+            });
+            rename_call(message, k, &fresh);
+            fresh
+        };
+        let Some(r) = result else {
+            self.actions.push(RepairAction::AddedMissingResult {
+                index: i,
+                tool_call_id: id.clone(),
+            });
+            return Message::tool_result(id, MISSING_RESULT);
+        };
+        self.used.insert(r);
+        if r != *expected {
+            self.actions.push(RepairAction::MovedResult {
+                index: r,
+                tool_call_id: call.id.clone(),
+            });
+        }
+        *expected = r + 1;
+        let mut answer = self.messages[r].clone();
+        if let Message::ToolResult { tool_call_id, .. } = &mut answer {
+            tool_call_id.clone_from(&id);
+        }
+        answer
     }
 }
 

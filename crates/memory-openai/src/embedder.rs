@@ -208,14 +208,16 @@ impl Embedder for OpenAiEmbedder {
     }
 }
 
+/// A reply that is not what an OpenAI-compatible `/embeddings` sends.
+fn malformed(what: String) -> ProviderError {
+    ProviderError::MalformedReply(format!(
+        "{what}; check that the endpoint serves OpenAI-compatible /embeddings"
+    ))
+}
+
 /// The vectors of an `/embeddings` reply, in the order of its `index`es
 /// (their order in `data` where they have none), for `expected` texts.
 fn parse_embeddings(reply: &str, expected: usize) -> Result<Vec<Vec<f32>>, ProviderError> {
-    let malformed = |what: String| {
-        ProviderError::MalformedReply(format!(
-            "{what}; check that the endpoint serves OpenAI-compatible /embeddings"
-        ))
-    };
     let value: Value = serde_json::from_str(reply)
         .map_err(|e| malformed(format!("the reply is not JSON ({e})")))?;
     let Some(data) = value.get("data").and_then(Value::as_array) else {
@@ -229,39 +231,7 @@ fn parse_embeddings(reply: &str, expected: usize) -> Result<Vec<Vec<f32>>, Provi
     }
     let mut vectors: Vec<Option<Vec<f32>>> = vec![None; expected];
     for (position, item) in data.iter().enumerate() {
-        let index = match item.get("index") {
-            None => position,
-            Some(index) => index
-                .as_u64()
-                .and_then(|i| usize::try_from(i).ok())
-                .filter(|&i| i < expected)
-                .ok_or_else(|| {
-                    malformed(format!(
-                        "`data[{position}].index` is {index}, not an index below {expected}"
-                    ))
-                })?,
-        };
-        let embedding = match item.get("embedding") {
-            Some(Value::Array(values)) => values
-                .iter()
-                .map(|v| v.as_f64().map(|f| f as f32))
-                .collect::<Option<Vec<f32>>>()
-                .ok_or_else(|| {
-                    malformed(format!(
-                        "`data[{position}].embedding` holds something other than numbers"
-                    ))
-                })?,
-            Some(Value::String(_)) => {
-                return Err(malformed(format!(
-                    "`data[{position}].embedding` is a string (base64?); the server must send floats"
-                )));
-            }
-            _ => {
-                return Err(malformed(format!(
-                    "`data[{position}]` has no `embedding` array"
-                )));
-            }
-        };
+        let (index, embedding) = data_item(item, position, expected)?;
         let slot = &mut vectors[index];
         if slot.is_some() {
             return Err(malformed(format!("index {index} comes twice in `data`")));
@@ -273,4 +243,46 @@ fn parse_embeddings(reply: &str, expected: usize) -> Result<Vec<Vec<f32>>, Provi
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| malformed("an index is missing from `data`".into()))
+}
+
+/// The index and the vector of `data[position]`.
+fn data_item(
+    item: &Value,
+    position: usize,
+    expected: usize,
+) -> Result<(usize, Vec<f32>), ProviderError> {
+    let index = match item.get("index") {
+        None => position,
+        Some(index) => index
+            .as_u64()
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < expected)
+            .ok_or_else(|| {
+                malformed(format!(
+                    "`data[{position}].index` is {index}, not an index below {expected}"
+                ))
+            })?,
+    };
+    let embedding = match item.get("embedding") {
+        Some(Value::Array(values)) => values
+            .iter()
+            .map(|v| v.as_f64().map(|f| f as f32))
+            .collect::<Option<Vec<f32>>>()
+            .ok_or_else(|| {
+                malformed(format!(
+                    "`data[{position}].embedding` holds something other than numbers"
+                ))
+            })?,
+        Some(Value::String(_)) => {
+            return Err(malformed(format!(
+                "`data[{position}].embedding` is a string (base64?); the server must send floats"
+            )));
+        }
+        _ => {
+            return Err(malformed(format!(
+                "`data[{position}]` has no `embedding` array"
+            )));
+        }
+    };
+    Ok((index, embedding))
 }

@@ -79,6 +79,42 @@ impl Metrics {
     /// A registry of every metric, with its name and help.
     fn registry(&self) -> Registry {
         let mut r = Registry::default();
+        self.register_counters(&mut r);
+        let families = [
+            (
+                "memory_serve_requests",
+                "Requests answered, by route and status",
+                &self.requests,
+            ),
+            (
+                "memory_serve_sessions",
+                "Chat requests by how they found their session (new, continued, forked, named)",
+                &self.sessions,
+            ),
+            (
+                "memory_serve_summarizer_failures",
+                "Failed summarizer requests, by class",
+                &self.summarizer_failures,
+            ),
+        ];
+        for (name, help, family) in families {
+            r.register(name, help, family.clone());
+        }
+        r.register(
+            "memory_serve_own_seconds",
+            "The server's own time per chat request, the upstream's excluded",
+            self.own_seconds.clone(),
+        );
+        r.register(
+            "memory_serve_upstream_seconds",
+            "Time to the upstream's response headers",
+            self.upstream_seconds.clone(),
+        );
+        r
+    }
+
+    /// Registers the plain counters.
+    fn register_counters(&self, r: &mut Registry) {
         let counters = [
             (
                 "memory_serve_tokens_received",
@@ -119,37 +155,6 @@ impl Metrics {
         for (name, help, counter) in counters {
             r.register(name, help, counter.clone());
         }
-        let families = [
-            (
-                "memory_serve_requests",
-                "Requests answered, by route and status",
-                &self.requests,
-            ),
-            (
-                "memory_serve_sessions",
-                "Chat requests by how they found their session (new, continued, forked, named)",
-                &self.sessions,
-            ),
-            (
-                "memory_serve_summarizer_failures",
-                "Failed summarizer requests, by class",
-                &self.summarizer_failures,
-            ),
-        ];
-        for (name, help, family) in families {
-            r.register(name, help, family.clone());
-        }
-        r.register(
-            "memory_serve_own_seconds",
-            "The server's own time per chat request, the upstream's excluded",
-            self.own_seconds.clone(),
-        );
-        r.register(
-            "memory_serve_upstream_seconds",
-            "Time to the upstream's response headers",
-            self.upstream_seconds.clone(),
-        );
-        r
     }
 
     /// Counts a request answered on `route` with `status`.

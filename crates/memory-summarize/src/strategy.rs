@@ -410,23 +410,36 @@ impl TrimStrategy for SummarizeStrategy {
             return Ok(fallback());
         }
         let stored = assemble(history, &plan, message, tokens, budget);
-        if stored.fits {
-            return Ok(stored);
-        }
-        // The summary overran its room: store it, show the window of it.
-        let mut view = WindowDrop::new().window(&stored.as_history()?, budget);
-        if view.fits {
-            view.replace = false;
-            view.write_back = Some(Box::new(stored));
-            return Ok(view);
-        }
-        tracing::warn!(
-            summary_tokens = tokens,
-            room,
-            "the summary does not fit the budget even with the newest history alone; dropped (storage unchanged)"
-        );
-        Ok(fallback())
+        shown(stored, history, budget, tokens, room)
     }
+}
+
+/// What is shown of a stored result with a summary: itself when it fits;
+/// the window of it (stored as it is) when only that fits; else the
+/// window of the history, storage unchanged.
+fn shown(
+    stored: TrimResult,
+    history: &History<'_>,
+    budget: &Budget,
+    tokens: usize,
+    room: usize,
+) -> Result<TrimResult, MemoryError> {
+    if stored.fits {
+        return Ok(stored);
+    }
+    // The summary overran its room: store it, show the window of it.
+    let mut view = WindowDrop::new().window(&stored.as_history()?, budget);
+    if view.fits {
+        view.replace = false;
+        view.write_back = Some(Box::new(stored));
+        return Ok(view);
+    }
+    tracing::warn!(
+        summary_tokens = tokens,
+        room,
+        "the summary does not fit the budget even with the newest history alone; dropped (storage unchanged)"
+    );
+    Ok(WindowDrop::new().window(history, budget))
 }
 
 impl SummarizeStrategy {

@@ -36,6 +36,23 @@ pub(crate) async fn covered(
             !view[i].protected && !summary::is_summary(m) && !m.is_tool_result()
         })
         .unwrap_or(view.len());
+    let Some(span) = covered_span(view, anchor, history) else {
+        return Ok(Covered::default());
+    };
+    let picked = newest_within(&history[span], replaced, counter, horizon).await?;
+    let next = view.get(anchor).map(|s| s.message.clone());
+    Ok(Covered::default().extended(picked, horizon).before(next))
+}
+
+/// Where in `history` the messages the summary stands for are: after the
+/// last of the view's head (before `anchor`, summaries left out), matched
+/// from the start, and before its tail, matched at the end; `None` when
+/// either is not found so.
+fn covered_span(
+    view: &[StoredMessage],
+    anchor: usize,
+    history: &[Message],
+) -> Option<std::ops::Range<usize>> {
     let not_summary = |m: &&Message| !summary::is_summary(m);
     // The tail, matched from the end of the history.
     let tail: Vec<&Message> = view[anchor..]
@@ -43,12 +60,9 @@ pub(crate) async fn covered(
         .map(|s| &s.message)
         .filter(not_summary)
         .collect();
-    if tail.len() > history.len() {
-        return Ok(Covered::default());
-    }
-    let end = history.len() - tail.len();
+    let end = history.len().checked_sub(tail.len())?;
     if history[end..].iter().zip(&tail).any(|(h, t)| h != *t) {
-        return Ok(Covered::default());
+        return None;
     }
     // The head, matched from the start: the covered messages follow the
     // last of it.
@@ -65,18 +79,26 @@ pub(crate) async fn covered(
             from = i + 1;
         }
     }
-    if matched < head.len() {
-        return Ok(Covered::default());
-    }
+    (matched == head.len()).then_some(from..end)
+}
+
+/// The newest messages of `span` within `horizon` tokens, oldest first,
+/// with the counts stored with them in the `replaced` views (`counter`
+/// counts a message found in none).
+async fn newest_within(
+    span: &[Message],
+    replaced: &[Vec<StoredMessage>],
+    counter: &dyn TokenCounter,
+    horizon: usize,
+) -> Result<Vec<(Message, usize)>, MemoryError> {
     // The stored counts, by identity: newest views first.
     let mut stored: HashMap<u64, Vec<&StoredMessage>> = HashMap::new();
     for s in replaced.iter().rev().flatten() {
         stored.entry(message_key(&s.message)).or_default().push(s);
     }
-    // The newest whole steps within the horizon.
     let mut picked: Vec<(Message, usize)> = Vec::new();
     let mut total = 0;
-    for m in history[from..end].iter().rev() {
+    for m in span.iter().rev() {
         let known = stored
             .get(&message_key(m))
             .and_then(|same| same.iter().find(|s| s.message == *m))
@@ -92,8 +114,7 @@ pub(crate) async fn covered(
         picked.push((m.clone(), tokens));
     }
     picked.reverse();
-    let next = view.get(anchor).map(|s| s.message.clone());
-    Ok(Covered::default().extended(picked, horizon).before(next))
+    Ok(picked)
 }
 
 #[cfg(test)]

@@ -307,10 +307,37 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
     ];
 
     let sessions = sessions(conversation, &at)?;
+    let (messages, dia_ids, by_id) = transcript(conversation, &sessions, &speakers, &at)?;
+    let questions = questions(object, &at)?;
+
+    Ok(Sample {
+        label,
+        speakers,
+        sessions: sessions.len(),
+        messages,
+        dia_ids,
+        questions,
+        by_id,
+    })
+}
+
+/// A conversation's messages, their `dia_id`s, and where each id first
+/// stands.
+type Transcript = (Vec<Message>, Vec<String>, HashMap<String, usize>);
+
+/// A conversation's sessions as messages, each opened by its date's time
+/// marker when it has one, with each message's `dia_id` and where each id
+/// first stands.
+fn transcript(
+    conversation: &Map<String, Value>,
+    sessions: &[(u64, &Vec<Value>)],
+    speakers: &[String; 2],
+    at: &str,
+) -> Result<Transcript, Located> {
     let mut messages = Vec::new();
     let mut dia_ids = Vec::new();
     let mut by_id = HashMap::new();
-    for (number, utterances) in &sessions {
+    for (number, utterances) in sessions {
         // The session's date, when it has one, as its time marker.
         if let Some(date) = conversation
             .get(&format!("session_{number}_date_time"))
@@ -323,23 +350,13 @@ fn sample(value: &Value, index: usize) -> Result<Sample, Located> {
         }
         for (k, value) in utterances.iter().enumerate() {
             let at = format!("{at}, session {number}, utterance {k}");
-            let (message, dia_id) = utterance(value, &speakers, &at)?;
+            let (message, dia_id) = utterance(value, speakers, &at)?;
             by_id.entry(dia_id.clone()).or_insert(messages.len());
             messages.push(message);
             dia_ids.push(dia_id);
         }
     }
-    let questions = questions(object, &at)?;
-
-    Ok(Sample {
-        label,
-        speakers,
-        sessions: sessions.len(),
-        messages,
-        dia_ids,
-        questions,
-        by_id,
-    })
+    Ok((messages, dia_ids, by_id))
 }
 
 /// The `session_N` lists of a conversation, in session order.

@@ -14,7 +14,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 corpus="$here/corpus"
 fixtures="$root/crates/memory-cli/tests/fixtures"
-targets=(input_chat input_locomo input_traj repair_trim wire)
+targets=(input_chat input_locomo input_traj repair_trim wire serve_request)
 
 for target in "${targets[@]}"; do
     mkdir -p "$corpus/$target"
@@ -65,8 +65,8 @@ def compact(value):
     return json.dumps(value, separators=(",", ":")).encode()
 
 # Chat trajectories: pieces as a JSON array, JSONL, a trajectory object and
-# a SWE-agent `history`; reply bodies and message arrays for the wire; a
-# budget prefix for repair_trim.
+# a SWE-agent `history`; reply bodies and message arrays for the wire;
+# request bodies for the server's decoder; a budget prefix for repair_trim.
 for path in sorted(glob.glob(os.path.join(data, "agent-trajectories", "*.json"))):
     for t, trajectory in enumerate(json.load(open(path))):
         messages = cut(trajectory.get("messages", []))
@@ -85,6 +85,7 @@ for path in sorted(glob.glob(os.path.join(data, "agent-trajectories", "*.json"))
             budget = struct.pack("<H", (37 * (k + 1) + 11 * t) % 600)
             write("repair_trim", budget + compact(piece))
             write("wire", compact(piece))
+            write("serve_request", compact({"model": "m", "stream": k % 2 == 0, "max_tokens": 64 + k, "messages": piece}))
             for m in piece:
                 if m.get("role") == "assistant":
                     reply = {"choices": [{"message": m, "finish_reason": "tool_calls" if m.get("tool_calls") else "stop"}],

@@ -7,6 +7,7 @@
 //! | [`input`] | `input_chat`, `input_locomo`, `input_traj` | the `memory` command's readers return a transcript or an error, never panic; a repaired transcript validates |
 //! | [`repair_trim`] | `repair_trim` | [`repair`] makes a valid transcript; every stage of the command trims it into a result that validates and passes the [`audit`](memory_core::audit) |
 //! | [`wire`] | `wire` | the OpenAI wire decoding returns messages or an error; what it decodes encodes and decodes to itself |
+//! | [`serve_request`] | `serve_request` | `memory serve`'s request decoder returns a call or a 400; a call's upstream body keeps every other field and decodes again |
 //!
 //! Each function panics when its property fails: that is what the fuzzer
 //! reports, and what fails the regression test.
@@ -15,6 +16,7 @@
 //! memory_tests::fuzz::input(br#"[{"role": "tool", "tool_call_id": "x", "content": "?"}]"#);
 //! memory_tests::fuzz::repair_trim(b"\x10\x00\x03\x05hello\x04\x01");
 //! memory_tests::fuzz::wire(br#"{"choices": [{"message": {"role": "assistant", "content": "hi"}}]}"#);
+//! memory_tests::fuzz::serve_request(br#"{"model": "m", "messages": [{"role": "user", "content": "hi"}]}"#);
 //! ```
 
 use std::sync::Arc;
@@ -35,12 +37,13 @@ pub type Target = (&'static str, fn(&[u8]));
 /// ```
 /// assert!(memory_tests::fuzz::TARGETS.iter().any(|(name, _)| *name == "wire"));
 /// ```
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     ("input_chat", input),
     ("input_locomo", input),
     ("input_traj", input),
     ("repair_trim", repair_trim),
     ("wire", wire),
+    ("serve_request", serve_request),
 ];
 
 /// The pipelines [`repair_trim`] runs every transcript through: each stage
@@ -245,4 +248,46 @@ fn round_trip(messages: &[Message]) {
     let decoded = openai_wire::from_value(&encoded)
         .unwrap_or_else(|e| panic!("{encoded} does not decode: {e}"));
     assert_eq!(decoded, messages, "changed on the wire: {encoded}");
+}
+
+/// `memory serve`'s request decoder: [`memory_serve::ChatCall::decode`] on
+/// a request body. A body it refuses gets a 400 with a message; a call it
+/// decodes gives an upstream body ([`ChatCall::upstream_body`]) with every
+/// other field as sent, which decodes again to as many messages, with the
+/// same `stream` and reply limit.
+///
+/// [`ChatCall::upstream_body`]: memory_serve::ChatCall::upstream_body
+///
+/// # Panics
+///
+/// When the decoder panics, refuses with another status than 400, or a
+/// decoded call's upstream body changes a field or does not decode again.
+///
+/// ```
+/// memory_tests::fuzz::serve_request(br#"{"messages": [{"role": "tool", "content": 1}]}"#);
+/// ```
+pub fn serve_request(bytes: &[u8]) {
+    use memory_serve::ChatCall;
+    let call = match ChatCall::decode(bytes) {
+        Ok(call) => call,
+        Err(e) => {
+            assert_eq!(e.status().as_u16(), 400, "refused with {}", e.message());
+            assert!(!e.message().is_empty(), "refused without a message");
+            return;
+        }
+    };
+    let body = call.upstream_body(&call.messages);
+    let fields = body.as_object().expect("the upstream body is an object");
+    for (name, value) in &call.rest {
+        assert_eq!(fields.get(name), Some(value), "field {name} changed");
+    }
+    let encoded = serde_json::to_vec(&body).expect("the upstream body serializes");
+    let again = ChatCall::decode(&encoded)
+        .unwrap_or_else(|e| panic!("{body} does not decode again: {}", e.message()));
+    assert_eq!(again.messages.len(), call.messages.len(), "{body}");
+    assert_eq!(
+        (again.stream, again.max_tokens),
+        (call.stream, call.max_tokens),
+        "{body}"
+    );
 }

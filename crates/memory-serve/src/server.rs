@@ -433,8 +433,9 @@ async fn finish(
             }
         }
     }
-    let own = own + after.elapsed();
-    close(state, &mut slot, report, own).await;
+    close(state, &mut slot, report, own + after.elapsed()).await;
+    // The time after the upstream, counted once: recording the reply and
+    // closing the call.
     let own = own + after.elapsed();
     if let Ok(v) = HeaderValue::from_str(&own.as_micros().to_string()) {
         headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);

@@ -138,7 +138,7 @@ impl Sessions {
         // The session may have gone on since `length` (and been repaired
         // past it); it continues when its whole history is still a prefix.
         if at >= length && at <= messages.len() && at > 0 && links[at - 1] == slot.link {
-            self.append(&mut slot, &messages[at..]).await?;
+            self.append(&mut slot, &messages[at..], false).await?;
             return Ok(Admitted {
                 slot,
                 admission: Admission::Continued,
@@ -167,7 +167,7 @@ impl Sessions {
         if at == 0 {
             self.seed(&mut slot, new).await?;
         } else {
-            self.append(&mut slot, new).await?;
+            self.append(&mut slot, new, false).await?;
         }
         Ok(Admitted {
             slot,
@@ -207,7 +207,7 @@ impl Sessions {
         slot: &mut Slot,
         reply: Message,
     ) -> Result<(), ApiError> {
-        self.append(slot, std::slice::from_ref(&reply)).await
+        self.append(slot, std::slice::from_ref(&reply), true).await
     }
 
     /// Fits the session into `budget` tokens.
@@ -346,20 +346,32 @@ impl Sessions {
         Ok(())
     }
 
-    /// Records `messages` one by one through the session's memory.
-    async fn append(&self, slot: &mut Slot, messages: &[Message]) -> Result<(), ApiError> {
+    /// Records `messages` through the session's memory, in one append.
+    /// The new head's link is noted only when `note` says: a continuing
+    /// call's is not (its next request finds the session by the head noted
+    /// with the previous reply, and goes on from the stored length), the
+    /// reply's is.
+    async fn append(
+        &self,
+        slot: &mut Slot,
+        messages: &[Message],
+        note: bool,
+    ) -> Result<(), ApiError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let mut batch = Vec::with_capacity(messages.len());
         for message in messages {
             let protected = slot.leading_system && message.is_system();
             let tokens = self.counter.count_message(message).await?;
-            self.memory_of(slot)
-                .record_counted(message.clone(), tokens, protected)
-                .await?;
             slot.leading_system &= message.is_system();
             slot.history_tokens += tokens;
             slot.link = slot.link.then(message);
-            slot.length += 1;
+            batch.push(StoredMessage::new(message.clone(), tokens, protected));
         }
-        if !messages.is_empty() {
+        self.memory_of(slot).record_all_counted(batch).await?;
+        slot.length += messages.len();
+        if note {
             self.ledger.note(&slot.link, &slot.id, slot.length).await?;
         }
         Ok(())

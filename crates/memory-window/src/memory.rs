@@ -523,6 +523,34 @@ impl WindowMemory {
         self.push(message, tokens, protected).await
     }
 
+    /// [`record_counted`](Self::record_counted) for several messages at
+    /// once, in one append to the store (each with its count and
+    /// protection).
+    ///
+    /// # Errors
+    ///
+    /// Storage errors; nothing is recorded then.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message, StoredMessage};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = std::sync::Arc::new(memory_core::InMemoryStore::new());
+    /// let mut memory = memory_window::WindowMemory::new(100).with_store(store, "s1");
+    /// memory.record_all_counted(vec![
+    ///     StoredMessage::new(Message::system("rules"), 2, true),
+    ///     StoredMessage::new(Message::user("hi"), 1, false),
+    /// ]).await.unwrap();
+    /// assert_eq!(memory.history().await.unwrap().len(), 2);
+    /// # });
+    /// ```
+    pub async fn record_all_counted(
+        &mut self,
+        batch: Vec<StoredMessage>,
+    ) -> Result<(), MemoryError> {
+        self.load().await?;
+        self.push_all(batch).await
+    }
+
     async fn append(&mut self, message: Message, protected: bool) -> Result<(), MemoryError> {
         self.load().await?;
         let tokens = self.counter.count_message(&message).await?;
@@ -536,21 +564,27 @@ impl WindowMemory {
         tokens: usize,
         protected: bool,
     ) -> Result<(), MemoryError> {
+        self.push_all(vec![StoredMessage::new(message, tokens, protected)])
+            .await
+    }
+
+    /// Appends counted messages to the loaded session, in one store
+    /// append.
+    async fn push_all(&mut self, batch: Vec<StoredMessage>) -> Result<(), MemoryError> {
         let state = self.state.as_mut().expect("loaded above");
         let Keeping::Store(store) = &self.keeping else {
-            state.version += 1;
-            state.push(message, tokens, protected);
+            for s in batch {
+                state.version += 1;
+                state.push(s.message, s.tokens, s.protected);
+            }
             return Ok(());
         };
-        let version = store
-            .append(
-                &self.session,
-                vec![StoredMessage::new(message.clone(), tokens, protected)],
-            )
-            .await?;
+        let version = store.append(&self.session, batch.clone()).await?;
         if version == state.version + 1 {
             state.version = version;
-            state.push(message, tokens, protected);
+            for s in batch {
+                state.push(s.message, s.tokens, s.protected);
+            }
         } else {
             // Another writer appended too: read the session afresh.
             self.forget_state();

@@ -107,48 +107,125 @@ pub(crate) async fn drop_units(
     if !run || units.is_empty() {
         return dropped;
     }
-    let total_cost: usize = units.iter().map(|u| u.cost).sum();
-    let beside = work.total() - total_cost;
-    let mut fill = usize::MAX;
-    if let Some(max) = budget.max_tokens
-        && work.total() > max
-    {
-        let target = aim
-            .target
-            .unwrap_or_else(|| sticky::target(work.total(), max, aim.granule));
-        dropped.target = Some(target);
-        fill = target.saturating_sub(beside);
-    }
-    let mut rounds_left = budget.round_limit().map_or(usize::MAX, |limit| {
-        limit.saturating_sub(
-            usize::from(layout.question.is_some()) + layout.floor_users(work.history().messages()),
-        )
-    });
-    let counting = units.iter().filter(|u| u.counts_round).count();
-    if total_cost <= fill && counting <= rounds_left {
+    let Some(mut choice) = Choice::start(work, layout, budget, aim, &units, &mut dropped) else {
         return dropped;
-    }
-
-    let mut keep = vec![false; units.len()];
-    // Rounds kept in part: where the kept steps start, and their cost.
-    let mut partly: Vec<Option<(usize, usize)>> = vec![None; units.len()];
-    let mut left = fill;
-    // The steps of the newest round first, newest first, as long as they
-    // fit: they serve the current question, and the steps dropped are the
-    // oldest ones, so what is dropped only grows as the round does.
-    for k in (0..units.len()).rev().filter(|&k| units[k].newest) {
-        if units[k].cost > left {
-            dropped.newest_all_kept = false;
-            break;
+    };
+    dropped.newest_all_kept = choice.keep_newest();
+    choice.keep_earlier(work, layout, aim, scoring).await;
+    choice.apply(work, layout);
+    (dropped.rounds.after, dropped.steps.after) =
+        tally(&units, |k| choice.keep[k] || choice.partly[k].is_some());
+    // What a round kept in part still costs.
+    for (k, part) in choice.partly.iter().enumerate() {
+        if let Some((_, kept_cost)) = part {
+            dropped.rounds.after.tokens -= units[k].cost - kept_cost;
         }
-        keep[k] = true;
-        left -= units[k].cost;
+    }
+    dropped
+}
+
+/// The drop stage's choice as it is made: which units are kept, whole or
+/// in part, and the room left.
+struct Choice<'u> {
+    units: &'u [Unit],
+    keep: Vec<bool>,
+    /// Rounds kept in part: where the kept steps start, and their cost.
+    partly: Vec<Option<(usize, usize)>>,
+    /// Tokens left for units.
+    left: usize,
+    /// Rounds a rounds limit still admits.
+    rounds_left: usize,
+}
+
+impl<'u> Choice<'u> {
+    /// The room the units have (noting the target in `dropped`); `None`
+    /// when every unit fits, so that nothing is to be dropped.
+    fn start(
+        work: &Work<'_, '_>,
+        layout: &Layout<'_>,
+        budget: &Budget,
+        aim: &Target,
+        units: &'u [Unit],
+        dropped: &mut Dropped,
+    ) -> Option<Self> {
+        let total_cost: usize = units.iter().map(|u| u.cost).sum();
+        let beside = work.total() - total_cost;
+        let mut fill = usize::MAX;
+        if let Some(max) = budget.max_tokens
+            && work.total() > max
+        {
+            let target = aim
+                .target
+                .unwrap_or_else(|| sticky::target(work.total(), max, aim.granule));
+            dropped.target = Some(target);
+            fill = target.saturating_sub(beside);
+        }
+        let rounds_left = budget.round_limit().map_or(usize::MAX, |limit| {
+            limit.saturating_sub(
+                usize::from(layout.question.is_some())
+                    + layout.floor_users(work.history().messages()),
+            )
+        });
+        let counting = units.iter().filter(|u| u.counts_round).count();
+        if total_cost <= fill && counting <= rounds_left {
+            return None;
+        }
+        Some(Self {
+            units,
+            keep: vec![false; units.len()],
+            partly: vec![None; units.len()],
+            left: fill,
+            rounds_left,
+        })
     }
 
-    // Then the earlier rounds (and the head's steps), by relevance.
-    let earlier: Vec<usize> = (0..units.len()).filter(|&k| !units[k].newest).collect();
-    if !earlier.is_empty() {
-        let mut scores = scores(work, layout, &units, &earlier, scoring).await;
+    /// Keeps the steps of the newest round first, newest first, as long
+    /// as they fit: they serve the current question, and the steps dropped
+    /// are the oldest ones, so what is dropped only grows as the round
+    /// does. Whether every one of them was kept.
+    fn keep_newest(&mut self) -> bool {
+        let units = self.units;
+        for k in (0..units.len()).rev().filter(|&k| units[k].newest) {
+            if units[k].cost > self.left {
+                return false;
+            }
+            self.keep[k] = true;
+            self.left -= units[k].cost;
+        }
+        true
+    }
+
+    /// Then the earlier rounds (and the head's steps), by relevance.
+    async fn keep_earlier(
+        &mut self,
+        work: &Work<'_, '_>,
+        layout: &Layout<'_>,
+        aim: &Target,
+        scoring: Scoring<'_>,
+    ) {
+        let units = self.units;
+        let earlier: Vec<usize> = (0..units.len()).filter(|&k| !units[k].newest).collect();
+        if earlier.is_empty() {
+            return;
+        }
+        let mut order = self.order(work, layout, aim, &earlier, scoring).await;
+        let skipped = self.hand_out(&mut order);
+        self.keep_parts(work, layout, skipped);
+    }
+
+    /// The earlier units in the order they are kept in: relevant units
+    /// first, then by value (relevance plus the recency bonus), then the
+    /// newest.
+    async fn order(
+        &self,
+        work: &Work<'_, '_>,
+        layout: &Layout<'_>,
+        aim: &Target,
+        earlier: &[usize],
+        scoring: Scoring<'_>,
+    ) -> Vec<u128> {
+        let units = self.units;
+        let mut scores = scores(work, layout, units, earlier, scoring).await;
         // A question naming a month finds the turns said in it.
         if let Some(q) = layout.question {
             let messages = work.history().messages();
@@ -159,13 +236,11 @@ pub(crate) async fn drop_units(
         let pressure = if earlier_cost == 0 {
             0.0
         } else {
-            1.0 - left.min(earlier_cost) as f64 / earlier_cost as f64
+            1.0 - self.left.min(earlier_cost) as f64 / earlier_cost as f64
         };
         let threshold = keep_floor(pressure);
         let m = (units.len() + aim.skipped_steps) as f64;
-        // Relevant units first, then by value (relevance plus the recency
-        // bonus), then the newest.
-        let mut order: Vec<u128> = earlier
+        earlier
             .iter()
             .zip(&scores)
             .map(|(&k, &score)| {
@@ -173,16 +248,23 @@ pub(crate) async fn drop_units(
                 let value = score + aim.recency_weight * (k + 1) as f64 / m;
                 rank(relevant, value, k)
             })
-            .collect();
+            .collect()
+    }
+
+    /// Keeps the units of `order`, best first, that fit; the rounds that
+    /// did not, to keep in part.
+    fn hand_out(&mut self, order: &mut [u128]) -> Vec<usize> {
+        let units = self.units;
         let need = |k: usize| units[k].least;
         let mut skipped = Vec::new();
-        let mut best = BestFirst::new(&mut order);
+        let mut best = BestFirst::new(order);
         let mut handed = false;
         loop {
             // A unit that cannot be kept now, whole or in part, never can
             // be (`left` only shrinks, here and below): once units were
             // handed out, the rest is passed over without being ranked.
             if handed && !whole_order() {
+                let left = self.left;
                 best.retain(|r| need(unit_of(r)) <= left);
             }
             handed = true;
@@ -191,75 +273,76 @@ pub(crate) async fn drop_units(
             };
             for k in chunk.iter().map(|&key| unit_of(key)) {
                 let unit = &units[k];
-                if unit.cost <= left && (!unit.counts_round || rounds_left > 0) {
-                    keep[k] = true;
-                    left -= unit.cost;
-                    rounds_left -= usize::from(unit.counts_round);
+                if unit.cost <= self.left && (!unit.counts_round || self.rounds_left > 0) {
+                    self.keep[k] = true;
+                    self.left -= unit.cost;
+                    self.rounds_left -= usize::from(unit.counts_round);
                 } else if unit.round {
                     skipped.push(k);
                 }
             }
         }
-        // An earlier round too large to keep whole (a long agent round
-        // before a follow-up question) keeps its question and its newest
-        // steps that fit, rather than nothing, in the same order.
+        skipped
+    }
+
+    /// An earlier round too large to keep whole (a long agent round before
+    /// a follow-up question) keeps its question and its newest steps that
+    /// fit, rather than nothing, in the same order.
+    fn keep_parts(&mut self, work: &Work<'_, '_>, layout: &Layout<'_>, skipped: Vec<usize>) {
         for k in skipped {
-            let unit = &units[k];
-            if left == 0 || (unit.counts_round && rounds_left == 0) {
+            let unit = &self.units[k];
+            if self.left == 0 || (unit.counts_round && self.rounds_left == 0) {
                 continue;
             }
-            if let Some(from) = partial(work, layout, &unit.range, left) {
+            if let Some(from) = partial(work, layout, &unit.range, self.left) {
                 let kept_cost = outside_floor(work, layout, unit.range.start..unit.range.start + 1)
                     + outside_floor(work, layout, from..unit.range.end);
-                left -= kept_cost;
-                rounds_left -= usize::from(unit.counts_round);
-                partly[k] = Some((from, kept_cost));
+                self.left -= kept_cost;
+                self.rounds_left -= usize::from(unit.counts_round);
+                self.partly[k] = Some((from, kept_cost));
             }
         }
     }
-    let mut run: Option<Range<usize>> = None;
-    for (k, (unit, &kept)) in units.iter().zip(&keep).enumerate() {
-        if kept {
-            continue;
-        }
-        // A round kept in part loses the steps between its question and
-        // `from`.
-        let range = match partly[k] {
-            Some((from, _)) => unit.range.start + 1..from,
-            None => unit.range.clone(),
-        };
-        if unit.whole {
-            // Runs of whole units dropped are dropped together.
-            match &mut run {
-                Some(run) if run.end == range.start => run.end = range.end,
-                _ => {
-                    if let Some(done) = run.replace(range) {
-                        work.drop_range(done);
+
+    /// Drops what is not kept: runs of whole units together, the rest
+    /// message by message outside the floor.
+    fn apply(&self, work: &mut Work<'_, '_>, layout: &Layout<'_>) {
+        let mut run: Option<Range<usize>> = None;
+        for (k, (unit, &kept)) in self.units.iter().zip(&self.keep).enumerate() {
+            if kept {
+                continue;
+            }
+            // A round kept in part loses the steps between its question
+            // and `from`.
+            let range = match self.partly[k] {
+                Some((from, _)) => unit.range.start + 1..from,
+                None => unit.range.clone(),
+            };
+            if unit.whole {
+                // Runs of whole units dropped are dropped together.
+                match &mut run {
+                    Some(run) if run.end == range.start => run.end = range.end,
+                    _ => {
+                        if let Some(done) = run.replace(range) {
+                            work.drop_range(done);
+                        }
                     }
                 }
+                continue;
             }
-            continue;
+            if let Some(done) = run.take() {
+                work.drop_range(done);
+            }
+            for i in range {
+                if !layout.in_floor(i) {
+                    work.drop_message(i);
+                }
+            }
         }
-        if let Some(done) = run.take() {
+        if let Some(done) = run {
             work.drop_range(done);
         }
-        for i in range {
-            if !layout.in_floor(i) {
-                work.drop_message(i);
-            }
-        }
     }
-    if let Some(done) = run {
-        work.drop_range(done);
-    }
-    (dropped.rounds.after, dropped.steps.after) = tally(&units, |k| keep[k] || partly[k].is_some());
-    // What a round kept in part still costs.
-    for (k, part) in partly.iter().enumerate() {
-        if let Some((_, kept_cost)) = part {
-            dropped.rounds.after.tokens -= units[k].cost - kept_cost;
-        }
-    }
-    dropped
 }
 
 /// The rounds and the steps among `units` that `kept` says are kept:

@@ -6,6 +6,7 @@ use memory_core::{
     Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, structure,
 };
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::layout::Layout;
@@ -424,7 +425,7 @@ impl Thrift {
         // to date (see `Memo`).
         let mut lent = self.memo.lend();
         let mut own = Shrunk::kept();
-        let (mut seen, shrunk, mut resume) = match lent.state() {
+        let (seen, shrunk, resume) = match lent.state() {
             Some(state) => {
                 state.sync(history, counter);
                 let State {
@@ -436,12 +437,7 @@ impl Thrift {
             }
             None => (None, &mut own, None),
         };
-        let Some(max) = budget.max_tokens else {
-            return self
-                .shed(history, budget, fresh, counter, shrunk, seen)
-                .await;
-        };
-        if budget.admits_tokens(history.total()) {
+        if budget.max_tokens.is_none() || budget.admits_tokens(history.total()) {
             return self
                 .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
@@ -456,51 +452,57 @@ impl Thrift {
                 .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         };
-        // Even when the newest step's floor is over the budget as it is,
-        // the replay decides: the step may fit appended with its long
-        // outputs cut, as it was shown. When nothing fits, the last call
-        // sheds the whole history afresh (and says it does not fit), and
-        // so does trimming that result again: no append can fit beside a
-        // floor over the budget.
+        let kept = Kept {
+            seen,
+            shrunk,
+            resume,
+        };
+        self.replay(history, budget, fresh, counter, &points, kept)
+            .await
+    }
+
+    /// The calls of `history` at `points` replayed (see `settle`): each
+    /// sees its history as it was until the first over the budget; from
+    /// there on, each appends to the one before while that fits, and
+    /// sheds afresh when it does not.
+    ///
+    /// Even when the newest step's floor is over the budget as it is, the
+    /// replay decides: the step may fit appended with its long outputs
+    /// cut, as it was shown. When nothing fits, the last call sheds the
+    /// whole history afresh (and says it does not fit), and so does
+    /// trimming that result again: no append can fit beside a floor over
+    /// the budget.
+    async fn replay(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        fresh: Aim,
+        counter: &dyn TokenCounter,
+        points: &settle::Points,
+        kept: Kept<'_>,
+    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
+        let Kept {
+            mut seen,
+            shrunk,
+            mut resume,
+        } = kept;
         let last = points.len() - 1;
         // The replay starts at the last multiple of its span (see
         // `settle`); the calls before it are not looked at.
         let start = points.start();
-        // Tokens each call of the replay saw, from its start on.
-        let mut seen_totals = vec![0; points.len() - start];
-        let mut sum = 0;
-        let mut from = 0;
-        for (k, total) in (start..).zip(&mut seen_totals) {
-            let end = points[k];
-            *total = match seen.as_deref() {
-                Some(seen) => seen.total(end),
-                None => {
-                    sum += history.tokens(from..end);
-                    from = end;
-                    sum
-                }
-            };
-        }
-        let totals = |k: usize| seen_totals[k - start];
-        // Until the first call over the budget, each call saw its history
-        // as it was; from there on, each appends to the one before while
-        // that fits, and sheds afresh when it does not.
-        let first = (start..=last)
-            .find(|&k| !budget.admits_tokens(totals(k)))
-            .unwrap_or(last);
-        // The call the replay starts from: the last one within the budget
-        // (shown as it was), or the first of the span, shed afresh.
-        let from = if first > start { first - 1 } else { first };
+        let totals = seen_totals(seen.as_deref(), history, points, start);
+        let total = |k: usize| totals[k - start];
+        let from = starting_call(budget, start..last + 1, total);
         let aim = if from == 0 { fresh } else { Aim::Watermark };
         // The replay of an earlier trim of the same prefix, when there is
         // one, is taken up where it stopped.
         let resumed = resume
             .as_deref_mut()
-            .and_then(|resume| resume.take(budget, start, from..last + 1, &points));
-        let (begin, mut result, mut trace) = match resumed {
+            .and_then(|resume| resume.take(budget, start, from..last + 1, points));
+        let (begin, result, trace) = match resumed {
             Some(found) => found,
             None => {
-                let prefix = settle::prefix(history, points[from], totals(from))?;
+                let prefix = settle::prefix(history, points[from], total(from))?;
                 let index = seen.as_deref_mut();
                 let (result, trace) = self
                     .shed(&prefix, budget, aim, counter, shrunk, index)
@@ -508,75 +510,24 @@ impl Thrift {
                 (from, result, trace)
             }
         };
-        let mut before_last = None;
-        for k in begin + 1..=last {
-            // The state before the newest call is kept for the next trim
-            // (see `Resume`): marked here, and taken whole only when the
-            // newest call does not just append to it.
-            let mark = (k == last).then(|| (Mark::of(&result), trace.clone()));
-            let step = points[k - 1]..points[k];
-            let mut afresh = None;
-            if settle::new_round(history.messages(), step.clone()) {
-                let prefix = settle::prefix(history, points[k], totals(k))?;
-                if reach::reaches_back(&prefix, &result, seen.as_deref_mut()) {
-                    let index = seen.as_deref_mut();
-                    let (shed, mut shed_trace) = self
-                        .shed(&prefix, budget, fresh, counter, shrunk, index)
-                        .await?;
-                    shed_trace.reached_back = true;
-                    afresh = Some((shed, shed_trace));
-                }
-            }
-            if afresh.is_none() {
-                let max_output = self.max_tool_output_tokens;
-                let appended = settle::append(&mut result, history, step, max, max_output, counter)
-                    .await?
-                    // A round appended may be one too many for a rounds
-                    // limit.
-                    .filter(|_| budget.admits_rounds(&result.messages));
-                match appended {
-                    Some(appended) => trace.append(appended.tokens, appended.cut),
-                    None => {
-                        let prefix = settle::prefix(history, points[k], totals(k))?;
-                        let index = seen.as_deref_mut();
-                        afresh = Some(
-                            self.shed(&prefix, budget, Aim::Watermark, counter, shrunk, index)
-                                .await?,
-                        );
-                    }
-                }
-            }
-            match (afresh, mark) {
-                (Some((shed, shed_trace)), mark) => {
-                    let before = std::mem::replace(&mut result, shed);
-                    trace = shed_trace;
-                    if let Some((mark, kept_trace)) = mark {
-                        before_last = Some((k - 1, Before::Own(mark.cut(before)), kept_trace));
-                    }
-                }
-                (None, Some((mark, kept_trace))) => {
-                    before_last = Some((k - 1, Before::Prefix(mark), kept_trace));
-                }
-                (None, None) => {}
-            }
-        }
-        if let Some(resume) = resume {
-            resume.keep(
-                budget,
-                start,
-                &points,
-                before_last,
-                (last, result.clone(), trace.clone()),
-            );
-        }
-        trace.tokens_before = history.total();
-        trace.messages_before = history.len();
-        let question = match seen.as_deref() {
-            Some(seen) => seen.kinds.question(history.len()),
-            None => structure::current_question(history.messages()),
+        let mut replay = Replay {
+            history,
+            budget,
+            fresh,
+            counter,
+            max: budget.max_tokens.unwrap_or(usize::MAX),
+            seen,
+            shrunk,
+            result,
+            trace,
+            before_last: None,
         };
-        trace.floor_tokens = structure::floor_at(history, question).tokens;
-        Ok(finish(result, trace))
+        for k in begin + 1..=last {
+            replay
+                .call(self, points[k - 1]..points[k], k, total(k), k == last)
+                .await?;
+        }
+        Ok(replay.close(resume, start, points, last))
     }
 
     /// Sheds `history` afresh, aiming at `aim`: one pass of every stage,
@@ -660,13 +611,7 @@ impl Thrift {
         index: Option<&mut Seen>,
         skip: bool,
     ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
-        let mut trace = ThriftTrace {
-            budget: budget.max_tokens,
-            max_rounds: budget.round_limit(),
-            tokens_before: history.total(),
-            messages_before: history.len(),
-            ..ThriftTrace::default()
-        };
+        let mut trace = ThriftTrace::of(history, budget);
         if history.is_empty() || history.fits(budget) {
             let result = TrimResult::unchanged(history, budget);
             trace.floor_tokens = structure::floor(history).tokens;
@@ -680,49 +625,88 @@ impl Thrift {
         let mut layout = Layout::new(history, self.keep_recent_results, kinds);
         trace.floor_tokens = layout.floor.tokens;
         let mut work = Work::new(history);
-        let over = |work: &Work<'_, '_>| !budget.admits_tokens(work.total());
-
-        // Stages 1-4: every message stays, some shrink.
-        let stop_at = budget
-            .max_tokens
-            .filter(|_| over(&work))
-            .map(|max| match aim {
-                Aim::Level => {
-                    let granule = sticky::granule(max, self.low_watermark);
-                    sticky::target(history.total(), max, granule)
-                }
-                Aim::Watermark => sticky::watermark(max, self.low_watermark),
-                Aim::Budget => max,
-            });
+        let over = !budget.admits_tokens(work.total());
+        let stop_at = self.stop_at(budget, aim, history.total(), over);
         trace.target = stop_at;
         let skipped = match (stop_at, budget.max_tokens) {
             (Some(_), Some(max)) if skip && budget.round_limit().is_none() => {
-                horizon::horizon(history, &layout, max, counter, shrunk).await?
+                skip_steps(&mut layout, &mut work, max, counter, shrunk).await?
             }
             _ => None,
         };
-        if let Some(range) = &skipped {
-            layout.skip(range.clone());
-            work.exclude(range.clone());
-        }
-        let active = |work: &Work<'_, '_>| stop_at.filter(|_| over(work));
-        let stage = active(&work);
-        trace.reasoning = tiers::reasoning(&mut work, &layout, stage, counter, shrunk).await?;
-        let (stage, max) = (active(&work), self.max_tool_output_tokens);
-        trace.tool_outputs_cut =
-            tiers::long_outputs(&mut work, &layout, max, stage, counter, shrunk).await?;
-        let stage = active(&work);
-        trace.tool_results_replaced =
-            tiers::earlier_results(&mut work, &layout, stage, counter, shrunk).await?;
-        let stage = active(&work);
-        trace.media_replaced = tiers::media(&mut work, &layout, stage, counter).await?;
-        if skipped.is_some() && !over(&work) {
+        let mut pass = Pass::new(budget, counter, layout, stop_at, trace);
+        // Stages 1-4: every message stays, some shrink.
+        self.shrink_stages(&mut pass, &mut work, shrunk).await?;
+        if skipped.is_some() && !pass.over(&work) {
             // A stage stopped at its aim: the skipped steps' tokens would
             // have kept it going.
             return Ok(None);
         }
-
         // Stage 5: whole rounds and steps.
+        let terms = terms.filter(|_| self.relevance.is_lexical());
+        if !self
+            .drop_stage(&mut pass, &mut work, skipped, shrunk, terms)
+            .await
+        {
+            return Ok(None);
+        }
+        // Stage 6: the floor's outputs (the newest step's among them).
+        let last_resort = budget.max_tokens.filter(|_| pass.over(&work));
+        pass.trace.newest_outputs_cut =
+            tiers::floor_outputs(&mut work, &pass.layout, last_resort, counter).await?;
+        let fits = !pass.over(&work);
+        Ok(Some(finish(work.finish(fits, shrunk), pass.trace)))
+    }
+
+    /// The total stages 1-4 shed down to, when the history is `over` the
+    /// budget: the sticky level, the low watermark, or the budget itself,
+    /// as `aim` says.
+    fn stop_at(&self, budget: &Budget, aim: Aim, total: usize, over: bool) -> Option<usize> {
+        budget.max_tokens.filter(|_| over).map(|max| match aim {
+            Aim::Level => {
+                let granule = sticky::granule(max, self.low_watermark);
+                sticky::target(total, max, granule)
+            }
+            Aim::Watermark => sticky::watermark(max, self.low_watermark),
+            Aim::Budget => max,
+        })
+    }
+
+    /// Stages 1-4, each while the total is over the aim: reasoning, long
+    /// tool outputs, earlier results, media.
+    async fn shrink_stages(
+        &self,
+        pass: &mut Pass<'_, '_>,
+        work: &mut Work<'_, '_>,
+        shrunk: &mut Shrunk,
+    ) -> Result<(), MemoryError> {
+        let (layout, counter) = (&pass.layout, pass.counter);
+        let stage = pass.active(work);
+        pass.trace.reasoning = tiers::reasoning(work, layout, stage, counter, shrunk).await?;
+        let (stage, max) = (pass.active(work), self.max_tool_output_tokens);
+        pass.trace.tool_outputs_cut =
+            tiers::long_outputs(work, layout, max, stage, counter, shrunk).await?;
+        let stage = pass.active(work);
+        pass.trace.tool_results_replaced =
+            tiers::earlier_results(work, layout, stage, counter, shrunk).await?;
+        let stage = pass.active(work);
+        pass.trace.media_replaced = tiers::media(work, layout, stage, counter).await?;
+        Ok(())
+    }
+
+    /// Stage 5: whole rounds and steps dropped by relevance and recency;
+    /// false when the older steps of the newest round were `skipped` and
+    /// the run of its newest steps might have gone on among them.
+    async fn drop_stage(
+        &self,
+        pass: &mut Pass<'_, '_>,
+        work: &mut Work<'_, '_>,
+        skipped: Option<Range<usize>>,
+        shrunk: &mut Shrunk,
+        terms: Option<&mut crate::term_index::TermIndex>,
+    ) -> bool {
+        let history = work.history();
+        let budget = pass.budget;
         let skipped_steps = match &skipped {
             Some(range) => shrunk.steps(history.messages(), range.clone()),
             None => 0,
@@ -731,25 +715,25 @@ impl Thrift {
             granule: budget
                 .max_tokens
                 .map_or(1, |max| sticky::granule(max, self.low_watermark)),
-            target: stop_at,
-            recency_weight: f64::from(match layout.question {
+            target: pass.stop_at,
+            recency_weight: f64::from(match pass.layout.question {
                 Some(q) if reach::is_observation(history.messages(), q) => self.loop_recency_weight,
                 _ => self.recency_weight,
             }),
             skipped_steps,
         };
-        let run = over(&work) || !budget.admits_rounds(history.messages());
+        let run = pass.over(work) || !budget.admits_rounds(history.messages());
         let scoring = Scoring {
             relevance: &*self.relevance,
             // The index holds the messages of `history`, a prefix of the
             // history it was brought up to date with.
-            terms: terms.filter(|_| self.relevance.is_lexical()),
+            terms,
         };
-        let dropped = drop_units(&mut work, &layout, budget, &target, run, scoring).await;
+        let dropped = drop_units(work, &pass.layout, budget, &target, run, scoring).await;
         if skipped.is_some() && dropped.newest_all_kept {
-            // The run of newest steps might have gone on among the skipped.
-            return Ok(None);
+            return false;
         }
+        let trace = &mut pass.trace;
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;
         if let Some(range) = skipped {
@@ -761,14 +745,63 @@ impl Thrift {
         if dropped.target.is_some() {
             trace.target = dropped.target;
         }
+        true
+    }
+}
 
-        // Stage 6: the floor's outputs (the newest step's among them).
-        let last_resort = budget.max_tokens.filter(|_| over(&work));
-        trace.newest_outputs_cut =
-            tiers::floor_outputs(&mut work, &layout, last_resort, counter).await?;
+/// Leaves the older steps of a long newest round out of `layout` and
+/// `work` (see [`horizon`](crate::horizon)); which, if any.
+async fn skip_steps(
+    layout: &mut Layout<'_>,
+    work: &mut Work<'_, '_>,
+    max: usize,
+    counter: &dyn TokenCounter,
+    shrunk: &mut Shrunk,
+) -> Result<Option<Range<usize>>, MemoryError> {
+    let skipped = horizon::horizon(work.history(), layout, max, counter, shrunk).await?;
+    if let Some(range) = &skipped {
+        layout.skip(range.clone());
+        work.exclude(range.clone());
+    }
+    Ok(skipped)
+}
 
-        let fits = !over(&work);
-        Ok(Some(finish(work.finish(fits, shrunk), trace)))
+/// What one pass of the stages works with.
+struct Pass<'p, 'h> {
+    budget: &'p Budget,
+    counter: &'p dyn TokenCounter,
+    layout: Layout<'h>,
+    /// The total stages 1-4 shed down to.
+    stop_at: Option<usize>,
+    trace: ThriftTrace,
+}
+
+impl<'p, 'h> Pass<'p, 'h> {
+    fn new(
+        budget: &'p Budget,
+        counter: &'p dyn TokenCounter,
+        layout: Layout<'h>,
+        stop_at: Option<usize>,
+        trace: ThriftTrace,
+    ) -> Self {
+        Self {
+            budget,
+            counter,
+            layout,
+            stop_at,
+            trace,
+        }
+    }
+
+    /// Whether `work` is over the budget.
+    fn over(&self, work: &Work<'_, '_>) -> bool {
+        !self.budget.admits_tokens(work.total())
+    }
+
+    /// The aim of the next shrinking stage: `stop_at`, while `work` is
+    /// over the budget.
+    fn active(&self, work: &Work<'_, '_>) -> Option<usize> {
+        self.stop_at.filter(|_| self.over(work))
     }
 }
 
@@ -884,6 +917,208 @@ fn finish(result: TrimResult, mut trace: ThriftTrace) -> (TrimResult, ThriftTrac
         "thrift trimmed"
     );
     (result, trace)
+}
+
+/// The call a replay of `calls` starts from: the last one within the
+/// budget (shown as it was), or the first of the span, shed afresh.
+fn starting_call(budget: &Budget, calls: Range<usize>, total: impl Fn(usize) -> usize) -> usize {
+    let start = calls.start;
+    let last = calls.end - 1;
+    let first = (start..=last)
+        .find(|&k| !budget.admits_tokens(total(k)))
+        .unwrap_or(last);
+    if first > start { first - 1 } else { first }
+}
+
+/// Tokens each call of the replay saw, from its start on.
+fn seen_totals(
+    seen: Option<&Seen>,
+    history: &History<'_>,
+    points: &settle::Points,
+    start: usize,
+) -> Vec<usize> {
+    let mut totals = vec![0; points.len() - start];
+    let mut sum = 0;
+    let mut from = 0;
+    for (k, total) in (start..).zip(&mut totals) {
+        let end = points[k];
+        *total = match seen {
+            Some(seen) => seen.total(end),
+            None => {
+                sum += history.tokens(from..end);
+                from = end;
+                sum
+            }
+        };
+    }
+    totals
+}
+
+/// What earlier calls kept of a history, lent to a trim (see `Memo`).
+struct Kept<'m> {
+    seen: Option<&'m mut Seen>,
+    shrunk: &'m mut Shrunk,
+    resume: Option<&'m mut crate::resume::Resume>,
+}
+
+/// The replay of a history's calls, call by call: what the last call
+/// showed, and the state before the newest call (for the next trim).
+struct Replay<'r, 'h> {
+    history: &'r History<'h>,
+    budget: &'r Budget,
+    /// What a question that reaches back aims at.
+    fresh: Aim,
+    counter: &'r dyn TokenCounter,
+    max: usize,
+    seen: Option<&'r mut Seen>,
+    shrunk: &'r mut Shrunk,
+    result: TrimResult,
+    trace: ThriftTrace,
+    before_last: Option<(usize, Before, ThriftTrace)>,
+}
+
+impl Replay<'_, '_> {
+    /// The last call's result and trace; the state before it kept for the
+    /// next trim.
+    fn close(
+        self,
+        resume: Option<&mut crate::resume::Resume>,
+        start: usize,
+        points: &settle::Points,
+        last: usize,
+    ) -> (TrimResult, ThriftTrace) {
+        let Replay {
+            history,
+            budget,
+            seen,
+            result,
+            mut trace,
+            before_last,
+            ..
+        } = self;
+        if let Some(resume) = resume {
+            resume.keep(
+                budget,
+                start,
+                points,
+                before_last,
+                (last, result.clone(), trace.clone()),
+            );
+        }
+        trace.tokens_before = history.total();
+        trace.messages_before = history.len();
+        let question = match seen.as_deref() {
+            Some(seen) => seen.kinds.question(history.len()),
+            None => structure::current_question(history.messages()),
+        };
+        trace.floor_tokens = structure::floor_at(history, question).tokens;
+        finish(result, trace)
+    }
+
+    /// Call `k`, which adds `step`: a question that reaches back chooses
+    /// afresh; otherwise the step is appended while it fits, and the call
+    /// sheds to the watermark when it does not.
+    async fn call(
+        &mut self,
+        thrift: &Thrift,
+        step: Range<usize>,
+        k: usize,
+        total: usize,
+        newest: bool,
+    ) -> Result<(), MemoryError> {
+        // The state before the newest call is kept for the next trim (see
+        // `Resume`): marked here, and taken whole only when the newest call
+        // does not just append to it.
+        let mark = newest.then(|| (Mark::of(&self.result), self.trace.clone()));
+        let mut afresh = self.reach_back(thrift, step.clone(), total).await?;
+        if afresh.is_none() {
+            afresh = self.append(thrift, step, total).await?;
+        }
+        match (afresh, mark) {
+            (Some((shed, shed_trace)), mark) => {
+                let before = std::mem::replace(&mut self.result, shed);
+                self.trace = shed_trace;
+                if let Some((mark, kept_trace)) = mark {
+                    self.before_last = Some((k - 1, Before::Own(mark.cut(before)), kept_trace));
+                }
+            }
+            (None, Some((mark, kept_trace))) => {
+                self.before_last = Some((k - 1, Before::Prefix(mark), kept_trace));
+            }
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    /// The history up to the end of `step` shed afresh, when `step` opens
+    /// a round whose question reaches back past what is shown.
+    async fn reach_back(
+        &mut self,
+        thrift: &Thrift,
+        step: Range<usize>,
+        total: usize,
+    ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
+        if !settle::new_round(self.history.messages(), step.clone()) {
+            return Ok(None);
+        }
+        let prefix = settle::prefix(self.history, step.end, total)?;
+        if !reach::reaches_back(&prefix, &self.result, self.seen.as_deref_mut()) {
+            return Ok(None);
+        }
+        let index = self.seen.as_deref_mut();
+        let (shed, mut shed_trace) = thrift
+            .shed(
+                &prefix,
+                self.budget,
+                self.fresh,
+                self.counter,
+                self.shrunk,
+                index,
+            )
+            .await?;
+        shed_trace.reached_back = true;
+        Ok(Some((shed, shed_trace)))
+    }
+
+    /// Appends `step` to the shown result when it fits (`None`), or sheds
+    /// the history up to its end to the watermark.
+    async fn append(
+        &mut self,
+        thrift: &Thrift,
+        step: Range<usize>,
+        total: usize,
+    ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
+        let end = step.end;
+        let max_output = thrift.max_tool_output_tokens;
+        let appended = settle::append(
+            &mut self.result,
+            self.history,
+            step,
+            self.max,
+            max_output,
+            self.counter,
+        )
+        .await?
+        // A round appended may be one too many for a rounds limit.
+        .filter(|_| self.budget.admits_rounds(&self.result.messages));
+        if let Some(appended) = appended {
+            self.trace.append(appended.tokens, appended.cut);
+            return Ok(None);
+        }
+        let prefix = settle::prefix(self.history, end, total)?;
+        let index = self.seen.as_deref_mut();
+        let shed = thrift
+            .shed(
+                &prefix,
+                self.budget,
+                Aim::Watermark,
+                self.counter,
+                self.shrunk,
+                index,
+            )
+            .await?;
+        Ok(Some(shed))
+    }
 }
 
 #[async_trait::async_trait]

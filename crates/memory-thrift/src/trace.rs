@@ -165,6 +165,17 @@ pub struct ThriftTrace {
 }
 
 impl ThriftTrace {
+    /// The trace of a pass over `history` under `budget`, before any stage.
+    pub(crate) fn of(history: &memory_core::History<'_>, budget: &memory_core::Budget) -> Self {
+        ThriftTrace {
+            budget: budget.max_tokens,
+            max_rounds: budget.round_limit(),
+            tokens_before: history.total(),
+            messages_before: history.len(),
+            ..ThriftTrace::default()
+        }
+    }
+
     /// Folds in a further pass over this trace's result: each stage's
     /// "after" becomes that pass's.
     pub(crate) fn absorb(&mut self, next: &ThriftTrace) {

@@ -89,18 +89,12 @@ pub(crate) fn reaches_back(
     if is_shown.iter().all(|&s| s) {
         return false;
     }
-    let own = match index.as_deref_mut() {
-        Some(index) => {
-            let mut units = Units::new(messages.len(), earlier.len());
-            for (k, r) in earlier.iter().enumerate() {
-                units.add_range(r.clone(), k);
-            }
-            index.terms.catch_up(messages);
-            index.terms.score(&asked, &units)
-        }
-        None => Lexical::score_now(&asked, &texts(messages, &earlier)),
-    };
-    let mut scores = with_neighbours(&own);
+    let mut scores = with_neighbours(&own_scores(
+        messages,
+        &earlier,
+        &asked,
+        index.as_deref_mut(),
+    ));
     dates::lift(&mut scores, &asked, messages, earlier.iter().cloned());
     let kept = scores
         .iter()
@@ -114,9 +108,6 @@ pub(crate) fn reaches_back(
     let mut over: Vec<usize> = (0..earlier.len())
         .filter(|&k| !is_shown[k] && scores[k] >= bar && scores[k] > 0.0)
         .collect();
-    if over.is_empty() {
-        return false;
-    }
     over.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
     over.iter().any(|&k| match index.as_deref() {
         Some(index) => !repeats(&said, &index.terms.terms_of(earlier[k].clone())),
@@ -125,6 +116,27 @@ pub(crate) fn reaches_back(
             !repeats(&said, &terms.iter().map(String::as_str).collect::<Vec<_>>())
         }
     })
+}
+
+/// Each of the `earlier` rounds' own score against the question `asked`:
+/// from the index when there is one, read afresh otherwise.
+fn own_scores(
+    messages: &[Message],
+    earlier: &[Range<usize>],
+    asked: &str,
+    index: Option<&mut Seen>,
+) -> Vec<f64> {
+    match index {
+        Some(index) => {
+            let mut units = Units::new(messages.len(), earlier.len());
+            for (k, r) in earlier.iter().enumerate() {
+                units.add_range(r.clone(), k);
+            }
+            index.terms.catch_up(messages);
+            index.terms.score(asked, &units)
+        }
+        None => Lexical::score_now(asked, &texts(messages, earlier)),
+    }
 }
 
 /// For each of the `rounds` of `seen`, whether `shown` shows it: its last

@@ -435,34 +435,7 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
     let n = messages.len();
     let mut units = Vec::new();
     let mut push = |range: Range<usize>, round: bool, newest: bool| {
-        let mut cost = 0;
-        let mut outside = 0;
-        for i in range.clone() {
-            if !layout.in_floor(i) {
-                outside += 1;
-                cost += work.count(i);
-            }
-        }
-        if outside > 0 {
-            let whole = outside == range.len();
-            let least = if round && range.len() >= 2 {
-                let part = outside_floor(work, layout, range.start..range.start + 1)
-                    + outside_floor(work, layout, range.end - 1..range.end);
-                cost.min(part)
-            } else {
-                cost
-            };
-            let counts_round = round && !layout.in_floor(range.start);
-            units.push(Unit {
-                range,
-                cost,
-                round,
-                counts_round,
-                newest,
-                whole,
-                least,
-            });
-        }
+        units.extend(unit(work, layout, range, round, newest));
     };
     let steps_of = |range: Range<usize>| {
         let base = range.start;
@@ -498,6 +471,46 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
     units
 }
 
+/// The candidate of `range` (a round, or a step), unless all of it lies
+/// in the floor.
+fn unit(
+    work: &Work<'_, '_>,
+    layout: &Layout,
+    range: Range<usize>,
+    round: bool,
+    newest: bool,
+) -> Option<Unit> {
+    let mut cost = 0;
+    let mut outside = 0;
+    for i in range.clone() {
+        if !layout.in_floor(i) {
+            outside += 1;
+            cost += work.count(i);
+        }
+    }
+    if outside == 0 {
+        return None;
+    }
+    let whole = outside == range.len();
+    let least = if round && range.len() >= 2 {
+        let part = outside_floor(work, layout, range.start..range.start + 1)
+            + outside_floor(work, layout, range.end - 1..range.end);
+        cost.min(part)
+    } else {
+        cost
+    };
+    let counts_round = round && !layout.in_floor(range.start);
+    Some(Unit {
+        range,
+        cost,
+        round,
+        counts_round,
+        newest,
+        whole,
+        least,
+    })
+}
+
 /// The relevance of each of the units `which` (earlier rounds and the
 /// head's steps, the corpus term weights are learned from) to the current
 /// question, with their neighbours' share. A failing scorer leaves
@@ -515,27 +528,9 @@ async fn scores(
         .unwrap_or_default();
     let relevance = scoring.relevance;
     if let Some(terms) = scoring.terms {
-        terms.catch_up(work.history().messages());
-        let mut shown = Units::new(work.history().len(), which.len());
-        for (u, &k) in which.iter().enumerate() {
-            if units[k].whole && work.is_untouched() {
-                // Every message as it is.
-                shown.add_range(units[k].range.clone(), u);
-                continue;
-            }
-            for i in units[k].range.clone() {
-                // As below: what the unit shows, placeholders left out.
-                if layout.in_floor(i) || work.is_replaced(i) {
-                    continue;
-                }
-                if work.is_changed(i) {
-                    shown.add_changed(i, u, work.message(i));
-                } else {
-                    shown.add(i, u);
-                }
-            }
-        }
-        return with_neighbours(&terms.score(&question, &shown));
+        return with_neighbours(&indexed_scores(
+            work, layout, units, which, terms, &question,
+        ));
     }
     let texts: Vec<Vec<&str>> = which
         .iter()
@@ -566,6 +561,39 @@ async fn scores(
             vec![0.0; which.len()]
         }
     }
+}
+
+/// [`scores`] from the term index: each unit as it is shown, placeholders
+/// left out (the same scores as reading every text).
+fn indexed_scores(
+    work: &Work<'_, '_>,
+    layout: &Layout<'_>,
+    units: &[Unit],
+    which: &[usize],
+    terms: &mut TermIndex,
+    question: &str,
+) -> Vec<f64> {
+    terms.catch_up(work.history().messages());
+    let mut shown = Units::new(work.history().len(), which.len());
+    for (u, &k) in which.iter().enumerate() {
+        if units[k].whole && work.is_untouched() {
+            // Every message as it is.
+            shown.add_range(units[k].range.clone(), u);
+            continue;
+        }
+        for i in units[k].range.clone() {
+            // As with the texts: what the unit shows, placeholders left out.
+            if layout.in_floor(i) || work.is_replaced(i) {
+                continue;
+            }
+            if work.is_changed(i) {
+                shown.add_changed(i, u, work.message(i));
+            } else {
+                shown.add(i, u);
+            }
+        }
+    }
+    terms.score(question, &shown)
 }
 
 /// Share of a unit's relevance its neighbours inherit: an answer, a

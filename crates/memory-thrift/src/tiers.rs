@@ -80,38 +80,7 @@ pub(crate) async fn long_outputs(
     counter: &dyn TokenCounter,
     shrunk: &mut Shrunk,
 ) -> Result<Shed, MemoryError> {
-    let history = work.history();
-    // The newest step's outputs too: cut now to the length they will have
-    // once the step is no longer the newest, so that its aging leaves the
-    // prompt's prefix as it is.
-    // Tool results are unchanged until this stage: the listed ones need
-    // no second look at their text.
-    let listed = layout.lists_kinds();
-    let mut items: Vec<usize> = layout
-        .candidates(Kind::Cuttable, 0..history.len())
-        .filter(|&i| {
-            work.count(i) > max_tokens
-                && work.message(i).is_tool_result()
-                && !work.is_dropped(i)
-                && !history.is_protected(i)
-                && (listed || is_uncut_result(work.message(i)))
-        })
-        .collect();
-    // A text-only agent's observations are its tool outputs, but for the
-    // newest (the current question) and what the floor holds.
-    let observations = layout
-        .candidates(Kind::Observations, 0..layout.newest_step)
-        .filter(|&i| {
-            work.count(i) > max_tokens
-                && !work.is_dropped(i)
-                && layout.shrinkable(history, i)
-                && !layout.in_floor(i)
-                && reach::is_observation(history.messages(), i)
-                && (listed || !cut::is_cut(&work.message(i).text()))
-        });
-    items.extend(observations);
-    items.sort_unstable();
-    items.dedup();
+    let items = long_items(work, layout, max_tokens);
     let mut shed = stock(work, &items, |_| 1);
     let Some(stop_at) = stop_at else {
         return Ok(shed);
@@ -132,6 +101,42 @@ pub(crate) async fn long_outputs(
         }
     }
     Ok(shed)
+}
+
+/// The messages [`long_outputs`] may cut, in order: tool results over
+/// `max_tokens` (the newest step's too: cut now to the length they will
+/// have once the step is no longer the newest, so that its aging leaves
+/// the prompt's prefix as it is), and a text-only agent's observations
+/// over it but for the newest and what the floor holds.
+fn long_items(work: &Work<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Vec<usize> {
+    let history = work.history();
+    // Tool results are unchanged until this stage: the listed ones need
+    // no second look at their text.
+    let listed = layout.lists_kinds();
+    let mut items: Vec<usize> = layout
+        .candidates(Kind::Cuttable, 0..history.len())
+        .filter(|&i| {
+            work.count(i) > max_tokens
+                && work.message(i).is_tool_result()
+                && !work.is_dropped(i)
+                && !history.is_protected(i)
+                && (listed || is_uncut_result(work.message(i)))
+        })
+        .collect();
+    let observations = layout
+        .candidates(Kind::Observations, 0..layout.newest_step)
+        .filter(|&i| {
+            work.count(i) > max_tokens
+                && !work.is_dropped(i)
+                && layout.shrinkable(history, i)
+                && !layout.in_floor(i)
+                && reach::is_observation(history.messages(), i)
+                && (listed || !cut::is_cut(&work.message(i).text()))
+        });
+    items.extend(observations);
+    items.sort_unstable();
+    items.dedup();
+    items
 }
 
 /// A tool result not replaced by its placeholder.

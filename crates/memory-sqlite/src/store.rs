@@ -17,9 +17,34 @@ use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i6
 /// How long a write waits for another process's write to finish.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Connections of a file that only read: as many as the reads a busy
+/// server makes at once on a small machine (a chat call reads the
+/// session's head and a few index entries while others commit); each is
+/// a file handle and a page cache.
+const READERS: usize = 4;
+
+/// A connection to `path` that only reads.
+fn reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| {
+        StoreError::Backend(format!(
+            "cannot open the SQLite file {} for reading: {e}",
+            path.display()
+        ))
+    })?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+    Ok(conn)
+}
+
 /// The connection, shared by every handle of one opened file.
 struct Shared {
     conn: Mutex<Connection>,
+    /// Connections that only read (a file's; WAL lets them read while the
+    /// writer commits), tried in turn; none for a database in memory.
+    readers: Vec<Mutex<Connection>>,
     path: Option<PathBuf>,
     /// Appends waiting for the next group commit.
     queue: Queue,
@@ -117,7 +142,14 @@ impl SqliteStore {
                 path.display()
             )));
         }
-        Self::setup(conn, Some(path.to_path_buf()))
+        let mut store = Self::setup(conn, Some(path.to_path_buf()))?;
+        let readers = (0..READERS)
+            .map(|_| reader(path).map(Mutex::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        Arc::get_mut(&mut store.shared)
+            .expect("made above, not yet shared")
+            .readers = readers;
+        Ok(store)
     }
 
     /// A private database in memory, gone when the last handle is dropped:
@@ -144,6 +176,7 @@ impl SqliteStore {
         Ok(Self {
             shared: Arc::new(Shared {
                 conn: Mutex::new(conn),
+                readers: Vec::new(),
                 path,
                 queue: Queue::default(),
             }),
@@ -257,6 +290,29 @@ impl SqliteStore {
             job(&mut conn)
         })
         .await
+    }
+
+    /// Runs the read-only `job` on a reader connection (the first one free,
+    /// else the first), or on the writer's when there is none.
+    async fn read<R, F>(&self, session: &str, job: F) -> Result<R, StoreError>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Connection, &Key) -> Result<R, StoreError> + Send + 'static,
+    {
+        if self.shared.readers.is_empty() {
+            return self.run(session, job).await;
+        }
+        let key = Key::new(self.tenant.as_deref(), session)?;
+        let shared = Arc::clone(&self.shared);
+        off_thread(move || {
+            let readers = &shared.readers;
+            let mut conn = readers
+                .iter()
+                .find_map(|r| r.try_lock().ok())
+                .unwrap_or_else(|| readers[0].lock().unwrap_or_else(PoisonError::into_inner));
+            job(&mut conn, &key)
+        })
+        .await?
     }
 
     /// Appends through the file's group commit: queues the append, starts
@@ -637,7 +693,7 @@ fn replaced(conn: &mut Connection, key: &Key) -> Result<Vec<Vec<StoredMessage>>,
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
-        self.run(session, load).await
+        self.read(session, load).await
     }
 
     async fn append(
@@ -667,7 +723,7 @@ impl Store for SqliteStore {
     }
 
     async fn history(&self, session: &str) -> Result<Vec<Message>, StoreError> {
-        self.run(session, history).await
+        self.read(session, history).await
     }
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::layer::{ProviderExt, RetryPolicy};
 use memory_core::{Memory, Message, Provider, summary};
+use memory_layer::{ProviderExt, RetryPolicy};
 use memory_openai::OpenAiProvider;
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 use memory_window::WindowMemory;

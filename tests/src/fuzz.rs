@@ -24,8 +24,9 @@ use std::sync::Arc;
 use memory_cli::input::{self, Verdict};
 use memory_cli::registry::{self, StageConfig};
 use memory_core::audit::Audit;
-use memory_core::{Budget, CharTokenCounter, History, Message, ToolCall, openai_wire, repair};
+use memory_core::{Budget, CharTokenCounter, History, Message, ToolCall, repair};
 use memory_core::{count_messages, summary, validate};
+use memory_openai::wire;
 
 use crate::block_on;
 
@@ -212,8 +213,8 @@ pub fn messages(bytes: &[u8]) -> Vec<Message> {
 }
 
 /// The OpenAI wire decoding: [`memory_openai::parse_reply`] on a reply
-/// body and [`openai_wire::from_json_str`] on a message array. Whatever
-/// decodes must encode ([`openai_wire::to_value`]) and decode again to the
+/// body and [`wire::from_json_str`] on a message array. Whatever
+/// decodes must encode ([`wire::to_value`]) and decode again to the
 /// same messages.
 ///
 /// # Panics
@@ -234,7 +235,7 @@ pub fn wire(bytes: &[u8]) {
             let _ = e.to_string();
         }
     }
-    match openai_wire::from_json_str(text) {
+    match wire::from_json_str(text) {
         Ok(messages) => round_trip(&messages),
         Err(e) => {
             let _ = e.shifted("request, ").to_string();
@@ -244,9 +245,9 @@ pub fn wire(bytes: &[u8]) {
 
 /// Encodes `messages` and decodes them again: the same messages.
 fn round_trip(messages: &[Message]) {
-    let encoded = openai_wire::to_value(messages);
-    let decoded = openai_wire::from_value(&encoded)
-        .unwrap_or_else(|e| panic!("{encoded} does not decode: {e}"));
+    let encoded = wire::to_value(messages);
+    let decoded =
+        wire::from_value(&encoded).unwrap_or_else(|e| panic!("{encoded} does not decode: {e}"));
     assert_eq!(decoded, messages, "changed on the wire: {encoded}");
 }
 

@@ -50,8 +50,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::layer::ProviderStats;
 use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter, TrimStrategy};
+use memory_layer::ProviderStats;
 
 use crate::input::{Locomo, Sample};
 use crate::registry::{self, StageConfig};

@@ -119,7 +119,7 @@ fn stage_config(
 /// when background summaries started but none landed before the replay
 /// ended.
 fn closing_notes(sections: &[PipelineReport]) {
-    let mut failures = memory_core::layer::FailureCounts::default();
+    let mut failures = memory_layer::FailureCounts::default();
     let mut calls = 0;
     for section in sections {
         failures.merge(section.totals.summarizer_failures);
@@ -226,7 +226,7 @@ pub async fn recall_command(args: &RecallArgs) -> Result<String, CliError> {
         .await
         .map_err(|e| CliError::Usage(e.to_string()))?;
     Ok(if args.json {
-        memory_core::openai_wire::to_value(&recalled.messages).to_string()
+        memory_openai::wire::to_value(&recalled.messages).to_string()
     } else {
         recalled.text
     })
@@ -241,7 +241,7 @@ fn write_contexts(report: &Report, path: &std::path::Path) -> Result<(), CliErro
                 "pipeline": section.pipeline,
                 "trajectory": row.trajectory,
                 "turn": row.turn,
-                "messages": memory_core::openai_wire::to_value(row.context.as_deref().unwrap_or_default()),
+                "messages": memory_openai::wire::to_value(row.context.as_deref().unwrap_or_default()),
             });
             text.push_str(&line.to_string());
             text.push('\n');
@@ -320,7 +320,7 @@ pub async fn eval_locomo_command(args: &LocomoArgs) -> Result<EvalReport, CliErr
     )
     .await?;
     progress.finish();
-    let mut failures = memory_core::layer::FailureCounts::default();
+    let mut failures = memory_layer::FailureCounts::default();
     for section in &sections {
         failures.merge(section.totals.summarizer_failures);
     }

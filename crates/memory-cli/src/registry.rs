@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use memory_compact::Compact;
-use memory_core::layer::ProviderStats;
 use memory_core::{Budget, CharTokenCounter, MemoryError, Pipeline, TokenCounter, TrimStrategy};
+use memory_layer::ProviderStats;
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 use memory_thrift::Thrift;
 use memory_tokenizers::{CachedCounter, Cl100k, HfCounter, O200k};

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::CachedEmbedder;
-use memory_core::layer::{EmbedderExt, RetryPolicy};
+use memory_layer::CachedEmbedder;
+use memory_layer::{EmbedderExt, RetryPolicy};
 use memory_openai::OpenAiEmbedder;
 use memory_thrift::{Lexical, Relevance, Semantic};
 

@@ -150,7 +150,7 @@ struct TrajectoryReplay<'c> {
     in_head: bool,
     previous: Option<Vec<Message>>,
     /// The summarizer's totals when the previous call was measured.
-    usage: memory_core::layer::ProviderStats,
+    usage: memory_layer::ProviderStats,
     /// The searchable text of everything recorded, and where the newest
     /// message's starts (for support recall).
     history_text: String,
@@ -304,7 +304,7 @@ impl<'c> TrajectoryReplay<'c> {
         &self,
         context: &[Message],
         counts: &[usize],
-        usage: memory_core::layer::ProviderStats,
+        usage: memory_layer::ProviderStats,
     ) -> Row {
         let tokens_out: usize = counts.iter().sum();
         let previous = self.previous.as_deref();
@@ -336,7 +336,7 @@ impl<'c> TrajectoryReplay<'c> {
     /// What the summarizer spent since the previous call (background
     /// summaries finish between calls); warns once about the first
     /// summarizer failure.
-    fn since_previous_call(&mut self, turn: usize) -> memory_core::layer::ProviderStats {
+    fn since_previous_call(&mut self, turn: usize) -> memory_layer::ProviderStats {
         let now = self.config.usage();
         let usage = now.since(self.usage);
         self.usage = now;

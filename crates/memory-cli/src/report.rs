@@ -2,7 +2,7 @@
 //! human summary printed on stdout (a side-by-side [`Table`] when several
 //! pipelines ran).
 
-use memory_core::layer::FailureCounts;
+use memory_layer::FailureCounts;
 use serde::{Deserialize, Serialize};
 
 use crate::Table;

@@ -6,10 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_compact::Compact;
-use memory_core::layer::{
-    FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy,
-};
 use memory_core::{ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError};
+use memory_layer::{FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy};
 use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 
@@ -346,7 +344,7 @@ impl SummarySettings {
 ///
 /// ```
 /// memory_cli::summarizer::warn_first_failure(
-///     memory_core::layer::FailureClass::Timeout,
+///     memory_layer::FailureClass::Timeout,
 ///     "request timed out after 120000 ms",
 ///     "trajectory 0, message 12",
 /// );
@@ -365,7 +363,7 @@ pub fn warn_first_failure(class: FailureClass, message: &str, at: &str) {
 /// failed.
 ///
 /// ```
-/// use memory_core::layer::FailureCounts;
+/// use memory_layer::FailureCounts;
 /// let f = FailureCounts { context_overflow: 9, ..Default::default() };
 /// assert_eq!(
 ///     memory_cli::summarizer::failures_line(&f, 12).unwrap(),

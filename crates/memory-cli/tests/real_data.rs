@@ -7,7 +7,8 @@ mod common;
 use std::path::PathBuf;
 
 use memory_core::test_util::DATA;
-use memory_core::{CharTokenCounter, Message, TokenCounter, openai_wire};
+use memory_core::{CharTokenCounter, Message, TokenCounter};
+use memory_openai::wire;
 
 fn trajectories_file() -> Option<PathBuf> {
     DATA.file("agent-trajectories/swe-gym-openhands.json")
@@ -60,7 +61,7 @@ fn swe_gym_trajectories_replay_valid_and_fit_exactly_when_the_floor_does() {
         .unwrap()
         .iter()
         .map(|t| {
-            let messages = openai_wire::from_value(&t["messages"]).unwrap();
+            let messages = wire::from_value(&t["messages"]).unwrap();
             let counts = runtime.block_on(async {
                 let mut counts = Vec::new();
                 for m in &messages {

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use memory_core::openai_wire;
 use memory_core::recall::Handle;
+use memory_openai::wire;
 
 fn memory(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_memory"))
@@ -39,7 +39,7 @@ fn a_handle_brings_back_the_original_from_the_store() {
         "{}",
         String::from_utf8_lossy(&replay.stderr)
     );
-    let messages = openai_wire::from_json_str(&std::fs::read_to_string(input).unwrap()).unwrap();
+    let messages = wire::from_json_str(&std::fs::read_to_string(input).unwrap()).unwrap();
     let handle = Handle::of(&messages[2..4]).to_string();
 
     let out = memory(&[
@@ -56,7 +56,7 @@ fn a_handle_brings_back_the_original_from_the_store() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let back = openai_wire::from_json_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+    let back = wire::from_json_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     assert_eq!(back, messages[2..4]);
 
     let text = memory(&[

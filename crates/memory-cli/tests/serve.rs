@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use memory_core::test_util::{DATA, POSTGRES};
-use memory_core::{Message, Store, openai_wire};
+use memory_core::{Message, Store};
+use memory_openai::wire;
 use memory_serve::test_util::ScriptedUpstream;
 use serde_json::{Value, json};
 
@@ -70,7 +71,7 @@ impl Server {
 async fn step(server: &Server, history: &mut Vec<Message>) -> Option<(String, String)> {
     let response = reqwest::Client::new()
         .post(format!("{}/v1/chat/completions", server.url))
-        .json(&json!({"model": "m", "messages": openai_wire::to_value(history)}))
+        .json(&json!({"model": "m", "messages": wire::to_value(history)}))
         .send()
         .await
         .unwrap();
@@ -78,7 +79,7 @@ async fn step(server: &Server, history: &mut Vec<Message>) -> Option<(String, St
     let header = |name: &str| response.headers()[name].to_str().unwrap().to_string();
     let found = (header("x-memory-session"), header("x-memory-admission"));
     let body: Value = response.json().await.unwrap();
-    let reply = openai_wire::message_from_value(&body["choices"][0]["message"], 0).unwrap();
+    let reply = wire::message_from_value(&body["choices"][0]["message"], 0).unwrap();
     let calls = reply.tool_calls().to_vec();
     history.push(reply);
     if calls.is_empty() {
@@ -192,7 +193,7 @@ fn replayed_contexts(input: &std::path::Path, pipeline: &str, budget: &str) -> V
         .lines()
         .map(|line| {
             let row: Value = serde_json::from_str(line).unwrap();
-            openai_wire::from_value(&row["messages"]).unwrap()
+            wire::from_value(&row["messages"]).unwrap()
         })
         .collect()
 }
@@ -222,13 +223,13 @@ async fn same_contexts(file: &std::path::Path) {
         let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
         let server = Server::with(upstream.url(), "memory", pipeline, "4000");
         for trajectory in all.as_array().unwrap() {
-            let messages = openai_wire::from_value(&trajectory["messages"]).unwrap();
+            let messages = wire::from_value(&trajectory["messages"]).unwrap();
             through(&server, &upstream, &messages).await;
         }
         let sent: Vec<Vec<Message>> = upstream
             .received()
             .iter()
-            .map(|r| openai_wire::from_value(&r.body["messages"]).unwrap())
+            .map(|r| wire::from_value(&r.body["messages"]).unwrap())
             .collect();
         assert_eq!(sent.len(), replayed.len(), "{pipeline}: calls");
         for (call, (server_context, replay_context)) in sent.iter().zip(&replayed).enumerate() {
@@ -255,7 +256,7 @@ async fn through(server: &Server, upstream: &ScriptedUpstream, messages: &[Messa
         upstream.queue(vec![message.clone()]);
         let response = client
             .post(format!("{}/v1/chat/completions", server.url))
-            .json(&json!({"model": "m", "messages": openai_wire::to_value(&messages[..i])}))
+            .json(&json!({"model": "m", "messages": wire::to_value(&messages[..i])}))
             .send()
             .await
             .unwrap();

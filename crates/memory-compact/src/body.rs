@@ -21,7 +21,8 @@
 //! assert!(!body::is_compact_summary(&summary::message("someone else's")));
 //! ```
 
-use memory_core::{MemoryError, Message, Rejection, TokenCounter, summary};
+use memory_core::{MemoryError, Message, TokenCounter, summary};
+use memory_summary::Rejection;
 
 use crate::FileOps;
 

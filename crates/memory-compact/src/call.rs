@@ -8,8 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
 
-use memory_core::layer::{Retry, RetryPolicy, Timeout};
 use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
+use memory_layer::{Retry, RetryPolicy, Timeout};
 
 use crate::split::Piece;
 
@@ -107,7 +107,7 @@ fn supplied(text: &str) -> Outcome {
     }
 }
 
-/// One request through the provider layers of `memory_core::layer`: each
+/// One request through the provider layers of `memory_layer`: each
 /// attempt limited by [`Timeout`] (when the policy has a limit), retryable
 /// failures tried again by [`Retry`] with the policy's backoff (a rate
 /// limit's own delay wins), every attempt counted into `cost`. A request
@@ -176,7 +176,7 @@ async fn attempt(
     cost: &mut CompactCost,
 ) -> Result<String, Failure> {
     let timers = tokio::runtime::Handle::try_current().is_ok();
-    let source = memory_core::grounding::source_of(request);
+    let source = memory_summary::grounding::source_of(request);
     let counted = Counted {
         inner: provider,
         cost: Mutex::new(CompactCost::default()),
@@ -195,7 +195,7 @@ async fn attempt(
     match result {
         // A rejected reply is the model's answer, not an accident: asking
         // again would pay for the same answer.
-        Ok(reply) => memory_core::accept_summary(&source, &reply)
+        Ok(reply) => memory_summary::accept_summary(&source, &reply)
             .map(str::to_string)
             .map_err(Failure::Rejected),
         Err(ProviderError::Timeout(ms)) => match policy.timeout {
@@ -245,7 +245,8 @@ impl Provider for &Counted<'_> {
 
 #[cfg(test)]
 mod tests {
-    use memory_core::{FakeProvider, FakeReply, Message, ProviderError, Rejection};
+    use memory_core::{FakeProvider, FakeReply, Message, ProviderError};
+    use memory_summary::Rejection;
 
     use super::*;
     use crate::FileOps;

@@ -1,16 +1,18 @@
 //! [`Failure`]: why a compaction made no summary. Whether a reply may
-//! become one is core's rule ([`memory_core::accept_summary`]); its
+//! become one is `memory-summary`'s rule ([`memory_summary::accept_summary`]); its
 //! [`Rejection`] is wrapped, not restated.
 
 use std::time::Duration;
 
-use memory_core::{ProviderError, Rejection};
+use memory_core::ProviderError;
+use memory_summary::Rejection;
 
 /// Why a compaction left the history as it was. Each message says what to do.
 ///
 /// ```
 /// use memory_compact::Failure;
-/// use memory_core::{Rejection, StopReason};
+/// use memory_core::StopReason;
+/// use memory_summary::Rejection;
 /// let failure = Failure::from(Rejection::Incomplete(StopReason::Length));
 /// assert!(failure.to_string().contains("summary cap"));
 /// ```
@@ -28,7 +30,7 @@ pub enum Failure {
     /// The reply may not become a summary: cut off at the summary cap,
     /// refused, failed mid-way, empty, not an assistant message, asking
     /// for tools, or saying nothing about what it covers (see
-    /// [`memory_core::accept_summary`]); or the summary message, file list
+    /// [`memory_summary::accept_summary`]); or the summary message, file list
     /// included, is over the summary cap ([`Rejection::OverCap`]).
     #[error(transparent)]
     Rejected(#[from] Rejection),

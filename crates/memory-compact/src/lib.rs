@@ -8,7 +8,7 @@
 //! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)): its builder, foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
 //! | [`CompactEvent`], [`CompactEvents`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost; the events since the last trim travel in its diagnostics |
 //! | [`CompactHook`], [`HookDecision`], [`Preparation`] | the `before_compaction` hook: go ahead, decline, or supply the summary |
-//! | [`Failure`] | why no summary was used (a rejected reply is core's [`Rejection`](memory_core::Rejection), by [`accept_summary`](memory_core::accept_summary)) |
+//! | [`Failure`] | why no summary was used (a rejected reply is `memory-summary`'s [`Rejection`](memory_summary::Rejection), by [`accept_summary`](memory_summary::accept_summary)) |
 //! | [`FileOps`], [`files`] | the files tool calls read and modified, carried from summary to summary |
 //! | [`body`] | the summary message: how Compact writes and recognizes its own |
 //! | [`BackgroundStatus`] | where the background summary stands |

@@ -15,8 +15,9 @@ use common::{reply, said, user};
 use memory_compact::{Compact, CompactEvent, EventLog, Failure, HookDecision, Preparation};
 use memory_core::{
     Budget, CharTokenCounter, ChatRequest, ChatResponse, FakeProvider, FakeReply, Message,
-    ModelOptions, Rejection, StopReason, TokenCounter, TrimStrategy, Usage,
+    ModelOptions, StopReason, TokenCounter, TrimStrategy, Usage,
 };
+use memory_summary::Rejection;
 
 fn turn_six() -> Vec<Message> {
     let mut m = Vec::new();

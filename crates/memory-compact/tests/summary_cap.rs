@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use memory_compact::{Compact, EventLog, Failure, body};
 use memory_core::{
-    Budget, CharTokenCounter, FakeProvider, FakeReply, Memory, Message, Rejection, TokenCounter,
-    ToolCall, TrimStrategy, summary,
+    Budget, CharTokenCounter, FakeProvider, FakeReply, Memory, Message, TokenCounter, ToolCall,
+    TrimStrategy, summary,
 };
 use memory_summarize::ExtractiveSummarizer;
+use memory_summary::Rejection;
 use memory_window::WindowMemory;
 
 /// Turn `i` of a session that writes one new file a turn.

@@ -9,8 +9,8 @@ use crate::ProviderError;
 /// An implementation returns exactly one vector per text, in the order of
 /// `texts`, all of one length (the model's dimensions); an empty `texts`
 /// gives an empty result. Failures are [`ProviderError`]s, classified as a
-/// chat call's are, so that the [`layer`](crate::layer)s
-/// [`Retry`](crate::layer::Retry) and [`Timeout`](crate::layer::Timeout)
+/// chat call's are, so that the layers of `memory-layer`
+/// (`Retry` and `Timeout`)
 /// work over embedders too. Models that embed queries and passages
 /// differently (e5, bge) take that choice from their implementation's
 /// configuration: one embedder for each.

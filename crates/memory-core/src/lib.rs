@@ -3,9 +3,9 @@
 //! A [`Memory`] records a conversation and fits it into a [`Context`]; a
 //! [`TrimStrategy`] fits it into a [`Budget`] measured by a
 //! [`TokenCounter`]. Strategies chain through a [`Pipeline`]. Model calls go
-//! through a [`Provider`], and the [`layer`]s add retries, timeouts,
-//! metering and a circuit breaker to any provider; text embeddings through
-//! an [`Embedder`]; durable history goes
+//! through a [`Provider`] (the layers that add retries, timeouts, metering
+//! and a circuit breaker to any provider are the `memory-layer` crate);
+//! text embeddings through an [`Embedder`]; durable history goes
 //! through a [`Store`]. This crate
 //! holds no strategy logic, only what every strategy shares: the
 //! [`structure`] of a transcript (steps, rounds, the floor), [`validate`]
@@ -15,7 +15,6 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`Message`], [`ContentBlock`], [`ImageContent`], [`ToolCall`] | a conversation's messages |
-//! | [`openai_wire`] | the OpenAI chat-completions wire format of a message, in and out |
 //! | [`transcript`] | messages as plain text (what a summarizer reads) |
 //! | [`TokenCounter`], [`CharTokenCounter`], [`count_messages`] | token counting, async and fallible |
 //! | [`Budget`] | a token limit, a rounds limit, or both |
@@ -30,10 +29,7 @@
 //! | [`summary`] | the one recognizer of summary messages |
 //! | [`audit`] | the checker of a trim result against its history and budget |
 //! | [`Provider`], [`ChatRequest`], [`ChatResponse`], [`ModelOptions`], [`StopReason`], [`Usage`], [`ProviderError`] | model calls |
-//! | [`layer`] | provider wrappers: retry, timeout, metering, circuit breaker |
-//! | [`Embedder`], [`CachedEmbedder`], [`cosine`], [`check_embeddings`] | text embeddings: one call, a cache with batches, similarity |
-//! | [`accept_reply`], [`accept_summary`], [`Rejection`] | whether a model's reply may serve as a summary |
-//! | [`grounding`] | whether a summary says something about what it covers |
+//! | [`Embedder`], [`cosine`], [`check_embeddings`] | text embeddings: one call, similarity |
 //! | [`Store`], [`store`], [`StoredMessage`], [`Snapshot`], [`Version`], [`StoreError`], [`InMemoryStore`] | durable, append-only history and its in-process store |
 //! | [`MemoryError`] | the one error type |
 //! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply`, `FakeEmbedder` (also at the root) and `Needs`, for tests |
@@ -57,7 +53,6 @@
 
 pub mod audit;
 mod budget;
-mod cached_embedder;
 mod context;
 mod counter;
 pub mod covered;
@@ -65,18 +60,14 @@ pub mod diagnostics;
 mod embedder;
 mod error;
 mod framing;
-pub mod grounding;
 mod history;
 pub mod identity;
 mod in_memory_store;
-pub mod layer;
 mod memory;
 mod message;
-pub mod openai_wire;
 mod pipeline;
 mod provider;
 pub mod recall;
-mod reply;
 pub mod store;
 mod strategy;
 pub mod structure;
@@ -87,7 +78,6 @@ pub mod transcript;
 mod validate;
 
 pub use budget::Budget;
-pub use cached_embedder::CachedEmbedder;
 pub use context::Context;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
 pub use diagnostics::Diagnostics;
@@ -102,7 +92,6 @@ pub use pipeline::Pipeline;
 pub use provider::{
     ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
 };
-pub use reply::{Rejection, accept_reply, accept_summary};
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 #[cfg(feature = "test-util")]

@@ -195,7 +195,7 @@ pub enum ProviderError {
     Other(String),
     /// A circuit breaker refused the call without sending it: the provider
     /// failed too often in a row (see
-    /// [`CircuitBreaker`](crate::layer::CircuitBreaker)).
+    /// `memory_layer::CircuitBreaker`).
     #[error(
         "not sent, the circuit is open: {message}; one probe call goes through in {retry_in_ms} ms, check that the endpoint is up"
     )]

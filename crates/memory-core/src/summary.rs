@@ -23,7 +23,7 @@ pub const PREFIX: &str = "Summary of prior context:\n";
 
 /// The default cap on a summary, in tokens, for every strategy that asks a
 /// model for one: sent as the request's `max_tokens`, a reply cut off there
-/// is rejected ([`accept_reply`](crate::accept_reply)), and where a strategy
+/// is rejected (`memory_summary::accept_reply`), and where a strategy
 /// keeps room for the summary in the budget, that room.
 ///
 /// ```

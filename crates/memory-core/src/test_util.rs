@@ -6,8 +6,6 @@
 //! | [`FakeProvider`], [`FakeReply`] | a scripted model that records every request |
 //! | [`FakeEmbedder`] | a deterministic embedder (words hashed into buckets) that records every request |
 //! | [`Needs`], [`POSTGRES`], [`DATA`] | a service or data set found through an environment variable: skipped with a notice when missing, a failure under CI |
-//! | [`rebases_after_migration`] | what a durable store promises about a session written before compactions rebased |
-//! | [`appender`], [`compactor`], [`check_session`], [`Compactions`], [`race_text`] | the race of appenders and compactors the durable stores are tested with |
 //!
 //! ```toml
 //! [dev-dependencies]
@@ -22,12 +20,8 @@
 
 mod fake;
 mod fake_embedder;
-mod migrated;
 mod needs;
-mod race;
 
 pub use fake::{FakeProvider, FakeReply};
 pub use fake_embedder::FakeEmbedder;
-pub use migrated::rebases_after_migration;
 pub use needs::{DATA, Needs, POSTGRES};
-pub use race::{Compactions, appender, check_session, compactor, race_text};

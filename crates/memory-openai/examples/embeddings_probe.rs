@@ -15,7 +15,8 @@
 use std::error::Error;
 use std::time::Instant;
 
-use memory_core::{CachedEmbedder, Embedder, cosine};
+use memory_core::{Embedder, cosine};
+use memory_layer::CachedEmbedder;
 use memory_openai::OpenAiEmbedder;
 
 const PASSAGES: [&str; 4] = [

@@ -23,8 +23,8 @@ const EMBEDDINGS: &str = "embeddings";
 ///   checked ([`check_embeddings`]). Failures are classified as the chat
 ///   provider's ([`classify_status`](crate::classify_status), network
 ///   errors, malformed replies). Retries, timeouts, batches and a cache are
-///   layered on it ([`EmbedderExt`](memory_core::layer::EmbedderExt),
-///   [`CachedEmbedder`](memory_core::CachedEmbedder)); an empty call sends
+///   layered on it ([`EmbedderExt`](memory_layer::EmbedderExt),
+///   [`CachedEmbedder`](memory_layer::CachedEmbedder)); an empty call sends
 ///   nothing.
 /// - Models that embed queries and passages differently (e5, bge) need to
 ///   be told which: [`with_input_type`](Self::with_input_type) sends
@@ -36,8 +36,9 @@ const EMBEDDINGS: &str = "embeddings";
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use memory_core::layer::{EmbedderExt, RetryPolicy};
-/// use memory_core::{cosine, CachedEmbedder, Embedder};
+/// use memory_layer::{EmbedderExt, RetryPolicy};
+/// use memory_core::{cosine, Embedder};
+/// use memory_layer::CachedEmbedder;
 /// use memory_openai::OpenAiEmbedder;
 ///
 /// # async fn run() -> Result<(), memory_core::ProviderError> {

@@ -2,8 +2,10 @@
 //! OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, the llama.cpp
 //! server, Ollama, gateways), over `reqwest` with rustls. Each call is one
 //! request, one attempt; retries, timeouts, metering and a circuit breaker
-//! are [`memory_core::layer`]s, stacked in one line. [`OpenAiEmbedder`] is
-//! the same client for `/embeddings`.
+//! are [`memory_layer`]s, stacked in one line. [`OpenAiEmbedder`] is
+//! the same client for `/embeddings`, and [`wire`] the OpenAI chat wire
+//! format of a message, which the `memory` command's readers and the server
+//! use too.
 //!
 //! | item | what it is |
 //! |---|---|
@@ -11,12 +13,13 @@
 //! | [`OpenAiEmbedder`] | an [`Embedder`](memory_core::Embedder) over `/embeddings`, endpoint, model, key and headers as the provider's |
 //! | [`DEFAULT_API_KEY_ENV`], [`is_openai_api`] | where the key goes: `$OPENAI_API_KEY` only to the OpenAI API, any other endpoint only a key named for it |
 //! | [`classify_status`] | HTTP errors as [`ProviderError`](memory_core::ProviderError)s |
-//! | [`request_body`], [`parse_reply`], [`stop_reason`] | the wire format |
+//! | [`request_body`], [`parse_reply`], [`stop_reason`] | a Chat Completions request body out, its reply in |
+//! | [`wire`] | the OpenAI chat wire format of a message, in and out: [`wire::from_json_str`], [`wire::from_value`], [`wire::to_value`], [`wire::message_from_value`], [`wire::message_to_value`], [`wire::ImportError`], [`wire::kind`] |
 //!
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use memory_core::layer::{ProviderExt, RetryPolicy};
+//! use memory_layer::{ProviderExt, RetryPolicy};
 //! use memory_openai::OpenAiProvider;
 //!
 //! // A local server gets the key of the variable named for it, if any;
@@ -29,14 +32,15 @@
 //! # let _ = provider;
 //! ```
 
+mod chat;
 mod embedder;
 mod error;
 mod key;
 mod provider;
-mod wire;
+pub mod wire;
 
+pub use chat::{parse_reply, request_body, stop_reason};
 pub use embedder::OpenAiEmbedder;
 pub use error::classify_status;
 pub use key::{DEFAULT_API_KEY_ENV, is_openai_api};
 pub use provider::OpenAiProvider;
-pub use wire::{parse_reply, request_body, stop_reason};

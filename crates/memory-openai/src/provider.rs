@@ -10,11 +10,11 @@ use reqwest::header::{
     AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
 };
 
-use memory_core::layer::parse_retry_after;
+use memory_layer::parse_retry_after;
 
+use crate::chat::{parse_reply, request_body};
 use crate::error::{classify_status, classify_transport};
 use crate::key::ApiKey;
-use crate::wire::{parse_reply, request_body};
 
 /// How long connecting to the endpoint may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,11 +38,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 ///   after them (they win).
 /// - Each [`chat`](Provider::chat) sends one request and makes one
 ///   attempt: retries, a limit on how long a call may take, metering and a
-///   circuit breaker are [layers](memory_core::layer) stacked on it, so
+///   circuit breaker are [layers](memory_layer) stacked on it, so
 ///   that they happen in one place. Connecting gives up after 10 s (a
 ///   network error). A `Retry-After` header of a 429, or of a 503, goes
 ///   into the [`ProviderError::RateLimited`] it returns, for a
-///   [`Retry`](memory_core::layer::Retry) layer to honour.
+///   [`Retry`](memory_layer::Retry) layer to honour.
 /// - `finish_reason` becomes the [`StopReason`](memory_core::StopReason)
 ///   (`content_filter` a refusal), `usage` the
 ///   [`Usage`](memory_core::Usage); failures are classified into
@@ -51,7 +51,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use memory_core::layer::{ProviderExt, RetryPolicy};
+/// use memory_layer::{ProviderExt, RetryPolicy};
 /// use memory_core::{ChatRequest, Message, Provider};
 /// use memory_openai::OpenAiProvider;
 ///

@@ -1,197 +1,584 @@
-//! The Chat Completions JSON: the request body out, the reply in.
+//! The OpenAI chat-completions wire format of a [`Message`]: import and
+//! export of the JSON messages that OpenAI-compatible endpoints, agent
+//! frameworks and transcript files exchange.
+//!
+//! Roles `system`, `developer`, `user`, `assistant` and `tool`; content as a
+//! string or an array of parts; `tool_calls[{id, function{name, arguments}}]`
+//! and `tool_call_id`. Unknown fields are ignored. Malformed input is an
+//! [`ImportError`] naming the message's position and the field.
+//!
+//! ```
+//! use memory_core::{Message, ToolCall};
+//! use memory_openai::wire;
+//!
+//! let json = r#"[
+//!   {"role": "system", "content": "be brief"},
+//!   {"role": "user", "content": [{"type": "text", "text": "list src"}]},
+//!   {"role": "assistant", "content": null,
+//!    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+//!   {"role": "tool", "tool_call_id": "c1", "content": "lib.rs"}
+//! ]"#;
+//! let messages = wire::from_json_str(json).unwrap();
+//! assert_eq!(messages[2].tool_calls(), &[ToolCall::new("c1", "ls", "{}")]);
+//! let back = wire::to_value(&messages);
+//! assert_eq!(wire::from_value(&back).unwrap(), messages);
+//! ```
 
-use memory_core::{ChatRequest, ChatResponse, ProviderError, StopReason, Usage, openai_wire};
+use std::fmt;
+
+use base64::Engine;
 use serde_json::{Map, Value, json};
 
-/// The JSON body for `request` to `model`; `max_tokens_field` names the
-/// field that carries the reply cap.
+use memory_core::{ContentBlock, ImageContent, Message, ToolCall};
+
+/// Why a message could not be imported.
 ///
 /// ```
-/// use memory_core::{ChatRequest, Message};
-/// let mut request = ChatRequest::new(vec![Message::user("hi")]);
-/// request.options.max_tokens = Some(64);
-/// request.options.extra.insert("seed".into(), serde_json::json!(7));
-/// let body = memory_openai::request_body("gpt-4o-mini", &request, "max_tokens");
-/// assert_eq!(body["model"], "gpt-4o-mini");
-/// assert_eq!(body["messages"][0]["content"], "hi");
-/// assert_eq!(body["max_tokens"], 64);
-/// assert_eq!(body["seed"], 7);
+/// let err = memory_openai::wire::from_json_str(r#"[{"role": "user"}, {"content": "x"}]"#).unwrap_err();
+/// assert_eq!(err.to_string(), "message 1: field `role`: is missing");
 /// ```
-pub fn request_body(model: &str, request: &ChatRequest, max_tokens_field: &str) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), openai_wire::to_value(&request.messages));
-    if !request.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(request.tools.clone()));
-    }
-    if let Some(t) = request.options.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if let Some(m) = request.options.max_tokens {
-        body.insert(max_tokens_field.into(), json!(m));
-    }
-    for (key, value) in &request.options.extra {
-        body.insert(key.clone(), value.clone());
-    }
-    body.insert("stream".into(), json!(false));
-    Value::Object(body)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// Position of the message, when the error concerns one.
+    pub index: Option<usize>,
+    /// The field at fault (`role`, `content[2].text`, ...), or empty.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
 }
 
-/// The stop reason for a `finish_reason`: `stop` (and the `eos`,
-/// `end_turn`, `stop_sequence` of some servers, or none at all) is
-/// [`StopReason::Stop`], `length` is [`StopReason::Length`],
-/// `content_filter` is [`StopReason::Refusal`], `tool_calls` and
-/// `function_call` are [`StopReason::ToolCalls`]; anything else is
-/// [`StopReason::Error`].
-///
-/// ```
-/// use memory_core::StopReason;
-/// use memory_openai::stop_reason;
-/// assert_eq!(stop_reason(Some("length")), StopReason::Length);
-/// assert_eq!(stop_reason(Some("content_filter")), StopReason::Refusal);
-/// assert_eq!(stop_reason(None), StopReason::Stop);
-/// ```
-pub fn stop_reason(finish_reason: Option<&str>) -> StopReason {
-    match finish_reason {
-        None | Some("stop" | "eos" | "end_turn" | "stop_sequence") => StopReason::Stop,
-        Some("length" | "max_tokens" | "model_length") => StopReason::Length,
-        Some("content_filter" | "refusal") => StopReason::Refusal,
-        Some("tool_calls" | "function_call") => StopReason::ToolCalls,
-        Some(_) => StopReason::Error,
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.index, self.field.is_empty()) {
+            (Some(i), false) => write!(f, "message {i}: field `{}`: {}", self.field, self.problem),
+            (Some(i), true) => write!(f, "message {i}: {}", self.problem),
+            (None, false) => write!(f, "field `{}`: {}", self.field, self.problem),
+            (None, true) => write!(f, "{}", self.problem),
+        }
     }
 }
 
-/// The [`ChatResponse`] in a successful reply's body: the first choice's
-/// message, its `finish_reason` (see [`stop_reason`]; a non-empty `refusal`
-/// field is a refusal too) and `usage` (`prompt_tokens`,
-/// `completion_tokens`; zero when absent).
+impl std::error::Error for ImportError {}
+
+impl ImportError {
+    fn at(index: usize, field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            index: Some(index),
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// The same error, for a message at another position (used when the
+    /// messages are nested in a larger document).
+    ///
+    /// ```
+    /// let e = memory_openai::wire::from_json_str(r#"[{"role": 1}]"#).unwrap_err().shifted("trajectory 2, ");
+    /// assert!(e.to_string().starts_with("trajectory 2, message 0"));
+    /// ```
+    pub fn shifted(mut self, context: &str) -> Self {
+        self.problem = self.problem.clone();
+        if let Some(i) = self.index {
+            self.field = self.field.clone();
+            self.index = None;
+            let field = if self.field.is_empty() {
+                String::new()
+            } else {
+                format!(": field `{}`", self.field)
+            };
+            self.problem = format!("{context}message {i}{field}: {}", self.problem);
+            self.field.clear();
+        } else {
+            self.problem = format!("{context}{}", self.problem);
+        }
+        self
+    }
+}
+
+/// Parses a JSON array of chat messages.
 ///
 /// # Errors
 ///
-/// [`ProviderError::MalformedReply`] when the body is not JSON, has no
-/// choice, or its message cannot be read.
+/// Invalid JSON (with line and column), a non-array document, or a malformed
+/// message.
 ///
 /// ```
-/// use memory_core::{Message, StopReason};
-/// let body = r#"{"choices": [{"message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}],
-///               "usage": {"prompt_tokens": 9, "completion_tokens": 1}}"#;
-/// let reply = memory_openai::parse_reply(body).unwrap();
-/// assert_eq!(reply.message, Message::assistant("Hi"));
-/// assert_eq!((reply.usage.input_tokens, reply.usage.output_tokens), (9, 1));
-/// assert_eq!(reply.stop_reason, StopReason::Stop);
-/// assert!(memory_openai::parse_reply("<html>").is_err());
+/// assert!(memory_openai::wire::from_json_str("[").is_err());
 /// ```
-pub fn parse_reply(body: &str) -> Result<ChatResponse, ProviderError> {
-    let value: Value = serde_json::from_str(body).map_err(|e| {
-        ProviderError::MalformedReply(format!("the body is not JSON ({e}): {}", snippet(body)))
+pub fn from_json_str(text: &str) -> Result<Vec<Message>, ImportError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ImportError {
+        index: None,
+        field: String::new(),
+        problem: format!(
+            "invalid JSON at line {}, column {}: {e}",
+            e.line(),
+            e.column()
+        ),
     })?;
-    let choice = value
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first())
-        .ok_or_else(|| {
-            ProviderError::MalformedReply(format!(
-                "no `choices[0]` in the reply: {}",
-                snippet(body)
-            ))
-        })?;
-    let message_value = choice.get("message").ok_or_else(|| {
-        ProviderError::MalformedReply(format!(
-            "no `choices[0].message` in the reply: {}",
-            snippet(body)
-        ))
-    })?;
-    let message = openai_wire::message_from_value(message_value, 0)
-        .map_err(|e| ProviderError::MalformedReply(format!("choices[0].{e}")))?;
-    let refused = message_value
-        .get("refusal")
-        .and_then(Value::as_str)
-        .is_some_and(|r| !r.is_empty());
-    let stop_reason = if refused {
-        StopReason::Refusal
-    } else {
-        stop_reason(choice.get("finish_reason").and_then(Value::as_str))
+    from_value(&value)
+}
+
+/// Converts a JSON array of chat messages.
+///
+/// # Errors
+///
+/// A non-array value, or a malformed message.
+///
+/// ```
+/// let v = serde_json::json!([{"role": "developer", "content": "rules"}]);
+/// assert_eq!(memory_openai::wire::from_value(&v).unwrap(), vec![memory_core::Message::system("rules")]);
+/// ```
+pub fn from_value(value: &Value) -> Result<Vec<Message>, ImportError> {
+    let Some(items) = value.as_array() else {
+        return Err(ImportError {
+            index: None,
+            field: String::new(),
+            problem: format!("expected an array of messages, found {}", kind(value)),
+        });
     };
-    let usage = value.get("usage");
-    let tokens = |field: &str| {
-        usage
-            .and_then(|u| u.get(field))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| message_from_value(v, i))
+        .collect()
+}
+
+/// Converts one chat message; `index` is its position, for errors.
+///
+/// # Errors
+///
+/// A non-object value, a missing or unknown role, a field of the wrong type.
+///
+/// ```
+/// use memory_openai::wire::message_from_value;
+/// let e = message_from_value(&serde_json::json!("hi"), 4).unwrap_err();
+/// assert_eq!(e.to_string(), "message 4: expected an object, found a string");
+/// ```
+pub fn message_from_value(value: &Value, index: usize) -> Result<Message, ImportError> {
+    let Some(obj) = value.as_object() else {
+        return Err(ImportError::at(
+            index,
+            "",
+            format!("expected an object, found {}", kind(value)),
+        ));
     };
-    Ok(ChatResponse {
-        message,
-        usage: Usage {
-            input_tokens: tokens("prompt_tokens"),
-            output_tokens: tokens("completion_tokens"),
-        },
-        stop_reason,
+    let role = match obj.get("role") {
+        None => return Err(ImportError::at(index, "role", "is missing")),
+        Some(Value::String(r)) => r.as_str(),
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "role",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    match role {
+        "system" | "developer" => Ok(Message::System(text_content(obj, index)?)),
+        "user" => Ok(Message::User(user_content(obj, index)?)),
+        "assistant" => assistant_from(obj, index),
+        "tool" => tool_result_from(obj, index),
+        other => Err(ImportError::at(
+            index,
+            "role",
+            format!("unknown role {other:?}; expected system, developer, user, assistant or tool"),
+        )),
+    }
+}
+
+/// An assistant message: its text, reasoning and tool calls.
+fn assistant_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
+    let content = text_content(obj, index)?;
+    let reasoning = match obj
+        .get("reasoning_content")
+        .or_else(|| obj.get("reasoning"))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "reasoning_content",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    let tool_calls = tool_calls(obj, index)?;
+    Ok(Message::Assistant {
+        content,
+        reasoning,
+        tool_calls,
     })
 }
 
-/// The start of `body`, for error messages.
-fn snippet(body: &str) -> String {
-    let body = body.trim();
-    match body.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &body[..at]),
-        None => body.to_string(),
+/// A tool result: the call it answers, its text, the tool's name if given.
+fn tool_result_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
+    let tool_call_id = match obj.get("tool_call_id") {
+        Some(Value::String(id)) => id.clone(),
+        None | Some(Value::Null) => {
+            return Err(ImportError::at(index, "tool_call_id", "is missing"));
+        }
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "tool_call_id",
+                format!("expected a string, found {}", kind(other)),
+            ));
+        }
+    };
+    let name = obj.get("name").and_then(Value::as_str).map(str::to_string);
+    Ok(Message::ToolResult {
+        tool_call_id,
+        content: text_content(obj, index)?,
+        name,
+    })
+}
+
+/// How a JSON value is named in error messages ("a string", "null", ...).
+///
+/// ```
+/// assert_eq!(memory_openai::wire::kind(&serde_json::json!([1])), "an array");
+/// ```
+pub fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `content` as text: a string, null/absent (empty), or an array of text
+/// parts joined by newlines.
+fn text_content(obj: &Map<String, Value>, index: usize) -> Result<String, ImportError> {
+    match obj.get("content") {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut texts = Vec::with_capacity(parts.len());
+            for (k, part) in parts.iter().enumerate() {
+                match part {
+                    Value::String(s) => texts.push(s.clone()),
+                    Value::Object(p) => match p.get("text") {
+                        Some(Value::String(t)) => texts.push(t.clone()),
+                        _ => {
+                            return Err(ImportError::at(
+                                index,
+                                format!("content[{k}].text"),
+                                "expected a text part with a string `text`",
+                            ));
+                        }
+                    },
+                    other => {
+                        return Err(ImportError::at(
+                            index,
+                            format!("content[{k}]"),
+                            format!("expected a content part, found {}", kind(other)),
+                        ));
+                    }
+                }
+            }
+            Ok(texts.join("\n"))
+        }
+        Some(other) => Err(ImportError::at(
+            index,
+            "content",
+            format!(
+                "expected a string or an array of parts, found {}",
+                kind(other)
+            ),
+        )),
+    }
+}
+
+fn user_content(obj: &Map<String, Value>, index: usize) -> Result<Vec<ContentBlock>, ImportError> {
+    match obj.get("content") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(s)) => Ok(vec![ContentBlock::Text(s.clone())]),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .enumerate()
+            .map(|(k, part)| user_part(part, index, k))
+            .collect(),
+        Some(other) => Err(ImportError::at(
+            index,
+            "content",
+            format!(
+                "expected a string or an array of parts, found {}",
+                kind(other)
+            ),
+        )),
+    }
+}
+
+fn user_part(part: &Value, index: usize, k: usize) -> Result<ContentBlock, ImportError> {
+    let Some(p) = part.as_object() else {
+        return match part {
+            Value::String(s) => Ok(ContentBlock::Text(s.clone())),
+            other => Err(ImportError::at(
+                index,
+                format!("content[{k}]"),
+                format!("expected a content part, found {}", kind(other)),
+            )),
+        };
+    };
+    match p.get("type").and_then(Value::as_str) {
+        Some("text") => match p.get("text") {
+            Some(Value::String(t)) => Ok(ContentBlock::Text(t.clone())),
+            _ => Err(ImportError::at(
+                index,
+                format!("content[{k}].text"),
+                "a text part needs a string `text`",
+            )),
+        },
+        Some("image_url") => {
+            let url = p
+                .get("image_url")
+                .and_then(|u| u.get("url").or(Some(u)))
+                .and_then(Value::as_str);
+            match url.and_then(decode_data_url) {
+                Some(image) => Ok(ContentBlock::Image(image)),
+                None => Ok(ContentBlock::Wire(part.clone())),
+            }
+        }
+        _ => Ok(ContentBlock::Wire(part.clone())),
+    }
+}
+
+fn decode_data_url(url: &str) -> Option<ImageContent> {
+    let rest = url.strip_prefix("data:")?;
+    let (mime, data) = rest.split_once(";base64,")?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
+    Some(ImageContent::new(mime, bytes))
+}
+
+fn tool_calls(obj: &Map<String, Value>, index: usize) -> Result<Vec<ToolCall>, ImportError> {
+    let calls = match obj.get("tool_calls") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(calls)) => calls,
+        Some(other) => {
+            return Err(ImportError::at(
+                index,
+                "tool_calls",
+                format!("expected an array, found {}", kind(other)),
+            ));
+        }
+    };
+    calls
+        .iter()
+        .enumerate()
+        .map(|(k, call)| {
+            let field = |name: &str| format!("tool_calls[{k}].{name}");
+            let id = match call.get("id") {
+                Some(Value::String(id)) => id.clone(),
+                _ => return Err(ImportError::at(index, field("id"), "expected a string id")),
+            };
+            let Some(function) = call.get("function").and_then(Value::as_object) else {
+                return Err(ImportError::at(
+                    index,
+                    field("function"),
+                    "expected an object",
+                ));
+            };
+            let name = match function.get("name") {
+                Some(Value::String(n)) => n.clone(),
+                _ => {
+                    return Err(ImportError::at(
+                        index,
+                        field("function.name"),
+                        "expected a string",
+                    ));
+                }
+            };
+            let arguments = match function.get("arguments") {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(a)) => a.clone(),
+                Some(other) => other.to_string(),
+            };
+            Ok(ToolCall {
+                id,
+                name,
+                arguments,
+            })
+        })
+        .collect()
+}
+
+/// Converts messages to the chat-completions JSON array.
+///
+/// ```
+/// use memory_core::Message;
+/// use memory_openai::wire;
+/// let v = wire::to_value(&[Message::tool_result("c1", "ok")]);
+/// assert_eq!(v[0]["role"], "tool");
+/// assert_eq!(v[0]["tool_call_id"], "c1");
+/// ```
+pub fn to_value(messages: &[Message]) -> Value {
+    Value::Array(messages.iter().map(message_to_value).collect())
+}
+
+/// Converts one message.
+///
+/// ```
+/// let v = memory_openai::wire::message_to_value(&memory_core::Message::user("hi"));
+/// assert_eq!(v["content"], "hi");
+/// ```
+pub fn message_to_value(message: &Message) -> Value {
+    match message {
+        Message::System(text) => json!({"role": "system", "content": text}),
+        Message::User(blocks) => {
+            let content = match blocks.as_slice() {
+                [ContentBlock::Text(t)] => json!(t),
+                _ => Value::Array(blocks.iter().map(block_to_value).collect()),
+            };
+            json!({"role": "user", "content": content})
+        }
+        Message::Assistant {
+            content,
+            reasoning,
+            tool_calls,
+        } => {
+            let mut obj = Map::new();
+            obj.insert("role".into(), json!("assistant"));
+            obj.insert(
+                "content".into(),
+                if content.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(content)
+                },
+            );
+            if let Some(r) = reasoning {
+                obj.insert("reasoning_content".into(), json!(r));
+            }
+            if !tool_calls.is_empty() {
+                obj.insert(
+                    "tool_calls".into(),
+                    Value::Array(
+                        tool_calls
+                            .iter()
+                            .map(|c| {
+                                json!({
+                                    "id": c.id,
+                                    "type": "function",
+                                    "function": {"name": c.name, "arguments": c.arguments},
+                                })
+                            })
+                            .collect(),
+                    ),
+                );
+            }
+            Value::Object(obj)
+        }
+        Message::ToolResult {
+            tool_call_id,
+            content,
+            name,
+        } => {
+            let mut v = json!({"role": "tool", "tool_call_id": tool_call_id, "content": content});
+            if let Some(n) = name {
+                v["name"] = json!(n);
+            }
+            v
+        }
+    }
+}
+
+fn block_to_value(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text(t) => json!({"type": "text", "text": t}),
+        ContentBlock::Image(image) => {
+            let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
+            json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}})
+        }
+        ContentBlock::Wire(v) => v.clone(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::{Message, ToolCall};
 
     #[test]
-    fn tool_calls_and_refusals_are_read() {
-        let body = r#"{"choices":[{"message":{"role":"assistant","content":null,
-            "tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},
-            "finish_reason":"tool_calls"}]}"#;
-        let reply = parse_reply(body).unwrap();
-        assert_eq!(
-            reply.message,
-            Message::assistant_with_tools("", vec![ToolCall::new("c1", "ls", "{}")])
-        );
-        assert_eq!(reply.stop_reason, StopReason::ToolCalls);
-        assert_eq!(reply.usage, Usage::default());
-
-        let refused = r#"{"choices":[{"message":{"role":"assistant","content":null,"refusal":"I can't"},"finish_reason":"stop"}]}"#;
-        assert_eq!(
-            parse_reply(refused).unwrap().stop_reason,
-            StopReason::Refusal
-        );
+    fn every_shape_round_trips() {
+        let messages = vec![
+            Message::system("rules"),
+            Message::User(vec![
+                ContentBlock::Text("look".into()),
+                ContentBlock::Image(ImageContent::new("image/png", vec![1, 2, 3])),
+                ContentBlock::Wire(json!({"type": "input_audio", "input_audio": {"data": "AA=="}})),
+            ]),
+            Message::Assistant {
+                content: String::new(),
+                reasoning: Some("think".into()),
+                tool_calls: vec![ToolCall::new("a", "read", r#"{"path":"x"}"#)],
+            },
+            Message::ToolResult {
+                tool_call_id: "a".into(),
+                content: "data".into(),
+                name: Some("read".into()),
+            },
+            Message::assistant("done"),
+        ];
+        assert_eq!(from_value(&to_value(&messages)).unwrap(), messages);
     }
 
     #[test]
-    fn malformed_bodies_say_what_is_missing() {
-        for (body, says) in [
-            ("not json", "not JSON"),
-            (r#"{"choices":[]}"#, "choices[0]"),
+    fn unknown_fields_are_tolerated_and_arrays_joined() {
+        let v = json!([
+            {"role": "user", "content": "q", "name": "alice", "weird": [1, 2]},
+            {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+            {"role": "assistant", "content": "x", "tool_calls": [{"id": "c2", "function": {"name": "f", "arguments": {"k": 1}}}]},
+        ]);
+        let m = from_value(&v).unwrap();
+        assert_eq!(m[0], Message::user("q"));
+        assert_eq!(m[1], Message::tool_result("c", "a\nb"));
+        assert_eq!(m[2].tool_calls()[0].arguments, r#"{"k":1}"#);
+    }
+
+    #[test]
+    fn malformed_messages_name_position_and_field() {
+        let cases = [
             (
-                r#"{"choices":[{"finish_reason":"stop"}]}"#,
-                "choices[0].message",
+                json!([{"role": "user", "content": 3}]),
+                "message 0: field `content`: expected a string or an array of parts, found a number",
             ),
-            (r#"{"choices":[{"message":{"content":"x"}}]}"#, "role"),
-        ] {
-            match parse_reply(body) {
-                Err(ProviderError::MalformedReply(m)) => assert!(m.contains(says), "{m}"),
-                other => panic!("{body}: {other:?}"),
-            }
+            (
+                json!([{"role": "tool", "content": "x"}]),
+                "message 0: field `tool_call_id`: is missing",
+            ),
+            (
+                json!([{"role": "user", "content": "a"}, {"role": "robot"}]),
+                "message 1: field `role`: unknown role \"robot\"; expected system, developer, user, assistant or tool",
+            ),
+            (
+                json!([{"role": "assistant", "tool_calls": [{"id": "c", "function": {}}]}]),
+                "message 0: field `tool_calls[0].function.name`: expected a string",
+            ),
+            (
+                json!([{"role": "user", "content": [{"type": "text"}]}]),
+                "message 0: field `content[0].text`: a text part needs a string `text`",
+            ),
+            (
+                json!({"role": "user"}),
+                "expected an array of messages, found an object",
+            ),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(from_value(&value).unwrap_err().to_string(), expected);
         }
     }
 
     #[test]
-    fn the_body_carries_tools_and_no_unset_options() {
-        let mut request = ChatRequest::new(vec![Message::user("hi")]);
-        request.tools.push(json!({"type": "function"}));
-        let body = request_body("m", &request, "max_completion_tokens");
-        assert_eq!(body["tools"][0]["type"], "function");
-        assert!(body.get("temperature").is_none());
-        assert!(body.get("max_tokens").is_none());
-        request.options.max_tokens = Some(5);
-        let body = request_body("m", &request, "max_completion_tokens");
-        assert_eq!(body["max_completion_tokens"], 5);
-        assert_eq!(body["stream"], false);
+    fn truncated_json_reports_line_and_column() {
+        let err = from_json_str("[{\"role\": \"user\",\n \"content\": \"x").unwrap_err();
+        assert!(
+            err.to_string().starts_with("invalid JSON at line 2"),
+            "{err}"
+        );
     }
 }

@@ -7,8 +7,9 @@ mod server;
 
 use std::time::Duration;
 
-use memory_core::layer::{EmbedderExt, RetryPolicy};
-use memory_core::{CachedEmbedder, Embedder, ProviderError};
+use memory_core::{Embedder, ProviderError};
+use memory_layer::CachedEmbedder;
+use memory_layer::{EmbedderExt, RetryPolicy};
 use memory_openai::OpenAiEmbedder;
 use serde_json::json;
 use server::{Reply, Server};

@@ -1,4 +1,4 @@
-//! The provider layers of `memory_core::layer` over `OpenAiProvider`,
+//! The provider layers of `memory_layer` over `OpenAiProvider`,
 //! against a real HTTP server on loopback: retries that honour
 //! `Retry-After`, a timeout per attempt, metering of every request sent,
 //! and a circuit breaker that opens, fails fast and recovers.
@@ -7,8 +7,8 @@ mod server;
 
 use std::time::{Duration, Instant};
 
-use memory_core::layer::{BreakerPolicy, ProviderExt, RetryPolicy};
 use memory_core::{ChatRequest, Message, Provider, ProviderError};
+use memory_layer::{BreakerPolicy, ProviderExt, RetryPolicy};
 use memory_openai::OpenAiProvider;
 use serde_json::json;
 use server::{Reply, Server};

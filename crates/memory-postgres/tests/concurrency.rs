@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use memory_core::test_util::{Compactions, appender, check_session, compactor};
 use memory_postgres::PostgresStore;
+use memory_store_support::test_util::{Compactions, appender, check_session, compactor};
 
 const CHILD_ENV: &str = "MEMORY_POSTGRES_CONCURRENCY_CHILD";
 const TENANT_ENV: &str = "MEMORY_POSTGRES_CONCURRENCY_TENANT";

@@ -7,9 +7,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use memory_core::test_util::{POSTGRES, rebases_after_migration};
+use memory_core::test_util::POSTGRES;
 use memory_core::{Message, Store, StoredMessage};
 use memory_postgres::PostgresStore;
+use memory_store_support::test_util::rebases_after_migration;
 
 #[tokio::test]
 async fn a_schema_1_database_is_migrated_and_rebases_from_then_on() {

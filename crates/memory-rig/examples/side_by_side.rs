@@ -16,8 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_compact::Compact;
-use memory_core::{Message, Pipeline, Violation, count_messages, openai_wire, validate};
+use memory_core::{Message, Pipeline, Violation, count_messages, validate};
 use memory_openai::OpenAiProvider;
+use memory_openai::wire;
 use memory_rig::RigMemory;
 use memory_thrift::Thrift;
 use memory_tokenizers::Cl100k;
@@ -95,7 +96,7 @@ async fn run(
             continue;
         }
         row.requests += 1;
-        let messages = openai_wire::from_value(&body["messages"]).unwrap_or_default();
+        let messages = wire::from_value(&body["messages"]).unwrap_or_default();
         row.tokens.push(tokens(&messages).await);
         row.orphans += validate(&messages)
             .iter()

@@ -9,8 +9,9 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use memory_compact::Compact;
-use memory_core::{Message, Pipeline, count_messages, openai_wire, summary, validate};
+use memory_core::{Message, Pipeline, count_messages, summary, validate};
 use memory_openai::OpenAiProvider;
+use memory_openai::wire;
 use memory_rig::RigMemory;
 use memory_sqlite::SqliteStore;
 use memory_thrift::Thrift;
@@ -97,7 +98,7 @@ async fn ask(agent: &Agent, prompt: &str) -> String {
 /// The loaded context of the request that opened a prompt: the request's
 /// messages less the preamble and the prompt itself.
 fn loaded_context(body: &serde_json::Value) -> Vec<Message> {
-    let mut messages = openai_wire::from_value(&body["messages"]).unwrap();
+    let mut messages = wire::from_value(&body["messages"]).unwrap();
     if messages.first() == Some(&Message::system(PREAMBLE)) {
         messages.remove(0);
     }
@@ -114,7 +115,7 @@ async fn check_requests(server: &ChatServer, prompts: &[String]) -> usize {
             summaries_seen += 1;
             continue;
         }
-        let whole = openai_wire::from_value(&body["messages"]).unwrap();
+        let whole = wire::from_value(&body["messages"]).unwrap();
         assert!(
             validate(&whole).is_empty(),
             "pairs broken: {:?}",

@@ -42,8 +42,9 @@ use std::time::{Duration, Instant};
 
 use memory_core::{
     CharTokenCounter, InMemoryStore, Message, Snapshot, Store, StoreError, StoredMessage,
-    TrimStrategy, Version, openai_wire,
+    TrimStrategy, Version,
 };
+use memory_openai::wire;
 use memory_serve::test_util::ScriptedUpstream;
 use memory_serve::{BudgetMode, PipelineFactory, ServeConfig};
 use serde_json::{Value, json};
@@ -336,7 +337,7 @@ async fn agent(
         id_changes: 0,
     };
     for turn in 0..options.turns {
-        let body = json!({"model": "scripted", "messages": openai_wire::to_value(&history)});
+        let body = json!({"model": "scripted", "messages": wire::to_value(&history)});
         let started = Instant::now();
         let response = client
             .post(format!("{server}/v1/chat/completions"))
@@ -405,7 +406,7 @@ async fn agent(
         let reply = bytes
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| openai_wire::message_from_value(&v["choices"][0]["message"], 0).ok());
+            .and_then(|v| wire::message_from_value(&v["choices"][0]["message"], 0).ok());
         let Some(reply) = reply else {
             if ok {
                 invalid("the answer has no message".into());

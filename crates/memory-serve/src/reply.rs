@@ -1,7 +1,8 @@
 //! [`StreamedReply`] and [`reply_of`]: the assistant's reply, from a
 //! completion or from the events of a stream, to record in the session.
 
-use memory_core::{Message, ToolCall, openai_wire};
+use memory_core::{Message, ToolCall};
+use memory_openai::wire;
 use serde_json::Value;
 
 /// The reply of a non-streamed completion body: its first choice's
@@ -16,7 +17,7 @@ use serde_json::Value;
 pub fn reply_of(body: &[u8]) -> Option<Message> {
     let value: Value = serde_json::from_slice(body).ok()?;
     let message = value.get("choices")?.get(0)?.get("message")?;
-    match openai_wire::message_from_value(message, 0) {
+    match wire::message_from_value(message, 0) {
         Ok(m @ Message::Assistant { .. }) => Some(m),
         _ => None,
     }

@@ -1,6 +1,7 @@
 //! [`ChatCall`]: a chat-completions request body, decoded.
 
-use memory_core::{Message, openai_wire};
+use memory_core::Message;
+use memory_openai::wire;
 use serde_json::{Map, Value};
 
 use crate::ApiError;
@@ -53,7 +54,7 @@ impl ChatCall {
             return Err(ApiError::bad_request(
                 format!(
                     "the body must be a JSON object, found {}",
-                    openai_wire::kind(&value)
+                    wire::kind(&value)
                 ),
                 None,
             ));
@@ -70,7 +71,7 @@ impl ChatCall {
                 return Err(ApiError::bad_request(
                     format!(
                         "field `messages` must be an array, found {}",
-                        openai_wire::kind(&other)
+                        wire::kind(&other)
                     ),
                     Some("messages"),
                 ));
@@ -83,7 +84,7 @@ impl ChatCall {
                 return Err(ApiError::bad_request(
                     format!(
                         "field `stream` must be a boolean, found {}",
-                        openai_wire::kind(other)
+                        wire::kind(other)
                     ),
                     Some("stream"),
                 ));
@@ -113,7 +114,7 @@ impl ChatCall {
     /// ```
     pub fn upstream_body(&self, context: &[Message]) -> Value {
         let mut body = self.rest.clone();
-        body.insert("messages".into(), openai_wire::to_value(context));
+        body.insert("messages".into(), wire::to_value(context));
         Value::Object(body)
     }
 }
@@ -123,7 +124,7 @@ fn decode_messages(items: &[Value]) -> Result<Vec<Message>, ApiError> {
         .iter()
         .enumerate()
         .map(|(i, v)| {
-            openai_wire::message_from_value(v, i).map_err(|e| {
+            wire::message_from_value(v, i).map_err(|e| {
                 let param = if e.field.is_empty() {
                     format!("messages[{i}]")
                 } else {
@@ -147,7 +148,7 @@ fn limit(rest: &Map<String, Value>, field: &str) -> Result<Option<usize>, ApiErr
                 ApiError::bad_request(
                     format!(
                         "field `{field}` must be a non-negative whole number, found {}",
-                        openai_wire::kind(v)
+                        wire::kind(v)
                     ),
                     Some(field),
                 )

@@ -11,7 +11,8 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
-use memory_core::{Message, openai_wire};
+use memory_core::Message;
+use memory_openai::wire;
 use serde_json::json;
 use tokio::net::TcpListener;
 
@@ -188,7 +189,7 @@ async fn answer_recall(
         "text": recalled.text,
         "tokens": recalled.tokens,
         "whole": recalled.whole,
-        "messages": openai_wire::to_value(&recalled.messages),
+        "messages": wire::to_value(&recalled.messages),
     });
     Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
 }
@@ -203,7 +204,7 @@ async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Resp
         .iter()
         .map(|s| {
             json!({
-                "message": openai_wire::message_to_value(&s.message),
+                "message": wire::message_to_value(&s.message),
                 "tokens": s.tokens,
                 "protected": s.protected,
             })

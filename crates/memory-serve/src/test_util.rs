@@ -23,7 +23,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header::AUTHORIZATION, header::CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use memory_core::{Message, ToolCall, openai_wire};
+use memory_core::{Message, ToolCall};
+use memory_openai::wire;
 use serde_json::{Value, json};
 
 /// A request the upstream received.
@@ -162,13 +163,12 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop_front();
-    let reply = queued.unwrap_or_else(|| {
-        next_step(&openai_wire::from_value(&body["messages"]).unwrap_or_default())
-    });
+    let reply = queued
+        .unwrap_or_else(|| next_step(&wire::from_value(&body["messages"]).unwrap_or_default()));
     if body["stream"] == true {
         streamed(&reply)
     } else {
-        let message = openai_wire::message_to_value(&reply);
+        let message = wire::message_to_value(&reply);
         let finish = if reply.tool_calls().is_empty() {
             "stop"
         } else {

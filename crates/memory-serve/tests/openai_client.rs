@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use memory_compact::Compact;
 use memory_core::{
-    CharTokenCounter, Message, Pipeline, Store, TrimStrategy, count_messages, openai_wire, summary,
-    validate,
+    CharTokenCounter, Message, Pipeline, Store, TrimStrategy, count_messages, summary, validate,
 };
+use memory_openai::wire;
 use memory_serve::test_util::ScriptedUpstream;
 use memory_serve::{BudgetMode, ServeConfig};
 use memory_sqlite::SqliteStore;
@@ -105,7 +105,7 @@ async fn agent_loop(
         String::from_utf8_lossy(&output.stderr)
     );
     let result: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
-    let messages = openai_wire::from_value(&result["messages"]).unwrap();
+    let messages = wire::from_value(&result["messages"]).unwrap();
     let sessions = result["sessions"]
         .as_array()
         .unwrap()
@@ -169,7 +169,7 @@ async fn the_openai_package_runs_an_agent_loop_through_the_server() {
 async fn check_requests(received: &[memory_serve::test_util::Received], task: &Message) {
     let mut summarized = false;
     for (i, got) in received.iter().enumerate() {
-        let sent = openai_wire::from_value(&got.body["messages"]).unwrap();
+        let sent = wire::from_value(&got.body["messages"]).unwrap();
         let tokens: usize = count_messages(&CharTokenCounter, &sent)
             .await
             .unwrap()

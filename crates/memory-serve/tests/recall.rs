@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_core::recall::{Handle, RECALL_TOOL, RecallRequest};
-use memory_core::{InMemoryStore, Memory, Message, Store, ToolCall, TrimStrategy, openai_wire};
+use memory_core::{InMemoryStore, Memory, Message, Store, ToolCall, TrimStrategy};
+use memory_openai::wire;
 use memory_serve::test_util::{ScriptedUpstream, next_step};
 use memory_serve::{BudgetMode, RecallMode, ServeConfig, StreamedReply};
 use serde_json::{Value, json};
@@ -84,9 +85,7 @@ async fn start(upstream: &str, store: Arc<dyn Store>, recall: RecallMode) -> Str
 async fn post(server: &str, stream: bool) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("{server}/v1/chat/completions"))
-        .json(
-            &json!({"model": "m", "stream": stream, "messages": openai_wire::to_value(&session())}),
-        )
+        .json(&json!({"model": "m", "stream": stream, "messages": wire::to_value(&session())}))
         .send()
         .await
         .unwrap()
@@ -110,7 +109,7 @@ async fn through_the_server_answering_recalls_itself() {
             reply.message()
         } else {
             let body: Value = r.json().await.unwrap();
-            openai_wire::message_from_value(&body["choices"][0]["message"], 0).unwrap()
+            wire::message_from_value(&body["choices"][0]["message"], 0).unwrap()
         };
         // The client sees the answer, never the recall.
         assert!(
@@ -128,7 +127,7 @@ async fn through_the_server_answering_recalls_itself() {
                 .iter()
                 .any(|t| t["function"]["name"] == RECALL_TOOL)
         );
-        let first = openai_wire::from_value(&got[0].body["messages"]).unwrap();
+        let first = wire::from_value(&got[0].body["messages"]).unwrap();
         assert!(
             !first.iter().any(|m| m.text().contains(SECRET)),
             "the window dropped it"
@@ -152,7 +151,7 @@ async fn through_the_client_answering_recalls_from_the_server() {
         .unwrap()
         .to_string();
     let body: Value = r.json().await.unwrap();
-    let call = openai_wire::message_from_value(&body["choices"][0]["message"], 0).unwrap();
+    let call = wire::message_from_value(&body["choices"][0]["message"], 0).unwrap();
     assert_eq!(call.tool_calls()[0].name, RECALL_TOOL);
     let answer: Value = reqwest::Client::new()
         .post(format!("{server}/v1/memory/sessions/{session}/recall"))

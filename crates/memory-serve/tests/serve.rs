@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{InMemoryStore, Message, Store, TrimStrategy, openai_wire, validate};
+use memory_core::{InMemoryStore, Message, Store, TrimStrategy, validate};
+use memory_openai::wire as openai_wire;
 use memory_serve::test_util::ScriptedUpstream;
 use memory_serve::{BudgetMode, ServeConfig};
 use serde_json::{Value, json};

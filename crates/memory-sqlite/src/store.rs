@@ -734,7 +734,7 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use memory_core::summary;
-    use memory_core::test_util::rebases_after_migration;
+    use memory_store_support::test_util::rebases_after_migration;
 
     use super::*;
 

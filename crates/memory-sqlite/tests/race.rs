@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use memory_core::test_util::{Compactions, appender, check_session, compactor};
 use memory_sqlite::SqliteStore;
+use memory_store_support::test_util::{Compactions, appender, check_session, compactor};
 
 const HANDLES: usize = 2;
 const TASKS: usize = 8;

@@ -11,6 +11,7 @@
 //! | [`Key`] | the checked `(tenant, session)` key of a session |
 //! | [`to_u64`], [`to_i64`] | versions and counts to and from 64-bit columns |
 //! | [`assemble`] | the views compactions replaced, from the views committed and the log |
+//! | `test_util` (feature `test-util`) | conformance helpers for durable stores: the race of appenders and compactors, and the rebase of a session written before migration |
 //!
 //! ```
 //! use memory_core::{Message, StoredMessage};
@@ -25,6 +26,8 @@ mod column;
 mod key;
 mod replaced;
 mod row;
+#[cfg(feature = "test-util")]
+pub mod test_util;
 
 pub use column::{to_i64, to_u64};
 pub use key::Key;

@@ -20,7 +20,7 @@ use memory_core::{
     summary, transcript,
 };
 
-use memory_core::{Rejection, accept_summary};
+use memory_summary::{Rejection, accept_summary};
 
 /// How many times a context overflow may halve the input limit before the
 /// fold gives up.

@@ -42,6 +42,6 @@ mod strategy;
 
 pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
 pub use memory_core::summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
-pub use memory_core::{Rejection, accept_reply};
+pub use memory_summary::{Rejection, accept_reply};
 pub use prompt::DEFAULT_SUMMARIZE_PROMPT;
 pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, SummarizeStrategy};

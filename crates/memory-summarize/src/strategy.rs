@@ -4,11 +4,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use memory_core::layer::{BreakerPolicy, CircuitBreaker};
 use memory_core::{
-    Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Rejection,
-    Selection, TokenCounter, TrimResult, TrimStrategy, structure, summary, transcript,
+    Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Selection,
+    TokenCounter, TrimResult, TrimStrategy, structure, summary, transcript,
 };
+use memory_layer::{BreakerPolicy, CircuitBreaker};
+use memory_summary::Rejection;
 use memory_window::WindowDrop;
 
 use crate::fold::{Fold, FoldError};
@@ -74,7 +75,7 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// is blank, did not end normally (cut off at the token limit, refused,
 /// failed: see [`accept_reply`](crate::accept_reply)), or says nothing
 /// about the transcript it was sent (it shares next to none of its salient
-/// terms: [`accept_summary`](memory_core::accept_summary),
+/// terms: [`accept_summary`](memory_summary::accept_summary),
 /// [`Rejection::Ungrounded`](crate::Rejection::Ungrounded)), in any chunk,
 /// or a summary message over the cap
 /// ([`Rejection::OverCap`](crate::Rejection::OverCap)) or no shorter than
@@ -267,7 +268,7 @@ impl SummarizeStrategy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use memory_core::layer::BreakerPolicy;
+    /// use memory_layer::BreakerPolicy;
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
     /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new())
     ///     .with_circuit_breaker(BreakerPolicy::new(5, Duration::from_secs(60)));

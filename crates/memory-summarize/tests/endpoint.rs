@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use memory_core::layer::BreakerPolicy;
 use memory_core::{
     CharTokenCounter, ChatRequest, ChatResponse, FakeProvider, FakeReply, Memory, Message,
     ModelOptions, Provider, ProviderError, count_messages, summary, validate,
 };
+use memory_layer::BreakerPolicy;
 use memory_summarize::SummarizeStrategy;
 use memory_window::WindowMemory;
 

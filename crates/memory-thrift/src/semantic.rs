@@ -35,7 +35,7 @@ const MAX_EMBEDDED_CHARS: usize = 2_000;
 /// the lexical score's alone.
 ///
 /// The embedders are called on every scoring: wrap them in a
-/// [`CachedEmbedder`](memory_core::CachedEmbedder) so that each text is
+/// `memory_layer::CachedEmbedder` so that each text is
 /// embedded once. Models that embed questions and passages differently
 /// (e5, bge) take one embedder for each. When embedding fails the lexical
 /// score alone is used for that call (and a warning is logged): Thrift

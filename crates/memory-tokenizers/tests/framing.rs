@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 
 use memory_core::test_util::DATA;
-use memory_core::{Memory, MemoryError, Message, TokenCounter, openai_wire};
+use memory_core::{Memory, MemoryError, Message, TokenCounter};
+use memory_openai::wire;
 use memory_tokenizers::{Cl100k, O200k};
 use memory_window::WindowMemory;
 use serde_json::Value;
@@ -34,7 +35,7 @@ fn trajectories() -> Vec<Vec<Message>> {
         };
         let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         for trajectory in json.as_array().expect("a list of trajectories") {
-            all.push(openai_wire::from_value(&trajectory["messages"]).unwrap());
+            all.push(wire::from_value(&trajectory["messages"]).unwrap());
         }
     }
     all
@@ -47,7 +48,7 @@ fn wire(messages: &[Message]) -> Vec<ChatCompletionRequestMessage> {
     messages
         .iter()
         .map(|m| {
-            let v = openai_wire::message_to_value(m);
+            let v = wire::message_to_value(m);
             let tool_calls = v["tool_calls"]
                 .as_array()
                 .map(Vec::as_slice)

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memory_core::covered::Covered;
-use memory_core::layer::ProviderStats;
 use memory_core::{History, InMemoryStore, Memory, MemoryError, Message, Pipeline, Store, summary};
+use memory_layer::ProviderStats;
 use memory_window::WindowMemory;
 
 use crate::registry::StageConfig;

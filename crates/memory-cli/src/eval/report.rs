@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use memory_core::layer::FailureCounts;
+use memory_layer::FailureCounts;
 use serde::{Deserialize, Serialize};
 
 use super::Arrival;

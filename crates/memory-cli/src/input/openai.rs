@@ -2,7 +2,7 @@
 //! trajectories, or either as JSONL (one message, or one trajectory, a line).
 
 use memory_core::Message;
-use memory_core::openai_wire::{ImportError, message_from_value};
+use memory_openai::wire::{ImportError, message_from_value};
 use serde_json::Value;
 
 use super::json::Record;
@@ -151,4 +151,4 @@ pub(crate) fn problem(e: &ImportError) -> String {
     }
 }
 
-pub(crate) use memory_core::openai_wire::kind;
+pub(crate) use memory_openai::wire::kind;

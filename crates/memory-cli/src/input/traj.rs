@@ -36,7 +36,7 @@
 use std::iter;
 
 use memory_core::Message;
-use memory_core::openai_wire::message_from_value;
+use memory_openai::wire::message_from_value;
 use serde_json::{Map, Value, json};
 
 use super::json::Record;

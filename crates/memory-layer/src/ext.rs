@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::Provider;
-use crate::layer::{BreakerPolicy, CircuitBreaker, Metered, Retry, RetryPolicy, Timeout};
+use crate::{BreakerPolicy, CircuitBreaker, Metered, Retry, RetryPolicy, Timeout};
+use memory_core::Provider;
 
 /// Wraps any [`Provider`] in a layer. Each method returns the wrapped
 /// provider, itself a `Provider`, so layers stack left to right from the
@@ -12,7 +12,7 @@ use crate::layer::{BreakerPolicy, CircuitBreaker, Metered, Retry, RetryPolicy, T
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::{BreakerPolicy, ProviderExt, RetryPolicy};
+/// use memory_layer::{BreakerPolicy, ProviderExt, RetryPolicy};
 /// use memory_core::FakeProvider;
 ///
 /// // Each request counted and limited to 60 s, failed ones retried, and
@@ -30,7 +30,7 @@ pub trait ProviderExt: Provider + Sized {
     /// Retries failed calls as `policy` says: see [`Retry`].
     ///
     /// ```
-    /// use memory_core::layer::{ProviderExt, RetryPolicy};
+    /// use memory_layer::{ProviderExt, RetryPolicy};
     /// let p = memory_core::FakeProvider::default().with_retry(RetryPolicy::default());
     /// # let _ = p;
     /// ```
@@ -41,7 +41,7 @@ pub trait ProviderExt: Provider + Sized {
     /// Limits each call to `limit`: see [`Timeout`].
     ///
     /// ```
-    /// use memory_core::layer::ProviderExt;
+    /// use memory_layer::ProviderExt;
     /// let p = memory_core::FakeProvider::default().with_timeout(std::time::Duration::from_secs(30));
     /// # let _ = p;
     /// ```
@@ -52,7 +52,7 @@ pub trait ProviderExt: Provider + Sized {
     /// Counts calls, tokens and failures: see [`Metered`].
     ///
     /// ```
-    /// use memory_core::layer::ProviderExt;
+    /// use memory_layer::ProviderExt;
     /// let p = memory_core::FakeProvider::default().metered();
     /// assert_eq!(p.meter().snapshot().calls, 0);
     /// ```
@@ -63,7 +63,7 @@ pub trait ProviderExt: Provider + Sized {
     /// Fails fast while the provider keeps failing: see [`CircuitBreaker`].
     ///
     /// ```
-    /// use memory_core::layer::{BreakerPolicy, ProviderExt};
+    /// use memory_layer::{BreakerPolicy, ProviderExt};
     /// let p = memory_core::FakeProvider::default().with_circuit_breaker(BreakerPolicy::default());
     /// assert!(!p.is_open());
     /// ```

@@ -1,17 +1,17 @@
 //! [`Meter`] and [`ProviderStats`]: the counts a
-//! [`Metered`](crate::layer::Metered) provider keeps, readable from
+//! [`Metered`](crate::Metered) provider keeps, readable from
 //! anywhere.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::Usage;
-use crate::layer::{FailureClass, FailureCounts};
+use crate::{FailureClass, FailureCounts};
+use memory_core::Usage;
 
 /// Calls and tokens counted by a [`Meter`] up to one moment.
 ///
 /// ```
-/// use memory_core::layer::ProviderStats;
+/// use memory_layer::ProviderStats;
 /// let before = ProviderStats { calls: 2, input_tokens: 900, output_tokens: 80, ..Default::default() };
 /// let after = ProviderStats { calls: 3, failures: 1, input_tokens: 900, output_tokens: 80, ..Default::default() };
 /// assert_eq!(after.since(before).calls, 1);
@@ -36,7 +36,7 @@ impl ProviderStats {
     /// What was counted between `earlier` and `self`.
     ///
     /// ```
-    /// use memory_core::layer::ProviderStats;
+    /// use memory_layer::ProviderStats;
     /// let s = ProviderStats { calls: 1, input_tokens: 10, output_tokens: 2, ..Default::default() };
     /// assert_eq!(s.since(ProviderStats::default()), s);
     /// ```
@@ -51,12 +51,12 @@ impl ProviderStats {
     }
 }
 
-/// The counts of a [`Metered`](crate::layer::Metered) provider: a handle
+/// The counts of a [`Metered`](crate::Metered) provider: a handle
 /// that stays readable (clones share the counts) after the provider is
 /// wrapped in further layers or handed to a strategy.
 ///
 /// ```
-/// use memory_core::layer::ProviderExt;
+/// use memory_layer::ProviderExt;
 /// let metered = memory_core::FakeProvider::default().metered();
 /// let meter = metered.meter();
 /// assert_eq!(meter.snapshot().calls, 0);
@@ -87,7 +87,7 @@ impl Meter {
     /// The counts so far.
     ///
     /// ```
-    /// use memory_core::layer::{Meter, ProviderStats};
+    /// use memory_layer::{Meter, ProviderStats};
     /// assert_eq!(Meter::default().snapshot(), ProviderStats::default());
     /// ```
     pub fn snapshot(&self) -> ProviderStats {
@@ -106,7 +106,7 @@ impl Meter {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// use memory_core::layer::{FailureClass, ProviderExt};
+    /// use memory_layer::{FailureClass, ProviderExt};
     /// use memory_core::{ChatRequest, FakeProvider, FakeReply, Provider, ProviderError};
     /// let metered = FakeProvider::new([
     ///     FakeReply::Error(ProviderError::Server { status: 503, message: "busy".into() }),

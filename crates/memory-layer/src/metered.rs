@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::layer::{CallEvent, CallObserver, FailureClass, Meter};
-use crate::{CharTokenCounter, ChatRequest, ChatResponse, Provider, ProviderError, Usage};
-use crate::{Rejection, accept_summary, grounding};
+use crate::{CallEvent, CallObserver, FailureClass, Meter};
+use memory_core::{CharTokenCounter, ChatRequest, ChatResponse, Provider, ProviderError, Usage};
+use memory_summary::{Rejection, accept_summary, grounding};
 
 /// Wraps a [`Provider`] and counts, in a [`Meter`], the calls made through
 /// it, the tokens they used as the provider reported them in [`Usage`],
@@ -21,14 +21,14 @@ use crate::{Rejection, accept_summary, grounding};
 /// reported to the [`CallObserver`] set with
 /// [`with_observer`](Self::with_observer).
 ///
-/// Under a [`Retry`](crate::layer::Retry) layer it counts every attempt,
+/// Under a [`Retry`](crate::Retry) layer it counts every attempt,
 /// that is every request sent; over one, every call made. Build it with
-/// [`ProviderExt::metered`](crate::layer::ProviderExt::metered), and keep
+/// [`ProviderExt::metered`](crate::ProviderExt::metered), and keep
 /// its [`meter`](Self::meter) to read the counts once the provider is
 /// wrapped further or handed to a strategy.
 ///
 /// ```
-/// use memory_core::layer::ProviderExt;
+/// use memory_layer::ProviderExt;
 /// use memory_core::{ChatRequest, FakeProvider, FakeReply, Message, Provider, ProviderError};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -87,7 +87,7 @@ impl<P> Metered<P> {
     /// Counts the calls made to `inner`.
     ///
     /// ```
-    /// let metered = memory_core::layer::Metered::new(memory_core::FakeProvider::default());
+    /// let metered = memory_layer::Metered::new(memory_core::FakeProvider::default());
     /// assert_eq!(metered.meter().snapshot().calls, 0);
     /// ```
     pub fn new(inner: P) -> Self {
@@ -101,7 +101,7 @@ impl<P> Metered<P> {
     /// Reports every call, as it ends, to `observer`.
     ///
     /// ```
-    /// use memory_core::layer::{CallEvent, ProviderExt};
+    /// use memory_layer::{CallEvent, ProviderExt};
     /// let metered = memory_core::FakeProvider::default()
     ///     .metered()
     ///     .with_observer(|event: &CallEvent| println!("{:?}", event.usage));
@@ -115,7 +115,7 @@ impl<P> Metered<P> {
     /// A handle on the counts; clones share them.
     ///
     /// ```
-    /// use memory_core::layer::ProviderExt;
+    /// use memory_layer::ProviderExt;
     /// let metered = memory_core::FakeProvider::default().metered();
     /// assert_eq!(metered.meter().snapshot(), metered.meter().snapshot());
     /// ```
@@ -126,7 +126,7 @@ impl<P> Metered<P> {
     /// The wrapped provider.
     ///
     /// ```
-    /// use memory_core::layer::ProviderExt;
+    /// use memory_layer::ProviderExt;
     /// let metered = memory_core::FakeProvider::default().metered();
     /// assert!(metered.inner().requests().is_empty());
     /// ```
@@ -214,8 +214,8 @@ impl<P: Provider> Provider for Metered<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layer::{FailureCounts, ProviderExt, ProviderStats};
-    use crate::{FakeProvider, FakeReply, Message, StopReason};
+    use crate::{FailureCounts, ProviderExt, ProviderStats};
+    use memory_core::{FakeProvider, FakeReply, Message, StopReason};
 
     #[tokio::test]
     async fn counts_calls_failures_and_reported_or_estimated_tokens() {

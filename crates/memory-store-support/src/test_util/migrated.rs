@@ -1,7 +1,7 @@
 //! [`rebases_after_migration`]: what a durable store promises about a
 //! session written before its schema learned to rebase compactions.
 
-use crate::{Message, Store, StoreError, StoredMessage, summary};
+use memory_core::{Message, Store, StoreError, StoredMessage, summary};
 
 /// Checks session `s`, written before the migration as the messages `1`,
 /// `2` and `3` (text, one token each, unprotected) at version 2: it reads
@@ -16,14 +16,14 @@ use crate::{Message, Store, StoreError, StoredMessage, summary};
 /// ```no_run
 /// # async fn check(store: &dyn memory_core::Store) {
 /// // `store` opened on a database migrated from the schema before.
-/// memory_core::test_util::rebases_after_migration(store).await;
+/// memory_store_support::test_util::rebases_after_migration(store).await;
 /// # }
 /// ```
 pub async fn rebases_after_migration(store: &dyn Store) {
     let m = |text: &str| StoredMessage::new(Message::user(text), 1, false);
     assert_eq!(
         store.load("s").await.expect("load"),
-        crate::Snapshot {
+        memory_core::Snapshot {
             messages: vec![m("1"), m("2"), m("3")],
             version: 2
         }

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ChatResponse, ProviderError, Rejection, StopReason, accept_reply, accept_summary};
+use memory_core::{ChatResponse, ProviderError, StopReason};
+use memory_summary::{Rejection, accept_reply, accept_summary};
 
 /// Why a model call came to nothing usable. A reply is judged as a
 /// summary would be, by [`accept_reply`]: the rule every summarizing
@@ -11,7 +12,7 @@ use crate::{ChatResponse, ProviderError, Rejection, StopReason, accept_reply, ac
 ///
 /// ```
 /// use memory_core::{ChatResponse, ProviderError, StopReason};
-/// use memory_core::layer::FailureClass;
+/// use memory_layer::FailureClass;
 ///
 /// let mut cut = ChatResponse::text("The user asked for");
 /// cut.stop_reason = StopReason::Length;
@@ -53,7 +54,7 @@ impl FailureClass {
     /// Every class, in the order reports list them.
     ///
     /// ```
-    /// use memory_core::layer::FailureClass;
+    /// use memory_layer::FailureClass;
     /// assert_eq!(FailureClass::ALL.len(), 9);
     /// assert_eq!(FailureClass::ALL.last(), Some(&FailureClass::Other));
     /// ```
@@ -74,7 +75,7 @@ impl FailureClass {
     ///
     /// ```
     /// use memory_core::ProviderError;
-    /// use memory_core::layer::FailureClass;
+    /// use memory_layer::FailureClass;
     /// assert_eq!(FailureClass::of(&Err(ProviderError::Timeout(5))), Some(FailureClass::Timeout));
     /// ```
     pub fn of(outcome: &Result<ChatResponse, ProviderError>) -> Option<Self> {
@@ -102,12 +103,12 @@ impl FailureClass {
 
     /// The class of a call's outcome, a reply judged as a summary of
     /// `source` (what the request asked to summarize,
-    /// [`grounding::source_of`](crate::grounding::source_of)) by
+    /// [`grounding::source_of`](memory_summary::grounding::source_of)) by
     /// [`accept_summary`]; `None` for a reply that may become a summary.
     ///
     /// ```
     /// use memory_core::ChatResponse;
-    /// use memory_core::layer::FailureClass;
+    /// use memory_layer::FailureClass;
     /// let source = "user: rename parse_amount in tidyledger/importer.py and rerun test_importer.py";
     /// let chatter = ChatResponse::text("I'm ready to assist with any code you'd like me to work on.");
     /// assert_eq!(FailureClass::of_reply_to(source, &Ok(chatter)), Some(FailureClass::Ungrounded));
@@ -131,7 +132,7 @@ impl FailureClass {
     /// `ungrounded`, `other`.
     ///
     /// ```
-    /// assert_eq!(memory_core::layer::FailureClass::ContextOverflow.name(), "context_overflow");
+    /// assert_eq!(memory_layer::FailureClass::ContextOverflow.name(), "context_overflow");
     /// ```
     pub fn name(self) -> &'static str {
         match self {
@@ -151,7 +152,7 @@ impl FailureClass {
 /// Failed calls counted by [`FailureClass`].
 ///
 /// ```
-/// use memory_core::layer::{FailureClass, FailureCounts};
+/// use memory_layer::{FailureClass, FailureCounts};
 /// let mut counts = FailureCounts::default();
 /// counts.add(FailureClass::Timeout);
 /// counts.add(FailureClass::Timeout);
@@ -178,8 +179,8 @@ impl FailureCounts {
     /// Counts one failure of `class`.
     ///
     /// ```
-    /// let mut c = memory_core::layer::FailureCounts::default();
-    /// c.add(memory_core::layer::FailureClass::Network);
+    /// let mut c = memory_layer::FailureCounts::default();
+    /// c.add(memory_layer::FailureClass::Network);
     /// assert_eq!(c.network, 1);
     /// ```
     pub fn add(&mut self, class: FailureClass) {
@@ -189,7 +190,7 @@ impl FailureCounts {
     /// Every class with its count, in a fixed order.
     ///
     /// ```
-    /// let c = memory_core::layer::FailureCounts::default();
+    /// let c = memory_layer::FailureCounts::default();
     /// assert_eq!(c.classes().len(), 9);
     /// ```
     pub fn classes(&self) -> [(FailureClass, u64); 9] {
@@ -200,7 +201,7 @@ impl FailureCounts {
     /// Whether there are none.
     ///
     /// ```
-    /// assert!(memory_core::layer::FailureCounts::default().is_empty());
+    /// assert!(memory_layer::FailureCounts::default().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.total() == 0
@@ -209,7 +210,7 @@ impl FailureCounts {
     /// All failures.
     ///
     /// ```
-    /// assert_eq!(memory_core::layer::FailureCounts::default().total(), 0);
+    /// assert_eq!(memory_layer::FailureCounts::default().total(), 0);
     /// ```
     pub fn total(&self) -> u64 {
         self.classes().iter().map(|(_, n)| n).sum()
@@ -218,7 +219,7 @@ impl FailureCounts {
     /// What was counted between `earlier` and `self`.
     ///
     /// ```
-    /// use memory_core::layer::FailureCounts;
+    /// use memory_layer::FailureCounts;
     /// let now = FailureCounts { timeout: 3, ..Default::default() };
     /// assert_eq!(now.since(FailureCounts { timeout: 1, ..Default::default() }).timeout, 2);
     /// ```
@@ -234,7 +235,7 @@ impl FailureCounts {
     /// Adds another count.
     ///
     /// ```
-    /// use memory_core::layer::FailureCounts;
+    /// use memory_layer::FailureCounts;
     /// let mut sum = FailureCounts { refused: 1, ..Default::default() };
     /// sum.merge(FailureCounts { refused: 2, ..Default::default() });
     /// assert_eq!(sum.refused, 3);

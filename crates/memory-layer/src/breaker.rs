@@ -4,8 +4,8 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::layer::BreakerPolicy;
-use crate::{ChatRequest, ChatResponse, Provider, ProviderError};
+use crate::BreakerPolicy;
+use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 
 /// Wraps a [`Provider`] so that after [`BreakerPolicy::failures`] failed
 /// calls in a row, calls fail fast with [`ProviderError::CircuitOpen`]
@@ -17,15 +17,15 @@ use crate::{ChatRequest, ChatResponse, Provider, ProviderError};
 /// What counts: any error fails, except a context overflow (the request's
 /// fault: the backend answered) and an open circuit below this one, which
 /// counts neither way; a reply, whatever it says, succeeds. Over a
-/// [`Retry`](crate::layer::Retry) layer, a call with all its retries counts
+/// [`Retry`](crate::Retry) layer, a call with all its retries counts
 /// once. A probe the caller abandons leaves the circuit open with its
 /// cool-down over, so the next call probes. Time is measured with the
 /// system clock: no runtime is needed. Build it with
-/// [`ProviderExt::with_circuit_breaker`](crate::layer::ProviderExt::with_circuit_breaker).
+/// [`ProviderExt::with_circuit_breaker`](crate::ProviderExt::with_circuit_breaker).
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::{BreakerPolicy, ProviderExt};
+/// use memory_layer::{BreakerPolicy, ProviderExt};
 /// use memory_core::{ChatRequest, FakeProvider, FakeReply, Provider, ProviderError};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -193,7 +193,7 @@ impl<P> CircuitBreaker<P> {
     /// Guards the calls to `inner` as `policy` says.
     ///
     /// ```
-    /// use memory_core::layer::{BreakerPolicy, CircuitBreaker};
+    /// use memory_layer::{BreakerPolicy, CircuitBreaker};
     /// let breaker = CircuitBreaker::new(memory_core::FakeProvider::default(), BreakerPolicy::default());
     /// assert!(!breaker.is_open());
     /// ```
@@ -212,7 +212,7 @@ impl<P> CircuitBreaker<P> {
     /// Whether calls are failing fast now (open, or a probe in flight).
     ///
     /// ```
-    /// use memory_core::layer::{BreakerPolicy, ProviderExt};
+    /// use memory_layer::{BreakerPolicy, ProviderExt};
     /// let breaker = memory_core::FakeProvider::default().with_circuit_breaker(BreakerPolicy::default());
     /// assert!(!breaker.is_open());
     /// ```
@@ -223,7 +223,7 @@ impl<P> CircuitBreaker<P> {
     /// The policy in force.
     ///
     /// ```
-    /// use memory_core::layer::{BreakerPolicy, ProviderExt};
+    /// use memory_layer::{BreakerPolicy, ProviderExt};
     /// let breaker = memory_core::FakeProvider::default().with_circuit_breaker(BreakerPolicy::default());
     /// assert_eq!(breaker.policy().failures, 3);
     /// ```
@@ -234,7 +234,7 @@ impl<P> CircuitBreaker<P> {
     /// The wrapped provider.
     ///
     /// ```
-    /// use memory_core::layer::{BreakerPolicy, ProviderExt};
+    /// use memory_layer::{BreakerPolicy, ProviderExt};
     /// let breaker = memory_core::FakeProvider::default().with_circuit_breaker(BreakerPolicy::default());
     /// assert!(breaker.inner().requests().is_empty());
     /// ```
@@ -246,7 +246,7 @@ impl<P> CircuitBreaker<P> {
     /// behind).
     ///
     /// ```
-    /// use memory_core::layer::{BreakerPolicy, ProviderExt};
+    /// use memory_layer::{BreakerPolicy, ProviderExt};
     /// let breaker = memory_core::FakeProvider::default().with_circuit_breaker(BreakerPolicy::default());
     /// let fake: memory_core::FakeProvider = breaker.into_inner();
     /// # let _ = fake;
@@ -273,7 +273,7 @@ impl<P: Provider> Provider for CircuitBreaker<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FakeProvider, FakeReply};
+    use memory_core::{FakeProvider, FakeReply};
 
     fn down() -> FakeReply {
         FakeReply::Error(ProviderError::Server {

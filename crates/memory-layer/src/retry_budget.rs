@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-/// Within any `window`, a [`Retry`](crate::layer::Retry) layer makes at most
+/// Within any `window`, a [`Retry`](crate::Retry) layer makes at most
 /// `min_retries` retries plus `ratio` of the calls it was given in that
 /// window. Retries of calls that are few and far between stay possible
 /// (`min_retries`); when every call fails, the retries stop growing with
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::RetryBudget;
+/// use memory_layer::RetryBudget;
 ///
 /// let budget = RetryBudget::new(Duration::from_secs(60), 2, 0.5);
 /// // 10 calls in the window: 2 + 5 retries allowed.
@@ -35,7 +35,7 @@ impl Default for RetryBudget {
     /// Five retries a minute, plus one for every five calls.
     ///
     /// ```
-    /// let b = memory_core::layer::RetryBudget::default();
+    /// let b = memory_layer::RetryBudget::default();
     /// assert_eq!((b.window.as_secs(), b.min_retries, b.ratio), (60, 5, 0.2));
     /// ```
     fn default() -> Self {
@@ -47,7 +47,7 @@ impl RetryBudget {
     /// `min_retries` plus `ratio` of the calls, per `window`.
     ///
     /// ```
-    /// let b = memory_core::layer::RetryBudget::new(std::time::Duration::from_secs(10), 1, 0.0);
+    /// let b = memory_layer::RetryBudget::new(std::time::Duration::from_secs(10), 1, 0.0);
     /// assert!(b.allows(100, 0));
     /// assert!(!b.allows(100, 1));
     /// ```
@@ -63,7 +63,7 @@ impl RetryBudget {
     /// retries in the current window.
     ///
     /// ```
-    /// let b = memory_core::layer::RetryBudget::default();
+    /// let b = memory_layer::RetryBudget::default();
     /// assert!(b.allows(0, 4));
     /// assert!(!b.allows(0, 5));
     /// ```

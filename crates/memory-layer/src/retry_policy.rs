@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::ProviderError;
-use crate::layer::RetryBudget;
+use crate::RetryBudget;
+use memory_core::ProviderError;
 
 /// Retries of retryable failures ([`ProviderError::is_retryable`]: network
 /// errors, timeouts, rate limits, server errors) with exponential backoff:
@@ -15,7 +15,7 @@ use crate::layer::RetryBudget;
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::RetryPolicy;
+/// use memory_layer::RetryPolicy;
 ///
 /// let policy = RetryPolicy::new(3, Duration::from_millis(500));
 /// assert_eq!(policy.max_retries, 3);
@@ -41,7 +41,7 @@ impl Default for RetryPolicy {
     /// [`RetryBudget`].
     ///
     /// ```
-    /// let policy = memory_core::layer::RetryPolicy::default();
+    /// let policy = memory_layer::RetryPolicy::default();
     /// assert_eq!(policy.max_retries, 3);
     /// assert!(policy.budget.is_some());
     /// ```
@@ -60,7 +60,7 @@ impl RetryPolicy {
     /// the default [`RetryBudget`].
     ///
     /// ```
-    /// let p = memory_core::layer::RetryPolicy::new(1, std::time::Duration::from_millis(10));
+    /// let p = memory_layer::RetryPolicy::new(1, std::time::Duration::from_millis(10));
     /// assert_eq!(p.max_delay, std::time::Duration::from_secs(30));
     /// ```
     pub fn new(max_retries: u32, base_delay: Duration) -> Self {
@@ -74,7 +74,7 @@ impl RetryPolicy {
     /// No retries at all.
     ///
     /// ```
-    /// assert_eq!(memory_core::layer::RetryPolicy::none().max_retries, 0);
+    /// assert_eq!(memory_layer::RetryPolicy::none().max_retries, 0);
     /// ```
     pub fn none() -> Self {
         Self::new(0, Duration::ZERO)
@@ -84,7 +84,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let p = memory_core::layer::RetryPolicy::default().with_max_delay(Duration::from_secs(5));
+    /// let p = memory_layer::RetryPolicy::default().with_max_delay(Duration::from_secs(5));
     /// assert_eq!(p.delay(1, Some(Duration::from_secs(60))), Duration::from_secs(5));
     /// ```
     pub fn with_max_delay(mut self, max_delay: Duration) -> Self {
@@ -95,7 +95,7 @@ impl RetryPolicy {
     /// Bounds retries with `budget`; `None` leaves only `max_retries`.
     ///
     /// ```
-    /// let p = memory_core::layer::RetryPolicy::default().with_budget(None);
+    /// let p = memory_layer::RetryPolicy::default().with_budget(None);
     /// assert!(p.budget.is_none());
     /// ```
     pub fn with_budget(mut self, budget: impl Into<Option<RetryBudget>>) -> Self {
@@ -108,7 +108,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use memory_core::layer::RetryPolicy;
+    /// use memory_layer::RetryPolicy;
     /// let p = RetryPolicy::new(9, Duration::from_secs(1)).with_max_delay(Duration::from_secs(5));
     /// assert_eq!(p.delay(8, None), Duration::from_secs(5));
     /// assert_eq!(p.delay(1, Some(Duration::from_secs(60))), Duration::from_secs(5));
@@ -126,7 +126,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use memory_core::ProviderError;
-    /// let p = memory_core::layer::RetryPolicy::default();
+    /// let p = memory_layer::RetryPolicy::default();
     /// assert!(p.should_retry(&ProviderError::Timeout(10), 1));
     /// assert!(!p.should_retry(&ProviderError::Timeout(10), 4));
     /// assert!(!p.should_retry(&ProviderError::Authentication("no".into()), 1));
@@ -142,7 +142,7 @@ impl RetryPolicy {
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::parse_retry_after;
+/// use memory_layer::parse_retry_after;
 /// assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
 /// assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
 /// assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::{Message, Store, StoreError, StoredMessage, summary};
+use memory_core::{Message, Store, StoreError, StoredMessage, summary};
 
 /// A compactor starts an attempt on a view of at least this many messages.
 const LONG_VIEW: usize = 40;
@@ -22,7 +22,7 @@ const MAX_TRIES: usize = 10;
 /// `p{process}-t{task}-{i}`, which [`check_session`] reads back.
 ///
 /// ```
-/// assert_eq!(memory_core::test_util::race_text(1, 2, 3), "p1-t2-3");
+/// assert_eq!(memory_store_support::test_util::race_text(1, 2, 3), "p1-t2-3");
 /// ```
 pub fn race_text(process: usize, task: usize, i: usize) -> String {
     format!("p{process}-t{task}-{i}")
@@ -39,7 +39,7 @@ pub fn race_text(process: usize, task: usize, i: usize) -> String {
 /// ```
 /// use std::sync::Arc;
 /// use memory_core::InMemoryStore;
-/// use memory_core::test_util::appender;
+/// use memory_store_support::test_util::appender;
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let acked = appender(Arc::new(InMemoryStore::new()), "s".into(), 0, 1, 2).await;
 /// assert_eq!(acked, vec![("p0-t1-0".to_string(), 1), ("p0-t1-1".to_string(), 2)]);
@@ -70,7 +70,7 @@ pub async fn appender(
 /// conflict starts another try.
 ///
 /// ```
-/// use memory_core::test_util::Compactions;
+/// use memory_store_support::test_util::Compactions;
 /// let tally = Compactions { attempts: 10, within_three: 9, committed: 10, conflicts: 2 };
 /// assert_eq!(Compactions::parse(&tally.line()), Some(tally));
 /// assert!((tally.share_within_three() - 0.9).abs() < 1e-9);
@@ -91,7 +91,7 @@ impl Compactions {
     /// The tally as one line of text, for a child process to print.
     ///
     /// ```
-    /// let line = memory_core::test_util::Compactions::default().line();
+    /// let line = memory_store_support::test_util::Compactions::default().line();
     /// assert!(line.starts_with("compactions "));
     /// ```
     pub fn line(&self) -> String {
@@ -104,7 +104,7 @@ impl Compactions {
     /// A tally back from a [`line`](Self::line) (anywhere in `text`).
     ///
     /// ```
-    /// assert_eq!(memory_core::test_util::Compactions::parse("no tally"), None);
+    /// assert_eq!(memory_store_support::test_util::Compactions::parse("no tally"), None);
     /// ```
     pub fn parse(text: &str) -> Option<Self> {
         let (_, numbers) = text.rsplit_once("compactions ")?;
@@ -127,7 +127,7 @@ impl Compactions {
     /// Two tallies together.
     ///
     /// ```
-    /// use memory_core::test_util::Compactions;
+    /// use memory_store_support::test_util::Compactions;
     /// let one = Compactions { attempts: 1, within_three: 1, committed: 1, conflicts: 0 };
     /// assert_eq!(one.plus(one).attempts, 2);
     /// ```
@@ -144,7 +144,7 @@ impl Compactions {
     /// there were none).
     ///
     /// ```
-    /// assert_eq!(memory_core::test_util::Compactions::default().share_within_three(), 1.0);
+    /// assert_eq!(memory_store_support::test_util::Compactions::default().share_within_three(), 1.0);
     /// ```
     pub fn share_within_three(&self) -> f64 {
         if self.attempts == 0 {
@@ -170,7 +170,7 @@ impl Compactions {
 /// use std::sync::atomic::AtomicBool;
 /// use std::time::Duration;
 /// use memory_core::{InMemoryStore, Message, Store, StoredMessage};
-/// use memory_core::test_util::compactor;
+/// use memory_store_support::test_util::compactor;
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
 /// let long = (0..50).map(|i| StoredMessage::new(Message::user(i.to_string()), 1, false)).collect();
@@ -242,7 +242,7 @@ pub async fn compactor(
 /// ```
 /// use std::collections::HashMap;
 /// use memory_core::{InMemoryStore, Message, Store, StoredMessage};
-/// use memory_core::test_util::{check_session, race_text};
+/// use memory_store_support::test_util::{check_session, race_text};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = InMemoryStore::new();
 /// let mut versions = HashMap::new();

@@ -1,17 +1,17 @@
-//! [`CallEvent`] and [`CallObserver`]: what a [`Metered`](crate::layer::Metered)
+//! [`CallEvent`] and [`CallObserver`]: what a [`Metered`](crate::Metered)
 //! provider reports about each call as it ends.
 
 use std::time::Duration;
 
-use crate::Usage;
-use crate::layer::FailureClass;
+use crate::FailureClass;
+use memory_core::Usage;
 
-/// One call as a [`Metered`](crate::layer::Metered) provider counted it.
+/// One call as a [`Metered`](crate::Metered) provider counted it.
 ///
 /// ```
 /// use std::time::Duration;
 /// use memory_core::Usage;
-/// use memory_core::layer::CallEvent;
+/// use memory_layer::CallEvent;
 /// let event = CallEvent {
 ///     usage: Usage { input_tokens: 900, output_tokens: 60 },
 ///     failure: None,
@@ -34,7 +34,7 @@ impl CallEvent {
     /// Whether the call gave a usable reply.
     ///
     /// ```
-    /// use memory_core::layer::{CallEvent, FailureClass};
+    /// use memory_layer::{CallEvent, FailureClass};
     /// let failed = CallEvent { usage: Default::default(), failure: Some(FailureClass::Network), elapsed: Default::default() };
     /// assert!(!failed.is_success());
     /// ```
@@ -44,13 +44,13 @@ impl CallEvent {
 }
 
 /// Receives a [`CallEvent`] for every call a
-/// [`Metered`](crate::layer::Metered) provider ends: to bill, to log, to
+/// [`Metered`](crate::Metered) provider ends: to bill, to log, to
 /// plot. Any `Fn(&CallEvent) + Send + Sync` is one.
 ///
 /// ```
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
-/// use memory_core::layer::{CallEvent, CallObserver};
+/// use memory_layer::{CallEvent, CallObserver};
 ///
 /// let spent = Arc::new(AtomicU64::new(0));
 /// let sum = spent.clone();

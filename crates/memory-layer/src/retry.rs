@@ -4,24 +4,24 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::layer::RetryPolicy;
-use crate::layer::retry_budget::Ledger;
-use crate::{ChatRequest, ChatResponse, Embedder, Provider, ProviderError};
+use crate::RetryPolicy;
+use crate::retry_budget::Ledger;
+use memory_core::{ChatRequest, ChatResponse, Embedder, Provider, ProviderError};
 
 /// Wraps a [`Provider`] (or an [`Embedder`]) so that a failed call is tried again as its
 /// [`RetryPolicy`] says: only retryable failures
 /// ([`ProviderError::is_retryable`]), at most `max_retries` times, after
 /// the backoff or the server's `Retry-After`, and within the policy's
-/// [`RetryBudget`](crate::layer::RetryBudget) (the budget is this
+/// [`RetryBudget`](crate::RetryBudget) (the budget is this
 /// wrapper's: clones of a policy used by two wrappers do not share it). A
 /// reply, whatever it says, is never retried.
 ///
 /// The waits use tokio's timers inside a tokio runtime (it needs them
 /// enabled); outside one, retries follow at once. Build it with
-/// [`ProviderExt::with_retry`](crate::layer::ProviderExt::with_retry).
+/// [`ProviderExt::with_retry`](crate::ProviderExt::with_retry).
 ///
 /// ```
-/// use memory_core::layer::{ProviderExt, RetryPolicy};
+/// use memory_layer::{ProviderExt, RetryPolicy};
 /// use memory_core::{ChatRequest, FakeProvider, FakeReply, Provider, ProviderError};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -46,7 +46,7 @@ impl<P> Retry<P> {
     /// Retries the calls to `inner` as `policy` says.
     ///
     /// ```
-    /// use memory_core::layer::{Retry, RetryPolicy};
+    /// use memory_layer::{Retry, RetryPolicy};
     /// let retry = Retry::new(memory_core::FakeProvider::default(), RetryPolicy::none());
     /// assert_eq!(retry.policy().max_retries, 0);
     /// ```
@@ -61,7 +61,7 @@ impl<P> Retry<P> {
     /// The policy in force.
     ///
     /// ```
-    /// use memory_core::layer::{ProviderExt, RetryPolicy};
+    /// use memory_layer::{ProviderExt, RetryPolicy};
     /// let retry = memory_core::FakeProvider::default().with_retry(RetryPolicy::default());
     /// assert_eq!(retry.policy().max_retries, 3);
     /// ```
@@ -72,7 +72,7 @@ impl<P> Retry<P> {
     /// The wrapped provider.
     ///
     /// ```
-    /// use memory_core::layer::{ProviderExt, RetryPolicy};
+    /// use memory_layer::{ProviderExt, RetryPolicy};
     /// let retry = memory_core::FakeProvider::default().with_retry(RetryPolicy::none());
     /// assert!(retry.inner().requests().is_empty());
     /// ```
@@ -152,7 +152,7 @@ impl<P: Provider> Provider for Retry<P> {
 /// Retries an [`Embedder`]'s failed calls as a provider's are retried.
 ///
 /// ```
-/// use memory_core::layer::{EmbedderExt, RetryPolicy};
+/// use memory_layer::{EmbedderExt, RetryPolicy};
 /// use memory_core::{Embedder, FakeEmbedder, ProviderError};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -174,8 +174,8 @@ impl<E: Embedder> Embedder for Retry<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layer::RetryBudget;
-    use crate::{FakeProvider, FakeReply};
+    use crate::RetryBudget;
+    use memory_core::{FakeProvider, FakeReply};
 
     fn failing(n: usize) -> FakeProvider {
         FakeProvider::new((0..n).map(|_| FakeReply::Error(ProviderError::Network("down".into()))))

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::{Embedder, ProviderError, check_embeddings};
+use memory_core::{Embedder, ProviderError, check_embeddings};
 
 /// Wraps an [`Embedder`] with a cache keyed by text, shared by every call
 /// (and every clone of an `Arc` holding it): a call asks the inner embedder
@@ -24,12 +24,13 @@ use crate::{Embedder, ProviderError, check_embeddings};
 /// Two calls that miss the same text at the same time both ask for it. The
 /// vectors of every batch are checked ([`check_embeddings`]), and against
 /// the dimensions of the vectors cached before: a cache never mixes models.
-/// Stack it over the [`Retry`](crate::layer::Retry) and
-/// [`Timeout`](crate::layer::Timeout) layers, so that a retry resends one
+/// Stack it over the [`Retry`](crate::Retry) and
+/// [`Timeout`](crate::Timeout) layers, so that a retry resends one
 /// batch, not the call.
 ///
 /// ```
-/// use memory_core::{CachedEmbedder, Embedder, FakeEmbedder};
+/// use memory_core::{Embedder, FakeEmbedder};
+/// use memory_layer::CachedEmbedder;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let embedder = CachedEmbedder::new(FakeEmbedder::new(16)).with_batch_size(2);
@@ -90,7 +91,8 @@ impl<E> CachedEmbedder<E> {
     /// capacity.
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// let cached = CachedEmbedder::new(FakeEmbedder::new(8));
     /// assert_eq!(cached.batch_size(), CachedEmbedder::<FakeEmbedder>::DEFAULT_BATCH_SIZE);
     /// assert!(cached.is_empty());
@@ -108,7 +110,8 @@ impl<E> CachedEmbedder<E> {
     /// least one).
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert_eq!(CachedEmbedder::new(FakeEmbedder::new(8)).with_batch_size(0).batch_size(), 1);
     /// ```
     pub fn with_batch_size(mut self, texts: usize) -> Self {
@@ -119,7 +122,8 @@ impl<E> CachedEmbedder<E> {
     /// Keeps at most `texts` texts cached (at least two).
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert_eq!(CachedEmbedder::new(FakeEmbedder::new(8)).with_capacity(1_000).capacity(), 1_000);
     /// ```
     pub fn with_capacity(mut self, texts: usize) -> Self {
@@ -130,7 +134,8 @@ impl<E> CachedEmbedder<E> {
     /// Texts per request.
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert_eq!(CachedEmbedder::new(FakeEmbedder::new(8)).with_batch_size(16).batch_size(), 16);
     /// ```
     pub fn batch_size(&self) -> usize {
@@ -140,7 +145,8 @@ impl<E> CachedEmbedder<E> {
     /// Most texts cached.
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert_eq!(CachedEmbedder::new(FakeEmbedder::new(8)).capacity(), 100_000);
     /// ```
     pub fn capacity(&self) -> usize {
@@ -150,7 +156,8 @@ impl<E> CachedEmbedder<E> {
     /// Texts cached now.
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert_eq!(CachedEmbedder::new(FakeEmbedder::new(8)).len(), 0);
     /// ```
     pub fn len(&self) -> usize {
@@ -160,7 +167,8 @@ impl<E> CachedEmbedder<E> {
     /// Whether nothing is cached.
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert!(CachedEmbedder::new(FakeEmbedder::new(8)).is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
@@ -170,7 +178,8 @@ impl<E> CachedEmbedder<E> {
     /// The wrapped embedder.
     ///
     /// ```
-    /// use memory_core::{CachedEmbedder, FakeEmbedder};
+    /// use memory_core::FakeEmbedder;
+    /// use memory_layer::CachedEmbedder;
     /// assert!(CachedEmbedder::new(FakeEmbedder::new(8)).inner().requests().is_empty());
     /// ```
     pub fn inner(&self) -> &E {
@@ -238,7 +247,7 @@ impl<E: Embedder> Embedder for CachedEmbedder<E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FakeEmbedder;
+    use memory_core::FakeEmbedder;
 
     fn texts(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()

@@ -10,13 +10,13 @@
 //! message over its cap ([`Rejection::OverCap`]) or no shorter than what it
 //! covers ([`Rejection::NotShorter`]), counted with its own counter.
 
-use crate::{ChatResponse, Message, StopReason};
+use memory_core::{ChatResponse, Message, StopReason};
 
 /// Why a reply was not taken as a summary.
 ///
 /// ```
 /// use memory_core::{ChatResponse, StopReason};
-/// use memory_core::{accept_reply, Rejection};
+/// use memory_summary::{accept_reply, Rejection};
 ///
 /// let mut reply = ChatResponse::text("The user wants a parser and the");
 /// reply.stop_reason = StopReason::Length;
@@ -89,7 +89,7 @@ pub enum Rejection {
 ///
 /// ```
 /// use memory_core::{ChatResponse, Message};
-/// use memory_core::{accept_reply, Rejection};
+/// use memory_summary::{accept_reply, Rejection};
 ///
 /// assert_eq!(accept_reply(&ChatResponse::text("  Tests pass.\n")), Ok("Tests pass."));
 /// assert_eq!(accept_reply(&ChatResponse::text(" \n ")), Err(Rejection::Empty));
@@ -130,7 +130,8 @@ pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Rejection> {
 /// [`Rejection::Ungrounded`] for a reply that says nothing about `source`.
 ///
 /// ```
-/// use memory_core::{accept_summary, ChatResponse, Rejection};
+/// use memory_core::ChatResponse;
+/// use memory_summary::{accept_summary, Rejection};
 ///
 /// let source = "user: Why does tests/test_importer.py fail?\nassistant: parse_amount rejects '1.234,56'.";
 /// let good = ChatResponse::text("tests/test_importer.py fails: parse_amount rejects '1.234,56'.");
@@ -147,7 +148,7 @@ pub fn accept_summary<'r>(source: &str, reply: &'r ChatResponse) -> Result<&'r s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
+    use memory_core::ToolCall;
 
     fn stopped(reason: StopReason) -> ChatResponse {
         let mut reply = ChatResponse::text("A plausible summary");

@@ -3,21 +3,21 @@
 
 use std::time::Duration;
 
-use crate::{ChatRequest, ChatResponse, Embedder, Provider, ProviderError};
+use memory_core::{ChatRequest, ChatResponse, Embedder, Provider, ProviderError};
 
 /// Wraps a [`Provider`] (or an [`Embedder`]) so that a call taking longer than its limit is
 /// abandoned (the inner call is dropped, which closes its connection) and
 /// fails with [`ProviderError::Timeout`]. Under a
-/// [`Retry`](crate::layer::Retry) layer it limits each attempt; over one,
+/// [`Retry`](crate::Retry) layer it limits each attempt; over one,
 /// the whole call with its retries.
 ///
 /// The limit uses tokio's timers inside a tokio runtime (it needs them
 /// enabled); outside one, calls are not limited. Build it with
-/// [`ProviderExt::with_timeout`](crate::layer::ProviderExt::with_timeout).
+/// [`ProviderExt::with_timeout`](crate::ProviderExt::with_timeout).
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::ProviderExt;
+/// use memory_layer::ProviderExt;
 /// use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 ///
 /// struct Slow;
@@ -46,7 +46,7 @@ impl<P> Timeout<P> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let t = memory_core::layer::Timeout::new(memory_core::FakeProvider::default(), Duration::from_secs(30));
+    /// let t = memory_layer::Timeout::new(memory_core::FakeProvider::default(), Duration::from_secs(30));
     /// assert_eq!(t.limit(), Duration::from_secs(30));
     /// ```
     pub fn new(inner: P, limit: Duration) -> Self {
@@ -56,7 +56,7 @@ impl<P> Timeout<P> {
     /// The limit of one call.
     ///
     /// ```
-    /// use memory_core::layer::ProviderExt;
+    /// use memory_layer::ProviderExt;
     /// let t = memory_core::FakeProvider::default().with_timeout(std::time::Duration::from_secs(5));
     /// assert_eq!(t.limit().as_secs(), 5);
     /// ```
@@ -67,7 +67,7 @@ impl<P> Timeout<P> {
     /// The wrapped provider.
     ///
     /// ```
-    /// use memory_core::layer::ProviderExt;
+    /// use memory_layer::ProviderExt;
     /// let t = memory_core::FakeProvider::default().with_timeout(std::time::Duration::from_secs(5));
     /// assert!(t.inner().requests().is_empty());
     /// ```
@@ -87,7 +87,7 @@ impl<P: Provider> Provider for Timeout<P> {
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::EmbedderExt;
+/// use memory_layer::EmbedderExt;
 /// use memory_core::{Embedder, FakeEmbedder};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -123,7 +123,7 @@ impl<P> Timeout<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{FakeProvider, FakeReply};
+    use memory_core::{FakeProvider, FakeReply};
 
     #[tokio::test]
     async fn a_call_within_the_limit_passes_through() {

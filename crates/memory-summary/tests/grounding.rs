@@ -2,8 +2,9 @@
 //! coding agent's steps, tiny spans and other languages; good summaries
 //! pass, replies that say nothing about the span fail.
 
-use memory_core::grounding::{self, Grounding};
-use memory_core::{Message, Rejection, ToolCall, transcript};
+use memory_core::{Message, ToolCall, transcript};
+use memory_summary::Rejection;
+use memory_summary::grounding::{self, Grounding};
 
 /// A chat span in the shape of the LoCoMo conversations, as a summarizer
 /// gets it.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// When a [`CircuitBreaker`](crate::layer::CircuitBreaker) opens and how
+/// When a [`CircuitBreaker`](crate::CircuitBreaker) opens and how
 /// long it stays open: after `failures` failed calls in a row it refuses
 /// calls for `cool_down`, then lets one probe call through; each failed
 /// probe doubles the cool-down, up to `max_cool_down`; a successful one
@@ -10,7 +10,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::BreakerPolicy;
+/// use memory_layer::BreakerPolicy;
 ///
 /// let policy = BreakerPolicy::new(5, Duration::from_secs(10));
 /// assert_eq!(policy.failures, 5);
@@ -32,7 +32,7 @@ impl Default for BreakerPolicy {
     /// Opens after 3 failures in a row, for 30 s, then up to 10 minutes.
     ///
     /// ```
-    /// let p = memory_core::layer::BreakerPolicy::default();
+    /// let p = memory_layer::BreakerPolicy::default();
     /// assert_eq!((p.failures, p.cool_down.as_secs(), p.max_cool_down.as_secs()), (3, 30, 600));
     /// ```
     fn default() -> Self {
@@ -45,7 +45,7 @@ impl BreakerPolicy {
     /// at most 10 minutes.
     ///
     /// ```
-    /// let p = memory_core::layer::BreakerPolicy::new(1, std::time::Duration::from_millis(50));
+    /// let p = memory_layer::BreakerPolicy::new(1, std::time::Duration::from_millis(50));
     /// assert_eq!(p.max_cool_down.as_secs(), 600);
     /// ```
     pub fn new(failures: u32, cool_down: Duration) -> Self {
@@ -60,7 +60,7 @@ impl BreakerPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let p = memory_core::layer::BreakerPolicy::default().with_max_cool_down(Duration::from_secs(60));
+    /// let p = memory_layer::BreakerPolicy::default().with_max_cool_down(Duration::from_secs(60));
     /// assert_eq!(p.cool_down_after(5), Duration::from_secs(60));
     /// ```
     pub fn with_max_cool_down(mut self, max_cool_down: Duration) -> Self {
@@ -72,7 +72,7 @@ impl BreakerPolicy {
     /// row failed.
     ///
     /// ```
-    /// let p = memory_core::layer::BreakerPolicy::default();
+    /// let p = memory_layer::BreakerPolicy::default();
     /// assert_eq!(p.cool_down_after(1).as_secs(), 60);
     /// ```
     pub fn cool_down_after(&self, failed_probes: u32) -> Duration {

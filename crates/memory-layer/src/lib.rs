@@ -1,11 +1,12 @@
-//! Layers: [`Provider`](crate::Provider) wrappers that add retries,
+//! Layers: [`Provider`](memory_core::Provider) wrappers that add retries,
 //! timeouts, metering and a circuit breaker to any provider, in the style
-//! of tower. Each is a provider itself, so they stack, and
+//! of tower (as `tower` keeps its middlewares apart from `tower-service`,
+//! this crate keeps them apart from the contracts in `memory-core`). Each is a provider itself, so they stack, and
 //! [`ProviderExt`] stacks them in one line:
 //!
 //! ```
 //! use std::time::Duration;
-//! use memory_core::layer::{BreakerPolicy, ProviderExt, RetryPolicy};
+//! use memory_layer::{BreakerPolicy, ProviderExt, RetryPolicy};
 //! # let backend = memory_core::FakeProvider::default();
 //! let provider = backend
 //!     .with_timeout(Duration::from_secs(60))      // each attempt
@@ -23,16 +24,18 @@
 //! | item | what it is |
 //! |---|---|
 //! | [`ProviderExt`] | `with_retry`, `with_timeout`, `metered`, `with_circuit_breaker` on every provider |
-//! | [`EmbedderExt`] | `with_retry`, `with_timeout` on every [`Embedder`](crate::Embedder): [`Retry`] and [`Timeout`] wrap embedders too |
+//! | [`EmbedderExt`] | `with_retry`, `with_timeout` on every [`Embedder`](memory_core::Embedder): [`Retry`] and [`Timeout`] wrap embedders too |
 //! | [`Retry`], [`RetryPolicy`], [`RetryBudget`], [`parse_retry_after`] | retries of retryable failures: backoff, `Retry-After`, a budget as a share of recent calls |
-//! | [`Timeout`] | a limit on one call ([`ProviderError::Timeout`](crate::ProviderError::Timeout)) |
+//! | [`Timeout`] | a limit on one call ([`ProviderError::Timeout`](memory_core::ProviderError::Timeout)) |
 //! | [`Metered`], [`Meter`], [`ProviderStats`] | calls, tokens and failures counted |
 //! | [`FailureClass`], [`FailureCounts`] | why a call came to nothing usable, counted by class |
 //! | [`CallEvent`], [`CallObserver`] | each call's cost and outcome, reported as it ends |
 //! | [`CircuitBreaker`], [`BreakerPolicy`] | fail fast after repeated failures, probe after a cool-down |
+//! | [`CachedEmbedder`] | an [`Embedder`](memory_core::Embedder) behind a cache keyed by text, batching what it has not seen |
 
 mod breaker;
 mod breaker_policy;
+mod cached_embedder;
 mod embedder_ext;
 mod ext;
 mod failure;
@@ -46,6 +49,7 @@ mod timeout;
 
 pub use breaker::CircuitBreaker;
 pub use breaker_policy::BreakerPolicy;
+pub use cached_embedder::CachedEmbedder;
 pub use embedder_ext::EmbedderExt;
 pub use ext::ProviderExt;
 pub use failure::{FailureClass, FailureCounts};

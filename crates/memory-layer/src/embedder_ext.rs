@@ -2,19 +2,20 @@
 
 use std::time::Duration;
 
-use crate::Embedder;
-use crate::layer::{Retry, RetryPolicy, Timeout};
+use crate::{Retry, RetryPolicy, Timeout};
+use memory_core::Embedder;
 
 /// Wraps any [`Embedder`] in the [`Retry`] or [`Timeout`] layer, as
-/// [`ProviderExt`](crate::layer::ProviderExt) wraps a provider; the first
+/// [`ProviderExt`](crate::ProviderExt) wraps a provider; the first
 /// one called is the innermost. Put a
 /// [`CachedEmbedder`](crate::CachedEmbedder) over them, so that a retry
 /// resends one batch.
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_core::layer::{EmbedderExt, RetryPolicy};
-/// use memory_core::{CachedEmbedder, FakeEmbedder};
+/// use memory_layer::{EmbedderExt, RetryPolicy};
+/// use memory_core::FakeEmbedder;
+/// use memory_layer::CachedEmbedder;
 ///
 /// // Each request limited to 30 s, failed ones retried, vectors cached.
 /// let embedder = CachedEmbedder::new(
@@ -28,7 +29,7 @@ pub trait EmbedderExt: Embedder + Sized {
     /// Retries failed calls as `policy` says: see [`Retry`].
     ///
     /// ```
-    /// use memory_core::layer::{EmbedderExt, RetryPolicy};
+    /// use memory_layer::{EmbedderExt, RetryPolicy};
     /// let e = memory_core::FakeEmbedder::new(8).with_retry(RetryPolicy::default());
     /// assert_eq!(e.policy().max_retries, 3);
     /// ```
@@ -39,7 +40,7 @@ pub trait EmbedderExt: Embedder + Sized {
     /// Limits each call to `limit`: see [`Timeout`].
     ///
     /// ```
-    /// use memory_core::layer::EmbedderExt;
+    /// use memory_layer::EmbedderExt;
     /// let e = memory_core::FakeEmbedder::new(8).with_timeout(std::time::Duration::from_secs(30));
     /// assert_eq!(e.limit().as_secs(), 30);
     /// ```

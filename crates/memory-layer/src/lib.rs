@@ -1,8 +1,9 @@
 //! Layers: [`Provider`](memory_core::Provider) wrappers that add retries,
 //! timeouts, metering and a circuit breaker to any provider, in the style
 //! of tower (as `tower` keeps its middlewares apart from `tower-service`,
-//! this crate keeps them apart from the contracts in `memory-core`). Each is a provider itself, so they stack, and
-//! [`ProviderExt`] stacks them in one line:
+//! this crate keeps them apart from the contracts in `memory-core`). Each
+//! is a provider itself, so they stack, and [`ProviderExt`] stacks them in
+//! one line:
 //!
 //! ```
 //! use std::time::Duration;

@@ -4,10 +4,11 @@
     python3 scripts/check-fn-length.py [--limit N] [--list] [--self-test]
 
 A function's length runs from the line of its `fn` keyword to the line of
-its closing brace. Test code is left out: `#[cfg(test)]` items (a `mod
-tests { ... }` among them) and files that only tests include (`*_tests.rs`,
-`tests.rs`). Braces inside strings, raw strings, character literals and
-comments do not count. Prints each offender as `path:line: fn NAME is N
+its closing brace. Test code is left out: `#[cfg(test)]` and
+`#[cfg(all(test, ..))]` items (a `mod tests { ... }` among them) and files
+that only tests include (those of a `#[cfg(test)] mod NAME;`, `*_tests.rs`,
+`tests.rs`). Braces inside strings, raw and byte strings, character
+literals and comments do not count, nor does a return type's `->`. Prints each offender as `path:line: fn NAME is N
 lines (limit L)` and exits 1 when there is one; `--list` prints the
 longest function of each crate as well.
 """
@@ -21,6 +22,14 @@ from pathlib import Path
 LIMIT = 60
 
 FN = re.compile(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)")
+RAW = re.compile(r'[bc]?r(#*)"')
+# `#[cfg(test)]` or `#[cfg(all(test, ..))]`: an item compiled for tests only.
+CFG_TEST = re.compile(r"#\[cfg\((?:all\(\s*)?test\b")
+# `mod NAME;` declared for tests only, with the `#[path]` it may carry.
+TEST_MOD = re.compile(
+    r'#\[cfg\((?:all\(\s*)?test\b[^\]]*\]\s*(?:#\[path\s*=\s*"([^"]+)"\]\s*)?'
+    r"(?:pub(?:\([^)]*\))?\s+)?mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*;"
+)
 
 
 def strip(source):
@@ -46,13 +55,15 @@ def strip(source):
                     j += 1
             out.append(blank(source[i:j]))
             i = j
-        elif c == "r" and re.match(r'r#*"', source[i:]) and not is_ident(source, i - 1):
-            hashes = re.match(r'r(#*)"', source[i:]).group(1)
-            end = source.find('"' + hashes, i + 2 + len(hashes))
+        elif RAW.match(source, i) and not is_ident(source, i - 1):
+            # r"..", r#".."#, and their byte and C string forms (br, cr).
+            m = RAW.match(source, i)
+            hashes = m.group(1)
+            end = source.find('"' + hashes, m.end())
             j = n if end < 0 else end + 1 + len(hashes)
             out.append(blank(source[i:j]))
             i = j
-        elif c == "b" and source.startswith('b"', i) and not is_ident(source, i - 1):
+        elif c in "bc" and source.startswith(c + '"', i) and not is_ident(source, i - 1):
             j = string_end(source, i + 1)
             out.append(blank(source[i:j]))
             i = j
@@ -111,7 +122,7 @@ def matching(code, open_at):
 def test_spans(code):
     """Character spans of `#[cfg(test)]` items."""
     spans = []
-    for m in re.finditer(r"#\[cfg\(test\)\]", code):
+    for m in CFG_TEST.finditer(code):
         j = m.end()
         # The item: up to its first `;` (a `mod tests;`) or its body.
         semi = code.find(";", j)
@@ -138,6 +149,9 @@ def functions(source):
         body = None
         while k < len(code):
             ch = code[k]
+            if code.startswith("->", k):  # a return type's arrow is no bracket
+                k += 2
+                continue
             if ch in "(<[":
                 depth += 1
             elif ch in ")>]":
@@ -161,11 +175,37 @@ def is_test_file(path):
     return path.name == "tests.rs" or path.name.endswith("_tests.rs") or "tests" in path.parts[3:]
 
 
+def test_modules(path, source):
+    """Files and folders of the modules that `path` declares for tests only
+    (`#[cfg(test)] mod NAME;`, perhaps with a `#[path]`)."""
+    code = strip(source)
+    own = path.parent if path.name in ("lib.rs", "main.rs", "mod.rs") else path.with_suffix("")
+    found = []
+    for m in TEST_MOD.finditer(source):
+        if code[m.start()] != "#":  # inside a comment or a string
+            continue
+        if m.group(1):
+            found.append((path.parent / m.group(1)).resolve())
+        else:
+            found += [own / (m.group(2) + ".rs"), own / m.group(2)]
+    return found
+
+
+def test_only(paths):
+    """The files among `paths` that only tests compile."""
+    skipped = set()
+    for path in paths:
+        skipped.update(p.resolve() for p in test_modules(path, path.read_text(encoding="utf-8")))
+    return {p for p in paths if any(p.resolve() == s or s in p.resolve().parents for s in skipped)}
+
+
 def check(root, limit, listing):
     offenders = []
     longest = {}
-    for path in sorted(root.glob("crates/*/src/**/*.rs")):
-        if is_test_file(path.relative_to(root)):
+    paths = sorted(root.glob("crates/*/src/**/*.rs"))
+    tests_only = test_only(paths)
+    for path in paths:
+        if path in tests_only or is_test_file(path.relative_to(root)):
             continue
         crate = path.relative_to(root).parts[1]
         for name, line, length in functions(path.read_text(encoding="utf-8")):
@@ -197,8 +237,23 @@ where
 LINES
 }
 trait T { fn declared(&self); fn defaulted(&self) -> usize { 1 } }
+fn array() -> [u8; 2] {
+    [1, 2]
+}
+fn bytes() { let b = br#"}\"#; let c = b'{'; }
+fn after_bytes() {
+}
+#[cfg(all(test, unix))]
+fn unix_only() {
+LINES
+}
 #[cfg(test)]
-mod tests {
+#[path = "helpers/draw.rs"]
+mod draw;
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod inline_tests {
     fn hidden() {
 LINES
     }
@@ -213,6 +268,10 @@ def self_test():
     assert got["long"] == 77, got
     assert "declared" not in got and got["defaulted"] == 1, got
     assert "hidden" not in got and "commented" not in got, got
+    assert got["array"] == 3 and got["bytes"] == 1 and got["after_bytes"] == 2, got
+    assert "unix_only" not in got, got
+    mods = test_modules(Path("src/lib.rs"), source)
+    assert Path("src/helpers/draw.rs").resolve() in mods and Path("src/tests.rs") in mods, mods
     print("self-test passed")
     return 0
 

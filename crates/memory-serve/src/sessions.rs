@@ -164,11 +164,8 @@ impl Sessions {
             && messages.len() >= at
             && Chain::START.links(&messages[..at]).last() == Some(&slot.link);
         let new = if repeats { &messages[at..] } else { messages };
-        if at == 0 {
-            self.seed(&mut slot, new).await?;
-        } else {
-            self.append(&mut slot, new, false).await?;
-        }
+        // A session's first messages are noted, so that a retry finds it.
+        self.append(&mut slot, new, at == 0).await?;
         Ok(Admitted {
             slot,
             admission: Admission::Named,
@@ -293,7 +290,7 @@ impl Sessions {
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
         let mut slot = self.slot(&id).lock_owned().await;
         slot.loaded = true;
-        self.seed(&mut slot, messages).await?;
+        self.append(&mut slot, messages, true).await?;
         Ok(Admitted {
             slot,
             admission,
@@ -349,8 +346,8 @@ impl Sessions {
     /// Records `messages` through the session's memory, in one append.
     /// The new head's link is noted only when `note` says: a continuing
     /// call's is not (its next request finds the session by the head noted
-    /// with the previous reply, and goes on from the stored length), the
-    /// reply's is.
+    /// with the previous reply, and goes on from the stored length); a new
+    /// session's and a reply's are.
     async fn append(
         &self,
         slot: &mut Slot,
@@ -374,27 +371,6 @@ impl Sessions {
         if note {
             self.ledger.note(&slot.link, &slot.id, slot.length).await?;
         }
-        Ok(())
-    }
-
-    /// Writes `messages` into an empty session in one append.
-    async fn seed(&self, slot: &mut Slot, messages: &[Message]) -> Result<(), ApiError> {
-        if messages.is_empty() {
-            return Ok(());
-        }
-        let mut stored = Vec::with_capacity(messages.len());
-        for message in messages {
-            let tokens = self.counter.count_message(message).await?;
-            let protected = slot.leading_system && message.is_system();
-            slot.leading_system &= message.is_system();
-            slot.history_tokens += tokens;
-            slot.link = slot.link.then(message);
-            stored.push(StoredMessage::new(message.clone(), tokens, protected));
-        }
-        self.store.append(&slot.id, stored).await?;
-        slot.length += messages.len();
-        slot.memory = None;
-        self.ledger.note(&slot.link, &slot.id, slot.length).await?;
         Ok(())
     }
 }

@@ -27,6 +27,34 @@ use memory_core::{Message, ToolCall};
 use memory_openai::wire;
 use serde_json::{Value, json};
 
+/// Starts the server with `config` on a free loopback port, serving until
+/// the runtime ends; its root URL (`http://127.0.0.1:PORT`).
+///
+/// # Panics
+///
+/// No loopback port could be bound.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// let config = memory_serve::ServeConfig::new(
+///     "http://127.0.0.1:9/v1",
+///     Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>),
+///     Arc::new(memory_core::InMemoryStore::new()),
+/// );
+/// let root = memory_serve::test_util::spawn_server(config).await;
+/// assert!(root.starts_with("http://127.0.0.1:"));
+/// # });
+/// ```
+pub async fn spawn_server(config: crate::ServeConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("a bound address");
+    tokio::spawn(crate::serve(listener, config, std::future::pending()));
+    format!("http://{addr}")
+}
+
 /// A request the upstream received.
 #[derive(Debug, Clone)]
 pub struct Received {

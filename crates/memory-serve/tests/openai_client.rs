@@ -67,14 +67,7 @@ fn python() -> Option<PathBuf> {
 }
 
 async fn start(config: ServeConfig) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(memory_serve::serve(
-        listener,
-        config,
-        std::future::pending(),
-    ));
-    format!("http://{addr}/v1")
+    memory_serve::test_util::spawn_server(config).await + "/v1"
 }
 
 /// Runs the agent loop; the client's conversation and the session of each

@@ -72,14 +72,7 @@ async fn start(upstream: &str, store: Arc<dyn Store>, recall: RecallMode) -> Str
     )
     .with_budget(BudgetMode::Tokens(300));
     config.recall = recall;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(memory_serve::serve(
-        listener,
-        config,
-        std::future::pending(),
-    ));
-    format!("http://{addr}")
+    memory_serve::test_util::spawn_server(config).await
 }
 
 async fn post(server: &str, stream: bool) -> reqwest::Response {

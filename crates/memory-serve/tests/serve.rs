@@ -13,14 +13,7 @@ use memory_serve::{BudgetMode, ServeConfig};
 use serde_json::{Value, json};
 
 async fn start(config: ServeConfig) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(memory_serve::serve(
-        listener,
-        config,
-        std::future::pending(),
-    ));
-    format!("http://{addr}")
+    memory_serve::test_util::spawn_server(config).await
 }
 
 fn window_config(upstream: &str, store: Arc<dyn Store>, budget: usize) -> ServeConfig {

@@ -340,10 +340,10 @@ async fn best_lines(
     });
     let mut chosen = vec![false; n];
     // Room for the markers of the gaps.
-    let marker = "[... lines omitted ...]";
-    let mut used = counter.count(marker).await?;
+    let marker = counter.count("[... lines omitted ...]").await?;
+    let mut used = marker;
     for i in order {
-        let cost = counter.count(lines[i]).await? + counter.count(marker).await?;
+        let cost = counter.count(lines[i]).await? + marker;
         if used + cost > cap {
             continue;
         }

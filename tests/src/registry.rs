@@ -8,6 +8,7 @@ use std::sync::Arc;
 use memory_cli::registry::{STAGES, StageConfig};
 use memory_cli::summarizer::Summarizer;
 use memory_compact::Compact;
+use memory_core::floor_cut::FloorCut;
 use memory_core::{
     Budget, CharTokenCounter, ChatResponse, FakeProvider, FakeReply, Message, Pipeline,
     ProviderError, StopReason, TrimStrategy, Usage,
@@ -79,6 +80,14 @@ fn variants() -> Vec<Entry> {
                     .then(WindowDrop::new())
                     .then(WindowDrop::new()),
             ),
+        ),
+        (
+            "pipeline(window,floor_cut)",
+            Arc::new(Pipeline::new().then(WindowDrop::new()).then(FloorCut)),
+        ),
+        (
+            "pipeline(thrift,floor_cut)",
+            Arc::new(Pipeline::new().then(Thrift::new()).then(FloorCut)),
         ),
         (
             "summarize(extractive)",

@@ -238,8 +238,25 @@ async fn ask(
         history = history.forget_task();
     }
     let measured = measure(pipeline, &history, config).await?;
+    let max = memory_core::recall::max_reachable_tokens(&config.budget);
+    let reach = memory_core::recall::reachable(
+        history.messages(),
+        history.counts(),
+        &measured.context,
+        max,
+    );
+    let within_reach: Vec<Message> = reach
+        .into_iter()
+        .flat_map(|r| history.messages()[r].to_vec())
+        .collect();
     drop(asking);
     let found = found(&measured.context, &sample.messages, &question.evidence);
+    let reachable_found = found_or_reachable(
+        &measured.context,
+        &within_reach,
+        &sample.messages,
+        &question.evidence,
+    );
     let shown = before_question(&measured.context);
     let answer = question
         .answer
@@ -248,6 +265,9 @@ async fn ask(
     Ok(QuestionRow {
         found,
         recalled: found == question.evidence.len(),
+        reachable_found,
+        reachable: reachable_found == question.evidence.len(),
+        handles: memory_core::recall::handles_in(&measured.context).len(),
         answer_words: answer.words,
         answer_found: answer.found,
         answer_recalled: answer.recalled(),
@@ -305,7 +325,22 @@ fn before_question(context: &[Message]) -> &[Message] {
 /// `context` as whole messages with the same text. The context's last
 /// message, the question itself, does not count.
 fn found(context: &[Message], conversation: &[Message], evidence: &[usize]) -> usize {
-    let texts: HashSet<String> = before_question(context).iter().map(Message::text).collect();
+    found_or_reachable(context, &[], conversation, evidence)
+}
+
+/// Evidence utterances in the context before the question, or among
+/// `reachable` (what one recall from the context brings back whole).
+fn found_or_reachable(
+    context: &[Message],
+    reachable: &[Message],
+    conversation: &[Message],
+    evidence: &[usize],
+) -> usize {
+    let texts: HashSet<String> = before_question(context)
+        .iter()
+        .chain(reachable)
+        .map(Message::text)
+        .collect();
     evidence
         .iter()
         .filter(|&&i| {
@@ -336,5 +371,35 @@ mod tests {
         assert_eq!(found(&context[..2], &conversation, &[1]), 0);
         assert_eq!(found(&[], &conversation, &[0]), 0);
         assert_eq!(found(&context, &conversation, &[9]), 0);
+    }
+
+    #[test]
+    fn evidence_within_reach_counts_when_a_handle_to_a_small_stretch_is_shown() {
+        use memory_core::recall::{Handle, reachable};
+        let conversation = [
+            Message::user("I adopted a cat."),
+            Message::assistant("Nice."),
+            Message::user("It is grey."),
+            Message::assistant("Lovely."),
+        ];
+        let counts = [4, 2, 3, 2];
+        let marker = format!("[left out: {}]", Handle::of(&conversation[..2]));
+        let context = [
+            Message::user(marker),
+            conversation[2].clone(),
+            conversation[3].clone(),
+            Message::user("What pet?"),
+        ];
+        let near: Vec<Message> = reachable(&conversation, &counts, &context, 6)
+            .into_iter()
+            .flat_map(|r| conversation[r].to_vec())
+            .collect();
+        assert_eq!(found(&context, &conversation, &[0, 2]), 1);
+        assert_eq!(
+            found_or_reachable(&context, &near, &conversation, &[0, 2]),
+            2
+        );
+        // A stretch larger than the piece limit brings nothing within reach.
+        assert!(reachable(&conversation, &counts, &context, 5).is_empty());
     }
 }

@@ -268,7 +268,7 @@ impl<'c> TrajectoryReplay<'c> {
         let report = self.audit(&result, &result.counts)?;
         let mut row = self.cache_measures(&result.messages, &result.counts, usage);
         let context = &result.messages;
-        let support = self.support(next, context);
+        let (support, reachable) = self.support(next, context);
         row.trajectory = self.index;
         row.turn = turn;
         row.floor_tokens = report.floor_tokens;
@@ -281,6 +281,10 @@ impl<'c> TrajectoryReplay<'c> {
         row.support_wanted = support.wanted;
         row.support_found = support.found;
         row.support_recall = support.recall();
+        row.reachable_support_found = reachable.found;
+        row.reachable_support_recall = reachable.recall();
+        row.handles = memory_core::recall::handles_in(context).len();
+        row.protected_tokens = result.protected.iter().map(|&i| result.counts[i]).sum();
         row.latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         row.valid = report.is_clean();
         row.fits = result.fits;
@@ -349,15 +353,28 @@ impl<'c> TrajectoryReplay<'c> {
         usage
     }
 
-    /// Support recall of `next` in `context`.
-    fn support(&self, next: &Message, context: &[Message]) -> Support {
-        let context_text: Vec<String> = context.iter().map(searchable_text).collect();
-        Support::measure(
-            next,
-            &self.history_text,
-            &self.history_text[self.newest_at..],
-            &context_text.join("\n"),
-        )
+    /// Support recall of `next` in `context`: plain, and within reach of
+    /// one recall.
+    fn support(&self, next: &Message, context: &[Message]) -> (Support, Support) {
+        let mut context_text: Vec<String> = context.iter().map(searchable_text).collect();
+        let measure = |text: &[String]| {
+            Support::measure(
+                next,
+                &self.history_text,
+                &self.history_text[self.newest_at..],
+                &text.join("\n"),
+            )
+        };
+        let plain = measure(&context_text);
+        let max = memory_core::recall::max_reachable_tokens(&self.config.budget);
+        let reach = memory_core::recall::reachable(&self.recorded, &self.counts, context, max);
+        if reach.is_empty() {
+            return (plain.clone(), plain);
+        }
+        for range in reach {
+            context_text.extend(self.recorded[range].iter().map(searchable_text));
+        }
+        (plain, measure(&context_text))
     }
 
     /// Audits a context against everything recorded (the transcript, its

@@ -61,6 +61,22 @@ pub struct Row {
     /// `support_found / support_wanted`; `None` (null) when nothing was
     /// wanted, or when no assistant message follows.
     pub support_recall: Option<f64>,
+    /// Of `support_wanted`, the ones present in the context or within
+    /// reach: inside a stretch whose recall handle the context carries and
+    /// that one recall returns whole (at most a quarter of the budget; see
+    /// [`memory_core::recall::reachable`]).
+    #[serde(default)]
+    pub reachable_support_found: usize,
+    /// `reachable_support_found / support_wanted`.
+    #[serde(default)]
+    pub reachable_support_recall: Option<f64>,
+    /// Recall handles the context carries.
+    #[serde(default)]
+    pub handles: usize,
+    /// Tokens of the context's protected messages and summaries (the task
+    /// among them): a context may be over the budget only when these are.
+    #[serde(default)]
+    pub protected_tokens: usize,
     /// Whether the previous context is not a prefix of this one (a provider's
     /// prefix cache is lost).
     pub cache_break: bool,
@@ -134,6 +150,15 @@ pub struct Totals {
     pub support_recall: Option<f64>,
     /// Rows with a `support_recall`.
     pub support_rows: usize,
+    /// Mean `reachable_support_recall` over the rows that have one.
+    #[serde(default)]
+    pub reachable_support_recall: Option<f64>,
+    /// Mean `handles` per call.
+    #[serde(default)]
+    pub handles_per_call: f64,
+    /// Rows over the budget though their protected messages fit in it.
+    #[serde(default)]
+    pub avoidable_over_budget_rows: usize,
     /// Rows whose context holds the task verbatim (`task_kept`).
     #[serde(default)]
     pub task_kept_rows: usize,
@@ -151,6 +176,12 @@ pub struct Totals {
     /// time per call grows over one long session. `None` otherwise.
     #[serde(default)]
     pub latency_us_first_last: Option<(f64, f64)>,
+}
+
+/// The mean of `values`, `None` for none.
+fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
 }
 
 /// The number of [`LATENCY_WINDOW`], as a literal: the side-by-side
@@ -230,7 +261,27 @@ impl Totals {
                 .unwrap_or(0),
             latency_us_max: latencies.last().copied().unwrap_or(0),
             latency_us_first_last: first_last(rows),
+            ..Totals::default()
         }
+        .with_reach(rows, budget)
+    }
+
+    /// The figures of what is within reach: reachable support recall,
+    /// handles, and the rows over the budget though protected messages fit.
+    fn with_reach(mut self, rows: &[Row], budget: &memory_core::Budget) -> Self {
+        self.reachable_support_recall =
+            mean_of(rows.iter().filter_map(|r| r.reachable_support_recall));
+        self.handles_per_call = ratio(
+            rows.iter().map(|r| r.handles).sum::<usize>() as f64,
+            rows.len() as f64,
+        );
+        self.avoidable_over_budget_rows = rows
+            .iter()
+            .filter(|r| {
+                !budget.admits_tokens(r.tokens_out) && budget.admits_tokens(r.protected_tokens)
+            })
+            .count();
+        self
     }
 }
 
@@ -418,7 +469,9 @@ impl Totals {
         };
         let support = match t.support_recall {
             Some(recall) => format!(
-                "recall {recall:.3} over {} calls with something to recall",
+                "recall {recall:.3} ({:.3} within reach of a recall, {:.1} handles per call) over {} calls with something to recall",
+                t.reachable_support_recall.unwrap_or(recall),
+                t.handles_per_call,
                 t.support_rows
             ),
             None => "no call had anything to recall".to_string(),
@@ -446,10 +499,11 @@ impl Totals {
                 t.task_kept_rows, t.task_rows
             ),
             format!(
-                "invalid rows: {}, not fitting: {}, over budget: {}",
+                "invalid rows: {}, not fitting: {}, over budget: {} ({} with protected messages that fit)",
                 t.calls - t.valid_rows,
                 t.not_fitting_rows,
-                t.over_budget_rows
+                t.over_budget_rows,
+                t.avoidable_over_budget_rows
             ),
         ];
         if t.summarizer_calls > 0 {
@@ -528,6 +582,11 @@ const COMPARED: &[(&str, Cell)] = &[
     ("support recall", |t| {
         t.support_recall.map_or("-".into(), |r| format!("{r:.3}"))
     }),
+    ("support recall, reachable", |t| {
+        t.reachable_support_recall
+            .map_or("-".into(), |r| format!("{r:.3}"))
+    }),
+    ("handles per call", |t| format!("{:.1}", t.handles_per_call)),
     ("task kept", |t| {
         format!("{}/{}", t.task_kept_rows, t.task_rows)
     }),
@@ -544,6 +603,10 @@ const COMPARED: &[(&str, Cell)] = &[
     }),
     ("invalid rows", |t| (t.calls - t.valid_rows).to_string()),
     ("not fitting", |t| t.not_fitting_rows.to_string()),
+    ("over budget", |t| t.over_budget_rows.to_string()),
+    ("over budget, protected fit", |t| {
+        t.avoidable_over_budget_rows.to_string()
+    }),
     ("latency, mean (us)", |t| {
         format!("{:.0}", t.latency_us_mean)
     }),

@@ -59,6 +59,7 @@ pub mod covered;
 pub mod diagnostics;
 mod embedder;
 mod error;
+pub mod floor_cut;
 mod framing;
 mod history;
 pub mod identity;

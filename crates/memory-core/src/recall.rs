@@ -175,6 +175,90 @@ impl fmt::Display for Handle {
     }
 }
 
+/// The share of the budget a recalled piece may hold and still count as
+/// within reach: a quarter, so that the model can bring a piece back and
+/// still have room for the rest of its context and its answer.
+pub const REACHABLE_BUDGET_DIVISOR: usize = 4;
+
+/// The most tokens a piece may hold to be within reach of one recall under
+/// `budget` ([`REACHABLE_BUDGET_DIVISOR`]); no bound without a token limit.
+///
+/// ```
+/// use memory_core::{recall::max_reachable_tokens, Budget};
+/// assert_eq!(max_reachable_tokens(&Budget::tokens(2_000)), 500);
+/// assert_eq!(max_reachable_tokens(&Budget::rounds(3)), usize::MAX);
+/// ```
+pub fn max_reachable_tokens(budget: &crate::Budget) -> usize {
+    budget
+        .max_tokens
+        .map_or(usize::MAX, |t| t / REACHABLE_BUDGET_DIVISOR)
+}
+
+/// The stretches of `history` that one recall from `context` brings back
+/// whole: those named by a handle written in the context whose messages
+/// together hold at most `max_tokens` (`counts` are the history's counts).
+/// A handle to a larger stretch ("everything before turn 40") makes
+/// nothing in it reachable: its recall comes back cut. In order of the
+/// handles' first appearance, each once.
+///
+/// ```
+/// use memory_core::{recall::{reachable, Handle}, Message};
+/// let history = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+/// let context = [Message::user(format!("[left out: {}]", Handle::of(&history[..2]))), history[2].clone()];
+/// assert_eq!(reachable(&history, &[5, 5, 5], &context, 10), vec![0..2]);
+/// assert!(reachable(&history, &[5, 5, 5], &context, 9).is_empty());
+/// ```
+pub fn reachable(
+    history: &[Message],
+    counts: &[usize],
+    context: &[Message],
+    max_tokens: usize,
+) -> Vec<Range<usize>> {
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for handle in handles_in(context) {
+        let Some(range) = handle.find(history) else {
+            continue;
+        };
+        let tokens: usize = counts
+            .get(range.clone())
+            .map_or(usize::MAX, |c| c.iter().sum());
+        if tokens <= max_tokens && !out.contains(&range) {
+            out.push(range);
+        }
+    }
+    out
+}
+
+/// Every handle written in `context` (in text, reasoning, tool results),
+/// in order, each once.
+///
+/// ```
+/// use memory_core::{recall::{handles_in, Handle}, Message};
+/// let h = Handle::of(&[Message::user("a")]);
+/// let context = [Message::user(format!("{h} and {h}")), Message::assistant("none")];
+/// assert_eq!(handles_in(&context), vec![h]);
+/// ```
+pub fn handles_in(context: &[Message]) -> Vec<Handle> {
+    let mut out = Vec::new();
+    for message in context {
+        let mut text = message.text();
+        if let Message::Assistant {
+            reasoning: Some(reasoning),
+            ..
+        } = message
+        {
+            text.push('\n');
+            text.push_str(reasoning);
+        }
+        for handle in Handle::all_in(&text) {
+            if !out.contains(&handle) {
+                out.push(handle);
+            }
+        }
+    }
+    out
+}
+
 /// A message's key, cut to the handle's digits.
 fn key(message: &Message) -> u64 {
     identity::message_key(message) & ((1 << (4 * KEY_DIGITS)) - 1)

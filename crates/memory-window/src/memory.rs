@@ -161,6 +161,7 @@ pub struct WindowMemory {
     session: String,
     state: Option<State>,
     keep_task: bool,
+    floor_cut: bool,
     /// The covered set of the state last dropped for a reload.
     carried: Option<Carried>,
 }
@@ -203,6 +204,7 @@ impl WindowMemory {
             keeping: Keeping::Own(OwnHistory::default()),
             session: "default".to_string(),
             keep_task: true,
+            floor_cut: true,
             state: None,
             carried: None,
         }
@@ -239,6 +241,29 @@ impl WindowMemory {
     /// ```
     pub fn with_task(mut self, keep: bool) -> Self {
         self.keep_task = keep;
+        self
+    }
+
+    /// Whether to cut, as a last resort, the largest unprotected messages
+    /// of a context the strategy could not fit (a text-only agent's long
+    /// observation, the newest tool output), head and tail kept around a
+    /// marker with the message's recall handle
+    /// ([`floor_cut`](memory_core::floor_cut)); on by default. Off, such a
+    /// context goes out over the budget.
+    ///
+    /// ```
+    /// use memory_core::{Memory, Message};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// for (on, fits) in [(true, true), (false, false)] {
+    ///     let mut memory = memory_window::WindowMemory::new(100).with_floor_cut(on);
+    ///     memory.record(Message::user("fix the build")).await.unwrap();
+    ///     memory.record(Message::user("x".repeat(2_000))).await.unwrap();
+    ///     assert_eq!(memory.trimmed().await.unwrap().fits, fits);
+    /// }
+    /// # });
+    /// ```
+    pub fn with_floor_cut(mut self, on: bool) -> Self {
+        self.floor_cut = on;
         self
     }
 
@@ -407,6 +432,7 @@ impl WindowMemory {
             .strategy
             .trim_with_counts(&history, &budget, &*self.counter)
             .await?;
+        let result = self.last_resort(result, &budget).await?;
         let version = state.version;
         let Some(stored) = result.to_store() else {
             return Ok(result);
@@ -446,6 +472,19 @@ impl WindowMemory {
             Err(other) => return Err(other.into()),
         }
         Ok(result)
+    }
+
+    /// [`with_floor_cut`](Self::with_floor_cut)'s last resort, when on.
+    async fn last_resort(
+        &self,
+        result: TrimResult,
+        budget: &Budget,
+    ) -> Result<TrimResult, MemoryError> {
+        if self.floor_cut {
+            memory_core::floor_cut::cut_to_fit(result, budget, &*self.counter).await
+        } else {
+            Ok(result)
+        }
     }
 
     /// Drops the state for a reload, keeping its covered set in case the

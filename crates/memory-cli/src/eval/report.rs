@@ -34,6 +34,17 @@ pub struct QuestionRow {
     pub found: usize,
     /// Whether all of them are.
     pub recalled: bool,
+    /// Of the evidence utterances, the ones in the context or within reach
+    /// of one recall (inside a stretch whose handle the context carries
+    /// and that holds at most a quarter of the budget).
+    #[serde(default)]
+    pub reachable_found: usize,
+    /// Whether all of them are.
+    #[serde(default)]
+    pub reachable: bool,
+    /// Recall handles the context carries.
+    #[serde(default)]
+    pub handles: usize,
     /// Distinct content words of the gold answer (0 without one).
     #[serde(default)]
     pub answer_words: usize,
@@ -121,6 +132,12 @@ pub struct CategoryRecall {
     pub recalled: usize,
     /// `recalled / questions` (0 for none).
     pub evidence_recall: f64,
+    /// Questions whose evidence is all in the context or within reach.
+    #[serde(default)]
+    pub reachable: usize,
+    /// `reachable / questions` (0 for none).
+    #[serde(default)]
+    pub reachable_evidence_recall: f64,
     /// Questions judged on their answer.
     #[serde(default)]
     pub answer_questions: usize,
@@ -141,6 +158,7 @@ pub struct CategoryRecall {
 struct Tally {
     questions: usize,
     recalled: usize,
+    reachable: usize,
     answer_questions: usize,
     answer_recalled: usize,
     answer_skipped: usize,
@@ -150,6 +168,7 @@ impl Tally {
     fn add(&mut self, row: &QuestionRow) {
         self.questions += 1;
         self.recalled += usize::from(row.recalled);
+        self.reachable += usize::from(row.reachable);
         self.answer_questions += usize::from(row.answer_recalled.is_some());
         self.answer_recalled += usize::from(row.answer_recalled == Some(true));
         self.answer_skipped += usize::from(row.answer_skipped());
@@ -162,6 +181,8 @@ impl From<Tally> for CategoryRecall {
             questions: t.questions,
             recalled: t.recalled,
             evidence_recall: share(t.recalled, t.questions),
+            reachable: t.reachable,
+            reachable_evidence_recall: share(t.reachable, t.questions),
             answer_questions: t.answer_questions,
             answer_recalled: t.answer_recalled,
             answer_skipped: t.answer_skipped,
@@ -185,6 +206,16 @@ pub struct EvalTotals {
     pub recalled: usize,
     /// Share of questions whose evidence is all in the context.
     pub evidence_recall: f64,
+    /// Questions whose evidence is all in the context or within reach of
+    /// one recall.
+    #[serde(default)]
+    pub reachable: usize,
+    /// `reachable / questions`.
+    #[serde(default)]
+    pub reachable_evidence_recall: f64,
+    /// Mean recall handles per context.
+    #[serde(default)]
+    pub handles_per_question: f64,
     /// Questions of categories 1-4 judged on their answer.
     #[serde(default)]
     pub answer_questions: usize,
@@ -271,6 +302,9 @@ impl EvalTotals {
             skipped_evidence_ids: samples.iter().map(|s| s.skipped_evidence_ids).sum(),
             recalled: all.recalled,
             evidence_recall: share(all.recalled, all.questions),
+            reachable: all.reachable,
+            reachable_evidence_recall: share(all.reachable, all.questions),
+            handles_per_question: mean(rows.iter().map(|r| r.handles as f64), rows.len()),
             answer_questions: all.answer_questions,
             answer_recalled: all.answer_recalled,
             answer_skipped: all.answer_skipped,

@@ -143,6 +143,20 @@ impl EvalReport {
             );
         }
         table.row(
+            "evidence recall, reachable",
+            column(&|s| format!("{:.3}", s.totals.reachable_evidence_recall)),
+        );
+        for &c in &categories {
+            table.row(
+                format!("  category {c}"),
+                category(c, &|r| Some(r.reachable_evidence_recall)),
+            );
+        }
+        table.row(
+            "handles per question",
+            column(&|s| format!("{:.1}", s.totals.handles_per_question)),
+        );
+        table.row(
             "answer recall",
             column(&|s| format!("{:.3}", s.totals.answer_recall)),
         );
@@ -199,6 +213,19 @@ fn recall_lines(t: &EvalTotals) -> Vec<String> {
         t.answer_questions,
         t.answer_skipped
     )];
+    let by_category: Vec<String> = t
+        .by_category
+        .iter()
+        .map(|(category, c)| format!("{category}: {:.3}", c.reachable_evidence_recall))
+        .collect();
+    lines.push(format!(
+        "within reach:    {:.3} ({} of {} questions have their evidence in the context or one recall away; by category {}; {:.1} handles per context)",
+        t.reachable_evidence_recall,
+        t.reachable,
+        t.questions,
+        by_category.join(", "),
+        t.handles_per_question
+    ));
     for (category, c) in &t.by_category {
         let answer = match c.answer_recall {
             Some(recall) => format!(
@@ -343,10 +370,16 @@ mod tests {
             },
         );
         let lines = recall_lines(&t);
+        assert!(
+            lines[1].starts_with("within reach:")
+                && lines[1].contains("by category 2: 0.000, 5: 0.000"),
+            "{}",
+            lines[1]
+        );
         assert_eq!(
-            lines[1],
+            lines[2],
             "  category 2:   0.000 (0 of 1); answer not judged (1)"
         );
-        assert_eq!(lines[2], "  category 5:   0.500 (1 of 2)");
+        assert_eq!(lines[3], "  category 5:   0.500 (1 of 2)");
     }
 }

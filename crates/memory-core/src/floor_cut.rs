@@ -1,0 +1,387 @@
+//! The last resort of every context: a floor that fits.
+//!
+//! Every strategy keeps its floor whole (the protected messages, the task,
+//! the current question and the newest step), so a context is over the
+//! budget whenever one of those messages is larger than the budget allows:
+//! a text-only agent's observation sent back as a user message, the newest
+//! tool output, a file pasted into the question. [`cut_to_fit`] takes such
+//! a result and cuts its largest messages that are not protected (never a
+//! protected message, a summary or the task, never an assistant message),
+//! head and tail kept, the middle replaced by a marker line that carries
+//! the message's [recall handle](crate::recall::Handle), until the context
+//! fits. A context is then over the budget only when its protected
+//! messages and the task alone are.
+//!
+//! The cut is a projection: what a memory stores stays whole, and the
+//! handle brings the original back in one recall.
+//!
+//! ```
+//! use memory_core::{floor_cut::cut_to_fit, Budget, CharTokenCounter, History, Message, TrimResult};
+//! use memory_core::recall::Handle;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let observation = format!("EXECUTION RESULT\n{}", "line of output\n".repeat(400));
+//! let m = [Message::user("fix the bug"), Message::user(observation.clone())];
+//! let counts = [3, CharTokenCounter::estimate(&observation)];
+//! let history = History::new(&m, &counts).unwrap();
+//! let budget = Budget::tokens(200);
+//! let result = TrimResult::unchanged(&history, &budget);
+//! assert!(!result.fits);
+//! let cut = cut_to_fit(result, &budget, &CharTokenCounter).await.unwrap();
+//! assert!(cut.fits && cut.tokens() <= 200);
+//! assert_eq!(cut.messages[0], m[0]);
+//! // The marker names the original: one recall brings it back whole.
+//! assert_eq!(Handle::all_in(&cut.messages[1].text()), vec![Handle::of(&m[1..])]);
+//! # });
+//! ```
+
+use async_trait::async_trait;
+
+use crate::recall::Handle;
+use crate::{
+    Budget, ContentBlock, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy,
+    summary,
+};
+
+/// [`cut_to_fit`] as a stage: put last in a [`Pipeline`](crate::Pipeline),
+/// it cuts what the stages before it could not fit. A projection: it never
+/// changes what is stored.
+///
+/// ```
+/// use memory_core::{floor_cut::FloorCut, Budget, CharTokenCounter, Message, TrimStrategy};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let m = [Message::user("task"), Message::user("y".repeat(4_000))];
+/// let r = FloorCut.trim(&m, &Budget::tokens(100), &CharTokenCounter).await.unwrap();
+/// assert!(r.fits && !r.replace);
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FloorCut;
+
+#[async_trait]
+impl TrimStrategy for FloorCut {
+    fn name(&self) -> &str {
+        "floor_cut"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        cut_to_fit(TrimResult::unchanged(history, budget), budget, counter).await
+    }
+}
+
+/// Tokens a cut message keeps at least (its head and tail together), so
+/// that what it was (a command's first lines, an error's last ones) still
+/// shows: about two short lines at 4 characters a token.
+pub const MIN_KEPT_TOKENS: usize = 32;
+
+/// What every cut's marker line says, so that a message cut once is
+/// never cut again (a second trim of a cut context changes nothing).
+const MARKER_MIDDLE: &str = " characters cut to fit the context; recall r:";
+
+/// Tries per message: a cut is sized from the characters' share of the
+/// tokens, and text whose tokens are not spread evenly may need a second
+/// or third, smaller cut.
+const TRIES_PER_MESSAGE: usize = 3;
+
+/// Cuts `result`'s largest unprotected messages until it is within
+/// `budget`'s token limit, or nothing more can be cut (see the
+/// [module docs](self)). A result within the limit, or a budget without
+/// one, comes back as it is.
+///
+/// A result that materialized keeps what it stores uncut: the cut shows,
+/// the store gets the whole messages ([`TrimResult::to_store`]).
+///
+/// # Errors
+///
+/// Counting errors.
+pub async fn cut_to_fit(
+    mut result: TrimResult,
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+) -> Result<TrimResult, MemoryError> {
+    let Some(limit) = budget.max_tokens else {
+        return Ok(result);
+    };
+    if result.tokens() <= limit {
+        return Ok(result);
+    }
+    let mut order: Vec<usize> = (0..result.messages.len())
+        .filter(|&i| cuttable(&result, i))
+        .collect();
+    // Largest first; ties by position, so the cut is the same every call.
+    order.sort_by_key(|&i| (std::cmp::Reverse(result.counts[i]), i));
+    let original = (result.replace && result.write_back.is_none()).then(|| result.clone());
+    let mut any = false;
+    for i in order {
+        let over = result.tokens().saturating_sub(limit);
+        if over == 0 {
+            break;
+        }
+        let shorter = shorten(&result.messages[i], result.counts[i], over, counter).await?;
+        if let Some((message, tokens)) = shorter {
+            result.messages[i] = message;
+            result.counts[i] = tokens;
+            any = true;
+        }
+    }
+    if any && let Some(original) = original {
+        // What it materialized is stored whole; the cut only shows.
+        result.write_back = Some(Box::new(original));
+        result.replace = false;
+    }
+    result.fits = result.tokens() <= limit;
+    Ok(result)
+}
+
+/// Whether the message at `i` may be cut: not protected, not a summary,
+/// and a user message or a tool result with text to cut.
+fn cuttable(result: &TrimResult, i: usize) -> bool {
+    let message = &result.messages[i];
+    result.protected.binary_search(&i).is_err()
+        && !summary::is_summary(message)
+        && (message.is_user() || message.is_tool_result())
+        && longest_text(message).is_some_and(|t| !t.is_empty() && !t.contains(MARKER_MIDDLE))
+}
+
+/// The text a cut shortens: a tool result's content, or a user message's
+/// longest text block.
+fn longest_text(message: &Message) -> Option<&str> {
+    match message {
+        Message::ToolResult { content, .. } => Some(content),
+        Message::User(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .max_by_key(|t| t.len()),
+        _ => None,
+    }
+}
+
+/// `message` cut to shed at least `over` of its `tokens`, keeping at least
+/// [`MIN_KEPT_TOKENS`]; `None` when no cut makes it smaller.
+async fn shorten(
+    message: &Message,
+    tokens: usize,
+    over: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Option<(Message, usize)>, MemoryError> {
+    let Some(text) = longest_text(message) else {
+        return Ok(None);
+    };
+    let handle = Handle::of(std::slice::from_ref(message));
+    let chars = text.chars().count();
+    let mut target = tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
+    let mut best: Option<(Message, usize)> = None;
+    for _ in 0..TRIES_PER_MESSAGE {
+        // The characters to keep, in proportion to the tokens to keep.
+        let keep = chars.saturating_mul(target) / tokens.max(1);
+        let new_text = cut_text(text, keep, handle);
+        if new_text.len() >= text.len() {
+            // The marker costs more than the cut saves: a short message.
+            break;
+        }
+        let shown = with_text(message, text, &new_text);
+        let count = counter.count_message(&shown).await?;
+        if count < best.as_ref().map_or(tokens, |b| b.1) {
+            best = Some((shown, count));
+        }
+        let now = best.as_ref().map_or(tokens, |b| b.1);
+        if now + over <= tokens || target <= MIN_KEPT_TOKENS {
+            break;
+        }
+        // Short of the mark: aim lower by what was missed.
+        target = target
+            .saturating_sub(now + over - tokens)
+            .max(MIN_KEPT_TOKENS);
+    }
+    Ok(best)
+}
+
+/// `text` with its middle replaced by a marker line naming `handle`:
+/// about `keep` characters kept, two thirds from the head, a third from
+/// the tail (a command's output says what ran at its start and how it
+/// ended at its end; the head is usually the longer story).
+///
+/// ```
+/// # use memory_core::{floor_cut::cut_text, recall::Handle, Message};
+/// let text = "a\n".repeat(100);
+/// let h = Handle::of(&[Message::user(text.clone())]);
+/// let cut = cut_text(&text, 20, h);
+/// assert!(cut.len() < text.len() && cut.contains(&h.to_string()));
+/// assert!(text.starts_with(cut.lines().next().unwrap()));
+/// ```
+pub fn cut_text(text: &str, keep: usize, handle: Handle) -> String {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let head = keep * 2 / 3;
+    let tail = keep - head;
+    if head + tail >= chars.len() {
+        return text.to_string();
+    }
+    let head_end = chars[head].0;
+    let tail_start = chars[chars.len() - tail].0;
+    let removed = chars.len() - head - tail;
+    format!(
+        "{}\n[{removed}{}{} for the whole]\n{}",
+        &text[..head_end],
+        MARKER_MIDDLE.trim_end_matches("r:"),
+        handle,
+        &text[tail_start..]
+    )
+}
+
+/// `message` with `old` (one of its texts) replaced by `new`.
+fn with_text(message: &Message, old: &str, new: &str) -> Message {
+    match message {
+        Message::ToolResult {
+            tool_call_id, name, ..
+        } => Message::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: new.to_string(),
+            name: name.clone(),
+        },
+        Message::User(blocks) => {
+            let mut done = false;
+            Message::User(
+                blocks
+                    .iter()
+                    .map(|b| match b {
+                        ContentBlock::Text(t) if !done && t == old => {
+                            done = true;
+                            ContentBlock::Text(new.to_string())
+                        }
+                        other => other.clone(),
+                    })
+                    .collect(),
+            )
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{Audit, Given};
+    use crate::recall::{RecallRequest, resolve};
+    use crate::{CharTokenCounter, Selection, ToolCall};
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn counts(m: &[Message]) -> Vec<usize> {
+        block_on(crate::count_messages(&CharTokenCounter, m)).unwrap()
+    }
+
+    fn cut(history: &History<'_>, budget: usize) -> TrimResult {
+        let budget = Budget::tokens(budget);
+        block_on(cut_to_fit(
+            TrimResult::unchanged(history, &budget),
+            &budget,
+            &CharTokenCounter,
+        ))
+        .unwrap()
+    }
+
+    /// An agent whose newest tool output and observation are huge.
+    fn agent() -> Vec<Message> {
+        vec![
+            Message::system("You are a coding agent."),
+            Message::user("Fix the failing test in src/lib.rs."),
+            Message::assistant_with_tools(
+                "Running them.",
+                vec![ToolCall::new("c1", "bash", r#"{"cmd": "cargo test"}"#)],
+            ),
+            Message::tool_result(
+                "c1",
+                "running 400 tests\n".repeat(300) + "FAILED: parse_date",
+            ),
+            Message::user("OBSERVATION:\n".to_string() + &"ünïcödé output line\n".repeat(300)),
+        ]
+    }
+
+    #[test]
+    fn an_oversized_floor_is_cut_to_fit_and_passes_the_audit() {
+        let m = agent();
+        let c = counts(&m);
+        let history = History::new(&m, &c).unwrap().protect(&[0]);
+        for budget in [300, 600, 1_500] {
+            let result = cut(&history, budget);
+            assert!(result.fits && result.tokens() <= budget, "{budget}");
+            let report = Audit::new(&history, Budget::tokens(budget))
+                .given(Given::View)
+                .check(&result, &result.counts)
+                .unwrap();
+            assert!(report.is_clean(), "{budget}: {:?}", report.breaches);
+            assert_eq!(result.messages[..3], m[..3], "protected, task, call kept");
+            assert!(result.messages[3].text().ends_with("FAILED: parse_date"));
+            assert!(result.messages[4].text().starts_with("OBSERVATION:"));
+        }
+    }
+
+    #[test]
+    fn each_cut_names_its_original_and_one_recall_brings_it_back() {
+        let m = agent();
+        let c = counts(&m);
+        let history = History::new(&m, &c).unwrap();
+        let result = cut(&history, 400);
+        for (i, shown) in result.messages.iter().enumerate().skip(3) {
+            let handles = Handle::all_in(&shown.text());
+            assert_eq!(handles, vec![Handle::of(&m[i..=i])]);
+            let back = block_on(resolve(
+                &m,
+                &RecallRequest::new(handles[0].to_string()),
+                &CharTokenCounter,
+            ))
+            .unwrap();
+            assert_eq!(back.messages, m[i..=i]);
+        }
+    }
+
+    #[test]
+    fn protected_messages_and_the_task_are_never_cut() {
+        let big = "x".repeat(4_000);
+        let m = vec![
+            Message::system(big.clone()),
+            Message::user(big.clone()),
+            Message::assistant("ok"),
+            Message::user(big),
+        ];
+        let c = counts(&m);
+        let history = History::new(&m, &c).unwrap().protect(&[0]);
+        let result = cut(&history, 500);
+        assert!(!result.fits);
+        assert_eq!(result.messages[..3], m[..3]);
+        assert!(result.counts[3] < c[3]);
+    }
+
+    #[test]
+    fn a_cut_context_is_not_cut_again_and_a_materialized_one_stores_whole() {
+        let m = agent();
+        let c = counts(&m);
+        let history = History::new(&m, &c).unwrap();
+        // Too small for anything but the floor's protected part.
+        let once = cut(&history, 40);
+        assert!(!once.fits);
+        let again = cut(&once.as_history().unwrap(), 40);
+        assert_eq!(again.messages, once.messages);
+        // A result that replaces the history keeps storing the originals.
+        let mut whole = Selection::new(&history);
+        whole.keep(0..m.len());
+        let materialized = whole.finish(true, false);
+        let budget = Budget::tokens(400);
+        let shown = block_on(cut_to_fit(materialized, &budget, &CharTokenCounter)).unwrap();
+        assert!(shown.fits && !shown.replace);
+        assert_eq!(shown.to_store().unwrap().messages, m);
+    }
+}

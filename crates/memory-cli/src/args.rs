@@ -246,6 +246,12 @@ pub struct StageArgs {
     #[arg(long)]
     pub no_task_floor: bool,
 
+    /// The most of the budget the index of what a context leaves out may
+    /// take (one line per left-out piece, with its recall handle, in the
+    /// room the strategies left); 0 turns the index off.
+    #[arg(long, value_name = "SHARE", default_value_t = memory_core::left_out::DEFAULT_MAX_SHARE, value_parser = parse_share)]
+    pub index_share: f64,
+
     /// How `thrift` scores older turns against the current question.
     #[command(flatten)]
     pub relevance: RelevanceArgs,
@@ -520,5 +526,15 @@ fn parse_budget(text: &str) -> Result<usize, String> {
         Ok(0) => Err("the budget must be at least 1 token".to_string()),
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{text}` is not a whole number of tokens")),
+    }
+}
+
+/// Reads a share of the budget: a number from 0 to 1.
+fn parse_share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!(
+            "{text:?} is not a share of the budget: give a number from 0 to 1"
+        )),
     }
 }

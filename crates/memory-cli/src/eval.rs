@@ -50,6 +50,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+use memory_core::left_out;
 use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter, TrimStrategy};
 use memory_layer::ProviderStats;
 
@@ -303,9 +304,13 @@ async fn measure(
     let started = Instant::now();
     // The request's framing (the reply's start) is not in any message.
     let budget = config.budget.for_messages(config.counter.framing());
-    let result = pipeline
+    let mut result = pipeline
         .trim_with_counts(history, &budget, config.counter.as_ref())
         .await?;
+    if let Some(settings) = &config.index {
+        let counter = config.counter.as_ref();
+        result = left_out::add_index(history, result, &budget, counter, settings).await?;
+    }
     let latency = started.elapsed();
     Ok(Measured {
         tokens: result.tokens(),

@@ -46,6 +46,9 @@ pub struct StageConfig {
     /// Whether the task (a session's first user request) is part of the
     /// floor (`--no-task-floor` turns it off).
     pub task_floor: bool,
+    /// How contexts index what they leave out (`--index-share`); `None`:
+    /// no index.
+    pub index: Option<memory_core::left_out::IndexSettings>,
     /// Whether each replayed call's context is kept in its row
     /// (`--contexts`).
     pub keep_contexts: bool,
@@ -75,6 +78,7 @@ impl StageConfig {
             pricing: Pricing::default(),
             relevance: Arc::new(memory_thrift::Lexical),
             task_floor: true,
+            index: Some(memory_core::left_out::IndexSettings::default()),
             keep_contexts: false,
         }
     }

@@ -167,7 +167,8 @@ impl<'c> TrajectoryReplay<'c> {
         let mut memory = WindowMemory::with_budget(config.budget)
             .with_strategy(pipeline)
             .with_token_counter(config.counter.clone())
-            .with_task(config.task_floor);
+            .with_task(config.task_floor)
+            .with_index(config.index);
         if let Some((store, session)) = store {
             memory = memory.with_store(store, session);
         }
@@ -284,6 +285,10 @@ impl<'c> TrajectoryReplay<'c> {
         row.reachable_support_found = reachable.found;
         row.reachable_support_recall = reachable.recall();
         row.handles = memory_core::recall::handles_in(context).len();
+        row.index_tokens = (context.iter().zip(&result.counts))
+            .filter(|(m, _)| memory_core::left_out::is_index(m))
+            .map(|(_, &n)| n)
+            .sum();
         row.protected_tokens = result.protected.iter().map(|&i| result.counts[i]).sum();
         row.latency_us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
         row.valid = report.is_clean();

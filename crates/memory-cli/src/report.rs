@@ -73,6 +73,10 @@ pub struct Row {
     /// Recall handles the context carries.
     #[serde(default)]
     pub handles: usize,
+    /// Tokens of the context's index of what it leaves out
+    /// ([`memory_core::left_out`]); 0 without one.
+    #[serde(default)]
+    pub index_tokens: usize,
     /// Tokens of the context's protected messages and summaries (the task
     /// among them): a context may be over the budget only when these are.
     #[serde(default)]
@@ -156,6 +160,10 @@ pub struct Totals {
     /// Mean `handles` per call.
     #[serde(default)]
     pub handles_per_call: f64,
+    /// Mean `index_tokens` per call over the budget's token limit: the
+    /// index's share of the budget.
+    #[serde(default)]
+    pub index_share: f64,
     /// Rows over the budget though their protected messages fit in it.
     #[serde(default)]
     pub avoidable_over_budget_rows: usize,
@@ -274,6 +282,11 @@ impl Totals {
         self.handles_per_call = ratio(
             rows.iter().map(|r| r.handles).sum::<usize>() as f64,
             rows.len() as f64,
+        );
+        let index_tokens = rows.iter().map(|r| r.index_tokens).sum::<usize>() as f64;
+        self.index_share = ratio(
+            index_tokens,
+            (rows.len() * budget.max_tokens.unwrap_or(0)) as f64,
         );
         self.avoidable_over_budget_rows = rows
             .iter()

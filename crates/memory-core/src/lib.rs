@@ -64,6 +64,7 @@ mod framing;
 mod history;
 pub mod identity;
 mod in_memory_store;
+pub mod left_out;
 mod memory;
 mod message;
 mod pipeline;

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::covered::{self, Covered};
+use memory_core::left_out::{self, IndexSettings};
 use memory_core::recall::{RecallRequest, Recalled};
 use memory_core::{
     Budget, CharTokenCounter, Context, History, Memory, MemoryError, Message, Store, StoreError,
@@ -162,6 +163,7 @@ pub struct WindowMemory {
     state: Option<State>,
     keep_task: bool,
     floor_cut: bool,
+    index: Option<IndexSettings>,
     /// The covered set of the state last dropped for a reload.
     carried: Option<Carried>,
 }
@@ -205,6 +207,7 @@ impl WindowMemory {
             session: "default".to_string(),
             keep_task: true,
             floor_cut: true,
+            index: Some(IndexSettings::default()),
             state: None,
             carried: None,
         }
@@ -264,6 +267,32 @@ impl WindowMemory {
     /// ```
     pub fn with_floor_cut(mut self, on: bool) -> Self {
         self.floor_cut = on;
+        self
+    }
+
+    /// How to index what a context leaves out ([`left_out`](memory_core::left_out)):
+    /// one line per left-out piece, with its recall handle, in the room the
+    /// strategy left (a tenth of the budget at most by default); `None`
+    /// turns the index off.
+    ///
+    /// ```
+    /// use memory_core::{left_out, Memory, Message};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// for (settings, indexed) in [(Some(left_out::IndexSettings::default()), true), (None, false)] {
+    ///     let mut memory = memory_window::WindowMemory::new(400).with_index(settings);
+    ///     memory.record(Message::user("Plan the garden.")).await.unwrap();
+    ///     memory.record(Message::assistant("tomatoes and basil, ".repeat(100))).await.unwrap();
+    ///     for turn in 0..3 {
+    ///         memory.record(Message::user(format!("question {turn}"))).await.unwrap();
+    ///         memory.record(Message::assistant(format!("answer {turn}"))).await.unwrap();
+    ///     }
+    ///     let context = memory.trimmed().await.unwrap().messages;
+    ///     assert_eq!(context.iter().any(left_out::is_index), indexed);
+    /// }
+    /// # });
+    /// ```
+    pub fn with_index(mut self, settings: Option<IndexSettings>) -> Self {
+        self.index = settings;
         self
     }
 
@@ -432,7 +461,7 @@ impl WindowMemory {
             .strategy
             .trim_with_counts(&history, &budget, &*self.counter)
             .await?;
-        let result = self.last_resort(result, &budget).await?;
+        let result = self.project(&history, result, &budget).await?;
         let version = state.version;
         let Some(stored) = result.to_store() else {
             return Ok(result);
@@ -474,16 +503,24 @@ impl WindowMemory {
         Ok(result)
     }
 
-    /// [`with_floor_cut`](Self::with_floor_cut)'s last resort, when on.
-    async fn last_resort(
+    /// What is shown of the strategy's result: cut to fit as a last resort
+    /// ([`with_floor_cut`](Self::with_floor_cut)), then with its index of
+    /// what it leaves out ([`with_index`](Self::with_index)).
+    async fn project(
         &self,
+        history: &History<'_>,
         result: TrimResult,
         budget: &Budget,
     ) -> Result<TrimResult, MemoryError> {
-        if self.floor_cut {
-            memory_core::floor_cut::cut_to_fit(result, budget, &*self.counter).await
+        let counter = &*self.counter;
+        let result = if self.floor_cut {
+            memory_core::floor_cut::cut_to_fit(result, budget, counter).await?
         } else {
-            Ok(result)
+            result
+        };
+        match &self.index {
+            Some(settings) => left_out::add_index(history, result, budget, counter, settings).await,
+            None => Ok(result),
         }
     }
 

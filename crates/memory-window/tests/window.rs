@@ -288,7 +288,10 @@ async fn the_floor_is_kept_and_reported_when_it_does_not_fit() {
 
 #[tokio::test]
 async fn the_rounds_limit_keeps_the_newest_rounds() {
-    let mut memory = WindowMemory::new(1000).with_max_rounds(2).with_task(false);
+    let mut memory = WindowMemory::new(1000)
+        .with_max_rounds(2)
+        .with_task(false)
+        .with_index(None);
     rounds(&mut memory, 1..=4).await;
     assert_eq!(
         memory.context().await.unwrap(),
@@ -369,7 +372,8 @@ async fn each_message_is_counted_once_by_the_injected_counter() {
     let counter = Arc::new(OnePerMessage::default());
     let mut memory = WindowMemory::new(2)
         .with_token_counter(counter.clone())
-        .with_task(false);
+        .with_task(false)
+        .with_index(None);
     rounds(&mut memory, 1..=3).await;
     for _ in 0..5 {
         assert_eq!(memory.context().await.unwrap().len(), 2);
@@ -512,7 +516,9 @@ async fn a_pipeline_stores_what_materialized_and_shows_what_was_projected() {
 #[tokio::test]
 async fn a_reopened_session_has_the_same_context_without_recounting() {
     let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
-    let mut memory = WindowMemory::new(3).with_store(store.clone(), "s");
+    let mut memory = WindowMemory::new(3)
+        .with_store(store.clone(), "s")
+        .with_index(None);
     memory
         .record_protected(Message::system("sys"))
         .await
@@ -523,6 +529,7 @@ async fn a_reopened_session_has_the_same_context_without_recounting() {
     let counter = Arc::new(OnePerMessage::default());
     let mut reopened = WindowMemory::new(3)
         .with_store(store, "s")
+        .with_index(None)
         .with_token_counter(counter.clone());
     assert_eq!(reopened.context().await.unwrap(), before);
     assert_eq!(counter.0.load(Ordering::SeqCst), 0);
@@ -634,4 +641,63 @@ async fn a_summary_s_covered_turns_stand_before_the_oldest_turn_kept() {
     let view = result.as_history().unwrap();
     let expanded = Expanded::of(&view).unwrap();
     assert_eq!(expanded.covered_range(), 1..3);
+}
+
+#[tokio::test]
+async fn the_index_lists_what_is_left_out_and_each_line_recalls_it_whole() {
+    use memory_core::left_out;
+    use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
+    let budget = 600;
+    let mut memory = WindowMemory::new(budget);
+    memory
+        .record(Message::user("Plan the garden by the shed."))
+        .await
+        .unwrap();
+    for turn in 0..12 {
+        let note = format!("Bed {turn}: tomatoes, basil and marigolds. ").repeat(6);
+        memory.record(Message::assistant(note)).await.unwrap();
+        let question = Message::user(format!("And bed {}?", turn + 1));
+        memory.record(question).await.unwrap();
+    }
+    let result = memory.trimmed().await.unwrap();
+    assert!(result.fits);
+    let at = result
+        .messages
+        .iter()
+        .position(left_out::is_index)
+        .expect("rounds were left out, so the context indexes them");
+    assert!(result.counts[at] * 10 <= budget, "{}", result.counts[at]);
+    let handles = Handle::all_in(&result.messages[at].text());
+    assert!(!handles.is_empty());
+    let mut listed = Vec::new();
+    for handle in &handles {
+        let back = memory
+            .recall(&RecallRequest::new(handle.to_string()))
+            .await
+            .unwrap();
+        assert!(back.whole, "{handle} is within one recall's reach");
+        assert!(back.tokens <= max_reachable_tokens(&Budget::tokens(budget)));
+        assert_eq!(Handle::of(&back.messages), *handle);
+        for message in &back.messages {
+            assert!(!result.messages.contains(message), "{message:?} is shown");
+        }
+        listed.extend(back.messages);
+    }
+    // The lines name left-out history, each piece once.
+    let mut unique = listed.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), listed.len());
+    // Turned off, the same session has no index.
+    let mut plain = WindowMemory::new(budget).with_index(None);
+    for message in memory.history().await.unwrap() {
+        plain.record(message).await.unwrap();
+    }
+    let context = plain.context().await.unwrap();
+    assert!(!context.iter().any(left_out::is_index));
+    let mut without = result.messages.clone();
+    without.remove(at);
+    assert_eq!(
+        context, without,
+        "the index takes only room the strategy left"
+    );
 }

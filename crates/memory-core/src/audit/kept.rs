@@ -44,7 +44,7 @@ pub(crate) fn protected(
         .filter(|(_, source)| match source {
             Source::From(i) => history.is_protected(*i),
             Source::Made => true,
-            Source::Stray => false,
+            Source::Index | Source::Stray => false,
         })
         .map(|(k, _)| k)
         .collect();

@@ -1,0 +1,301 @@
+//! An index of what a context leaves out, so that nothing shed is out of
+//! reach.
+//!
+//! A strategy that drops whole steps and rounds leaves no trace of them in
+//! the context: the model cannot know they existed, let alone ask for them.
+//! [`add_index`] compares the context with the history it came from, cuts
+//! each left-out stretch into pieces that one recall brings back whole (at
+//! most [`max_reachable_tokens`] each, along step boundaries), and puts
+//! one line per piece (its [handle](crate::recall::Handle), who spoke,
+//! how many messages and tokens, a few of its words) into one system
+//! message where the first left-out stretch stood. The message is a
+//! projection: never stored, recognized by [`is_index`] (the audit
+//! accepts it as made, like a summary, but it is not protected).
+//!
+//! The index takes only room the strategy left: at most
+//! [`IndexSettings::max_share`] of the budget, and never more than the
+//! context's distance to the limit, so it changes neither what the
+//! strategy keeps nor whether the context fits. When not every piece has
+//! room, the newest pieces are listed (the ones the next step most likely
+//! needs); the lines depend on nothing but the left-out stretches, so the
+//! index changes only when what is shed changes, and it stands where the
+//! shedding already broke the cached prefix.
+//!
+//! ```
+//! use memory_core::left_out::{add_index, is_index, IndexSettings};
+//! use memory_core::{Budget, CharTokenCounter, History, Message, TrimResult, Selection};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let m = [
+//!     Message::user("Plan the garden: tomatoes, basil and a lemon tree."),
+//!     Message::assistant("Tomatoes need full sun; basil likes the same bed."),
+//!     Message::user("And now the shed?"),
+//! ];
+//! let history = History::new(&m, &[12, 12, 5]).unwrap().forget_task();
+//! let mut kept = Selection::new(&history);
+//! kept.keep(2..3);
+//! let result = kept.finish(false, true);
+//! let budget = Budget::tokens(400);
+//! let indexed = add_index(&history, result, &budget, &CharTokenCounter, &IndexSettings::default())
+//!     .await
+//!     .unwrap();
+//! assert!(is_index(&indexed.messages[0]));
+//! assert!(indexed.messages[0].text().contains(&memory_core::recall::Handle::of(&m[..2]).to_string()));
+//! assert_eq!(indexed.messages[1], m[2]);
+//! # });
+//! ```
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::recall::{Handle, max_reachable_tokens};
+use crate::{
+    Budget, History, MemoryError, Message, TokenCounter, TrimResult, is_shrunk_from, structure,
+};
+
+/// What every index message starts with.
+pub const PREFIX: &str = "Left out to save room (recall a handle to get it back):\n";
+
+/// The index's default share of the budget at most: a tenth, so that what
+/// is listed never crowds out what is shown.
+pub const DEFAULT_MAX_SHARE: f64 = 0.1;
+
+/// Words per line that say what a piece holds: enough to tell pieces
+/// apart, few enough that a line stays about a dozen tokens.
+const WORDS_PER_LINE: usize = 4;
+
+/// Shortest word listed: shorter ones are mostly function words.
+const MIN_WORD_CHARS: usize = 5;
+
+/// How the index is made.
+///
+/// ```
+/// let s = memory_core::left_out::IndexSettings::default();
+/// assert_eq!(s.max_share, 0.1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IndexSettings {
+    /// The most of the budget's token limit the index may take.
+    pub max_share: f64,
+}
+
+impl Default for IndexSettings {
+    fn default() -> Self {
+        Self {
+            max_share: DEFAULT_MAX_SHARE,
+        }
+    }
+}
+
+/// Whether `message` is an index of what a context leaves out.
+///
+/// ```
+/// use memory_core::{left_out, Message};
+/// assert!(left_out::is_index(&Message::system(format!("{}- r:00000000002a", left_out::PREFIX))));
+/// assert!(!left_out::is_index(&Message::system("You are terse.")));
+/// ```
+pub fn is_index(message: &Message) -> bool {
+    matches!(message, Message::System(text) if text.starts_with(PREFIX))
+}
+
+/// `result` with an index of what it leaves out of `history` (see the
+/// [module docs](self)); as it is when nothing is left out, when there is
+/// no room, or when it already holds an index.
+///
+/// # Errors
+///
+/// Counting errors.
+pub async fn add_index(
+    history: &History<'_>,
+    mut result: TrimResult,
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    settings: &IndexSettings,
+) -> Result<TrimResult, MemoryError> {
+    let Some(limit) = budget.max_tokens else {
+        return Ok(result);
+    };
+    if result.messages.iter().any(is_index) {
+        return Ok(result);
+    }
+    let room =
+        ((limit as f64 * settings.max_share) as usize).min(limit.saturating_sub(result.tokens()));
+    let shown = shown_sources(history.messages(), &result.messages);
+    let stretches = left_out(history.messages().len(), &shown);
+    let Some(first) = stretches.first().map(|s| s.start) else {
+        return Ok(result);
+    };
+    let pieces = pieces(history, &stretches, max_reachable_tokens(budget));
+    let Some((message, tokens)) = index_message(history, &pieces, room, counter).await? else {
+        return Ok(result);
+    };
+    let at = insertion_point(&result.messages, &shown, first);
+    if result.replace && result.write_back.is_none() {
+        // What it materialized is stored without the index.
+        result.write_back = Some(Box::new(result.clone()));
+        result.replace = false;
+    }
+    result.messages.insert(at, message);
+    result.counts.insert(at, tokens);
+    for p in &mut result.protected {
+        if *p >= at {
+            *p += 1;
+        }
+    }
+    Ok(result)
+}
+
+/// For each result message, the history message it shows (as it was or
+/// shrunk), matched in order; `None` for messages the strategy made.
+fn shown_sources(history: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
+    let mut next = 0;
+    shown
+        .iter()
+        .map(|message| {
+            let at = history[next..]
+                .iter()
+                .position(|x| is_shrunk_from(x, message))
+                .map(|offset| next + offset)?;
+            next = at + 1;
+            Some(at)
+        })
+        .collect()
+}
+
+/// The stretches of a history of `len` messages that no result message
+/// shows, in order. What lies before the first shown message counts only
+/// when something after it is shown (a result of summaries alone leaves
+/// out nothing it does not stand for).
+fn left_out(len: usize, shown: &[Option<usize>]) -> Vec<Range<usize>> {
+    let mut seen = vec![false; len];
+    for &i in shown.iter().flatten() {
+        seen[i] = true;
+    }
+    let Some(last) = seen.iter().rposition(|&s| s) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for i in (0..last).filter(|&i| !seen[i]) {
+        match out.last_mut() {
+            Some(range) if range.end == i => range.end += 1,
+            _ => out.push(i..i + 1),
+        }
+    }
+    out
+}
+
+/// Each stretch cut along step boundaries into pieces of at most
+/// `max_tokens` (a step larger than that is a piece by itself), in order.
+fn pieces(
+    history: &History<'_>,
+    stretches: &[Range<usize>],
+    max_tokens: usize,
+) -> Vec<Range<usize>> {
+    let messages = history.messages();
+    let mut out = Vec::new();
+    for stretch in stretches {
+        let mut piece = stretch.start..stretch.start;
+        let mut at = stretch.start;
+        while at < stretch.end {
+            let end = structure::step_end(messages, at).min(stretch.end);
+            let grown = piece.start..end;
+            if piece.is_empty() || history.tokens(grown.clone()) <= max_tokens {
+                piece = grown;
+            } else {
+                out.push(piece);
+                piece = at..end;
+            }
+            at = end;
+        }
+        if !piece.is_empty() {
+            out.push(piece);
+        }
+    }
+    out
+}
+
+/// The index message listing the newest `pieces` that fit in `room`
+/// tokens, in history order, and its count; `None` when not one fits.
+async fn index_message(
+    history: &History<'_>,
+    pieces: &[Range<usize>],
+    room: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Option<(Message, usize)>, MemoryError> {
+    let messages = history.messages();
+    let mut lines: Vec<(usize, String)> = Vec::new();
+    let mut used = counter.count_message(&Message::system(PREFIX)).await?;
+    for (k, piece) in pieces.iter().enumerate().rev() {
+        let line = line(&messages[piece.clone()], history.tokens(piece.clone()));
+        let cost = counter.count(&line).await? + 1;
+        if used + cost > room {
+            break;
+        }
+        used += cost;
+        lines.push((k, line));
+    }
+    if lines.is_empty() {
+        return Ok(None);
+    }
+    lines.sort_by_key(|(k, _)| *k);
+    let body: Vec<String> = lines.into_iter().map(|(_, l)| l).collect();
+    let message = Message::system(format!("{PREFIX}{}", body.join("\n")));
+    let tokens = counter.count_message(&message).await?;
+    Ok(Some((message, tokens)))
+}
+
+/// One index line: the piece's handle, who spoke, its size and a few of
+/// its words.
+fn line(piece: &[Message], tokens: usize) -> String {
+    let mut roles: Vec<&str> = Vec::new();
+    for m in piece {
+        if !roles.contains(&m.role()) {
+            roles.push(m.role());
+        }
+    }
+    format!(
+        "- {} ({}; {tokens} tokens) {}",
+        Handle::of(piece),
+        roles.join(", "),
+        salient_words(piece).join(" ")
+    )
+}
+
+/// The piece's most frequent words of at least [`MIN_WORD_CHARS`]
+/// characters, ties to the first seen, at most [`WORDS_PER_LINE`].
+fn salient_words(piece: &[Message]) -> Vec<String> {
+    let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut order = 0;
+    for m in piece {
+        for word in m
+            .text()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
+        {
+            let entry = counts.entry(word.to_lowercase()).or_insert((0, order));
+            entry.0 += 1;
+            order += 1;
+        }
+    }
+    let mut words: Vec<(String, (usize, usize))> = counts.into_iter().collect();
+    words.sort_by_key(|(_, (n, first))| (std::cmp::Reverse(*n), *first));
+    words
+        .into_iter()
+        .take(WORDS_PER_LINE)
+        .map(|(w, _)| w)
+        .collect()
+}
+
+/// Where the index goes in the result: before the first message shown
+/// after the first left-out stretch (where the stretch stood), never inside
+/// a step.
+fn insertion_point(shown: &[Message], sources: &[Option<usize>], first_left_out: usize) -> usize {
+    let mut at = sources
+        .iter()
+        .position(|s| s.is_some_and(|i| i > first_left_out))
+        .unwrap_or(shown.len());
+    while at < shown.len() && shown[at].is_tool_result() {
+        at += 1;
+    }
+    at
+}

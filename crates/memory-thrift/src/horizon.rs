@@ -9,7 +9,7 @@
 //! whole round. The steps are walked back from the newest until their
 //! tokens, each message counted as small as the stages can make it (a
 //! result as its placeholder, a step without its reasoning), are more
-//! than the budget (by a [`MARGIN`]); the older ones are skipped. The drop
+//! than the budget (by a [`HORIZON_MARGIN`]); the older ones are skipped. The drop
 //! stage keeps fewer than that (it aims at most at the budget, beside the
 //! floor), and the stages cannot bring them under the budget.
 //!
@@ -30,31 +30,17 @@ use memory_core::{History, MemoryError, TokenCounter, structure};
 use crate::layout::Layout;
 use crate::shrunk::Shrunk;
 
-#[cfg(test)]
-thread_local! {
-    /// Set by tests: nothing is skipped, as a reference.
-    pub(crate) static SKIP_NOTHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    /// Passes that skipped steps and were kept, counted for tests.
-    pub(crate) static SKIPS_KEPT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Passes that skipped steps and were made again, counted for tests.
-    pub(crate) static SKIPS_REDONE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// Set by tests: the share of the budget that the steps looked at
-    /// hold, in place of one and a [`MARGIN`] (too little, so that the pass that
-    /// skips must be made again).
-    pub(crate) static REACH_SHARE: std::cell::Cell<Option<f64>> = const { std::cell::Cell::new(None) };
-}
-
 /// The fewest messages worth skipping: a shorter round is passed over
 /// whole.
 pub(crate) const MIN_SKIPPED: usize = 64;
 
 /// The steps looked at hold more than the budget by this share of it.
-pub(crate) const MARGIN: f64 = 0.125;
+pub(crate) const HORIZON_MARGIN: f64 = 0.125;
 
 /// The steps of the newest round of `history` (laid out as `layout`) to
 /// skip in a pass under a budget of `max` tokens: from its first step up
-/// to the newest ones that hold more than `max` (see [`MARGIN`]). `None`
-/// when there are
+/// to the newest ones that hold more than `share` of `max` (one and
+/// [`HORIZON_MARGIN`], unless a test asks for less). `None` when there are
 /// fewer than [`MIN_SKIPPED`] messages to skip, or the floor holds one of
 /// them (a protected message is never dropped).
 ///
@@ -66,13 +52,10 @@ pub(crate) async fn horizon(
     history: &History<'_>,
     layout: &Layout<'_>,
     max: usize,
+    share: f64,
     counter: &dyn TokenCounter,
     shrunk: &mut Shrunk,
 ) -> Result<Option<Range<usize>>, MemoryError> {
-    #[cfg(test)]
-    if SKIP_NOTHING.with(std::cell::Cell::get) {
-        return Ok(None);
-    }
     let Some(question) = layout.question else {
         return Ok(None);
     };
@@ -82,9 +65,6 @@ pub(crate) async fn horizon(
         return Ok(None);
     }
     let messages = history.messages();
-    let share = 1.0 + MARGIN;
-    #[cfg(test)]
-    let share = REACH_SHARE.with(std::cell::Cell::get).unwrap_or(share);
     let want = (max as f64 * share) as usize;
     let mut at = end;
     let mut tokens = 0usize;

@@ -52,6 +52,7 @@ mod seen;
 mod select;
 mod semantic;
 mod settle;
+mod shortcuts;
 mod shrunk;
 mod sticky;
 mod term_index;

@@ -51,29 +51,20 @@ pub(crate) struct Memo {
 
 impl Default for Memo {
     fn default() -> Self {
-        Self {
-            slot: Arc::default(),
-            expanded: Arc::default(),
-            on: true,
-        }
+        Self::new(true)
     }
 }
 
 impl Memo {
-    /// A memo that keeps nothing: every call reads the whole history.
-    #[cfg(test)]
-    pub fn off() -> Self {
+    /// An empty memo that keeps what calls read when `keep`, else nothing
+    /// (every call then reads the whole history: the reference that
+    /// keeping must match).
+    pub fn new(keep: bool) -> Self {
         Self {
             slot: Arc::default(),
             expanded: Arc::default(),
-            on: false,
+            on: keep,
         }
-    }
-
-    /// Whether anything is kept.
-    #[cfg(test)]
-    pub fn keeps(&self) -> bool {
-        self.on
     }
 
     /// The expansion kept by the last call that placed a covered set, if

@@ -71,6 +71,9 @@ pub(crate) struct Target {
     /// [`horizon`](crate::horizon)): candidates like the steps the stage
     /// sees, so the recency bonus is scaled by all of them.
     pub skipped_steps: usize,
+    /// Whether the stage stops going through its order once nothing left
+    /// could be kept (see [`Shortcuts`](crate::shortcuts::Shortcuts)).
+    pub stop_early: bool,
 }
 
 /// How the stage scores the units: by `relevance`, or, when `relevance`
@@ -209,7 +212,7 @@ impl<'u> Choice<'u> {
             return;
         }
         let mut order = self.order(work, layout, aim, &earlier, scoring).await;
-        let skipped = self.hand_out(&mut order);
+        let skipped = self.hand_out(&mut order, aim.stop_early);
         self.keep_parts(work, layout, skipped);
     }
 
@@ -252,8 +255,9 @@ impl<'u> Choice<'u> {
     }
 
     /// Keeps the units of `order`, best first, that fit; the rounds that
-    /// did not, to keep in part.
-    fn hand_out(&mut self, order: &mut [u128]) -> Vec<usize> {
+    /// did not, to keep in part. With `stop_early`, the units that can no
+    /// longer be kept are passed over without being ranked.
+    fn hand_out(&mut self, order: &mut [u128], stop_early: bool) -> Vec<usize> {
         let units = self.units;
         let need = |k: usize| units[k].least;
         let mut skipped = Vec::new();
@@ -263,7 +267,7 @@ impl<'u> Choice<'u> {
             // A unit that cannot be kept now, whole or in part, never can
             // be (`left` only shrinks, here and below): once units were
             // handed out, the rest is passed over without being ranked.
-            if handed && !whole_order() {
+            if handed && stop_early {
                 let left = self.left;
                 best.retain(|r| need(unit_of(r)) <= left);
             }
@@ -376,21 +380,6 @@ const UNIT: u128 = (1 << 63) - 1;
 /// The unit a [`rank`] is of.
 fn unit_of(rank: u128) -> usize {
     usize::try_from(rank & UNIT).unwrap_or(usize::MAX)
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Set by tests: the whole order is gone through, as a reference.
-    pub(crate) static WHOLE_ORDER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the whole order is gone through, even once nothing more can be
-/// kept (only tests ask for it, as a reference).
-fn whole_order() -> bool {
-    #[cfg(test)]
-    return WHOLE_ORDER.with(std::cell::Cell::get);
-    #[cfg(not(test))]
-    false
 }
 
 /// Tokens of `range` outside the floor.

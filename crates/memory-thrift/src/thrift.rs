@@ -8,6 +8,7 @@ use memory_core::{
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::layout::Layout;
 use crate::memo::{Memo, State};
@@ -15,6 +16,7 @@ use crate::resume::{Before, Mark};
 use crate::scoring::{Lexical, Relevance};
 use crate::seen::Seen;
 use crate::select::{Scoring, Target, drop_units};
+use crate::shortcuts::Shortcuts;
 use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
 use crate::work::Work;
@@ -173,6 +175,8 @@ pub struct Thrift {
     /// What is kept from call to call (it depends on the settings above:
     /// each builder method starts a new one).
     pub(crate) memo: Memo,
+    /// The work passes save without changing their results.
+    pub(crate) shortcuts: Shortcuts,
 }
 
 impl Default for Thrift {
@@ -185,6 +189,7 @@ impl Default for Thrift {
             loop_recency_weight: DEFAULT_LOOP_RECENCY_WEIGHT,
             relevance: Arc::new(Lexical),
             memo: Memo::default(),
+            shortcuts: Shortcuts::default(),
         }
     }
 }
@@ -582,7 +587,7 @@ impl Thrift {
         shrunk: &mut Shrunk,
         mut index: Option<&mut Seen>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let mut skip = true;
+        let mut skip = self.shortcuts.skip_long_round;
         loop {
             let index = index.as_deref_mut();
             let passed = self
@@ -591,8 +596,7 @@ impl Thrift {
             if let Some(passed) = passed {
                 return Ok(passed);
             }
-            #[cfg(test)]
-            horizon::SKIPS_REDONE.with(|k| k.set(k.get() + 1));
+            self.shortcuts.skips.redone.fetch_add(1, Ordering::Relaxed);
             skip = false;
         }
     }
@@ -630,7 +634,8 @@ impl Thrift {
         trace.target = stop_at;
         let skipped = match (stop_at, budget.max_tokens) {
             (Some(_), Some(max)) if skip && budget.round_limit().is_none() => {
-                skip_steps(&mut layout, &mut work, max, counter, shrunk).await?
+                let share = self.shortcuts.horizon_share;
+                skip_steps(&mut layout, &mut work, (max, share), counter, shrunk).await?
             }
             _ => None,
         };
@@ -721,6 +726,7 @@ impl Thrift {
                 _ => self.recency_weight,
             }),
             skipped_steps,
+            stop_early: self.shortcuts.stop_early,
         };
         let run = pass.over(work) || !budget.admits_rounds(history.messages());
         let scoring = Scoring {
@@ -737,8 +743,7 @@ impl Thrift {
         trace.rounds_dropped = dropped.rounds;
         trace.steps_dropped = dropped.steps;
         if let Some(range) = skipped {
-            #[cfg(test)]
-            horizon::SKIPS_KEPT.with(|k| k.set(k.get() + 1));
+            self.shortcuts.skips.kept.fetch_add(1, Ordering::Relaxed);
             trace.steps_dropped.before.count += skipped_steps;
             trace.steps_dropped.before.tokens += history.tokens(range);
         }
@@ -750,15 +755,17 @@ impl Thrift {
 }
 
 /// Leaves the older steps of a long newest round out of `layout` and
-/// `work` (see [`horizon`](crate::horizon)); which, if any.
+/// `work` (see [`horizon`](crate::horizon)) under a budget of `max` tokens,
+/// once the newest steps hold `share` of it; which, if any.
 async fn skip_steps(
     layout: &mut Layout<'_>,
     work: &mut Work<'_, '_>,
-    max: usize,
+    (max, share): (usize, f64),
     counter: &dyn TokenCounter,
     shrunk: &mut Shrunk,
 ) -> Result<Option<Range<usize>>, MemoryError> {
-    let skipped = horizon::horizon(work.history(), layout, max, counter, shrunk).await?;
+    let history = work.history();
+    let skipped = horizon::horizon(history, layout, max, share, counter, shrunk).await?;
     if let Some(range) = &skipped {
         layout.skip(range.clone());
         work.exclude(range.clone());

@@ -12,7 +12,7 @@
 //! assert!(placeholder::is_placeholder(&text));
 //! ```
 
-use memory_core::ImageContent;
+use memory_core::{ImageContent, Message};
 
 const TOOL_RESULT: &str = "[earlier tool result omitted: ";
 const IMAGE: &str = "[image omitted: ";
@@ -45,10 +45,27 @@ pub(crate) fn write_tool_result(original: &str, out: &mut String) {
     );
 }
 
+/// The placeholder message for tool result `message`, keeping its call id
+/// and name (any other message as it is).
+pub(crate) fn tool_result_message(message: &Message) -> Message {
+    match message {
+        Message::ToolResult {
+            tool_call_id,
+            content,
+            name,
+        } => Message::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: tool_result(content),
+            name: name.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
 /// The placeholder for an image block.
 ///
 /// ```
-/// use memory_core::ImageContent;
+/// use memory_core::{ImageContent, Message};
 /// let image = ImageContent::new("image/png", vec![0; 2048]);
 /// assert_eq!(memory_thrift::placeholder::image(&image), "[image omitted: image/png, 2048 bytes]");
 /// ```

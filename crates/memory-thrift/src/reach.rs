@@ -28,10 +28,12 @@ use std::ops::Range;
 use memory_core::{History, Message, TrimResult, structure};
 
 use crate::key::text_key;
+use crate::neighbours::with_neighbours;
+use crate::observation::issues_a_command;
 use crate::scoring::Lexical;
 use crate::seen::Seen;
-use crate::select::{texts_of, with_neighbours};
 use crate::term_index::Units;
+use crate::texts::texts_of;
 use crate::{dates, relevance};
 
 /// The least score of the best dropped round for a message to reach back.
@@ -261,39 +263,6 @@ fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
     let step = terms_of(&texts);
     let shared = said.iter().filter(|t| step.contains(*t)).count();
     shared as f64 >= ANSWERED_SHARE * said.len() as f64
-}
-
-/// Whether assistant message `step` writes a command in its text for the
-/// agent's harness to run, as text-only agents do: a function tag, or a
-/// fenced block of shell (or of no language named) that ends the message.
-/// The user message after it is that command's output, however short and
-/// whatever its words. (A reply that ends with code in another language is
-/// an answer, not a command.)
-pub(crate) fn issues_a_command(step: &Message) -> bool {
-    let Message::Assistant { content, .. } = step else {
-        return false;
-    };
-    if content.contains("<function=") {
-        return true;
-    }
-    let Some(body) = content.trim_end().strip_suffix("```") else {
-        return false;
-    };
-    let Some(open) = body.rfind("```") else {
-        return false;
-    };
-    let info = body[open + 3..].lines().next().unwrap_or_default().trim();
-    matches!(info, "" | "bash" | "sh" | "shell" | "console" | "zsh")
-}
-
-/// Whether message `i` of `messages` is a text-only agent's observation:
-/// a user message of text alone, right after a step that wrote a command
-/// in its text ([`issues_a_command`]). Its long output is cut like a tool
-/// result's.
-pub(crate) fn is_observation(messages: &[Message], i: usize) -> bool {
-    matches!(&messages[i], Message::User(blocks) if blocks.len() == 1 && blocks[0].as_text().is_some())
-        && i.checked_sub(1)
-            .is_some_and(|before| issues_a_command(&messages[before]))
 }
 
 /// The distinct terms of `texts`.

@@ -24,13 +24,12 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use memory_core::structure::Rounds;
 use memory_core::{History, Message};
 
 use crate::key::{message_key, text_key};
+use crate::kind_positions::KindPositions;
 use crate::settle::Points;
 use crate::term_index::TermIndex;
-use crate::{cut, placeholder, reach};
 
 /// Histories of at most this many messages have every message checked.
 pub(crate) const CHECK_ALL: usize = 64;
@@ -53,106 +52,10 @@ pub(crate) struct Seen {
     /// Positions by [`text_key`], ascending.
     by_text: HashMap<u64, Vec<u32>>,
     /// Where the messages each cheap stage looks at are.
-    pub kinds: Kinds,
+    pub kinds: KindPositions,
     /// The terms, of the messages seen up to where a call last scored
     /// (see [`TermIndex::catch_up`]).
     pub terms: TermIndex,
-}
-
-/// Positions of the user messages (where the rounds start) and of the
-/// messages the cheap stages look at, ascending: every other message is
-/// passed over by them.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Kinds {
-    /// User messages.
-    pub users: Vec<usize>,
-    /// Tool results.
-    pub results: Vec<usize>,
-    /// Tool results not replaced by a placeholder already.
-    pub replaceable: Vec<usize>,
-    /// Of those, the ones not cut already.
-    pub cuttable: Vec<usize>,
-    /// Assistant messages with reasoning.
-    pub reasoned: Vec<usize>,
-    /// User messages with blocks other than text.
-    pub media: Vec<usize>,
-    /// Observations of text-only agents ([`reach::is_observation`]) not
-    /// cut already.
-    pub observations: Vec<usize>,
-}
-
-impl Kinds {
-    /// Lists message `i` of `messages`, whose messages before it are
-    /// listed.
-    fn push(&mut self, messages: &[Message], i: usize) {
-        let message = &messages[i];
-        if message.is_user() {
-            self.users.push(i);
-            if reach::is_observation(messages, i) && !cut::is_cut(&message.text()) {
-                self.observations.push(i);
-            }
-        }
-        match message {
-            Message::ToolResult { content, .. } => {
-                self.results.push(i);
-                if !placeholder::is_placeholder(content) {
-                    self.replaceable.push(i);
-                    if !cut::is_cut(content) {
-                        self.cuttable.push(i);
-                    }
-                }
-            }
-            Message::Assistant {
-                reasoning: Some(r), ..
-            } if !r.is_empty() => self.reasoned.push(i),
-            Message::User(blocks) if blocks.iter().any(|b| b.as_text().is_none()) => {
-                self.media.push(i);
-            }
-            _ => {}
-        }
-    }
-
-    fn truncate(&mut self, len: usize) {
-        for list in [
-            &mut self.users,
-            &mut self.results,
-            &mut self.replaceable,
-            &mut self.cuttable,
-            &mut self.reasoned,
-            &mut self.media,
-            &mut self.observations,
-        ] {
-            list.truncate(list.partition_point(|&i| i < len));
-        }
-    }
-
-    /// The head and rounds of the first `len` messages, as
-    /// [`structure::rounds`](memory_core::structure::rounds) gives them.
-    pub fn rounds(&self, len: usize) -> Rounds {
-        let users = Self::within(&self.users, 0..len);
-        Rounds {
-            head: 0..users.first().copied().unwrap_or(len),
-            rounds: users
-                .iter()
-                .enumerate()
-                .map(|(k, &s)| s..users.get(k + 1).copied().unwrap_or(len))
-                .collect(),
-        }
-    }
-
-    /// The current question of the first `len` messages (as
-    /// [`structure::current_question`](memory_core::structure::current_question)
-    /// finds it).
-    pub fn question(&self, len: usize) -> Option<usize> {
-        Self::within(&self.users, 0..len).last().copied()
-    }
-
-    /// Of the positions in `list`, those in `range`.
-    pub fn within(list: &[usize], range: Range<usize>) -> &[usize] {
-        let from = list.partition_point(|&i| i < range.start);
-        let to = list.partition_point(|&i| i < range.end).max(from);
-        &list[from..to]
-    }
 }
 
 impl Seen {

@@ -16,14 +16,15 @@
 
 use std::ops::Range;
 
-use memory_core::{Budget, ContentBlock, Message, structure};
+use memory_core::{Budget, structure};
 
 use crate::best::BestFirst;
 use crate::layout::Layout;
-use crate::placeholder;
+use crate::neighbours::with_neighbours;
 use crate::relevance::keep_floor;
 use crate::sticky;
 use crate::term_index::{TermIndex, Units};
+use crate::texts::texts_of;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
 use crate::{Relevance, dates, reach};
@@ -585,57 +586,9 @@ fn indexed_scores(
     terms.score(question, &shown)
 }
 
-/// Share of a unit's relevance its neighbours inherit: an answer, a
-/// follow-up or the request before a strongly relevant turn is often what
-/// the question needs too (in conversations, about one relevant turn in
-/// four has its evidence in the turn beside it).
-const NEIGHBOUR_SHARE: f64 = 0.7;
-
-/// Each unit's score, raised to [`NEIGHBOUR_SHARE`] of the better of its
-/// neighbours' own scores (neighbours in history order).
-pub(crate) fn with_neighbours(own: &[f64]) -> Vec<f64> {
-    (0..own.len())
-        .map(|k| {
-            let before = k.checked_sub(1).map_or(0.0, |j| own[j]);
-            let after = own.get(k + 1).copied().unwrap_or(0.0);
-            own[k].max(NEIGHBOUR_SHARE * before.max(after))
-        })
-        .collect()
-}
-
-/// Every text a message sends to the model, but a placeholder's.
-pub(crate) fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
-    match message {
-        Message::System(text) => out.push(text),
-        Message::User(blocks) => out.extend(blocks.iter().filter_map(ContentBlock::as_text)),
-        Message::Assistant {
-            content,
-            reasoning,
-            tool_calls,
-        } => {
-            out.push(content);
-            out.extend(reasoning.as_deref());
-            for call in tool_calls {
-                out.push(&call.name);
-                out.push(&call.arguments);
-            }
-        }
-        Message::ToolResult { content, .. } if placeholder::is_placeholder(content) => {}
-        Message::ToolResult { content, .. } => out.push(content),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn neighbours_inherit_a_share_of_the_better_neighbour() {
-        let own = [0.0, 1.0, 0.0, 0.2, 0.0];
-        let got = with_neighbours(&own);
-        let share = NEIGHBOUR_SHARE;
-        assert_eq!(got, vec![share, 1.0, share, 0.2, 0.2 * share]);
-    }
 
     #[test]
     fn ranks_order_as_relevance_then_value_then_recency() {
@@ -660,11 +613,5 @@ mod tests {
         by_rank.sort_unstable_by(|a, b| b.cmp(a));
         let units: Vec<usize> = by_rank.into_iter().map(unit_of).collect();
         assert_eq!(units, by_tuple.iter().map(|t| t.2).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_unit_keeps_its_own_score_when_it_is_higher() {
-        assert_eq!(with_neighbours(&[0.9, 1.0]), vec![0.9, 1.0]);
-        assert!(with_neighbours(&[]).is_empty());
     }
 }

@@ -23,7 +23,7 @@ use std::ops::Range;
 
 use memory_core::{History, MemoryError, Message, TokenCounter, TrimResult, structure};
 
-use crate::tiers;
+use crate::output_cut;
 use crate::trace::Shed;
 
 /// The replay starts afresh at every multiple of this many calls.
@@ -165,10 +165,13 @@ pub(crate) async fn append(
         for (k, i) in range.clone().enumerate() {
             let tokens = history.counts()[i];
             let message = &history.messages()[i];
-            if tokens <= max_output || history.is_protected(i) || !tiers::is_uncut_result(message) {
+            if tokens <= max_output
+                || history.is_protected(i)
+                || !output_cut::is_uncut_result(message)
+            {
                 continue;
             }
-            let Some(shorter) = tiers::cut_result(message, tokens, max_output) else {
+            let Some(shorter) = output_cut::cut_result(message, tokens, max_output) else {
                 continue;
             };
             let shorter_tokens = counter.count_message(&shorter).await?;

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use memory_core::{Framing, MemoryError, Message, TokenCounter};
 
 use crate::placeholder;
-use crate::work::placeholder_of;
 
 /// A shrunk message and its count; `None` when shrinking changes nothing.
 pub(crate) type Made = Option<(Arc<Message>, usize)>;
@@ -167,7 +166,7 @@ impl Shrunk {
         if let Some(Some(made)) = self.written.get(index) {
             return Message::clone(made);
         }
-        let made = placeholder_of(message);
+        let made = placeholder::tool_result_message(message);
         if self.keep {
             if self.written.len() <= index {
                 self.written.resize(index + 1, None);

@@ -20,7 +20,7 @@ use crate::shortcuts::Shortcuts;
 use crate::shrunk::Shrunk;
 use crate::trace::ThriftTrace;
 use crate::work::Work;
-use crate::{horizon, reach, settle, sticky, tiers};
+use crate::{horizon, observation, reach, settle, sticky, tiers};
 
 /// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
 ///
@@ -722,7 +722,9 @@ impl Thrift {
                 .map_or(1, |max| sticky::granule(max, self.low_watermark)),
             target: pass.stop_at,
             recency_weight: f64::from(match pass.layout.question {
-                Some(q) if reach::is_observation(history.messages(), q) => self.loop_recency_weight,
+                Some(q) if observation::is_observation(history.messages(), q) => {
+                    self.loop_recency_weight
+                }
                 _ => self.recency_weight,
             }),
             skipped_steps,
@@ -877,7 +879,7 @@ fn asks_anew(history: &History<'_>, anchor: usize, question: Option<usize>) -> b
     question.is_some_and(|q| {
         q >= anchor
             && history.counts()[q] <= reach::MAX_QUESTION_TOKENS
-            && !reach::is_observation(messages, q)
+            && !observation::is_observation(messages, q)
     })
 }
 

@@ -9,8 +9,9 @@ use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 
 use crate::cut;
 use crate::layout::{Kind, Layout};
+use crate::observation;
+use crate::output_cut::{cut_result, is_uncut_result};
 use crate::placeholder;
-use crate::reach;
 use crate::shrunk::Shrunk;
 use crate::trace::{Shed, Tally};
 use crate::work::Work;
@@ -130,7 +131,7 @@ fn long_items(work: &Work<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Ve
                 && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
                 && !layout.in_floor(i)
-                && reach::is_observation(history.messages(), i)
+                && observation::is_observation(history.messages(), i)
                 && (listed || !cut::is_cut(&work.message(i).text()))
         });
     items.extend(observations);
@@ -142,56 +143,6 @@ fn long_items(work: &Work<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Ve
 /// A tool result not replaced by its placeholder.
 fn is_unreplaced_result(message: &Message) -> bool {
     matches!(message, Message::ToolResult { content, .. } if !placeholder::is_placeholder(content))
-}
-
-/// A tool result neither cut nor replaced by its placeholder.
-pub(crate) fn is_uncut_result(message: &Message) -> bool {
-    matches!(message, Message::ToolResult { content, .. }
-        if !cut::is_cut(content) && !placeholder::is_placeholder(content))
-}
-
-/// A tool result of `tokens` tokens cut to about `max_tokens`, estimating
-/// characters per token from the result itself; `None` when the cut would
-/// change nothing.
-pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
-    if let Message::User(blocks) = message
-        && let [block] = blocks.as_slice()
-        && let Some(text) = block.as_text()
-    {
-        let keep = chars_for(max_tokens, text.chars().count(), tokens);
-        return match cut::cut_middle(text, keep) {
-            std::borrow::Cow::Borrowed(_) => None,
-            std::borrow::Cow::Owned(shorter) => Some(Message::user(shorter)),
-        };
-    }
-    let Message::ToolResult {
-        tool_call_id,
-        content,
-        name,
-    } = message
-    else {
-        return None;
-    };
-    let chars = content.chars().count();
-    let keep = chars_for(max_tokens, chars, tokens);
-    match cut::cut_middle(content, keep) {
-        std::borrow::Cow::Borrowed(_) => None,
-        std::borrow::Cow::Owned(shorter) => Some(Message::ToolResult {
-            tool_call_id: tool_call_id.clone(),
-            content: shorter,
-            name: name.clone(),
-        }),
-    }
-}
-
-/// Characters that make about `tokens_wanted` tokens, for a text of `chars`
-/// characters counted as `tokens` tokens.
-fn chars_for(tokens_wanted: usize, chars: usize, tokens: usize) -> usize {
-    if tokens == 0 {
-        return chars;
-    }
-    let keep = (tokens_wanted as u128 * chars as u128) / tokens as u128;
-    usize::try_from(keep).unwrap_or(usize::MAX)
 }
 
 /// Tool results before the recent ones, replaced by a placeholder that

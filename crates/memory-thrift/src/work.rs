@@ -4,25 +4,7 @@ use std::sync::Arc;
 
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
-use crate::placeholder;
 use crate::shrunk::Shrunk;
-
-/// The placeholder message for tool result `message` (keeping its call id
-/// and name).
-pub(crate) fn placeholder_of(message: &Message) -> Message {
-    match message {
-        Message::ToolResult {
-            tool_call_id,
-            content,
-            name,
-        } => Message::ToolResult {
-            tool_call_id: tool_call_id.clone(),
-            content: placeholder::tool_result(content),
-            name: name.clone(),
-        },
-        other => other.clone(),
-    }
-}
 
 /// The history, the messages changed so far (with their new counts) and the
 /// messages dropped.

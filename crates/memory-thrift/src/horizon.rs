@@ -2,7 +2,7 @@
 //! no shed can keep, left out before any stage looks at them.
 //!
 //! A shed keeps the newest round's steps newest first, for as long as they
-//! fit beside the floor (see [`select`](crate::select)). In an agent loop
+//! fit beside the floor (see [`drop_stage`](crate::drop_stage)). In an agent loop
 //! of thousands of steps every stage would otherwise shrink every older
 //! step (cut its output, replace its result by a placeholder) only for the
 //! drop stage to drop it, so that each shed would cost a pass over the
@@ -28,7 +28,7 @@ use std::ops::Range;
 use memory_core::{History, MemoryError, TokenCounter, structure};
 
 use crate::layout::Layout;
-use crate::shrunk::Shrunk;
+use crate::shrink_cache::ShrinkCache;
 
 /// The fewest messages worth skipping: a shorter round is passed over
 /// whole.
@@ -54,7 +54,7 @@ pub(crate) async fn horizon(
     max: usize,
     share: f64,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Option<Range<usize>>, MemoryError> {
     let Some(question) = layout.question else {
         return Ok(None);

@@ -257,8 +257,8 @@ async fn a_long_round_that_changes_is_read_again_where_it_changed() {
         let m = session(seed, 200, true);
         // A step near the end and its output written again (other words,
         // other counts): the memo forgets from there on. Whether that
-        // step is shown depends on the budget; the shrunk memo's own
-        // forgetting is checked in `shrunk`'s unit tests, which fail when
+        // step is shown depends on the budget; the shrink cache's own
+        // forgetting is checked in `shrink_cache`'s unit tests, which fail when
         // it keeps what it made.
         let mut edited = m.clone();
         let middle = (0..m.len() - 12)

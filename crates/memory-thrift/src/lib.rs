@@ -34,37 +34,36 @@
 //! # });
 //! ```
 
-mod best;
 pub mod cut;
 mod dates;
 #[cfg(test)]
 mod draw;
+mod drop_stage;
 mod horizon;
-mod key;
 mod kind_positions;
 mod layout;
 mod memo;
+mod message_index;
 mod neighbours;
 mod observation;
 mod output_cut;
+mod partial_sort;
 pub mod placeholder;
 mod reach;
 pub mod relevance;
 mod resume;
 mod scoring;
-mod seen;
-mod select;
 mod semantic;
 mod settle;
 mod shortcuts;
-mod shrunk;
+mod shrink_cache;
+mod shrink_stages;
 mod sticky;
 mod term_index;
 mod texts;
 mod thrift;
-mod tiers;
 mod trace;
-mod work;
+mod working_copy;
 
 #[cfg(test)]
 mod horizon_tests;

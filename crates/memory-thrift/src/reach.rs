@@ -27,14 +27,14 @@ use std::ops::Range;
 
 use memory_core::{History, Message, TrimResult, structure};
 
-use crate::key::text_key;
+use crate::message_index::MessageIndex;
 use crate::neighbours::with_neighbours;
 use crate::observation::issues_a_command;
 use crate::scoring::Lexical;
-use crate::seen::Seen;
 use crate::term_index::Units;
 use crate::texts::texts_of;
 use crate::{dates, relevance};
+use memory_core::identity::text_key;
 
 /// The least score of the best dropped round for a message to reach back.
 const MIN_SCORE: f64 = 0.15;
@@ -62,7 +62,7 @@ const REPEATED_SHARE: f64 = 0.5;
 pub(crate) fn reaches_back(
     seen: &History<'_>,
     shown: &TrimResult,
-    mut index: Option<&mut Seen>,
+    mut index: Option<&mut MessageIndex>,
 ) -> bool {
     let messages = seen.messages();
     let Some(question) = structure::current_question(messages) else {
@@ -126,7 +126,7 @@ fn own_scores(
     messages: &[Message],
     earlier: &[Range<usize>],
     asked: &str,
-    index: Option<&mut Seen>,
+    index: Option<&mut MessageIndex>,
 ) -> Vec<f64> {
     match index {
         Some(index) => {
@@ -148,7 +148,7 @@ fn shown_rounds(
     seen: &History<'_>,
     shown: &TrimResult,
     rounds: &[Range<usize>],
-    index: Option<&Seen>,
+    index: Option<&MessageIndex>,
 ) -> Vec<bool> {
     let messages = seen.messages();
     let shows = |r: &Range<usize>, showing: &dyn Fn(usize) -> bool| {

@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use crate::key::WordHasher;
+use memory_core::identity::WordHasher;
 
 /// Calls `f` with each term of `text`, in order (repeats included).
 ///

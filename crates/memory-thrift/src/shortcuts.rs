@@ -5,7 +5,7 @@
 //! a long newest round are left out before the stages run (see
 //! [`horizon`](crate::horizon)), and the drop stage stops going through its
 //! candidates once none left could be kept (see
-//! [`select`](crate::select)). Both give exactly what the long way
+//! [`drop_stage`](crate::drop_stage)). Both give exactly what the long way
 //! gives; the tests turn them off to get that reference, and read how
 //! often the first was taken.
 

@@ -10,17 +10,17 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::drop_stage::{DropSettings, Scoring, drop_units};
 use crate::layout::Layout;
 use crate::memo::{Memo, State};
-use crate::resume::{Before, Mark};
+use crate::message_index::MessageIndex;
+use crate::resume::{ContextLengths, KeptContext};
 use crate::scoring::{Lexical, Relevance};
-use crate::seen::Seen;
-use crate::select::{Scoring, Target, drop_units};
 use crate::shortcuts::Shortcuts;
-use crate::shrunk::Shrunk;
+use crate::shrink_cache::ShrinkCache;
 use crate::trace::ThriftTrace;
-use crate::work::Work;
-use crate::{horizon, observation, reach, settle, sticky, tiers};
+use crate::working_copy::WorkingCopy;
+use crate::{horizon, observation, reach, settle, shrink_stages, sticky};
 
 /// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
 ///
@@ -399,7 +399,9 @@ impl Thrift {
         };
         let expanded = aim.and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
         let (Some(aim), Some(expanded)) = (aim, expanded) else {
-            let (mut result, trace) = self.trim_view(history, budget, Aim::Level, counter).await?;
+            let (mut result, trace) = self
+                .trim_view(history, budget, ShedTarget::StickyLevel, counter)
+                .await?;
             // A covered set without a summary to stand beside: none shown.
             result.covered = Covered::default();
             return Ok((result, trace));
@@ -423,13 +425,13 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
-        fresh: Aim,
+        fresh: ShedTarget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         // What earlier calls kept of this history's messages, brought up
         // to date (see `Memo`).
         let mut lent = self.memo.lend();
-        let mut own = Shrunk::kept();
+        let mut own = ShrinkCache::kept();
         let (seen, shrunk, resume) = match lent.state() {
             Some(state) => {
                 state.sync(history, counter);
@@ -457,7 +459,7 @@ impl Thrift {
                 .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         };
-        let kept = Kept {
+        let kept = KeptState {
             seen,
             shrunk,
             resume,
@@ -481,12 +483,12 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
-        fresh: Aim,
+        fresh: ShedTarget,
         counter: &dyn TokenCounter,
         points: &settle::Points,
-        kept: Kept<'_>,
+        kept: KeptState<'_>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let Kept {
+        let KeptState {
             mut seen,
             shrunk,
             mut resume,
@@ -498,7 +500,7 @@ impl Thrift {
         let totals = seen_totals(seen.as_deref(), history, points, start);
         let total = |k: usize| totals[k - start];
         let from = starting_call(budget, start..last + 1, total);
-        let aim = if from == 0 { fresh } else { Aim::Watermark };
+        let aim = fresh.at_call(from);
         // The replay of an earlier trim of the same prefix, when there is
         // one, is taken up where it stopped.
         let resumed = resume
@@ -542,10 +544,10 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
-        aim: Aim,
+        aim: ShedTarget,
         counter: &dyn TokenCounter,
-        shrunk: &mut Shrunk,
-        index: Option<&mut Seen>,
+        shrunk: &mut ShrinkCache,
+        index: Option<&mut MessageIndex>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let (mut result, mut trace) = self
             .pass(history, budget, aim, counter, shrunk, index)
@@ -562,7 +564,7 @@ impl Thrift {
             let (next, next_trace) = {
                 // Another history: its indices name other messages.
                 let again = result.as_history()?;
-                let mut fresh = Shrunk::once();
+                let mut fresh = ShrinkCache::once();
                 self.pass(&again, budget, aim, counter, &mut fresh, None)
                     .await?
             };
@@ -582,10 +584,10 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
-        aim: Aim,
+        aim: ShedTarget,
         counter: &dyn TokenCounter,
-        shrunk: &mut Shrunk,
-        mut index: Option<&mut Seen>,
+        shrunk: &mut ShrinkCache,
+        mut index: Option<&mut MessageIndex>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let mut skip = self.shortcuts.skip_long_round;
         loop {
@@ -609,10 +611,10 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
-        aim: Aim,
+        aim: ShedTarget,
         counter: &dyn TokenCounter,
-        shrunk: &mut Shrunk,
-        index: Option<&mut Seen>,
+        shrunk: &mut ShrinkCache,
+        index: Option<&mut MessageIndex>,
         skip: bool,
     ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
         let mut trace = ThriftTrace::of(history, budget);
@@ -628,7 +630,7 @@ impl Thrift {
         };
         let mut layout = Layout::new(history, self.keep_recent_results, kinds);
         trace.floor_tokens = layout.floor.tokens;
-        let mut work = Work::new(history);
+        let mut work = WorkingCopy::new(history);
         let over = !budget.admits_tokens(work.total());
         let stop_at = self.stop_at(budget, aim, history.total(), over);
         trace.target = stop_at;
@@ -658,7 +660,7 @@ impl Thrift {
         // Stage 6: the floor's outputs (the newest step's among them).
         let last_resort = budget.max_tokens.filter(|_| pass.over(&work));
         pass.trace.newest_outputs_cut =
-            tiers::floor_outputs(&mut work, &pass.layout, last_resort, counter).await?;
+            shrink_stages::floor_outputs(&mut work, &pass.layout, last_resort, counter).await?;
         let fits = !pass.over(&work);
         Ok(Some(finish(work.finish(fits, shrunk), pass.trace)))
     }
@@ -666,14 +668,14 @@ impl Thrift {
     /// The total stages 1-4 shed down to, when the history is `over` the
     /// budget: the sticky level, the low watermark, or the budget itself,
     /// as `aim` says.
-    fn stop_at(&self, budget: &Budget, aim: Aim, total: usize, over: bool) -> Option<usize> {
+    fn stop_at(&self, budget: &Budget, aim: ShedTarget, total: usize, over: bool) -> Option<usize> {
         budget.max_tokens.filter(|_| over).map(|max| match aim {
-            Aim::Level => {
+            ShedTarget::StickyLevel => {
                 let granule = sticky::granule(max, self.low_watermark);
                 sticky::target(total, max, granule)
             }
-            Aim::Watermark => sticky::watermark(max, self.low_watermark),
-            Aim::Budget => max,
+            ShedTarget::LowWatermark => sticky::watermark(max, self.low_watermark),
+            ShedTarget::WholeBudget => max,
         })
     }
 
@@ -682,20 +684,21 @@ impl Thrift {
     async fn shrink_stages(
         &self,
         pass: &mut Pass<'_, '_>,
-        work: &mut Work<'_, '_>,
-        shrunk: &mut Shrunk,
+        work: &mut WorkingCopy<'_, '_>,
+        shrunk: &mut ShrinkCache,
     ) -> Result<(), MemoryError> {
         let (layout, counter) = (&pass.layout, pass.counter);
         let stage = pass.active(work);
-        pass.trace.reasoning = tiers::reasoning(work, layout, stage, counter, shrunk).await?;
+        pass.trace.reasoning =
+            shrink_stages::reasoning(work, layout, stage, counter, shrunk).await?;
         let (stage, max) = (pass.active(work), self.max_tool_output_tokens);
         pass.trace.tool_outputs_cut =
-            tiers::long_outputs(work, layout, max, stage, counter, shrunk).await?;
+            shrink_stages::long_outputs(work, layout, max, stage, counter, shrunk).await?;
         let stage = pass.active(work);
         pass.trace.tool_results_replaced =
-            tiers::earlier_results(work, layout, stage, counter, shrunk).await?;
+            shrink_stages::earlier_results(work, layout, stage, counter, shrunk).await?;
         let stage = pass.active(work);
-        pass.trace.media_replaced = tiers::media(work, layout, stage, counter).await?;
+        pass.trace.media_replaced = shrink_stages::media(work, layout, stage, counter).await?;
         Ok(())
     }
 
@@ -705,9 +708,9 @@ impl Thrift {
     async fn drop_stage(
         &self,
         pass: &mut Pass<'_, '_>,
-        work: &mut Work<'_, '_>,
+        work: &mut WorkingCopy<'_, '_>,
         skipped: Option<Range<usize>>,
-        shrunk: &mut Shrunk,
+        shrunk: &mut ShrinkCache,
         terms: Option<&mut crate::term_index::TermIndex>,
     ) -> bool {
         let history = work.history();
@@ -716,7 +719,7 @@ impl Thrift {
             Some(range) => shrunk.steps(history.messages(), range.clone()),
             None => 0,
         };
-        let target = Target {
+        let target = DropSettings {
             granule: budget
                 .max_tokens
                 .map_or(1, |max| sticky::granule(max, self.low_watermark)),
@@ -761,10 +764,10 @@ impl Thrift {
 /// once the newest steps hold `share` of it; which, if any.
 async fn skip_steps(
     layout: &mut Layout<'_>,
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     (max, share): (usize, f64),
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Option<Range<usize>>, MemoryError> {
     let history = work.history();
     let skipped = horizon::horizon(history, layout, max, share, counter, shrunk).await?;
@@ -803,13 +806,13 @@ impl<'p, 'h> Pass<'p, 'h> {
     }
 
     /// Whether `work` is over the budget.
-    fn over(&self, work: &Work<'_, '_>) -> bool {
+    fn over(&self, work: &WorkingCopy<'_, '_>) -> bool {
         !self.budget.admits_tokens(work.total())
     }
 
     /// The aim of the next shrinking stage: `stop_at`, while `work` is
     /// over the budget.
-    fn active(&self, work: &Work<'_, '_>) -> Option<usize> {
+    fn active(&self, work: &WorkingCopy<'_, '_>) -> Option<usize> {
         self.stop_at.filter(|_| self.over(work))
     }
 }
@@ -825,18 +828,27 @@ fn weight_or(weight: f32, default: f32) -> f32 {
 
 /// Where a fresh shed aims.
 #[derive(Debug, Clone, Copy)]
-enum Aim {
+enum ShedTarget {
     /// The sticky level of the whole history's total (see [`sticky`]): for
     /// a new question, whose context is chosen afresh anyway, and for a
     /// first call already over the budget.
-    Level,
+    StickyLevel,
     /// The low watermark: for a call of a round whose new step no longer
     /// fits after the previous call's context, so that the next steps can
     /// append again, and for a tool-calling agent's steps after a summary.
-    Watermark,
+    LowWatermark,
     /// The budget itself: for a new question that reaches into the span a
     /// summary covers, whose covered turns compete for every token.
-    Budget,
+    WholeBudget,
+}
+
+impl ShedTarget {
+    /// Where a replay that starts at call `call` sheds first: at `self` for
+    /// the history's first call, at the low watermark for a later one
+    /// (the calls before it were within the budget).
+    fn at_call(self, call: usize) -> Self {
+        if call == 0 { self } else { Self::LowWatermark }
+    }
 }
 
 /// Whether the covered messages of `history`'s summary are unfolded, and
@@ -855,13 +867,13 @@ enum Aim {
 /// with such rounds folded). A text-only agent's observations stay
 /// folded: a long one would fold what a short one unfolded, a cache break
 /// each time.
-fn unfolding(history: &History<'_>) -> Option<Aim> {
+fn unfolding(history: &History<'_>) -> Option<ShedTarget> {
     let anchor = covered::anchor(history)?;
     let messages = history.messages();
     if asks_anew(history, anchor, structure::current_question(messages)) {
-        return Some(Aim::Budget);
+        return Some(ShedTarget::WholeBudget);
     }
-    matches!(messages.last(), Some(Message::ToolResult { .. })).then_some(Aim::Watermark)
+    matches!(messages.last(), Some(Message::ToolResult { .. })).then_some(ShedTarget::LowWatermark)
 }
 
 /// Whether the view's current question (`question`) came after its
@@ -941,7 +953,7 @@ fn starting_call(budget: &Budget, calls: Range<usize>, total: impl Fn(usize) -> 
 
 /// Tokens each call of the replay saw, from its start on.
 fn seen_totals(
-    seen: Option<&Seen>,
+    seen: Option<&MessageIndex>,
     history: &History<'_>,
     points: &settle::Points,
     start: usize,
@@ -964,9 +976,9 @@ fn seen_totals(
 }
 
 /// What earlier calls kept of a history, lent to a trim (see `Memo`).
-struct Kept<'m> {
-    seen: Option<&'m mut Seen>,
-    shrunk: &'m mut Shrunk,
+struct KeptState<'m> {
+    seen: Option<&'m mut MessageIndex>,
+    shrunk: &'m mut ShrinkCache,
     resume: Option<&'m mut crate::resume::Resume>,
 }
 
@@ -976,14 +988,14 @@ struct Replay<'r, 'h> {
     history: &'r History<'h>,
     budget: &'r Budget,
     /// What a question that reaches back aims at.
-    fresh: Aim,
+    fresh: ShedTarget,
     counter: &'r dyn TokenCounter,
     max: usize,
-    seen: Option<&'r mut Seen>,
-    shrunk: &'r mut Shrunk,
+    seen: Option<&'r mut MessageIndex>,
+    shrunk: &'r mut ShrinkCache,
     result: TrimResult,
     trace: ThriftTrace,
-    before_last: Option<(usize, Before, ThriftTrace)>,
+    before_last: Option<(usize, KeptContext, ThriftTrace)>,
 }
 
 impl Replay<'_, '_> {
@@ -1038,7 +1050,7 @@ impl Replay<'_, '_> {
         // The state before the newest call is kept for the next trim (see
         // `Resume`): marked here, and taken whole only when the newest call
         // does not just append to it.
-        let mark = newest.then(|| (Mark::of(&self.result), self.trace.clone()));
+        let mark = newest.then(|| (ContextLengths::of(&self.result), self.trace.clone()));
         let mut afresh = self.reach_back(thrift, step.clone(), total).await?;
         if afresh.is_none() {
             afresh = self.append(thrift, step, total).await?;
@@ -1048,11 +1060,12 @@ impl Replay<'_, '_> {
                 let before = std::mem::replace(&mut self.result, shed);
                 self.trace = shed_trace;
                 if let Some((mark, kept_trace)) = mark {
-                    self.before_last = Some((k - 1, Before::Own(mark.cut(before)), kept_trace));
+                    self.before_last =
+                        Some((k - 1, KeptContext::Whole(mark.cut(before)), kept_trace));
                 }
             }
             (None, Some((mark, kept_trace))) => {
-                self.before_last = Some((k - 1, Before::Prefix(mark), kept_trace));
+                self.before_last = Some((k - 1, KeptContext::CutFromNext(mark), kept_trace));
             }
             (None, None) => {}
         }
@@ -1120,7 +1133,7 @@ impl Replay<'_, '_> {
             .shed(
                 &prefix,
                 self.budget,
-                Aim::Watermark,
+                ShedTarget::LowWatermark,
                 self.counter,
                 self.shrunk,
                 index,

@@ -1,10 +1,10 @@
-//! [`Seen`]: what Thrift keeps, from one call to the next, of the messages
+//! [`MessageIndex`]: what Thrift keeps, from one call to the next, of the messages
 //! it has seen, so that a call's work grows with what the history added
 //! since the last call rather than with the whole history.
 //!
 //! A [`Memory`](memory_core::Memory) hands its strategy the whole history
 //! on every call, and it mostly only grows: the same messages, and new
-//! ones after them. [`Seen::sync`] finds how much of the history is the
+//! ones after them. [`MessageIndex::sync`] finds how much of the history is the
 //! one seen before and reads only the rest: each message's identity, its
 //! role (where the model calls and the rounds are), the running token
 //! total; its [terms](crate::term_index) are read when a call first scores
@@ -26,17 +26,17 @@ use std::ops::Range;
 
 use memory_core::{History, Message};
 
-use crate::key::{message_key, text_key};
 use crate::kind_positions::KindPositions;
 use crate::settle::Points;
 use crate::term_index::TermIndex;
+use memory_core::identity::{message_key, text_key};
 
 /// Histories of at most this many messages have every message checked.
 pub(crate) const CHECK_ALL: usize = 64;
 
 /// The messages seen, by position.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Seen {
+pub(crate) struct MessageIndex {
     counts: Vec<usize>,
     /// Each message's identity.
     keys: Vec<u64>,
@@ -58,7 +58,7 @@ pub(crate) struct Seen {
     pub terms: TermIndex,
 }
 
-impl Seen {
+impl MessageIndex {
     /// Number of messages kept.
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -223,7 +223,7 @@ mod tests {
         m
     }
 
-    async fn synced(seen: &mut Seen, m: &[Message]) -> usize {
+    async fn synced(seen: &mut MessageIndex, m: &[Message]) -> usize {
         let counts = count_messages(&CharTokenCounter, m).await.unwrap();
         let history = History::new(m, &counts).unwrap();
         seen.sync(&history)
@@ -232,11 +232,11 @@ mod tests {
     #[tokio::test]
     async fn an_extended_history_keeps_what_was_seen() {
         let m = chat(100);
-        let mut seen = Seen::default();
+        let mut seen = MessageIndex::default();
         assert_eq!(synced(&mut seen, &m[..150]).await, 0);
         assert_eq!(synced(&mut seen, &m).await, 150);
         assert_eq!(seen.len(), m.len());
-        let mut fresh = Seen::default();
+        let mut fresh = MessageIndex::default();
         synced(&mut fresh, &m).await;
         assert_eq!(seen.keys, fresh.keys);
         assert_eq!(seen.totals, fresh.totals);
@@ -256,7 +256,7 @@ mod tests {
     #[tokio::test]
     async fn a_change_is_found_by_its_count_or_at_an_anchor() {
         let m = chat(100);
-        let mut seen = Seen::default();
+        let mut seen = MessageIndex::default();
         synced(&mut seen, &m).await;
         // Another count.
         let mut changed = m.clone();
@@ -278,7 +278,7 @@ mod tests {
     #[tokio::test]
     async fn short_histories_are_checked_message_by_message() {
         let m = chat(10);
-        let mut seen = Seen::default();
+        let mut seen = MessageIndex::default();
         synced(&mut seen, &m).await;
         let mut changed = m.clone();
         changed[5] = Message::user("question X");

@@ -18,15 +18,15 @@ use std::ops::Range;
 
 use memory_core::{Budget, structure};
 
-use crate::best::BestFirst;
 use crate::layout::Layout;
 use crate::neighbours::with_neighbours;
+use crate::partial_sort::BestFirst;
 use crate::relevance::keep_floor;
 use crate::sticky;
 use crate::term_index::{TermIndex, Units};
 use crate::texts::texts_of;
 use crate::trace::{Shed, Tally};
-use crate::work::Work;
+use crate::working_copy::WorkingCopy;
 use crate::{Relevance, dates, reach};
 
 /// One candidate: kept or dropped whole.
@@ -61,7 +61,7 @@ pub(crate) struct Dropped {
 }
 
 /// How the stage weighs and aims.
-pub(crate) struct Target {
+pub(crate) struct DropSettings {
     pub granule: usize,
     /// The sticky total the earlier stages shed down to, reached from the
     /// whole history's total: the drop stage aims at the same one, so that
@@ -87,10 +87,10 @@ pub(crate) struct Scoring<'s> {
 
 /// Runs the stage when `run`, else only takes stock.
 pub(crate) async fn drop_units(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     budget: &Budget,
-    aim: &Target,
+    aim: &DropSettings,
     run: bool,
     scoring: Scoring<'_>,
 ) -> Dropped {
@@ -145,10 +145,10 @@ impl<'u> Choice<'u> {
     /// The room the units have (noting the target in `dropped`); `None`
     /// when every unit fits, so that nothing is to be dropped.
     fn start(
-        work: &Work<'_, '_>,
+        work: &WorkingCopy<'_, '_>,
         layout: &Layout<'_>,
         budget: &Budget,
-        aim: &Target,
+        aim: &DropSettings,
         units: &'u [Unit],
         dropped: &mut Dropped,
     ) -> Option<Self> {
@@ -202,9 +202,9 @@ impl<'u> Choice<'u> {
     /// Then the earlier rounds (and the head's steps), by relevance.
     async fn keep_earlier(
         &mut self,
-        work: &Work<'_, '_>,
+        work: &WorkingCopy<'_, '_>,
         layout: &Layout<'_>,
-        aim: &Target,
+        aim: &DropSettings,
         scoring: Scoring<'_>,
     ) {
         let units = self.units;
@@ -222,9 +222,9 @@ impl<'u> Choice<'u> {
     /// newest.
     async fn order(
         &self,
-        work: &Work<'_, '_>,
+        work: &WorkingCopy<'_, '_>,
         layout: &Layout<'_>,
-        aim: &Target,
+        aim: &DropSettings,
         earlier: &[usize],
         scoring: Scoring<'_>,
     ) -> Vec<u128> {
@@ -293,7 +293,7 @@ impl<'u> Choice<'u> {
     /// An earlier round too large to keep whole (a long agent round before
     /// a follow-up question) keeps its question and its newest steps that
     /// fit, rather than nothing, in the same order.
-    fn keep_parts(&mut self, work: &Work<'_, '_>, layout: &Layout<'_>, skipped: Vec<usize>) {
+    fn keep_parts(&mut self, work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, skipped: Vec<usize>) {
         for k in skipped {
             let unit = &self.units[k];
             if self.left == 0 || (unit.counts_round && self.rounds_left == 0) {
@@ -311,7 +311,7 @@ impl<'u> Choice<'u> {
 
     /// Drops what is not kept: runs of whole units together, the rest
     /// message by message outside the floor.
-    fn apply(&self, work: &mut Work<'_, '_>, layout: &Layout<'_>) {
+    fn apply(&self, work: &mut WorkingCopy<'_, '_>, layout: &Layout<'_>) {
         let mut run: Option<Range<usize>> = None;
         for (k, (unit, &kept)) in self.units.iter().zip(&self.keep).enumerate() {
             if kept {
@@ -384,7 +384,7 @@ fn unit_of(rank: u128) -> usize {
 }
 
 /// Tokens of `range` outside the floor.
-fn outside_floor(work: &Work<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
+fn outside_floor(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
     range
         .filter(|&i| !layout.in_floor(i))
         .map(|i| work.count(i))
@@ -395,7 +395,7 @@ fn outside_floor(work: &Work<'_, '_>, layout: &Layout<'_>, range: Range<usize>) 
 /// its newest steps must fit in `left` tokens: the start of the oldest
 /// step kept, or `None` when not even one step fits beside the question.
 fn partial(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     round: &Range<usize>,
     left: usize,
@@ -420,7 +420,7 @@ fn partial(
 }
 
 /// The candidates, in order.
-fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
+fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
     let messages = work.history().messages();
     let n = messages.len();
     let mut units = Vec::new();
@@ -464,7 +464,7 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
 /// The candidate of `range` (a round, or a step), unless all of it lies
 /// in the floor.
 fn unit(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout,
     range: Range<usize>,
     round: bool,
@@ -506,7 +506,7 @@ fn unit(
 /// question, with their neighbours' share. A failing scorer leaves
 /// recency to decide (every score 0).
 async fn scores(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     units: &[Unit],
     which: &[usize],
@@ -556,7 +556,7 @@ async fn scores(
 /// [`scores`] from the term index: each unit as it is shown, placeholders
 /// left out (the same scores as reading every text).
 fn indexed_scores(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     units: &[Unit],
     which: &[usize],

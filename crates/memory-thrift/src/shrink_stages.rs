@@ -12,12 +12,12 @@ use crate::layout::{Kind, Layout};
 use crate::observation;
 use crate::output_cut::{cut_result, is_uncut_result};
 use crate::placeholder;
-use crate::shrunk::Shrunk;
+use crate::shrink_cache::ShrinkCache;
 use crate::trace::{Shed, Tally};
-use crate::work::Work;
+use crate::working_copy::WorkingCopy;
 
 /// Stock of `items` (message indices) and the [`Shed`] that starts from it.
-fn stock(work: &Work<'_, '_>, items: &[usize], count: impl Fn(usize) -> usize) -> Shed {
+fn stock(work: &WorkingCopy<'_, '_>, items: &[usize], count: impl Fn(usize) -> usize) -> Shed {
     let tally = Tally {
         count: items.iter().map(|&i| count(i)).sum(),
         tokens: items.iter().map(|&i| work.count(i)).sum(),
@@ -35,11 +35,11 @@ fn record(shed: &mut Shed, items: usize, (before, after): (usize, usize)) {
 
 /// Reasoning of earlier steps (the newest step's stays).
 pub(crate) async fn reasoning(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     let items: Vec<usize> = layout
@@ -74,12 +74,12 @@ pub(crate) async fn reasoning(
 /// Tool results over `max_tokens`, cut to about that many tokens, head and
 /// tail; oldest first, the newest step's last.
 pub(crate) async fn long_outputs(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     max_tokens: usize,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let items = long_items(work, layout, max_tokens);
     let mut shed = stock(work, &items, |_| 1);
@@ -109,7 +109,7 @@ pub(crate) async fn long_outputs(
 /// have once the step is no longer the newest, so that its aging leaves
 /// the prompt's prefix as it is), and a text-only agent's observations
 /// over it but for the newest and what the floor holds.
-fn long_items(work: &Work<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Vec<usize> {
+fn long_items(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Vec<usize> {
     let history = work.history();
     // Tool results are unchanged until this stage: the listed ones need
     // no second look at their text.
@@ -149,11 +149,11 @@ fn is_unreplaced_result(message: &Message) -> bool {
 /// keeps their call id; oldest first, those of the newest round a batch at
 /// a time.
 pub(crate) async fn earlier_results(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     // A listed result needs a look at its text only if a stage changed it.
@@ -204,7 +204,7 @@ pub(crate) async fn earlier_results(
 /// Image and pass-through blocks of earlier user messages, replaced by text
 /// placeholders (only where the counter prices them above the placeholder).
 pub(crate) async fn media(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
@@ -262,7 +262,7 @@ pub(crate) async fn media(
 /// is no longer the newest, by a context that shows its outputs longer and
 /// no longer fits.
 pub(crate) async fn floor_outputs(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     budget: Option<usize>,
     counter: &dyn TokenCounter,
@@ -324,7 +324,7 @@ pub(crate) async fn floor_outputs(
 /// Each of `items` cut to `keep` characters: the new message where it
 /// changed, and its count.
 async fn cut_all(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     items: &[usize],
     keep: usize,
     counter: &dyn TokenCounter,

@@ -31,10 +31,17 @@ use crate::layout::Layout;
 use crate::shrink_cache::ShrinkCache;
 
 /// The fewest messages worth skipping: a shorter round is passed over
-/// whole.
+/// whole. Why: below it, the walk back and the check that the skipping
+/// pass can be kept cost about what skipping saves. Figure: none recorded
+/// (no round of the trajectory files is long enough to skip).
 pub(crate) const MIN_SKIPPED: usize = 64;
 
 /// The steps looked at hold more than the budget by this share of it.
+/// Why: the drop stage's run of newest steps must stop among them, and
+/// the stages must stay over their aim, or the pass is made again; the
+/// bounds are exact, so an eighth is enough. Figure: on the
+/// 10,000-message agent round, 74-79 us per call against 78-86 us when
+/// the steps held twice the target (within the noise of single runs).
 pub(crate) const HORIZON_MARGIN: f64 = 0.125;
 
 /// The steps of the newest round of `history` (laid out as `layout`) to

@@ -1,10 +1,11 @@
 //! A unit's relevance shared with its neighbours: the turns around a
 //! strongly relevant one come with it.
 
-/// Share of a unit's relevance its neighbours inherit: an answer, a
+/// Share of a unit's relevance its neighbours inherit. Why: an answer, a
 /// follow-up or the request before a strongly relevant turn is often what
-/// the question needs too (in conversations, about one relevant turn in
-/// four has its evidence in the turn beside it).
+/// the question needs too. Figure: in conversations, about one relevant
+/// turn in four has its evidence in the turn beside it (no sweep of the
+/// share itself is recorded).
 pub(crate) const NEIGHBOUR_SHARE: f64 = 0.7;
 
 /// Each unit's score, raised to [`NEIGHBOUR_SHARE`] of the better of its

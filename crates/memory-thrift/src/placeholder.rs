@@ -18,6 +18,12 @@ const TOOL_RESULT: &str = "[earlier tool result omitted: ";
 const IMAGE: &str = "[image omitted: ";
 const ATTACHMENT: &str = "[attachment omitted";
 
+/// A pass-through block's `type` longer than this many bytes is not named
+/// in its placeholder. Why: a type is a short name ("input_audio"); a long
+/// one is data the placeholder would carry back in. Figure: none needed
+/// (a bound, not a tuning).
+const MAX_TYPE_BYTES: usize = 64;
+
 /// The placeholder for an earlier tool result whose text was `original`;
 /// the length it states is that of the text before any
 /// [cut](crate::cut::cut_middle).
@@ -84,7 +90,7 @@ pub fn image(image: &ImageContent) -> String {
 /// ```
 pub fn wire(block: &serde_json::Value) -> String {
     match block.get("type").and_then(serde_json::Value::as_str) {
-        Some(kind) if kind.len() <= 64 => format!("{ATTACHMENT}: {kind}]"),
+        Some(kind) if kind.len() <= MAX_TYPE_BYTES => format!("{ATTACHMENT}: {kind}]"),
         _ => format!("{ATTACHMENT}]"),
     }
 }

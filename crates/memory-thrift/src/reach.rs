@@ -37,22 +37,34 @@ use crate::{dates, relevance};
 use memory_core::identity::text_key;
 
 /// The least score of the best dropped round for a message to reach back.
+/// Why: a round that shares only a common word or two with the question
+/// is no reason to break the prompt cache. Figure: none recorded (chosen
+/// by hand with the reach-back).
 const MIN_SCORE: f64 = 0.15;
 
 /// The best dropped round must score more than this share of the best
-/// shown one.
+/// shown one. Why: when the context already shows a round nearly as
+/// relevant, what the question needs is likely shown. Figure: none
+/// recorded (chosen by hand with the reach-back).
 const SHOWN_SHARE: f64 = 0.7;
 
 /// A user message longer than this many tokens brings its own context (an
-/// observation, a pasted file): it is appended, not asked about.
+/// observation, a pasted file): it is appended, not asked about. Why: a
+/// typed question is a sentence or two, a pasted output is not. Figure:
+/// none recorded (chosen by hand with the reach-back).
 pub(crate) const MAX_QUESTION_TOKENS: usize = 128;
 
 /// A user message at least this share of whose terms the assistant
-/// message before it holds answers that step.
+/// message before it holds answers that step. Why: an output ("File
+/// created at src/app.py") or a reply repeats most of the words of the
+/// step it follows; a new question does not. Figure: none recorded (half,
+/// chosen by hand).
 const ANSWERED_SHARE: f64 = 0.5;
 
 /// A dropped round whose terms occur in the new message at this share or
-/// more is repeated by it, not asked for.
+/// more is repeated by it, not asked for. Why: an observation of the same
+/// file again supersedes the earlier one rather than needs it. Figure:
+/// none recorded (half, chosen by hand).
 const REPEATED_SHARE: f64 = 0.5;
 
 /// Whether the newest user message of `seen` reaches back past `shown`,

@@ -24,6 +24,10 @@ use crate::{horizon, observation, reach, settle, shrink_stages, sticky};
 
 /// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
 ///
+/// Why: the fifth of the budget left lets the next calls append (and the
+/// prompt's prefix stay cached) before the next shed. Figure: none
+/// recorded.
+///
 /// ```
 /// assert_eq!(memory_thrift::Thrift::new().low_watermark(), memory_thrift::DEFAULT_LOW_WATERMARK);
 /// ```
@@ -31,11 +35,18 @@ pub const DEFAULT_LOW_WATERMARK: f32 = 0.8;
 /// Default [`Thrift::with_keep_recent_results`]: the newest 3 results of the
 /// newest round stay whole.
 ///
+/// Why: an agent's next step mostly reads its last few outputs; the
+/// others go 3 at a time, one cache break per batch. Figure: none
+/// recorded.
+///
 /// ```
 /// assert_eq!(memory_thrift::DEFAULT_KEEP_RECENT_RESULTS, 3);
 /// ```
 pub const DEFAULT_KEEP_RECENT_RESULTS: usize = 3;
 /// Default [`Thrift::with_max_tool_output_tokens`].
+///
+/// Why: an output's head and tail (the command's start, the error at its
+/// end) say most of what a long log says. Figure: none recorded.
 ///
 /// ```
 /// assert_eq!(memory_thrift::Thrift::new().max_tool_output_tokens(), memory_thrift::DEFAULT_MAX_TOOL_OUTPUT_TOKENS);
@@ -43,12 +54,21 @@ pub const DEFAULT_KEEP_RECENT_RESULTS: usize = 3;
 pub const DEFAULT_MAX_TOOL_OUTPUT_TOKENS: usize = 1024;
 /// Default [`Thrift::with_recency_weight`].
 ///
+/// Why: in a chat the question decides what is relevant; recency only
+/// breaks near ties between units of close relevance. Figure: none
+/// recorded.
+///
 /// ```
 /// assert_eq!(memory_thrift::Thrift::new().recency_weight(), memory_thrift::DEFAULT_RECENCY_WEIGHT);
 /// ```
 pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
 
 /// Default [`Thrift::with_loop_recency_weight`].
+///
+/// Why: a text-only agent's next step mostly needs its newest steps.
+/// Figure: SWE-smith support 0.765 / 0.922 at 4,000 / 8,000 tokens
+/// against 0.733 / 0.914 with the chat's 0.02; weights from 0.1 to 0.5
+/// gave 0.761-0.767 / 0.914-0.922.
 ///
 /// ```
 /// assert_eq!(memory_thrift::Thrift::new().loop_recency_weight(), memory_thrift::DEFAULT_LOOP_RECENCY_WEIGHT);
@@ -924,7 +944,8 @@ fn covered_shown(expanded: &Expanded, result: &TrimResult) -> usize {
 }
 
 /// Most extra passes [`Thrift::trim_traced`] makes when the floor does not
-/// fit.
+/// fit. Why: a guard only: each pass sheds, so the passes end once one
+/// changes nothing. Figure: none recorded.
 const MAX_PASSES: usize = 8;
 
 fn finish(result: TrimResult, mut trace: ThriftTrace) -> (TrimResult, ThriftTrace) {

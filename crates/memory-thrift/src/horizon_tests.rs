@@ -87,7 +87,7 @@ async fn traced(
 ) -> (TrimResult, ThriftTrace) {
     // A clone shares the memo: only the setting differs.
     let mut thrift = thrift.clone();
-    thrift.shortcuts.skip_long_round = skip;
+    thrift.settings.shortcuts.skip_long_round = skip;
     let got = thrift.trim_traced(history, budget, &CharTokenCounter).await;
     got.unwrap()
 }
@@ -95,9 +95,9 @@ async fn traced(
 /// `thrift`, counting its passes that skip steps into `skips`; the
 /// newest steps looked at hold `share` of the budget when given.
 fn counted(mut thrift: Thrift, skips: &Arc<SkipCounts>, share: Option<f64>) -> Thrift {
-    thrift.shortcuts.skips = skips.clone();
+    thrift.settings.shortcuts.skips = skips.clone();
     if let Some(share) = share {
-        thrift.shortcuts.horizon_share = share;
+        thrift.settings.shortcuts.horizon_share = share;
     }
     thrift
 }

@@ -231,7 +231,7 @@ async fn same_calls(
 fn pair(make: impl Fn() -> Thrift) -> (Thrift, Thrift) {
     let mut fresh = make();
     fresh.memo = Memo::new(false);
-    fresh.shortcuts.stop_early = false;
+    fresh.settings.shortcuts.stop_early = false;
     (make(), fresh)
 }
 

@@ -70,13 +70,15 @@
 //!
 //! # Where it lives
 //!
-//! `thrift` holds [`Thrift`], its settings and the replay of calls;
-//! `settle` the calls a history records and the append; `reach` the
-//! reach-back; `sticky` the levels a shed aims at; `layout` where the
-//! question, the newest step and the floor are; `shrink_stages` stages 1
-//! to 4 and 6, `drop_stage` stage 5, over a `working_copy` of the history;
-//! `horizon` the steps of a long round left out; `shortcuts` the work a
-//! pass may save without changing its result. Relevance: `scoring`
+//! `thrift` holds [`Thrift`], its builder and the view a summary's covered
+//! turns are placed in; `settings` what it is set to, with the defaults;
+//! `replay` the replay of calls, over the calls a history records and the
+//! append (`settle`); `reach` the reach-back; `shed` one shed, whose target
+//! is a level of `sticky`; `layout` where the question, the newest step
+//! and the floor are; `shrink_stages` stages 1 to 4 and 6, `drop_stage`
+//! stage 5, over a `working_copy` of the history; `horizon` the steps of a
+//! long round left out; `shortcuts` the work a pass may save without
+//! changing its result. Relevance: `scoring`
 //! ([`Relevance`], [`Lexical`]), `semantic` ([`Semantic`]), [`relevance`]
 //! (terms and weights), `term_index`, `neighbours`, `dates`, and the small
 //! leaves `texts`, `observation`, `output_cut`, `kind_positions`.
@@ -138,10 +140,13 @@ mod partial_sort;
 pub mod placeholder;
 mod reach;
 pub mod relevance;
+mod replay;
 mod resume;
 mod scoring;
 mod semantic;
+mod settings;
 mod settle;
+mod shed;
 mod shortcuts;
 mod shrink_cache;
 mod shrink_stages;
@@ -159,8 +164,9 @@ mod incremental_tests;
 
 pub use scoring::{Lexical, Relevance};
 pub use semantic::{DEFAULT_SEMANTIC_WEIGHT, Semantic};
-pub use thrift::{
+pub use settings::{
     DEFAULT_KEEP_RECENT_RESULTS, DEFAULT_LOOP_RECENCY_WEIGHT, DEFAULT_LOW_WATERMARK,
-    DEFAULT_MAX_TOOL_OUTPUT_TOKENS, DEFAULT_RECENCY_WEIGHT, Thrift,
+    DEFAULT_MAX_TOOL_OUTPUT_TOKENS, DEFAULT_RECENCY_WEIGHT,
 };
+pub use thrift::Thrift;
 pub use trace::{Shed, Tally, ThriftTrace};

@@ -233,7 +233,7 @@ impl Thrift {
     }
 
     /// How older units are scored against the current question (default
-    /// [`Lexical`]: no model, no network).
+    /// [`Lexical`](crate::Lexical): no model, no network).
     ///
     /// ```
     /// use memory_thrift::{Lexical, Thrift};

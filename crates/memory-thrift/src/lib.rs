@@ -18,7 +18,7 @@
 //! fit), for as long as that fits the budget. When it does not, the history
 //! is *shed afresh* down to the low watermark (80% of the budget), which
 //! leaves room for the next calls to append again. This is replayed from
-//! the history itself, call by call (`settle`), so the same history always
+//! the history itself, call by call (`calls`), so the same history always
 //! gives the same context; the replay starts afresh at every 32nd model
 //! call, which bounds its work. What a call reads of the history (each
 //! message's identity, kind, count and terms, the cuts already made, where
@@ -73,7 +73,7 @@
 //! `thrift` holds [`Thrift`], its builder and the view a summary's covered
 //! turns are placed in; `settings` what it is set to, with the defaults;
 //! `replay` the replay of calls, over the calls a history records and the
-//! append (`settle`); `reach` the reach-back; `shed` one shed, whose target
+//! append (`calls`); `reach` the reach-back; `shed` one shed, whose target
 //! is a level of `sticky`; `layout` where the question, the newest step
 //! and the floor are; `shrink_stages` stages 1 to 4 and 6, `drop_stage`
 //! stage 5, over a `working_copy` of the history; `horizon` the steps of a
@@ -91,7 +91,7 @@
 //! [`DEFAULT_KEEP_RECENT_RESULTS`], [`DEFAULT_MAX_TOOL_OUTPUT_TOKENS`],
 //! [`DEFAULT_RECENCY_WEIGHT`], [`DEFAULT_LOOP_RECENCY_WEIGHT`],
 //! [`DEFAULT_SEMANTIC_WEIGHT`]), the reach-back's (`reach`), the replay
-//! span (`settle`), the neighbours' share, the keep floor
+//! span (`calls`), the neighbours' share, the keep floor
 //! ([`relevance::keep_floor`]), the date lift (`dates`) and the bounds of
 //! the work a call saves (`horizon`, `message_index`, `partial_sort`).
 //!
@@ -123,6 +123,7 @@
 //! # });
 //! ```
 
+mod calls;
 pub mod cut;
 mod dates;
 #[cfg(test)]
@@ -145,7 +146,6 @@ mod resume;
 mod scoring;
 mod semantic;
 mod settings;
-mod settle;
 mod shed;
 mod shortcuts;
 mod shrink_cache;

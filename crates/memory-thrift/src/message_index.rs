@@ -26,8 +26,8 @@ use std::ops::Range;
 
 use memory_core::{History, Message};
 
+use crate::calls::Points;
 use crate::kind_positions::KindPositions;
-use crate::settle::Points;
 use crate::term_index::TermIndex;
 use memory_core::identity::{message_key, text_key};
 
@@ -169,7 +169,7 @@ impl MessageIndex {
     }
 
     /// The model calls of the first `len` messages that a replay looks
-    /// at, as [`settle::replay_points`](crate::settle::replay_points)
+    /// at, as [`calls::replay_points`](crate::calls::replay_points)
     /// gives them.
     pub fn replay_points(&self, len: usize) -> Option<Points> {
         if self.kinds.users.first().is_none_or(|&u| u >= len) {
@@ -247,13 +247,10 @@ mod tests {
         synced(&mut fresh, &m).await;
         assert_eq!(seen.keys, fresh.keys);
         assert_eq!(seen.totals, fresh.totals);
-        assert_eq!(
-            seen.replay_points(m.len()),
-            crate::settle::replay_points(&m)
-        );
+        assert_eq!(seen.replay_points(m.len()), crate::calls::replay_points(&m));
         assert_eq!(
             seen.replay_points(151),
-            crate::settle::replay_points(&m[..151])
+            crate::calls::replay_points(&m[..151])
         );
         assert_eq!(seen.kinds.rounds(m.len()), structure::rounds(&m));
         assert_eq!(seen.kinds.rounds(1), structure::rounds(&m[..1]));

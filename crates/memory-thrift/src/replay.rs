@@ -1,4 +1,4 @@
-//! The replay of a history's model calls (see [`settle`](crate::settle)):
+//! The replay of a history's model calls (see [`calls`](crate::calls)):
 //! each call appends to the context the call before showed while that
 //! fits, sheds afresh when it does not, and chooses afresh for a question
 //! that reaches back.
@@ -13,10 +13,10 @@ use crate::settings::Settings;
 use crate::shed::{ShedTarget, finish};
 use crate::shrink_cache::ShrinkCache;
 use crate::trace::ThriftTrace;
-use crate::{reach, settle};
+use crate::{calls, reach};
 
 impl Settings {
-    /// The calls of `history` at `points` replayed (see `settle`): each
+    /// The calls of `history` at `points` replayed (see `calls`): each
     /// sees its history as it was until the first over the budget; from
     /// there on, each appends to the one before while that fits, and
     /// sheds afresh when it does not.
@@ -33,7 +33,7 @@ impl Settings {
         budget: &Budget,
         fresh: ShedTarget,
         counter: &dyn TokenCounter,
-        points: &settle::Points,
+        points: &calls::Points,
         kept: KeptState<'_>,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         let KeptState {
@@ -43,7 +43,7 @@ impl Settings {
         } = kept;
         let last = points.len() - 1;
         // The replay starts at the last multiple of its span (see
-        // `settle`); the calls before it are not looked at.
+        // `calls`); the calls before it are not looked at.
         let start = points.start();
         let totals = seen_totals(seen.as_deref(), history, points, start);
         let total = |k: usize| totals[k - start];
@@ -57,7 +57,7 @@ impl Settings {
         let (begin, result, trace) = match resumed {
             Some(found) => found,
             None => {
-                let prefix = settle::prefix(history, points[from], total(from))?;
+                let prefix = calls::prefix(history, points[from], total(from))?;
                 let index = seen.as_deref_mut();
                 let (result, trace) = self
                     .shed(&prefix, budget, aim, counter, shrunk, index)
@@ -101,7 +101,7 @@ fn starting_call(budget: &Budget, calls: Range<usize>, total: impl Fn(usize) -> 
 fn seen_totals(
     seen: Option<&MessageIndex>,
     history: &History<'_>,
-    points: &settle::Points,
+    points: &calls::Points,
     start: usize,
 ) -> Vec<usize> {
     let mut totals = vec![0; points.len() - start];
@@ -151,7 +151,7 @@ impl Replay<'_, '_> {
         self,
         resume: Option<&mut Resume>,
         start: usize,
-        points: &settle::Points,
+        points: &calls::Points,
         last: usize,
     ) -> (TrimResult, ThriftTrace) {
         let Replay {
@@ -226,10 +226,10 @@ impl Replay<'_, '_> {
         step: Range<usize>,
         total: usize,
     ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
-        if !settle::new_round(self.history.messages(), step.clone()) {
+        if !calls::new_round(self.history.messages(), step.clone()) {
             return Ok(None);
         }
-        let prefix = settle::prefix(self.history, step.end, total)?;
+        let prefix = calls::prefix(self.history, step.end, total)?;
         if !reach::reaches_back(&prefix, &self.result, self.seen.as_deref_mut()) {
             return Ok(None);
         }
@@ -258,7 +258,7 @@ impl Replay<'_, '_> {
     ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
         let end = step.end;
         let max_output = settings.max_tool_output_tokens;
-        let appended = settle::append(
+        let appended = calls::append(
             &mut self.result,
             self.history,
             step,
@@ -273,7 +273,7 @@ impl Replay<'_, '_> {
             self.trace.append(appended.tokens, appended.cut);
             return Ok(None);
         }
-        let prefix = settle::prefix(self.history, end, total)?;
+        let prefix = calls::prefix(self.history, end, total)?;
         let index = self.seen.as_deref_mut();
         let shed = settings
             .shed(

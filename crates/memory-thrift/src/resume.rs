@@ -2,7 +2,7 @@
 //! extends the same prefix takes it up there instead of replaying every
 //! call since the replay's start.
 //!
-//! The replay (see [`settle`](crate::settle)) is a function of the history
+//! The replay (see [`calls`](crate::calls)) is a function of the history
 //! alone; this only spares recomputing it. A kept state is used only while
 //! the messages its call saw are still the same (see
 //! [`MessageIndex::sync`](crate::message_index::MessageIndex::sync): [`Resume::keep_valid`] forgets
@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use memory_core::{Budget, TrimResult};
 
-use crate::settle::Points;
+use crate::calls::Points;
 use crate::trace::ThriftTrace;
 
 /// A budget's token and rounds limits.

@@ -2,7 +2,7 @@
 //! assistant message without its reasoning, each with its count, and the
 //! count of a tool result's placeholder.
 //!
-//! Replaying a round (see [`settle`](crate::settle)) sheds several
+//! Replaying a round (see [`calls`](crate::calls)) sheds several
 //! prefixes of the same history afresh, and each call sheds the history
 //! again; each pass would otherwise cut and recount the same long outputs
 //! and count the same placeholders again. Both depend only on the message

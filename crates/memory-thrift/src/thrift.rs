@@ -17,7 +17,7 @@ use crate::settings::{
 use crate::shed::ShedTarget;
 use crate::shrink_cache::ShrinkCache;
 use crate::trace::ThriftTrace;
-use crate::{observation, reach, settle};
+use crate::{calls, observation, reach};
 
 /// Sheds the lowest-signal content first until the history fits, and never
 /// calls a model. A projection: storage keeps everything.
@@ -396,7 +396,7 @@ impl Thrift {
         // Nothing to settle before the first call.
         let points = match seen.as_deref() {
             Some(seen) => seen.replay_points(history.len()),
-            None => settle::replay_points(history.messages()),
+            None => calls::replay_points(history.messages()),
         };
         let Some(points) = points.filter(|points| points.len() >= 2) else {
             return self

@@ -1,3 +1,6 @@
+//! The model calls a history records, the span of them a replay looks at,
+//! and the append of one call's new messages to the context shown before.
+//!
 //! Settled turns: each turn's context is the previous turn's plus what
 //! came since, for as long as that fits and no new question reaches back.
 //!

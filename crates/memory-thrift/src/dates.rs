@@ -27,11 +27,22 @@ use std::ops::Range;
 use memory_core::{Message, summary};
 
 /// What a unit dated in a month the question names adds to its score
-/// (which runs from 0 to 1).
+/// (which runs from 0 to 1). Why: a question about a month needs the
+/// turns said then, whatever their words. Figure: LoCoMo evidence recall
+/// for thrift 0.750 / 0.800 at 1,000 / 2,000 tokens with it, 0.734 / 0.789
+/// undated; lifts of 0.15 and 0.5 gave within 0.003 of 0.3's.
 pub(crate) const DATE_LIFT: f64 = 0.3;
 
-/// A time marker is at most this many bytes long.
+/// A time marker is at most this many bytes long. Why: a dated session's
+/// marker ("Session 3: 1:56 pm on 8 May, 2023") is about 35 bytes, a
+/// system prompt that happens to name a date is longer. Figure: none
+/// recorded.
 const MAX_MARKER_BYTES: usize = 120;
+
+/// The years a four-digit number beside a month is taken for. Why: "May
+/// 2023" names a year, "May 4711" is a count or an id. Figure: none
+/// needed (a bound, not a tuning).
+const YEARS: std::ops::Range<u16> = 1900..2100;
 
 /// A month, and its year when one is named beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,7 +104,7 @@ fn year_of(word: &str) -> Option<u16> {
     (word.len() == 4 && word.bytes().all(|b| b.is_ascii_digit()))
         .then(|| word.parse().ok())
         .flatten()
-        .filter(|y| (1900..2100).contains(y))
+        .filter(|y| YEARS.contains(y))
 }
 
 fn is_day(word: &str) -> bool {

@@ -7,9 +7,12 @@ use memory_core::{
     Budget, CharTokenCounter, History, Message, ToolCall, TrimResult, count_messages,
 };
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
 use crate::draw::Draw;
-use crate::horizon::{REACH_SHARE, SKIP_NOTHING, SKIPS_KEPT, SKIPS_REDONE};
 use crate::memo::Memo;
+use crate::shortcuts::SkipCounts;
 use crate::{Thrift, ThriftTrace};
 
 const WORDS: [&str; 12] = [
@@ -82,10 +85,27 @@ async fn traced(
     budget: &Budget,
     skip: bool,
 ) -> (TrimResult, ThriftTrace) {
-    SKIP_NOTHING.with(|s| s.set(!skip));
+    // A clone shares the memo: only the setting differs.
+    let mut thrift = thrift.clone();
+    thrift.settings.shortcuts.skip_long_round = skip;
     let got = thrift.trim_traced(history, budget, &CharTokenCounter).await;
-    SKIP_NOTHING.with(|s| s.set(false));
     got.unwrap()
+}
+
+/// `thrift`, counting its passes that skip steps into `skips`; the
+/// newest steps looked at hold `share` of the budget when given.
+fn counted(mut thrift: Thrift, skips: &Arc<SkipCounts>, share: Option<f64>) -> Thrift {
+    thrift.settings.shortcuts.skips = skips.clone();
+    if let Some(share) = share {
+        thrift.settings.shortcuts.horizon_share = share;
+    }
+    thrift
+}
+
+/// `thrift` keeping nothing from call to call.
+fn forgetful(mut thrift: Thrift) -> Thrift {
+    thrift.memo = Memo::new(false);
+    thrift
 }
 
 /// The trace without what the skipped steps count towards: the stages'
@@ -106,20 +126,22 @@ fn outline(trace: &ThriftTrace) -> ThriftTrace {
 }
 
 /// Every call of generated long rounds, with and without skipping, under
-/// budgets small and large; returns how many passes skipped steps and
-/// were kept, and how many were made again.
-async fn same_with_and_without_skipping(seeds: std::ops::RangeInclusive<u64>) -> (usize, usize) {
-    SKIPS_KEPT.with(|k| k.set(0));
-    SKIPS_REDONE.with(|k| k.set(0));
+/// budgets small and large, the newest steps looked at holding `share` of
+/// the budget when given; returns how many passes skipped steps and were
+/// kept, and how many were made again.
+async fn same_with_and_without_skipping(
+    seeds: std::ops::RangeInclusive<u64>,
+    share: Option<f64>,
+) -> (usize, usize) {
+    let skips = Arc::new(SkipCounts::default());
     for seed in seeds {
         let m = session(seed, 120 + 30 * seed as usize, seed % 2 == 0);
         let counts = count_messages(&CharTokenCounter, &m).await.unwrap();
         let protect: Vec<usize> = if seed % 3 == 0 { vec![0, 40] } else { vec![0] };
         for budget in [400, 1_500, 4_000] {
             let budget = Budget::tokens(budget);
-            let kept = Thrift::new();
-            let mut fresh = Thrift::new();
-            fresh.memo = Memo::off();
+            let kept = counted(Thrift::new(), &skips, share);
+            let fresh = counted(forgetful(Thrift::new()), &skips, share);
             let ends = (1..m.len())
                 .filter(|&k| m[k].is_assistant())
                 .chain([m.len()]);
@@ -142,15 +164,15 @@ async fn same_with_and_without_skipping(seeds: std::ops::RangeInclusive<u64>) ->
         }
     }
     (
-        SKIPS_KEPT.with(std::cell::Cell::get),
-        SKIPS_REDONE.with(std::cell::Cell::get),
+        skips.kept.load(Ordering::Relaxed),
+        skips.redone.load(Ordering::Relaxed),
     )
 }
 
 #[tokio::test]
 async fn a_long_round_gives_what_a_pass_over_every_step_gives() {
     // The steps were skipped, and the pass that skipped them kept, often.
-    let (kept, redone) = same_with_and_without_skipping(1..=6).await;
+    let (kept, redone) = same_with_and_without_skipping(1..=6, None).await;
     assert_eq!(redone, 0, "the horizon reached far enough every time");
     assert!(kept > 100, "{kept}");
 }
@@ -161,9 +183,7 @@ async fn a_horizon_too_near_is_passed_over_again() {
     // stages get down to it, or the run of newest steps goes on past
     // them, and the pass is made again over every step.
     for (share, seeds) in [(0.0, 1..=2), (0.3, 3..=4), (0.9, 5..=6)] {
-        REACH_SHARE.with(|r| r.set(Some(share)));
-        let (_, redone) = same_with_and_without_skipping(seeds).await;
-        REACH_SHARE.with(|r| r.set(None));
+        let (_, redone) = same_with_and_without_skipping(seeds, Some(share)).await;
         assert!(redone > 20, "{share}: {redone}");
     }
 }
@@ -208,7 +228,7 @@ fn ranked_session(seed: u64, long: usize) -> Vec<Message> {
 
 #[tokio::test]
 async fn earlier_rounds_rank_as_in_a_pass_over_every_step() {
-    SKIPS_KEPT.with(|k| k.set(0));
+    let skips = Arc::new(SkipCounts::default());
     for weight in [0.02, 0.2, 1.0] {
         for seed in 1..=8u64 {
             for long in [300, 700] {
@@ -217,8 +237,8 @@ async fn earlier_rounds_rank_as_in_a_pass_over_every_step() {
                 let history = History::new(&m, &counts).unwrap();
                 for budget in [800, 1_200, 1_600] {
                     let budget = Budget::tokens(budget);
-                    let mut thrift = Thrift::new().with_recency_weight(weight);
-                    thrift.memo = Memo::off();
+                    let weighted = Thrift::new().with_recency_weight(weight);
+                    let thrift = counted(forgetful(weighted), &skips, None);
                     let want = traced(&thrift, &history, &budget, false).await;
                     let got = traced(&thrift, &history, &budget, true).await;
                     let at = format!("weight {weight}, seed {seed}, long {long}, {budget:?}");
@@ -227,18 +247,18 @@ async fn earlier_rounds_rank_as_in_a_pass_over_every_step() {
             }
         }
     }
-    assert!(SKIPS_KEPT.with(std::cell::Cell::get) > 100);
+    assert!(skips.kept.load(Ordering::Relaxed) > 100);
 }
 
 #[tokio::test]
 async fn a_long_round_that_changes_is_read_again_where_it_changed() {
-    SKIPS_KEPT.with(|k| k.set(0));
+    let skips = Arc::new(SkipCounts::default());
     for seed in [2u64, 5] {
         let m = session(seed, 200, true);
         // A step near the end and its output written again (other words,
         // other counts): the memo forgets from there on. Whether that
-        // step is shown depends on the budget; the shrunk memo's own
-        // forgetting is checked in `shrunk`'s unit tests, which fail when
+        // step is shown depends on the budget; the shrink cache's own
+        // forgetting is checked in `shrink_cache`'s unit tests, which fail when
         // it keeps what it made.
         let mut edited = m.clone();
         let middle = (0..m.len() - 12)
@@ -261,9 +281,8 @@ async fn a_long_round_that_changes_is_read_again_where_it_changed() {
         let shorter = &m[..m.len() * 3 / 4];
         for budget in [600, 2_000] {
             let budget = Budget::tokens(budget);
-            let kept = Thrift::new();
-            let mut fresh = Thrift::new();
-            fresh.memo = Memo::off();
+            let kept = counted(Thrift::new(), &skips, None);
+            let fresh = counted(forgetful(Thrift::new()), &skips, None);
             for (k, history) in [&m[..], &edited[..], shorter, &m[..]]
                 .into_iter()
                 .enumerate()
@@ -276,5 +295,5 @@ async fn a_long_round_that_changes_is_read_again_where_it_changed() {
             }
         }
     }
-    assert!(SKIPS_KEPT.with(std::cell::Cell::get) > 8);
+    assert!(skips.kept.load(Ordering::Relaxed) > 8);
 }

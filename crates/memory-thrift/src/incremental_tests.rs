@@ -11,7 +11,6 @@ use memory_core::{
 
 use crate::draw::Draw;
 use crate::memo::Memo;
-use crate::select::WHOLE_ORDER;
 use crate::{Lexical, Relevance, Thrift, ThriftTrace};
 
 /// Words of the generated sessions; the last ones are words of Thrift's
@@ -191,17 +190,13 @@ async fn trim(
     traced(thrift, &history, budget).await
 }
 
-/// `thrift`'s trim of `history`; a Thrift that keeps nothing is the
-/// reference, and goes through the whole order.
+/// `thrift`'s trim of `history`.
 async fn traced(
     thrift: &Thrift,
     history: &History<'_>,
     budget: &Budget,
 ) -> (TrimResult, ThriftTrace) {
-    let reference = !thrift.memo.keeps();
-    WHOLE_ORDER.with(|w| w.set(reference));
     let result = thrift.trim_traced(history, budget, &Pricey).await;
-    WHOLE_ORDER.with(|w| w.set(false));
     result.unwrap()
 }
 
@@ -231,9 +226,12 @@ async fn same_calls(
     traces
 }
 
+/// Two Thrifts made by `make`: one that keeps its memo, and the reference,
+/// which keeps nothing and goes through the drop stage's whole order.
 fn pair(make: impl Fn() -> Thrift) -> (Thrift, Thrift) {
     let mut fresh = make();
-    fresh.memo = Memo::off();
+    fresh.memo = Memo::new(false);
+    fresh.settings.shortcuts.stop_early = false;
     (make(), fresh)
 }
 
@@ -365,9 +363,7 @@ async fn another_counter_is_a_change() {
         };
         let history = History::new(&m, counts).unwrap().protect(&[0]);
         let got = kept.trim_traced(&history, &budget, counter).await.unwrap();
-        WHOLE_ORDER.with(|w| w.set(true));
         let want = fresh.trim_traced(&history, &budget, counter).await.unwrap();
-        WHOLE_ORDER.with(|w| w.set(false));
         assert_eq!(got, want, "round {round}");
     }
 }

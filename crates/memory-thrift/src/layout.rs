@@ -6,7 +6,7 @@ use std::ops::Range;
 use memory_core::structure::{self, Floor};
 use memory_core::{History, Message};
 
-use crate::seen::Kinds;
+use crate::kind_positions::KindPositions;
 
 /// Positions every stage consults.
 #[derive(Debug)]
@@ -33,7 +33,7 @@ pub(crate) struct Layout<'k> {
     /// For each message, whether it lies in the floor.
     in_floor: Vec<bool>,
     /// Where the messages of each kind are, when known.
-    kinds: Option<&'k Kinds>,
+    kinds: Option<&'k KindPositions>,
     /// Steps of the newest round left out of every stage (see
     /// [`horizon`](crate::horizon)): empty unless set.
     skipped: Range<usize>,
@@ -62,7 +62,7 @@ impl<'k> Layout<'k> {
     pub fn new(
         history: &History<'_>,
         keep_recent_results: usize,
-        kinds: Option<&'k Kinds>,
+        kinds: Option<&'k KindPositions>,
     ) -> Self {
         let messages = history.messages();
         let n = messages.len();
@@ -83,7 +83,7 @@ impl<'k> Layout<'k> {
         let keep = keep_recent_results.max(1);
         let results: std::borrow::Cow<'k, [usize]> = match kinds {
             // Listed: exactly the tool results.
-            Some(kinds) => Kinds::within(&kinds.results, newest_round..n).into(),
+            Some(kinds) => KindPositions::within(&kinds.results, newest_round..n).into(),
             None => (newest_round..n)
                 .filter(|&i| messages[i].is_tool_result())
                 .collect::<Vec<_>>()
@@ -198,7 +198,7 @@ impl<'k> Layout<'k> {
 /// The positions in `range` that may hold messages of `kind`: those
 /// `kinds` lists, or all of them when there is no list.
 fn candidates<'k>(
-    kinds: Option<&'k Kinds>,
+    kinds: Option<&'k KindPositions>,
     kind: Kind,
     range: Range<usize>,
 ) -> impl Iterator<Item = usize> + 'k {
@@ -210,7 +210,7 @@ fn candidates<'k>(
             Kind::Media => &kinds.media,
             Kind::Observations => &kinds.observations,
         };
-        Kinds::within(list, range.clone()).iter().copied()
+        KindPositions::within(list, range.clone()).iter().copied()
     });
     let all = listed.is_none().then_some(range).into_iter().flatten();
     listed.into_iter().flatten().chain(all)

@@ -6,27 +6,27 @@
 //! it runs and puts it back when it ends (however it ends); a trim that
 //! runs meanwhile, on a clone, gets an empty one and reads its history
 //! afresh. What is kept never changes a result, only how much a call must
-//! read: see [`Seen`] and [`Resume`].
+//! read: see [`MessageIndex`] and [`Resume`].
 
 use std::sync::{Arc, Mutex};
 
 use memory_core::covered::Expanded;
 use memory_core::{History, TokenCounter};
 
+use crate::message_index::MessageIndex;
 use crate::resume::Resume;
-use crate::seen::Seen;
-use crate::shrunk::Shrunk;
+use crate::shrink_cache::ShrinkCache;
 
 /// What one history's calls keep.
 #[derive(Debug, Default)]
 pub(crate) struct State {
-    pub seen: Seen,
+    pub seen: MessageIndex,
     pub resume: Resume,
-    pub shrunk: Shrunk,
+    pub shrunk: ShrinkCache,
 }
 
 impl State {
-    /// Takes `history`, counted by `counter`, in (see [`Seen::sync`]) and
+    /// Takes `history`, counted by `counter`, in (see [`MessageIndex::sync`]) and
     /// forgets what was kept of the messages that changed: the replay
     /// states of the calls that saw them, and their shrunk forms.
     pub fn sync(&mut self, history: &History<'_>, counter: &dyn TokenCounter) {
@@ -51,29 +51,20 @@ pub(crate) struct Memo {
 
 impl Default for Memo {
     fn default() -> Self {
-        Self {
-            slot: Arc::default(),
-            expanded: Arc::default(),
-            on: true,
-        }
+        Self::new(true)
     }
 }
 
 impl Memo {
-    /// A memo that keeps nothing: every call reads the whole history.
-    #[cfg(test)]
-    pub fn off() -> Self {
+    /// An empty memo that keeps what calls read when `keep`, else nothing
+    /// (every call then reads the whole history: the reference that
+    /// keeping must match).
+    pub fn new(keep: bool) -> Self {
         Self {
             slot: Arc::default(),
             expanded: Arc::default(),
-            on: false,
+            on: keep,
         }
-    }
-
-    /// Whether anything is kept.
-    #[cfg(test)]
-    pub fn keeps(&self) -> bool {
-        self.on
     }
 
     /// The expansion kept by the last call that placed a covered set, if
@@ -95,8 +86,8 @@ impl Memo {
         }
     }
 
-    /// The state, lent until the [`Lent`] is dropped.
-    pub fn lend(&self) -> Lent<'_> {
+    /// The state, lent until the [`LentState`] is dropped.
+    pub fn lend(&self) -> LentState<'_> {
         let state = self.on.then(|| {
             self.slot
                 .lock()
@@ -104,24 +95,24 @@ impl Memo {
                 .take()
                 .unwrap_or_default()
         });
-        Lent { memo: self, state }
+        LentState { memo: self, state }
     }
 }
 
 /// The state lent to one trim; back in the memo when dropped.
-pub(crate) struct Lent<'m> {
+pub(crate) struct LentState<'m> {
     memo: &'m Memo,
     state: Option<Box<State>>,
 }
 
-impl Lent<'_> {
+impl LentState<'_> {
     /// The state, unless the memo keeps nothing.
     pub fn state(&mut self) -> Option<&mut State> {
         self.state.as_deref_mut()
     }
 }
 
-impl Drop for Lent<'_> {
+impl Drop for LentState<'_> {
     fn drop(&mut self) {
         if let Some(state) = self.state.take() {
             *self.memo.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(state);

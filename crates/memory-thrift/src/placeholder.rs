@@ -12,11 +12,17 @@
 //! assert!(placeholder::is_placeholder(&text));
 //! ```
 
-use memory_core::ImageContent;
+use memory_core::{ImageContent, Message};
 
 const TOOL_RESULT: &str = "[earlier tool result omitted: ";
 const IMAGE: &str = "[image omitted: ";
 const ATTACHMENT: &str = "[attachment omitted";
+
+/// A pass-through block's `type` longer than this many bytes is not named
+/// in its placeholder. Why: a type is a short name ("input_audio"); a long
+/// one is data the placeholder would carry back in. Figure: none needed
+/// (a bound, not a tuning).
+const MAX_TYPE_BYTES: usize = 64;
 
 /// The placeholder for an earlier tool result whose text was `original`;
 /// the length it states is that of the text before any
@@ -45,10 +51,27 @@ pub(crate) fn write_tool_result(original: &str, out: &mut String) {
     );
 }
 
+/// The placeholder message for tool result `message`, keeping its call id
+/// and name (any other message as it is).
+pub(crate) fn tool_result_message(message: &Message) -> Message {
+    match message {
+        Message::ToolResult {
+            tool_call_id,
+            content,
+            name,
+        } => Message::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: tool_result(content),
+            name: name.clone(),
+        },
+        other => other.clone(),
+    }
+}
+
 /// The placeholder for an image block.
 ///
 /// ```
-/// use memory_core::ImageContent;
+/// use memory_core::{ImageContent, Message};
 /// let image = ImageContent::new("image/png", vec![0; 2048]);
 /// assert_eq!(memory_thrift::placeholder::image(&image), "[image omitted: image/png, 2048 bytes]");
 /// ```
@@ -67,7 +90,7 @@ pub fn image(image: &ImageContent) -> String {
 /// ```
 pub fn wire(block: &serde_json::Value) -> String {
     match block.get("type").and_then(serde_json::Value::as_str) {
-        Some(kind) if kind.len() <= 64 => format!("{ATTACHMENT}: {kind}]"),
+        Some(kind) if kind.len() <= MAX_TYPE_BYTES => format!("{ATTACHMENT}: {kind}]"),
         _ => format!("{ATTACHMENT}]"),
     }
 }

@@ -27,30 +27,44 @@ use std::ops::Range;
 
 use memory_core::{History, Message, TrimResult, structure};
 
-use crate::key::text_key;
+use crate::message_index::MessageIndex;
+use crate::neighbours::with_neighbours;
+use crate::observation::issues_a_command;
 use crate::scoring::Lexical;
-use crate::seen::Seen;
-use crate::select::{texts_of, with_neighbours};
 use crate::term_index::Units;
+use crate::texts::texts_of;
 use crate::{dates, relevance};
+use memory_core::identity::text_key;
 
 /// The least score of the best dropped round for a message to reach back.
+/// Why: a round that shares only a common word or two with the question
+/// is no reason to break the prompt cache. Figure: none recorded (chosen
+/// by hand with the reach-back).
 const MIN_SCORE: f64 = 0.15;
 
 /// The best dropped round must score more than this share of the best
-/// shown one.
+/// shown one. Why: when the context already shows a round nearly as
+/// relevant, what the question needs is likely shown. Figure: none
+/// recorded (chosen by hand with the reach-back).
 const SHOWN_SHARE: f64 = 0.7;
 
 /// A user message longer than this many tokens brings its own context (an
-/// observation, a pasted file): it is appended, not asked about.
+/// observation, a pasted file): it is appended, not asked about. Why: a
+/// typed question is a sentence or two, a pasted output is not. Figure:
+/// none recorded (chosen by hand with the reach-back).
 pub(crate) const MAX_QUESTION_TOKENS: usize = 128;
 
 /// A user message at least this share of whose terms the assistant
-/// message before it holds answers that step.
+/// message before it holds answers that step. Why: an output ("File
+/// created at src/app.py") or a reply repeats most of the words of the
+/// step it follows; a new question does not. Figure: none recorded (half,
+/// chosen by hand).
 const ANSWERED_SHARE: f64 = 0.5;
 
 /// A dropped round whose terms occur in the new message at this share or
-/// more is repeated by it, not asked for.
+/// more is repeated by it, not asked for. Why: an observation of the same
+/// file again supersedes the earlier one rather than needs it. Figure:
+/// none recorded (half, chosen by hand).
 const REPEATED_SHARE: f64 = 0.5;
 
 /// Whether the newest user message of `seen` reaches back past `shown`,
@@ -60,7 +74,7 @@ const REPEATED_SHARE: f64 = 0.5;
 pub(crate) fn reaches_back(
     seen: &History<'_>,
     shown: &TrimResult,
-    mut index: Option<&mut Seen>,
+    mut index: Option<&mut MessageIndex>,
 ) -> bool {
     let messages = seen.messages();
     let Some(question) = structure::current_question(messages) else {
@@ -124,7 +138,7 @@ fn own_scores(
     messages: &[Message],
     earlier: &[Range<usize>],
     asked: &str,
-    index: Option<&mut Seen>,
+    index: Option<&mut MessageIndex>,
 ) -> Vec<f64> {
     match index {
         Some(index) => {
@@ -146,7 +160,7 @@ fn shown_rounds(
     seen: &History<'_>,
     shown: &TrimResult,
     rounds: &[Range<usize>],
-    index: Option<&Seen>,
+    index: Option<&MessageIndex>,
 ) -> Vec<bool> {
     let messages = seen.messages();
     let shows = |r: &Range<usize>, showing: &dyn Fn(usize) -> bool| {
@@ -261,39 +275,6 @@ fn answers_the_step(said: &HashSet<String>, before: &[Message]) -> bool {
     let step = terms_of(&texts);
     let shared = said.iter().filter(|t| step.contains(*t)).count();
     shared as f64 >= ANSWERED_SHARE * said.len() as f64
-}
-
-/// Whether assistant message `step` writes a command in its text for the
-/// agent's harness to run, as text-only agents do: a function tag, or a
-/// fenced block of shell (or of no language named) that ends the message.
-/// The user message after it is that command's output, however short and
-/// whatever its words. (A reply that ends with code in another language is
-/// an answer, not a command.)
-pub(crate) fn issues_a_command(step: &Message) -> bool {
-    let Message::Assistant { content, .. } = step else {
-        return false;
-    };
-    if content.contains("<function=") {
-        return true;
-    }
-    let Some(body) = content.trim_end().strip_suffix("```") else {
-        return false;
-    };
-    let Some(open) = body.rfind("```") else {
-        return false;
-    };
-    let info = body[open + 3..].lines().next().unwrap_or_default().trim();
-    matches!(info, "" | "bash" | "sh" | "shell" | "console" | "zsh")
-}
-
-/// Whether message `i` of `messages` is a text-only agent's observation:
-/// a user message of text alone, right after a step that wrote a command
-/// in its text ([`issues_a_command`]). Its long output is cut like a tool
-/// result's.
-pub(crate) fn is_observation(messages: &[Message], i: usize) -> bool {
-    matches!(&messages[i], Message::User(blocks) if blocks.len() == 1 && blocks[0].as_text().is_some())
-        && i.checked_sub(1)
-            .is_some_and(|before| issues_a_command(&messages[before]))
 }
 
 /// The distinct terms of `texts`.

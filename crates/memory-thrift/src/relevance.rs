@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use crate::key::WordHasher;
+use memory_core::identity::WordHasher;
 
 /// Calls `f` with each term of `text`, in order (repeats included).
 ///
@@ -84,12 +84,17 @@ fn for_each_word(text: &str, mut f: impl FnMut(&[u8])) {
             i += 1;
         }
         if let Some(first) = first
-            && i - first >= 4
+            && i - first >= MIN_WORD_BYTES
         {
             f(&bytes[first..i]);
         }
     }
 }
+
+/// The fewest bytes of a word that is a term. Why: shorter words ("the",
+/// "did", "you") are mostly function words that every turn holds. Figure:
+/// none recorded.
+const MIN_WORD_BYTES: usize = 4;
 
 const OTHER: u8 = 0;
 const DIGIT: u8 = 1;
@@ -152,7 +157,9 @@ pub fn stem(word: &str) -> String {
     String::from_utf8(w).unwrap_or_default()
 }
 
-/// Most bytes [`stem_bytes`] removes from a word.
+/// Most bytes [`stem_bytes`] removes from a word. Why: a bound on the
+/// words that may stem to a question's term, so that others are passed
+/// over unstemmed. Figure: none needed (a bound, not a tuning).
 const MAX_STEM_CUT: usize = 8;
 
 fn stem_bytes(w: &mut Vec<u8>) {
@@ -243,8 +250,18 @@ pub fn keep_floor(pressure: f64) -> f64 {
     } else {
         pressure.clamp(0.0, 1.0)
     };
-    0.125 + 0.305 * p * p
+    KEEP_FLOOR_AT_REST + KEEP_FLOOR_RISE * p * p
 }
+
+/// [`keep_floor`] without pressure. Why: a unit sharing an eighth of the
+/// question's weighted terms is worth keeping when there is room. Figure:
+/// none recorded (chosen by hand with the drop stage).
+const KEEP_FLOOR_AT_REST: f64 = 0.125;
+
+/// What [`keep_floor`] rises by under full pressure. Why: when most
+/// candidates must go, only a strong match should outrank recency.
+/// Figure: none recorded (chosen by hand with the drop stage).
+const KEEP_FLOOR_RISE: f64 = 0.305;
 
 /// The question's terms present in one text, as positions in the
 /// question's term list (sorted, distinct).

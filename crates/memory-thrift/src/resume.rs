@@ -2,55 +2,60 @@
 //! extends the same prefix takes it up there instead of replaying every
 //! call since the replay's start.
 //!
-//! The replay (see [`settle`](crate::settle)) is a function of the history
+//! The replay (see [`calls`](crate::calls)) is a function of the history
 //! alone; this only spares recomputing it. A kept state is used only while
 //! the messages its call saw are still the same (see
-//! [`Seen::sync`](crate::seen::Seen::sync): [`Resume::keep_valid`] forgets
+//! [`MessageIndex::sync`](crate::message_index::MessageIndex::sync): [`Resume::keep_valid`] forgets
 //! the others), under the same budget and replay span. Two states are
 //! kept: before the newest call and at it, so that a history whose newest
 //! message differs (another question asked of the same conversation)
 //! still resumes. The state before the newest call is usually the newest
-//! one's context without the step it appended: it is then kept as a mark
-//! on that context rather than as a copy.
+//! one's context without the step it appended: it is then kept as that
+//! context's lengths before the append ([`ContextLengths`]) rather than as
+//! a copy.
 
 use std::ops::Range;
 
 use memory_core::{Budget, TrimResult};
 
-use crate::settle::Points;
+use crate::calls::Points;
 use crate::trace::ThriftTrace;
 
 /// A budget's token and rounds limits.
 type Limits = (Option<usize>, Option<usize>);
 
-/// One replayed call's state.
+/// One replayed call's state: the replay's start, the call, the length of
+/// the history it saw, its context and trace.
 #[derive(Debug, Clone)]
-struct Kept {
+struct ReplayState {
     start: usize,
     call: usize,
     point: usize,
-    result: Before,
+    result: KeptContext,
     trace: ThriftTrace,
 }
 
-/// A kept context: its own, or the next kept state's cut back to a mark.
+/// A kept context: its own, or the next kept state's cut back to its
+/// lengths before the next call appended to it.
 #[derive(Debug, Clone)]
-pub(crate) enum Before {
-    Own(TrimResult),
-    Prefix(Mark),
+pub(crate) enum KeptContext {
+    /// The context itself.
+    Whole(TrimResult),
+    /// The next kept state's context, cut back to these lengths.
+    CutFromNext(ContextLengths),
 }
 
 /// The lengths of a context and whether it fitted, before steps were
 /// appended to it: appending only pushes messages and sets it fitting.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Mark {
+pub(crate) struct ContextLengths {
     messages: usize,
     protected: usize,
     fits: bool,
 }
 
-impl Mark {
-    /// The mark of `result` as it stands.
+impl ContextLengths {
+    /// The lengths of `result` as it stands.
     pub fn of(result: &TrimResult) -> Self {
         Self {
             messages: result.messages.len(),
@@ -59,7 +64,8 @@ impl Mark {
         }
     }
 
-    /// `result`, appended to since it was marked, as it was then.
+    /// `result`, appended to since these lengths were taken, as it was
+    /// then.
     pub fn cut(self, mut result: TrimResult) -> TrimResult {
         result.messages.truncate(self.messages);
         result.counts.truncate(self.messages);
@@ -73,11 +79,11 @@ impl Mark {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Resume {
     budget: Option<Limits>,
-    kept: Vec<Kept>,
+    kept: Vec<ReplayState>,
 }
 
 /// A state to resume from: its call, the context shown there and its trace.
-pub(crate) type Found = (usize, TrimResult, ThriftTrace);
+pub(crate) type ResumePoint = (usize, TrimResult, ThriftTrace);
 
 fn limits(budget: &Budget) -> Limits {
     (budget.max_tokens, budget.max_rounds)
@@ -92,10 +98,11 @@ impl Resume {
         if let [before, next] = &mut self.kept[..]
             && before.point <= same
             && next.point > same
-            && let Before::Prefix(mark) = before.result
-            && let Before::Own(result) = std::mem::replace(&mut next.result, Before::Prefix(mark))
+            && let KeptContext::CutFromNext(mark) = before.result
+            && let KeptContext::Whole(result) =
+                std::mem::replace(&mut next.result, KeptContext::CutFromNext(mark))
         {
-            before.result = Before::Own(mark.cut(result));
+            before.result = KeptContext::Whole(mark.cut(result));
         }
         self.kept.retain(|kept| kept.point <= same);
     }
@@ -109,7 +116,7 @@ impl Resume {
         start: usize,
         calls: Range<usize>,
         points: &Points,
-    ) -> Option<Found> {
+    ) -> Option<ResumePoint> {
         if self.budget != Some(limits(budget)) {
             return None;
         }
@@ -120,8 +127,8 @@ impl Resume {
         })?;
         let kept = self.kept.swap_remove(at);
         let result = match kept.result {
-            Before::Own(result) => result,
-            Before::Prefix(mark) => {
+            KeptContext::Whole(result) => result,
+            KeptContext::CutFromNext(mark) => {
                 // The next call's context, cut back (the replay that takes
                 // this state up keeps new ones).
                 let next = self
@@ -131,8 +138,8 @@ impl Resume {
                 let next = self.kept.swap_remove(next);
                 self.kept.clear();
                 match next.result {
-                    Before::Own(result) => mark.cut(result),
-                    Before::Prefix(_) => return None,
+                    KeptContext::Whole(result) => mark.cut(result),
+                    KeptContext::CutFromNext(_) => return None,
                 }
             }
         };
@@ -147,14 +154,14 @@ impl Resume {
         budget: &Budget,
         start: usize,
         points: &Points,
-        before: Option<(usize, Before, ThriftTrace)>,
-        now: Found,
+        before: Option<(usize, KeptContext, ThriftTrace)>,
+        now: ResumePoint,
     ) {
         self.kept.clear();
         let (call, result, trace) = now;
-        let now = (call, Before::Own(result), trace);
+        let now = (call, KeptContext::Whole(result), trace);
         for (call, result, trace) in before.into_iter().chain([now]) {
-            self.kept.push(Kept {
+            self.kept.push(ReplayState {
                 start,
                 call,
                 point: points[call],
@@ -190,7 +197,11 @@ mod tests {
         let mut resume = Resume::default();
         let points = Points::new(&[1, 2], 4);
         let budget = Budget::tokens(100);
-        let mark = (1, Before::Prefix(Mark::of(&before)), ThriftTrace::default());
+        let mark = (
+            1,
+            KeptContext::CutFromNext(ContextLengths::of(&before)),
+            ThriftTrace::default(),
+        );
         resume.keep(
             &budget,
             0,

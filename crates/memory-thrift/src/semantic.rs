@@ -8,18 +8,28 @@ use crate::scoring::{Lexical, Relevance};
 
 /// Default [`Semantic::with_weight`]: the most that embedding similarity
 /// adds to a unit's lexical score (which runs from 0 to 1).
+///
+/// Why: a paraphrase the question's words miss can still rank among the
+/// units they find. Figure: on LoCoMo with multilingual-e5-small, 0.759 /
+/// 0.804 evidence recall at 1,000 / 2,000 tokens, against 0.734 / 0.789
+/// for the lexical score alone and 0.706 / 0.778 for a 50/50 blend.
 pub const DEFAULT_SEMANTIC_WEIGHT: f64 = 0.4;
 
 /// Standard deviations above the candidates' mean cosine from which a unit
-/// gains from its similarity.
+/// gains from its similarity. Why: most units sit near the mean; only one
+/// unusually close to the question says something. Figure: the LoCoMo
+/// figures of [`DEFAULT_SEMANTIC_WEIGHT`], measured with this lift.
 const LIFT_FROM: f64 = 1.0;
 
 /// Standard deviations over [`LIFT_FROM`] at which a unit gains the whole
-/// weight.
+/// weight. Why: the lift grows with how far a unit stands out, up to four
+/// deviations. Figure: the LoCoMo figures of [`DEFAULT_SEMANTIC_WEIGHT`],
+/// measured with this lift.
 const LIFT_SPAN: f64 = 3.0;
 
-/// Most characters of a unit that are embedded (its head): embedding
-/// models read a few hundred tokens at most.
+/// Most characters of a unit that are embedded (its head). Why: embedding
+/// models read a few hundred tokens at most (512 for e5). Figure: none
+/// recorded.
 const MAX_EMBEDDED_CHARS: usize = 2_000;
 
 /// A [`Relevance`] that adds to the [`Lexical`] score a lift for units whose

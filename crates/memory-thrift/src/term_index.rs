@@ -22,9 +22,9 @@ use std::ops::Range;
 
 use memory_core::Message;
 
-use crate::key::WordHasher;
 use crate::relevance::{TermScorer, for_each_term, share};
-use crate::select::texts_of;
+use crate::texts::texts_of;
+use memory_core::identity::WordHasher;
 
 /// No unit: the message is not scored.
 const NONE: u32 = u32::MAX;

@@ -6,52 +6,18 @@ use memory_core::{
     Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, structure,
 };
 
-use std::ops::Range;
 use std::sync::Arc;
 
-use crate::layout::Layout;
 use crate::memo::{Memo, State};
-use crate::resume::{Before, Mark};
-use crate::scoring::{Lexical, Relevance};
-use crate::seen::Seen;
-use crate::select::{Scoring, Target, drop_units};
-use crate::shrunk::Shrunk;
+use crate::replay::KeptState;
+use crate::scoring::Relevance;
+use crate::settings::{
+    DEFAULT_LOOP_RECENCY_WEIGHT, DEFAULT_LOW_WATERMARK, DEFAULT_RECENCY_WEIGHT, Settings,
+};
+use crate::shed::ShedTarget;
+use crate::shrink_cache::ShrinkCache;
 use crate::trace::ThriftTrace;
-use crate::work::Work;
-use crate::{horizon, reach, settle, sticky, tiers};
-
-/// Default [`Thrift::with_low_watermark`]: shed down to 80% of the budget.
-///
-/// ```
-/// assert_eq!(memory_thrift::Thrift::new().low_watermark(), memory_thrift::DEFAULT_LOW_WATERMARK);
-/// ```
-pub const DEFAULT_LOW_WATERMARK: f32 = 0.8;
-/// Default [`Thrift::with_keep_recent_results`]: the newest 3 results of the
-/// newest round stay whole.
-///
-/// ```
-/// assert_eq!(memory_thrift::DEFAULT_KEEP_RECENT_RESULTS, 3);
-/// ```
-pub const DEFAULT_KEEP_RECENT_RESULTS: usize = 3;
-/// Default [`Thrift::with_max_tool_output_tokens`].
-///
-/// ```
-/// assert_eq!(memory_thrift::Thrift::new().max_tool_output_tokens(), memory_thrift::DEFAULT_MAX_TOOL_OUTPUT_TOKENS);
-/// ```
-pub const DEFAULT_MAX_TOOL_OUTPUT_TOKENS: usize = 1024;
-/// Default [`Thrift::with_recency_weight`].
-///
-/// ```
-/// assert_eq!(memory_thrift::Thrift::new().recency_weight(), memory_thrift::DEFAULT_RECENCY_WEIGHT);
-/// ```
-pub const DEFAULT_RECENCY_WEIGHT: f32 = 0.02;
-
-/// Default [`Thrift::with_loop_recency_weight`].
-///
-/// ```
-/// assert_eq!(memory_thrift::Thrift::new().loop_recency_weight(), memory_thrift::DEFAULT_LOOP_RECENCY_WEIGHT);
-/// ```
-pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
+use crate::{calls, observation, reach};
 
 /// Sheds the lowest-signal content first until the history fits, and never
 /// calls a model. A projection: storage keeps everything.
@@ -162,31 +128,13 @@ pub const DEFAULT_LOOP_RECENCY_WEIGHT: f32 = 0.2;
 /// assert!(memory_core::validate(&result.messages).is_empty());
 /// # });
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Thrift {
-    low_watermark: f32,
-    keep_recent_results: usize,
-    max_tool_output_tokens: usize,
-    recency_weight: f32,
-    loop_recency_weight: f32,
-    relevance: Arc<dyn Relevance>,
-    /// What is kept from call to call (it depends on the settings above:
-    /// each builder method starts a new one).
+    /// What it is set to.
+    pub(crate) settings: Settings,
+    /// What is kept from call to call (it depends on the settings: each
+    /// builder method starts a new one).
     pub(crate) memo: Memo,
-}
-
-impl Default for Thrift {
-    fn default() -> Self {
-        Self {
-            low_watermark: DEFAULT_LOW_WATERMARK,
-            keep_recent_results: DEFAULT_KEEP_RECENT_RESULTS,
-            max_tool_output_tokens: DEFAULT_MAX_TOOL_OUTPUT_TOKENS,
-            recency_weight: DEFAULT_RECENCY_WEIGHT,
-            loop_recency_weight: DEFAULT_LOOP_RECENCY_WEIGHT,
-            relevance: Arc::new(Lexical),
-            memo: Memo::default(),
-        }
-    }
 }
 
 impl Thrift {
@@ -216,7 +164,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().with_low_watermark(3.0).low_watermark(), 1.0);
     /// ```
     pub fn with_low_watermark(mut self, share: f32) -> Self {
-        self.low_watermark = if share.is_nan() {
+        self.settings.low_watermark = if share.is_nan() {
             DEFAULT_LOW_WATERMARK
         } else {
             share.clamp(0.0, 1.0)
@@ -234,7 +182,7 @@ impl Thrift {
     /// assert_eq!(thrift.keep_recent_results(), 5);
     /// ```
     pub fn with_keep_recent_results(mut self, count: usize) -> Self {
-        self.keep_recent_results = count;
+        self.settings.keep_recent_results = count;
         self.memo = Memo::default();
         self
     }
@@ -247,7 +195,7 @@ impl Thrift {
     /// assert_eq!(thrift.max_tool_output_tokens(), 256);
     /// ```
     pub fn with_max_tool_output_tokens(mut self, tokens: usize) -> Self {
-        self.max_tool_output_tokens = tokens;
+        self.settings.max_tool_output_tokens = tokens;
         self.memo = Memo::default();
         self
     }
@@ -262,7 +210,7 @@ impl Thrift {
     /// assert_eq!(thrift.recency_weight(), 0.0);
     /// ```
     pub fn with_recency_weight(mut self, weight: f32) -> Self {
-        self.recency_weight = weight_or(weight, DEFAULT_RECENCY_WEIGHT);
+        self.settings.recency_weight = weight_or(weight, DEFAULT_RECENCY_WEIGHT);
         self.memo = Memo::default();
         self
     }
@@ -279,20 +227,20 @@ impl Thrift {
     /// assert_eq!(thrift.loop_recency_weight(), 0.5);
     /// ```
     pub fn with_loop_recency_weight(mut self, weight: f32) -> Self {
-        self.loop_recency_weight = weight_or(weight, DEFAULT_LOOP_RECENCY_WEIGHT);
+        self.settings.loop_recency_weight = weight_or(weight, DEFAULT_LOOP_RECENCY_WEIGHT);
         self.memo = Memo::default();
         self
     }
 
     /// How older units are scored against the current question (default
-    /// [`Lexical`]: no model, no network).
+    /// [`Lexical`](crate::Lexical): no model, no network).
     ///
     /// ```
     /// use memory_thrift::{Lexical, Thrift};
     /// assert_eq!(Thrift::new().with_relevance(Lexical).relevance().name(), "lexical");
     /// ```
     pub fn with_relevance(mut self, relevance: impl Relevance + 'static) -> Self {
-        self.relevance = Arc::new(relevance);
+        self.settings.relevance = Arc::new(relevance);
         self.memo = Memo::default();
         self
     }
@@ -303,7 +251,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().relevance().name(), "lexical");
     /// ```
     pub fn relevance(&self) -> &dyn Relevance {
-        &*self.relevance
+        &*self.settings.relevance
     }
 
     /// The low watermark, a share of the budget.
@@ -312,7 +260,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().low_watermark(), memory_thrift::DEFAULT_LOW_WATERMARK);
     /// ```
     pub fn low_watermark(&self) -> f32 {
-        self.low_watermark
+        self.settings.low_watermark
     }
 
     /// How many of the newest round's results are never replaced.
@@ -321,7 +269,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().with_keep_recent_results(0).keep_recent_results(), 0);
     /// ```
     pub fn keep_recent_results(&self) -> usize {
-        self.keep_recent_results
+        self.settings.keep_recent_results
     }
 
     /// The length above which earlier tool outputs are cut, in tokens.
@@ -330,7 +278,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().max_tool_output_tokens(), 1024);
     /// ```
     pub fn max_tool_output_tokens(&self) -> usize {
-        self.max_tool_output_tokens
+        self.settings.max_tool_output_tokens
     }
 
     /// The weight of recency beside relevance.
@@ -339,7 +287,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().recency_weight(), 0.02);
     /// ```
     pub fn recency_weight(&self) -> f32 {
-        self.recency_weight
+        self.settings.recency_weight
     }
 
     /// The weight of recency in a text-only agent's loop.
@@ -348,7 +296,7 @@ impl Thrift {
     /// assert_eq!(memory_thrift::Thrift::new().loop_recency_weight(), 0.2);
     /// ```
     pub fn loop_recency_weight(&self) -> f32 {
-        self.loop_recency_weight
+        self.settings.loop_recency_weight
     }
 
     /// Trims `history` like [`trim_with_counts`](TrimStrategy::trim_with_counts)
@@ -394,7 +342,9 @@ impl Thrift {
         };
         let expanded = aim.and_then(|_| Expanded::of_reusing(history, self.memo.take_expanded()));
         let (Some(aim), Some(expanded)) = (aim, expanded) else {
-            let (mut result, trace) = self.trim_view(history, budget, Aim::Level, counter).await?;
+            let (mut result, trace) = self
+                .trim_view(history, budget, ShedTarget::StickyLevel, counter)
+                .await?;
             // A covered set without a summary to stand beside: none shown.
             result.covered = Covered::default();
             return Ok((result, trace));
@@ -418,13 +368,13 @@ impl Thrift {
         &self,
         history: &History<'_>,
         budget: &Budget,
-        fresh: Aim,
+        fresh: ShedTarget,
         counter: &dyn TokenCounter,
     ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
         // What earlier calls kept of this history's messages, brought up
         // to date (see `Memo`).
         let mut lent = self.memo.lend();
-        let mut own = Shrunk::kept();
+        let mut own = ShrinkCache::kept();
         let (seen, shrunk, resume) = match lent.state() {
             Some(state) => {
                 state.sync(history, counter);
@@ -439,369 +389,29 @@ impl Thrift {
         };
         if budget.max_tokens.is_none() || budget.admits_tokens(history.total()) {
             return self
+                .settings
                 .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         }
         // Nothing to settle before the first call.
         let points = match seen.as_deref() {
             Some(seen) => seen.replay_points(history.len()),
-            None => settle::replay_points(history.messages()),
+            None => calls::replay_points(history.messages()),
         };
         let Some(points) = points.filter(|points| points.len() >= 2) else {
             return self
+                .settings
                 .shed(history, budget, fresh, counter, shrunk, seen)
                 .await;
         };
-        let kept = Kept {
+        let kept = KeptState {
             seen,
             shrunk,
             resume,
         };
-        self.replay(history, budget, fresh, counter, &points, kept)
+        self.settings
+            .replay(history, budget, fresh, counter, &points, kept)
             .await
-    }
-
-    /// The calls of `history` at `points` replayed (see `settle`): each
-    /// sees its history as it was until the first over the budget; from
-    /// there on, each appends to the one before while that fits, and
-    /// sheds afresh when it does not.
-    ///
-    /// Even when the newest step's floor is over the budget as it is, the
-    /// replay decides: the step may fit appended with its long outputs
-    /// cut, as it was shown. When nothing fits, the last call sheds the
-    /// whole history afresh (and says it does not fit), and so does
-    /// trimming that result again: no append can fit beside a floor over
-    /// the budget.
-    async fn replay(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-        fresh: Aim,
-        counter: &dyn TokenCounter,
-        points: &settle::Points,
-        kept: Kept<'_>,
-    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let Kept {
-            mut seen,
-            shrunk,
-            mut resume,
-        } = kept;
-        let last = points.len() - 1;
-        // The replay starts at the last multiple of its span (see
-        // `settle`); the calls before it are not looked at.
-        let start = points.start();
-        let totals = seen_totals(seen.as_deref(), history, points, start);
-        let total = |k: usize| totals[k - start];
-        let from = starting_call(budget, start..last + 1, total);
-        let aim = if from == 0 { fresh } else { Aim::Watermark };
-        // The replay of an earlier trim of the same prefix, when there is
-        // one, is taken up where it stopped.
-        let resumed = resume
-            .as_deref_mut()
-            .and_then(|resume| resume.take(budget, start, from..last + 1, points));
-        let (begin, result, trace) = match resumed {
-            Some(found) => found,
-            None => {
-                let prefix = settle::prefix(history, points[from], total(from))?;
-                let index = seen.as_deref_mut();
-                let (result, trace) = self
-                    .shed(&prefix, budget, aim, counter, shrunk, index)
-                    .await?;
-                (from, result, trace)
-            }
-        };
-        let mut replay = Replay {
-            history,
-            budget,
-            fresh,
-            counter,
-            max: budget.max_tokens.unwrap_or(usize::MAX),
-            seen,
-            shrunk,
-            result,
-            trace,
-            before_last: None,
-        };
-        for k in begin + 1..=last {
-            replay
-                .call(self, points[k - 1]..points[k], k, total(k), k == last)
-                .await?;
-        }
-        Ok(replay.close(resume, start, points, last))
-    }
-
-    /// Sheds `history` afresh, aiming at `aim`: one pass of every stage,
-    /// repeated while the floor does not fit and a pass still changes
-    /// something.
-    async fn shed(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-        aim: Aim,
-        counter: &dyn TokenCounter,
-        shrunk: &mut Shrunk,
-        index: Option<&mut Seen>,
-    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let (mut result, mut trace) = self
-            .pass(history, budget, aim, counter, shrunk, index)
-            .await?;
-        // When even the floor does not fit, a pass over a result that lost
-        // whole steps can see a different newest round (fewer results, so
-        // other recent ones) and shed more. Passes repeat until one changes
-        // nothing, so that trimming the result again is a no-op too. Each
-        // pass only sheds, so this ends; the bound is a guard.
-        for _ in 0..MAX_PASSES {
-            if result.fits {
-                break;
-            }
-            let (next, next_trace) = {
-                // Another history: its indices name other messages.
-                let again = result.as_history()?;
-                let mut fresh = Shrunk::once();
-                self.pass(&again, budget, aim, counter, &mut fresh, None)
-                    .await?
-            };
-            if next.messages == result.messages {
-                break;
-            }
-            trace.absorb(&next_trace);
-            result = next;
-        }
-        Ok(finish(result, trace))
-    }
-
-    /// One pass of every stage: first with the older steps of a long
-    /// newest round skipped (see [`horizon`](crate::horizon)), again over
-    /// every step when skipping them could change what it gives.
-    async fn pass(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-        aim: Aim,
-        counter: &dyn TokenCounter,
-        shrunk: &mut Shrunk,
-        mut index: Option<&mut Seen>,
-    ) -> Result<(TrimResult, ThriftTrace), MemoryError> {
-        let mut skip = true;
-        loop {
-            let index = index.as_deref_mut();
-            let passed = self
-                .pass_once(history, budget, aim, counter, shrunk, index, skip)
-                .await?;
-            if let Some(passed) = passed {
-                return Ok(passed);
-            }
-            #[cfg(test)]
-            horizon::SKIPS_REDONE.with(|k| k.set(k.get() + 1));
-            skip = false;
-        }
-    }
-
-    /// One pass of every stage, skipping the older steps of a long newest
-    /// round when `skip`; `None` when they were skipped and that could
-    /// change what the pass gives.
-    #[allow(clippy::too_many_arguments)]
-    async fn pass_once(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-        aim: Aim,
-        counter: &dyn TokenCounter,
-        shrunk: &mut Shrunk,
-        index: Option<&mut Seen>,
-        skip: bool,
-    ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
-        let mut trace = ThriftTrace::of(history, budget);
-        if history.is_empty() || history.fits(budget) {
-            let result = TrimResult::unchanged(history, budget);
-            trace.floor_tokens = structure::floor(history).tokens;
-            return Ok(Some(finish(result, trace)));
-        }
-        // The memo's parts: where each kind of message is, and the terms.
-        let (kinds, terms) = match index {
-            Some(seen) => (Some(&seen.kinds), Some(&mut seen.terms)),
-            None => (None, None),
-        };
-        let mut layout = Layout::new(history, self.keep_recent_results, kinds);
-        trace.floor_tokens = layout.floor.tokens;
-        let mut work = Work::new(history);
-        let over = !budget.admits_tokens(work.total());
-        let stop_at = self.stop_at(budget, aim, history.total(), over);
-        trace.target = stop_at;
-        let skipped = match (stop_at, budget.max_tokens) {
-            (Some(_), Some(max)) if skip && budget.round_limit().is_none() => {
-                skip_steps(&mut layout, &mut work, max, counter, shrunk).await?
-            }
-            _ => None,
-        };
-        let mut pass = Pass::new(budget, counter, layout, stop_at, trace);
-        // Stages 1-4: every message stays, some shrink.
-        self.shrink_stages(&mut pass, &mut work, shrunk).await?;
-        if skipped.is_some() && !pass.over(&work) {
-            // A stage stopped at its aim: the skipped steps' tokens would
-            // have kept it going.
-            return Ok(None);
-        }
-        // Stage 5: whole rounds and steps.
-        let terms = terms.filter(|_| self.relevance.is_lexical());
-        if !self
-            .drop_stage(&mut pass, &mut work, skipped, shrunk, terms)
-            .await
-        {
-            return Ok(None);
-        }
-        // Stage 6: the floor's outputs (the newest step's among them).
-        let last_resort = budget.max_tokens.filter(|_| pass.over(&work));
-        pass.trace.newest_outputs_cut =
-            tiers::floor_outputs(&mut work, &pass.layout, last_resort, counter).await?;
-        let fits = !pass.over(&work);
-        Ok(Some(finish(work.finish(fits, shrunk), pass.trace)))
-    }
-
-    /// The total stages 1-4 shed down to, when the history is `over` the
-    /// budget: the sticky level, the low watermark, or the budget itself,
-    /// as `aim` says.
-    fn stop_at(&self, budget: &Budget, aim: Aim, total: usize, over: bool) -> Option<usize> {
-        budget.max_tokens.filter(|_| over).map(|max| match aim {
-            Aim::Level => {
-                let granule = sticky::granule(max, self.low_watermark);
-                sticky::target(total, max, granule)
-            }
-            Aim::Watermark => sticky::watermark(max, self.low_watermark),
-            Aim::Budget => max,
-        })
-    }
-
-    /// Stages 1-4, each while the total is over the aim: reasoning, long
-    /// tool outputs, earlier results, media.
-    async fn shrink_stages(
-        &self,
-        pass: &mut Pass<'_, '_>,
-        work: &mut Work<'_, '_>,
-        shrunk: &mut Shrunk,
-    ) -> Result<(), MemoryError> {
-        let (layout, counter) = (&pass.layout, pass.counter);
-        let stage = pass.active(work);
-        pass.trace.reasoning = tiers::reasoning(work, layout, stage, counter, shrunk).await?;
-        let (stage, max) = (pass.active(work), self.max_tool_output_tokens);
-        pass.trace.tool_outputs_cut =
-            tiers::long_outputs(work, layout, max, stage, counter, shrunk).await?;
-        let stage = pass.active(work);
-        pass.trace.tool_results_replaced =
-            tiers::earlier_results(work, layout, stage, counter, shrunk).await?;
-        let stage = pass.active(work);
-        pass.trace.media_replaced = tiers::media(work, layout, stage, counter).await?;
-        Ok(())
-    }
-
-    /// Stage 5: whole rounds and steps dropped by relevance and recency;
-    /// false when the older steps of the newest round were `skipped` and
-    /// the run of its newest steps might have gone on among them.
-    async fn drop_stage(
-        &self,
-        pass: &mut Pass<'_, '_>,
-        work: &mut Work<'_, '_>,
-        skipped: Option<Range<usize>>,
-        shrunk: &mut Shrunk,
-        terms: Option<&mut crate::term_index::TermIndex>,
-    ) -> bool {
-        let history = work.history();
-        let budget = pass.budget;
-        let skipped_steps = match &skipped {
-            Some(range) => shrunk.steps(history.messages(), range.clone()),
-            None => 0,
-        };
-        let target = Target {
-            granule: budget
-                .max_tokens
-                .map_or(1, |max| sticky::granule(max, self.low_watermark)),
-            target: pass.stop_at,
-            recency_weight: f64::from(match pass.layout.question {
-                Some(q) if reach::is_observation(history.messages(), q) => self.loop_recency_weight,
-                _ => self.recency_weight,
-            }),
-            skipped_steps,
-        };
-        let run = pass.over(work) || !budget.admits_rounds(history.messages());
-        let scoring = Scoring {
-            relevance: &*self.relevance,
-            // The index holds the messages of `history`, a prefix of the
-            // history it was brought up to date with.
-            terms,
-        };
-        let dropped = drop_units(work, &pass.layout, budget, &target, run, scoring).await;
-        if skipped.is_some() && dropped.newest_all_kept {
-            return false;
-        }
-        let trace = &mut pass.trace;
-        trace.rounds_dropped = dropped.rounds;
-        trace.steps_dropped = dropped.steps;
-        if let Some(range) = skipped {
-            #[cfg(test)]
-            horizon::SKIPS_KEPT.with(|k| k.set(k.get() + 1));
-            trace.steps_dropped.before.count += skipped_steps;
-            trace.steps_dropped.before.tokens += history.tokens(range);
-        }
-        if dropped.target.is_some() {
-            trace.target = dropped.target;
-        }
-        true
-    }
-}
-
-/// Leaves the older steps of a long newest round out of `layout` and
-/// `work` (see [`horizon`](crate::horizon)); which, if any.
-async fn skip_steps(
-    layout: &mut Layout<'_>,
-    work: &mut Work<'_, '_>,
-    max: usize,
-    counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
-) -> Result<Option<Range<usize>>, MemoryError> {
-    let skipped = horizon::horizon(work.history(), layout, max, counter, shrunk).await?;
-    if let Some(range) = &skipped {
-        layout.skip(range.clone());
-        work.exclude(range.clone());
-    }
-    Ok(skipped)
-}
-
-/// What one pass of the stages works with.
-struct Pass<'p, 'h> {
-    budget: &'p Budget,
-    counter: &'p dyn TokenCounter,
-    layout: Layout<'h>,
-    /// The total stages 1-4 shed down to.
-    stop_at: Option<usize>,
-    trace: ThriftTrace,
-}
-
-impl<'p, 'h> Pass<'p, 'h> {
-    fn new(
-        budget: &'p Budget,
-        counter: &'p dyn TokenCounter,
-        layout: Layout<'h>,
-        stop_at: Option<usize>,
-        trace: ThriftTrace,
-    ) -> Self {
-        Self {
-            budget,
-            counter,
-            layout,
-            stop_at,
-            trace,
-        }
-    }
-
-    /// Whether `work` is over the budget.
-    fn over(&self, work: &Work<'_, '_>) -> bool {
-        !self.budget.admits_tokens(work.total())
-    }
-
-    /// The aim of the next shrinking stage: `stop_at`, while `work` is
-    /// over the budget.
-    fn active(&self, work: &Work<'_, '_>) -> Option<usize> {
-        self.stop_at.filter(|_| self.over(work))
     }
 }
 
@@ -812,22 +422,6 @@ fn weight_or(weight: f32, default: f32) -> f32 {
     } else {
         weight.max(0.0)
     }
-}
-
-/// Where a fresh shed aims.
-#[derive(Debug, Clone, Copy)]
-enum Aim {
-    /// The sticky level of the whole history's total (see [`sticky`]): for
-    /// a new question, whose context is chosen afresh anyway, and for a
-    /// first call already over the budget.
-    Level,
-    /// The low watermark: for a call of a round whose new step no longer
-    /// fits after the previous call's context, so that the next steps can
-    /// append again, and for a tool-calling agent's steps after a summary.
-    Watermark,
-    /// The budget itself: for a new question that reaches into the span a
-    /// summary covers, whose covered turns compete for every token.
-    Budget,
 }
 
 /// Whether the covered messages of `history`'s summary are unfolded, and
@@ -846,13 +440,13 @@ enum Aim {
 /// with such rounds folded). A text-only agent's observations stay
 /// folded: a long one would fold what a short one unfolded, a cache break
 /// each time.
-fn unfolding(history: &History<'_>) -> Option<Aim> {
+fn unfolding(history: &History<'_>) -> Option<ShedTarget> {
     let anchor = covered::anchor(history)?;
     let messages = history.messages();
     if asks_anew(history, anchor, structure::current_question(messages)) {
-        return Some(Aim::Budget);
+        return Some(ShedTarget::WholeBudget);
     }
-    matches!(messages.last(), Some(Message::ToolResult { .. })).then_some(Aim::Watermark)
+    matches!(messages.last(), Some(Message::ToolResult { .. })).then_some(ShedTarget::LowWatermark)
 }
 
 /// Whether the view's current question (`question`) came after its
@@ -870,7 +464,7 @@ fn asks_anew(history: &History<'_>, anchor: usize, question: Option<usize>) -> b
     question.is_some_and(|q| {
         q >= anchor
             && history.counts()[q] <= reach::MAX_QUESTION_TOKENS
-            && !reach::is_observation(messages, q)
+            && !observation::is_observation(messages, q)
     })
 }
 
@@ -900,225 +494,6 @@ fn covered_shown(expanded: &Expanded, result: &TrimResult) -> usize {
         }
     }
     shown
-}
-
-/// Most extra passes [`Thrift::trim_traced`] makes when the floor does not
-/// fit.
-const MAX_PASSES: usize = 8;
-
-fn finish(result: TrimResult, mut trace: ThriftTrace) -> (TrimResult, ThriftTrace) {
-    trace.tokens_after = result.tokens();
-    trace.messages_after = result.messages.len();
-    trace.fits = result.fits;
-    tracing::debug!(
-        tokens_before = trace.tokens_before,
-        tokens_after = trace.tokens_after,
-        fits = trace.fits,
-        "thrift trimmed"
-    );
-    (result, trace)
-}
-
-/// The call a replay of `calls` starts from: the last one within the
-/// budget (shown as it was), or the first of the span, shed afresh.
-fn starting_call(budget: &Budget, calls: Range<usize>, total: impl Fn(usize) -> usize) -> usize {
-    let start = calls.start;
-    let last = calls.end - 1;
-    let first = (start..=last)
-        .find(|&k| !budget.admits_tokens(total(k)))
-        .unwrap_or(last);
-    if first > start { first - 1 } else { first }
-}
-
-/// Tokens each call of the replay saw, from its start on.
-fn seen_totals(
-    seen: Option<&Seen>,
-    history: &History<'_>,
-    points: &settle::Points,
-    start: usize,
-) -> Vec<usize> {
-    let mut totals = vec![0; points.len() - start];
-    let mut sum = 0;
-    let mut from = 0;
-    for (k, total) in (start..).zip(&mut totals) {
-        let end = points[k];
-        *total = match seen {
-            Some(seen) => seen.total(end),
-            None => {
-                sum += history.tokens(from..end);
-                from = end;
-                sum
-            }
-        };
-    }
-    totals
-}
-
-/// What earlier calls kept of a history, lent to a trim (see `Memo`).
-struct Kept<'m> {
-    seen: Option<&'m mut Seen>,
-    shrunk: &'m mut Shrunk,
-    resume: Option<&'m mut crate::resume::Resume>,
-}
-
-/// The replay of a history's calls, call by call: what the last call
-/// showed, and the state before the newest call (for the next trim).
-struct Replay<'r, 'h> {
-    history: &'r History<'h>,
-    budget: &'r Budget,
-    /// What a question that reaches back aims at.
-    fresh: Aim,
-    counter: &'r dyn TokenCounter,
-    max: usize,
-    seen: Option<&'r mut Seen>,
-    shrunk: &'r mut Shrunk,
-    result: TrimResult,
-    trace: ThriftTrace,
-    before_last: Option<(usize, Before, ThriftTrace)>,
-}
-
-impl Replay<'_, '_> {
-    /// The last call's result and trace; the state before it kept for the
-    /// next trim.
-    fn close(
-        self,
-        resume: Option<&mut crate::resume::Resume>,
-        start: usize,
-        points: &settle::Points,
-        last: usize,
-    ) -> (TrimResult, ThriftTrace) {
-        let Replay {
-            history,
-            budget,
-            seen,
-            result,
-            mut trace,
-            before_last,
-            ..
-        } = self;
-        if let Some(resume) = resume {
-            resume.keep(
-                budget,
-                start,
-                points,
-                before_last,
-                (last, result.clone(), trace.clone()),
-            );
-        }
-        trace.tokens_before = history.total();
-        trace.messages_before = history.len();
-        let question = match seen.as_deref() {
-            Some(seen) => seen.kinds.question(history.len()),
-            None => structure::current_question(history.messages()),
-        };
-        trace.floor_tokens = structure::floor_at(history, question).tokens;
-        finish(result, trace)
-    }
-
-    /// Call `k`, which adds `step`: a question that reaches back chooses
-    /// afresh; otherwise the step is appended while it fits, and the call
-    /// sheds to the watermark when it does not.
-    async fn call(
-        &mut self,
-        thrift: &Thrift,
-        step: Range<usize>,
-        k: usize,
-        total: usize,
-        newest: bool,
-    ) -> Result<(), MemoryError> {
-        // The state before the newest call is kept for the next trim (see
-        // `Resume`): marked here, and taken whole only when the newest call
-        // does not just append to it.
-        let mark = newest.then(|| (Mark::of(&self.result), self.trace.clone()));
-        let mut afresh = self.reach_back(thrift, step.clone(), total).await?;
-        if afresh.is_none() {
-            afresh = self.append(thrift, step, total).await?;
-        }
-        match (afresh, mark) {
-            (Some((shed, shed_trace)), mark) => {
-                let before = std::mem::replace(&mut self.result, shed);
-                self.trace = shed_trace;
-                if let Some((mark, kept_trace)) = mark {
-                    self.before_last = Some((k - 1, Before::Own(mark.cut(before)), kept_trace));
-                }
-            }
-            (None, Some((mark, kept_trace))) => {
-                self.before_last = Some((k - 1, Before::Prefix(mark), kept_trace));
-            }
-            (None, None) => {}
-        }
-        Ok(())
-    }
-
-    /// The history up to the end of `step` shed afresh, when `step` opens
-    /// a round whose question reaches back past what is shown.
-    async fn reach_back(
-        &mut self,
-        thrift: &Thrift,
-        step: Range<usize>,
-        total: usize,
-    ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
-        if !settle::new_round(self.history.messages(), step.clone()) {
-            return Ok(None);
-        }
-        let prefix = settle::prefix(self.history, step.end, total)?;
-        if !reach::reaches_back(&prefix, &self.result, self.seen.as_deref_mut()) {
-            return Ok(None);
-        }
-        let index = self.seen.as_deref_mut();
-        let (shed, mut shed_trace) = thrift
-            .shed(
-                &prefix,
-                self.budget,
-                self.fresh,
-                self.counter,
-                self.shrunk,
-                index,
-            )
-            .await?;
-        shed_trace.reached_back = true;
-        Ok(Some((shed, shed_trace)))
-    }
-
-    /// Appends `step` to the shown result when it fits (`None`), or sheds
-    /// the history up to its end to the watermark.
-    async fn append(
-        &mut self,
-        thrift: &Thrift,
-        step: Range<usize>,
-        total: usize,
-    ) -> Result<Option<(TrimResult, ThriftTrace)>, MemoryError> {
-        let end = step.end;
-        let max_output = thrift.max_tool_output_tokens;
-        let appended = settle::append(
-            &mut self.result,
-            self.history,
-            step,
-            self.max,
-            max_output,
-            self.counter,
-        )
-        .await?
-        // A round appended may be one too many for a rounds limit.
-        .filter(|_| self.budget.admits_rounds(&self.result.messages));
-        if let Some(appended) = appended {
-            self.trace.append(appended.tokens, appended.cut);
-            return Ok(None);
-        }
-        let prefix = settle::prefix(self.history, end, total)?;
-        let index = self.seen.as_deref_mut();
-        let shed = thrift
-            .shed(
-                &prefix,
-                self.budget,
-                Aim::Watermark,
-                self.counter,
-                self.shrunk,
-                index,
-            )
-            .await?;
-        Ok(Some(shed))
-    }
 }
 
 #[async_trait::async_trait]

@@ -1,10 +1,10 @@
-//! [`Seen`]: what Thrift keeps, from one call to the next, of the messages
+//! [`MessageIndex`]: what Thrift keeps, from one call to the next, of the messages
 //! it has seen, so that a call's work grows with what the history added
 //! since the last call rather than with the whole history.
 //!
 //! A [`Memory`](memory_core::Memory) hands its strategy the whole history
 //! on every call, and it mostly only grows: the same messages, and new
-//! ones after them. [`Seen::sync`] finds how much of the history is the
+//! ones after them. [`MessageIndex::sync`] finds how much of the history is the
 //! one seen before and reads only the rest: each message's identity, its
 //! role (where the model calls and the rounds are), the running token
 //! total; its [terms](crate::term_index) are read when a call first scores
@@ -24,20 +24,26 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use memory_core::structure::Rounds;
 use memory_core::{History, Message};
 
-use crate::key::{message_key, text_key};
-use crate::settle::Points;
+use crate::calls::Points;
+use crate::kind_positions::KindPositions;
 use crate::term_index::TermIndex;
-use crate::{cut, placeholder, reach};
+use memory_core::identity::{message_key, text_key};
 
 /// Histories of at most this many messages have every message checked.
+/// Why: hashing a short history whole costs little, and catches a message
+/// rewritten to the same count anywhere in it. Figure: none recorded.
 pub(crate) const CHECK_ALL: usize = 64;
+
+/// The gaps between the anchors checked grow this many times over, from
+/// the last message shared back to the first. Why: a history of `n`
+/// messages is checked at about `log4(n)` anchors. Figure: none recorded.
+const ANCHOR_GAP_GROWTH: usize = 4;
 
 /// The messages seen, by position.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Seen {
+pub(crate) struct MessageIndex {
     counts: Vec<usize>,
     /// Each message's identity.
     keys: Vec<u64>,
@@ -53,109 +59,13 @@ pub(crate) struct Seen {
     /// Positions by [`text_key`], ascending.
     by_text: HashMap<u64, Vec<u32>>,
     /// Where the messages each cheap stage looks at are.
-    pub kinds: Kinds,
+    pub kinds: KindPositions,
     /// The terms, of the messages seen up to where a call last scored
     /// (see [`TermIndex::catch_up`]).
     pub terms: TermIndex,
 }
 
-/// Positions of the user messages (where the rounds start) and of the
-/// messages the cheap stages look at, ascending: every other message is
-/// passed over by them.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Kinds {
-    /// User messages.
-    pub users: Vec<usize>,
-    /// Tool results.
-    pub results: Vec<usize>,
-    /// Tool results not replaced by a placeholder already.
-    pub replaceable: Vec<usize>,
-    /// Of those, the ones not cut already.
-    pub cuttable: Vec<usize>,
-    /// Assistant messages with reasoning.
-    pub reasoned: Vec<usize>,
-    /// User messages with blocks other than text.
-    pub media: Vec<usize>,
-    /// Observations of text-only agents ([`reach::is_observation`]) not
-    /// cut already.
-    pub observations: Vec<usize>,
-}
-
-impl Kinds {
-    /// Lists message `i` of `messages`, whose messages before it are
-    /// listed.
-    fn push(&mut self, messages: &[Message], i: usize) {
-        let message = &messages[i];
-        if message.is_user() {
-            self.users.push(i);
-            if reach::is_observation(messages, i) && !cut::is_cut(&message.text()) {
-                self.observations.push(i);
-            }
-        }
-        match message {
-            Message::ToolResult { content, .. } => {
-                self.results.push(i);
-                if !placeholder::is_placeholder(content) {
-                    self.replaceable.push(i);
-                    if !cut::is_cut(content) {
-                        self.cuttable.push(i);
-                    }
-                }
-            }
-            Message::Assistant {
-                reasoning: Some(r), ..
-            } if !r.is_empty() => self.reasoned.push(i),
-            Message::User(blocks) if blocks.iter().any(|b| b.as_text().is_none()) => {
-                self.media.push(i);
-            }
-            _ => {}
-        }
-    }
-
-    fn truncate(&mut self, len: usize) {
-        for list in [
-            &mut self.users,
-            &mut self.results,
-            &mut self.replaceable,
-            &mut self.cuttable,
-            &mut self.reasoned,
-            &mut self.media,
-            &mut self.observations,
-        ] {
-            list.truncate(list.partition_point(|&i| i < len));
-        }
-    }
-
-    /// The head and rounds of the first `len` messages, as
-    /// [`structure::rounds`](memory_core::structure::rounds) gives them.
-    pub fn rounds(&self, len: usize) -> Rounds {
-        let users = Self::within(&self.users, 0..len);
-        Rounds {
-            head: 0..users.first().copied().unwrap_or(len),
-            rounds: users
-                .iter()
-                .enumerate()
-                .map(|(k, &s)| s..users.get(k + 1).copied().unwrap_or(len))
-                .collect(),
-        }
-    }
-
-    /// The current question of the first `len` messages (as
-    /// [`structure::current_question`](memory_core::structure::current_question)
-    /// finds it).
-    pub fn question(&self, len: usize) -> Option<usize> {
-        Self::within(&self.users, 0..len).last().copied()
-    }
-
-    /// Of the positions in `list`, those in `range`.
-    pub fn within(list: &[usize], range: Range<usize>) -> &[usize] {
-        let from = list.partition_point(|&i| i < range.start);
-        let to = list.partition_point(|&i| i < range.end).max(from);
-        &list[from..to]
-    }
-}
-
-impl Seen {
+impl MessageIndex {
     /// Number of messages kept.
     pub fn len(&self) -> usize {
         self.keys.len()
@@ -205,7 +115,7 @@ impl Seen {
                 return same;
             }
             at = at.saturating_sub(gap);
-            gap = gap.saturating_mul(4);
+            gap = gap.saturating_mul(ANCHOR_GAP_GROWTH);
         }
     }
 
@@ -259,7 +169,7 @@ impl Seen {
     }
 
     /// The model calls of the first `len` messages that a replay looks
-    /// at, as [`settle::replay_points`](crate::settle::replay_points)
+    /// at, as [`calls::replay_points`](crate::calls::replay_points)
     /// gives them.
     pub fn replay_points(&self, len: usize) -> Option<Points> {
         if self.kinds.users.first().is_none_or(|&u| u >= len) {
@@ -320,7 +230,7 @@ mod tests {
         m
     }
 
-    async fn synced(seen: &mut Seen, m: &[Message]) -> usize {
+    async fn synced(seen: &mut MessageIndex, m: &[Message]) -> usize {
         let counts = count_messages(&CharTokenCounter, m).await.unwrap();
         let history = History::new(m, &counts).unwrap();
         seen.sync(&history)
@@ -329,21 +239,18 @@ mod tests {
     #[tokio::test]
     async fn an_extended_history_keeps_what_was_seen() {
         let m = chat(100);
-        let mut seen = Seen::default();
+        let mut seen = MessageIndex::default();
         assert_eq!(synced(&mut seen, &m[..150]).await, 0);
         assert_eq!(synced(&mut seen, &m).await, 150);
         assert_eq!(seen.len(), m.len());
-        let mut fresh = Seen::default();
+        let mut fresh = MessageIndex::default();
         synced(&mut fresh, &m).await;
         assert_eq!(seen.keys, fresh.keys);
         assert_eq!(seen.totals, fresh.totals);
-        assert_eq!(
-            seen.replay_points(m.len()),
-            crate::settle::replay_points(&m)
-        );
+        assert_eq!(seen.replay_points(m.len()), crate::calls::replay_points(&m));
         assert_eq!(
             seen.replay_points(151),
-            crate::settle::replay_points(&m[..151])
+            crate::calls::replay_points(&m[..151])
         );
         assert_eq!(seen.kinds.rounds(m.len()), structure::rounds(&m));
         assert_eq!(seen.kinds.rounds(1), structure::rounds(&m[..1]));
@@ -353,7 +260,7 @@ mod tests {
     #[tokio::test]
     async fn a_change_is_found_by_its_count_or_at_an_anchor() {
         let m = chat(100);
-        let mut seen = Seen::default();
+        let mut seen = MessageIndex::default();
         synced(&mut seen, &m).await;
         // Another count.
         let mut changed = m.clone();
@@ -375,7 +282,7 @@ mod tests {
     #[tokio::test]
     async fn short_histories_are_checked_message_by_message() {
         let m = chat(10);
-        let mut seen = Seen::default();
+        let mut seen = MessageIndex::default();
         synced(&mut seen, &m).await;
         let mut changed = m.clone();
         changed[5] = Message::user("question X");

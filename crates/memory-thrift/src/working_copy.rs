@@ -4,34 +4,16 @@ use std::sync::Arc;
 
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
-use crate::placeholder;
-use crate::shrunk::Shrunk;
-
-/// The placeholder message for tool result `message` (keeping its call id
-/// and name).
-pub(crate) fn placeholder_of(message: &Message) -> Message {
-    match message {
-        Message::ToolResult {
-            tool_call_id,
-            content,
-            name,
-        } => Message::ToolResult {
-            tool_call_id: tool_call_id.clone(),
-            content: placeholder::tool_result(content),
-            name: name.clone(),
-        },
-        other => other.clone(),
-    }
-}
+use crate::shrink_cache::ShrinkCache;
 
 /// The history, the messages changed so far (with their new counts) and the
 /// messages dropped.
 ///
 /// A tool result replaced by its placeholder is only counted until the
-/// end: the placeholder is written by [`finish`](Work::finish), for the
+/// end: the placeholder is written by [`finish`](WorkingCopy::finish), for the
 /// messages kept (most replaced results of a long history are dropped
-/// later). Until then [`message`](Work::message) reads it as it was.
-pub(crate) struct Work<'h, 'a> {
+/// later). Until then [`message`](WorkingCopy::message) reads it as it was.
+pub(crate) struct WorkingCopy<'h, 'a> {
     history: &'h History<'a>,
     /// For each message, its place in `changed` plus one (0: unchanged).
     slot: Vec<u32>,
@@ -44,17 +26,17 @@ pub(crate) struct Work<'h, 'a> {
     replaced: Vec<bool>,
     total: usize,
     /// The messages dropped, as ascending runs, while they are dropped in
-    /// order (else `None`): what [`finish`](Work::finish) skips without
+    /// order (else `None`): what [`finish`](WorkingCopy::finish) skips without
     /// looking at each message.
     runs: Option<Vec<std::ops::Range<usize>>>,
     /// Positions changed or replaced, in no order, possibly repeated.
     touched: Vec<usize>,
     /// Messages left out before any stage ran (see
-    /// [`exclude`](Work::exclude)): dropped, but not one of `runs`.
+    /// [`exclude`](WorkingCopy::exclude)): dropped, but not one of `runs`.
     excluded: std::ops::Range<usize>,
 }
 
-impl<'h, 'a> Work<'h, 'a> {
+impl<'h, 'a> WorkingCopy<'h, 'a> {
     pub fn new(history: &'h History<'a>) -> Self {
         Self {
             history,
@@ -173,7 +155,7 @@ impl<'h, 'a> Work<'h, 'a> {
         }
     }
 
-    /// The positions [`finish`](Work::finish) must look at, ascending: the
+    /// The positions [`finish`](WorkingCopy::finish) must look at, ascending: the
     /// first of each run dropped and each message changed or replaced;
     /// every position when the drops were not made in order.
     fn marks(&mut self) -> Vec<usize> {
@@ -224,7 +206,7 @@ impl<'h, 'a> Work<'h, 'a> {
 
     /// The messages not dropped, in order, as a projection; placeholders
     /// are written by `shrunk` (once for each position it keeps).
-    pub fn finish(mut self, fits: bool, shrunk: &mut Shrunk) -> TrimResult {
+    pub fn finish(mut self, fits: bool, shrunk: &mut ShrinkCache) -> TrimResult {
         let history = self.history;
         let n = history.len();
         let marks = self.marks();

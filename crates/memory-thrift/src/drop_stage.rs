@@ -16,16 +16,17 @@
 
 use std::ops::Range;
 
-use memory_core::{Budget, ContentBlock, Message, structure};
+use memory_core::{Budget, structure};
 
-use crate::best::BestFirst;
 use crate::layout::Layout;
-use crate::placeholder;
+use crate::neighbours::with_neighbours;
+use crate::partial_sort::BestFirst;
 use crate::relevance::keep_floor;
 use crate::sticky;
 use crate::term_index::{TermIndex, Units};
+use crate::texts::texts_of;
 use crate::trace::{Shed, Tally};
-use crate::work::Work;
+use crate::working_copy::WorkingCopy;
 use crate::{Relevance, dates, reach};
 
 /// One candidate: kept or dropped whole.
@@ -60,7 +61,7 @@ pub(crate) struct Dropped {
 }
 
 /// How the stage weighs and aims.
-pub(crate) struct Target {
+pub(crate) struct DropSettings {
     pub granule: usize,
     /// The sticky total the earlier stages shed down to, reached from the
     /// whole history's total: the drop stage aims at the same one, so that
@@ -71,6 +72,9 @@ pub(crate) struct Target {
     /// [`horizon`](crate::horizon)): candidates like the steps the stage
     /// sees, so the recency bonus is scaled by all of them.
     pub skipped_steps: usize,
+    /// Whether the stage stops going through its order once nothing left
+    /// could be kept (see [`Shortcuts`](crate::shortcuts::Shortcuts)).
+    pub stop_early: bool,
 }
 
 /// How the stage scores the units: by `relevance`, or, when `relevance`
@@ -83,10 +87,10 @@ pub(crate) struct Scoring<'s> {
 
 /// Runs the stage when `run`, else only takes stock.
 pub(crate) async fn drop_units(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     budget: &Budget,
-    aim: &Target,
+    aim: &DropSettings,
     run: bool,
     scoring: Scoring<'_>,
 ) -> Dropped {
@@ -141,10 +145,10 @@ impl<'u> Choice<'u> {
     /// The room the units have (noting the target in `dropped`); `None`
     /// when every unit fits, so that nothing is to be dropped.
     fn start(
-        work: &Work<'_, '_>,
+        work: &WorkingCopy<'_, '_>,
         layout: &Layout<'_>,
         budget: &Budget,
-        aim: &Target,
+        aim: &DropSettings,
         units: &'u [Unit],
         dropped: &mut Dropped,
     ) -> Option<Self> {
@@ -198,9 +202,9 @@ impl<'u> Choice<'u> {
     /// Then the earlier rounds (and the head's steps), by relevance.
     async fn keep_earlier(
         &mut self,
-        work: &Work<'_, '_>,
+        work: &WorkingCopy<'_, '_>,
         layout: &Layout<'_>,
-        aim: &Target,
+        aim: &DropSettings,
         scoring: Scoring<'_>,
     ) {
         let units = self.units;
@@ -209,7 +213,7 @@ impl<'u> Choice<'u> {
             return;
         }
         let mut order = self.order(work, layout, aim, &earlier, scoring).await;
-        let skipped = self.hand_out(&mut order);
+        let skipped = self.hand_out(&mut order, aim.stop_early);
         self.keep_parts(work, layout, skipped);
     }
 
@@ -218,9 +222,9 @@ impl<'u> Choice<'u> {
     /// newest.
     async fn order(
         &self,
-        work: &Work<'_, '_>,
+        work: &WorkingCopy<'_, '_>,
         layout: &Layout<'_>,
-        aim: &Target,
+        aim: &DropSettings,
         earlier: &[usize],
         scoring: Scoring<'_>,
     ) -> Vec<u128> {
@@ -252,8 +256,9 @@ impl<'u> Choice<'u> {
     }
 
     /// Keeps the units of `order`, best first, that fit; the rounds that
-    /// did not, to keep in part.
-    fn hand_out(&mut self, order: &mut [u128]) -> Vec<usize> {
+    /// did not, to keep in part. With `stop_early`, the units that can no
+    /// longer be kept are passed over without being ranked.
+    fn hand_out(&mut self, order: &mut [u128], stop_early: bool) -> Vec<usize> {
         let units = self.units;
         let need = |k: usize| units[k].least;
         let mut skipped = Vec::new();
@@ -263,7 +268,7 @@ impl<'u> Choice<'u> {
             // A unit that cannot be kept now, whole or in part, never can
             // be (`left` only shrinks, here and below): once units were
             // handed out, the rest is passed over without being ranked.
-            if handed && !whole_order() {
+            if handed && stop_early {
                 let left = self.left;
                 best.retain(|r| need(unit_of(r)) <= left);
             }
@@ -288,7 +293,7 @@ impl<'u> Choice<'u> {
     /// An earlier round too large to keep whole (a long agent round before
     /// a follow-up question) keeps its question and its newest steps that
     /// fit, rather than nothing, in the same order.
-    fn keep_parts(&mut self, work: &Work<'_, '_>, layout: &Layout<'_>, skipped: Vec<usize>) {
+    fn keep_parts(&mut self, work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, skipped: Vec<usize>) {
         for k in skipped {
             let unit = &self.units[k];
             if self.left == 0 || (unit.counts_round && self.rounds_left == 0) {
@@ -306,7 +311,7 @@ impl<'u> Choice<'u> {
 
     /// Drops what is not kept: runs of whole units together, the rest
     /// message by message outside the floor.
-    fn apply(&self, work: &mut Work<'_, '_>, layout: &Layout<'_>) {
+    fn apply(&self, work: &mut WorkingCopy<'_, '_>, layout: &Layout<'_>) {
         let mut run: Option<Range<usize>> = None;
         for (k, (unit, &kept)) in self.units.iter().zip(&self.keep).enumerate() {
             if kept {
@@ -378,23 +383,8 @@ fn unit_of(rank: u128) -> usize {
     usize::try_from(rank & UNIT).unwrap_or(usize::MAX)
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Set by tests: the whole order is gone through, as a reference.
-    pub(crate) static WHOLE_ORDER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the whole order is gone through, even once nothing more can be
-/// kept (only tests ask for it, as a reference).
-fn whole_order() -> bool {
-    #[cfg(test)]
-    return WHOLE_ORDER.with(std::cell::Cell::get);
-    #[cfg(not(test))]
-    false
-}
-
 /// Tokens of `range` outside the floor.
-fn outside_floor(work: &Work<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
+fn outside_floor(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
     range
         .filter(|&i| !layout.in_floor(i))
         .map(|i| work.count(i))
@@ -405,7 +395,7 @@ fn outside_floor(work: &Work<'_, '_>, layout: &Layout<'_>, range: Range<usize>) 
 /// its newest steps must fit in `left` tokens: the start of the oldest
 /// step kept, or `None` when not even one step fits beside the question.
 fn partial(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     round: &Range<usize>,
     left: usize,
@@ -430,7 +420,7 @@ fn partial(
 }
 
 /// The candidates, in order.
-fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
+fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
     let messages = work.history().messages();
     let n = messages.len();
     let mut units = Vec::new();
@@ -474,7 +464,7 @@ fn units(work: &Work<'_, '_>, layout: &Layout) -> Vec<Unit> {
 /// The candidate of `range` (a round, or a step), unless all of it lies
 /// in the floor.
 fn unit(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout,
     range: Range<usize>,
     round: bool,
@@ -516,7 +506,7 @@ fn unit(
 /// question, with their neighbours' share. A failing scorer leaves
 /// recency to decide (every score 0).
 async fn scores(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     units: &[Unit],
     which: &[usize],
@@ -566,7 +556,7 @@ async fn scores(
 /// [`scores`] from the term index: each unit as it is shown, placeholders
 /// left out (the same scores as reading every text).
 fn indexed_scores(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     units: &[Unit],
     which: &[usize],
@@ -596,57 +586,9 @@ fn indexed_scores(
     terms.score(question, &shown)
 }
 
-/// Share of a unit's relevance its neighbours inherit: an answer, a
-/// follow-up or the request before a strongly relevant turn is often what
-/// the question needs too (in conversations, about one relevant turn in
-/// four has its evidence in the turn beside it).
-const NEIGHBOUR_SHARE: f64 = 0.7;
-
-/// Each unit's score, raised to [`NEIGHBOUR_SHARE`] of the better of its
-/// neighbours' own scores (neighbours in history order).
-pub(crate) fn with_neighbours(own: &[f64]) -> Vec<f64> {
-    (0..own.len())
-        .map(|k| {
-            let before = k.checked_sub(1).map_or(0.0, |j| own[j]);
-            let after = own.get(k + 1).copied().unwrap_or(0.0);
-            own[k].max(NEIGHBOUR_SHARE * before.max(after))
-        })
-        .collect()
-}
-
-/// Every text a message sends to the model, but a placeholder's.
-pub(crate) fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
-    match message {
-        Message::System(text) => out.push(text),
-        Message::User(blocks) => out.extend(blocks.iter().filter_map(ContentBlock::as_text)),
-        Message::Assistant {
-            content,
-            reasoning,
-            tool_calls,
-        } => {
-            out.push(content);
-            out.extend(reasoning.as_deref());
-            for call in tool_calls {
-                out.push(&call.name);
-                out.push(&call.arguments);
-            }
-        }
-        Message::ToolResult { content, .. } if placeholder::is_placeholder(content) => {}
-        Message::ToolResult { content, .. } => out.push(content),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn neighbours_inherit_a_share_of_the_better_neighbour() {
-        let own = [0.0, 1.0, 0.0, 0.2, 0.0];
-        let got = with_neighbours(&own);
-        let share = NEIGHBOUR_SHARE;
-        assert_eq!(got, vec![share, 1.0, share, 0.2, 0.2 * share]);
-    }
 
     #[test]
     fn ranks_order_as_relevance_then_value_then_recency() {
@@ -671,11 +613,5 @@ mod tests {
         by_rank.sort_unstable_by(|a, b| b.cmp(a));
         let units: Vec<usize> = by_rank.into_iter().map(unit_of).collect();
         assert_eq!(units, by_tuple.iter().map(|t| t.2).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn a_unit_keeps_its_own_score_when_it_is_higher() {
-        assert_eq!(with_neighbours(&[0.9, 1.0]), vec![0.9, 1.0]);
-        assert!(with_neighbours(&[]).is_empty());
     }
 }

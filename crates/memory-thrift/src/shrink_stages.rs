@@ -9,14 +9,15 @@ use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 
 use crate::cut;
 use crate::layout::{Kind, Layout};
+use crate::observation;
+use crate::output_cut::{cut_result, is_uncut_result};
 use crate::placeholder;
-use crate::reach;
-use crate::shrunk::Shrunk;
+use crate::shrink_cache::ShrinkCache;
 use crate::trace::{Shed, Tally};
-use crate::work::Work;
+use crate::working_copy::WorkingCopy;
 
 /// Stock of `items` (message indices) and the [`Shed`] that starts from it.
-fn stock(work: &Work<'_, '_>, items: &[usize], count: impl Fn(usize) -> usize) -> Shed {
+fn stock(work: &WorkingCopy<'_, '_>, items: &[usize], count: impl Fn(usize) -> usize) -> Shed {
     let tally = Tally {
         count: items.iter().map(|&i| count(i)).sum(),
         tokens: items.iter().map(|&i| work.count(i)).sum(),
@@ -34,11 +35,11 @@ fn record(shed: &mut Shed, items: usize, (before, after): (usize, usize)) {
 
 /// Reasoning of earlier steps (the newest step's stays).
 pub(crate) async fn reasoning(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     let items: Vec<usize> = layout
@@ -73,12 +74,12 @@ pub(crate) async fn reasoning(
 /// Tool results over `max_tokens`, cut to about that many tokens, head and
 /// tail; oldest first, the newest step's last.
 pub(crate) async fn long_outputs(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     max_tokens: usize,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let items = long_items(work, layout, max_tokens);
     let mut shed = stock(work, &items, |_| 1);
@@ -108,7 +109,7 @@ pub(crate) async fn long_outputs(
 /// have once the step is no longer the newest, so that its aging leaves
 /// the prompt's prefix as it is), and a text-only agent's observations
 /// over it but for the newest and what the floor holds.
-fn long_items(work: &Work<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Vec<usize> {
+fn long_items(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Vec<usize> {
     let history = work.history();
     // Tool results are unchanged until this stage: the listed ones need
     // no second look at their text.
@@ -130,7 +131,7 @@ fn long_items(work: &Work<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Ve
                 && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
                 && !layout.in_floor(i)
-                && reach::is_observation(history.messages(), i)
+                && observation::is_observation(history.messages(), i)
                 && (listed || !cut::is_cut(&work.message(i).text()))
         });
     items.extend(observations);
@@ -144,65 +145,15 @@ fn is_unreplaced_result(message: &Message) -> bool {
     matches!(message, Message::ToolResult { content, .. } if !placeholder::is_placeholder(content))
 }
 
-/// A tool result neither cut nor replaced by its placeholder.
-pub(crate) fn is_uncut_result(message: &Message) -> bool {
-    matches!(message, Message::ToolResult { content, .. }
-        if !cut::is_cut(content) && !placeholder::is_placeholder(content))
-}
-
-/// A tool result of `tokens` tokens cut to about `max_tokens`, estimating
-/// characters per token from the result itself; `None` when the cut would
-/// change nothing.
-pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
-    if let Message::User(blocks) = message
-        && let [block] = blocks.as_slice()
-        && let Some(text) = block.as_text()
-    {
-        let keep = chars_for(max_tokens, text.chars().count(), tokens);
-        return match cut::cut_middle(text, keep) {
-            std::borrow::Cow::Borrowed(_) => None,
-            std::borrow::Cow::Owned(shorter) => Some(Message::user(shorter)),
-        };
-    }
-    let Message::ToolResult {
-        tool_call_id,
-        content,
-        name,
-    } = message
-    else {
-        return None;
-    };
-    let chars = content.chars().count();
-    let keep = chars_for(max_tokens, chars, tokens);
-    match cut::cut_middle(content, keep) {
-        std::borrow::Cow::Borrowed(_) => None,
-        std::borrow::Cow::Owned(shorter) => Some(Message::ToolResult {
-            tool_call_id: tool_call_id.clone(),
-            content: shorter,
-            name: name.clone(),
-        }),
-    }
-}
-
-/// Characters that make about `tokens_wanted` tokens, for a text of `chars`
-/// characters counted as `tokens` tokens.
-fn chars_for(tokens_wanted: usize, chars: usize, tokens: usize) -> usize {
-    if tokens == 0 {
-        return chars;
-    }
-    let keep = (tokens_wanted as u128 * chars as u128) / tokens as u128;
-    usize::try_from(keep).unwrap_or(usize::MAX)
-}
-
 /// Tool results before the recent ones, replaced by a placeholder that
 /// keeps their call id; oldest first, those of the newest round a batch at
 /// a time.
 pub(crate) async fn earlier_results(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
-    shrunk: &mut Shrunk,
+    shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
     // A listed result needs a look at its text only if a stage changed it.
@@ -253,7 +204,7 @@ pub(crate) async fn earlier_results(
 /// Image and pass-through blocks of earlier user messages, replaced by text
 /// placeholders (only where the counter prices them above the placeholder).
 pub(crate) async fn media(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     stop_at: Option<usize>,
     counter: &dyn TokenCounter,
@@ -311,7 +262,7 @@ pub(crate) async fn media(
 /// is no longer the newest, by a context that shows its outputs longer and
 /// no longer fits.
 pub(crate) async fn floor_outputs(
-    work: &mut Work<'_, '_>,
+    work: &mut WorkingCopy<'_, '_>,
     layout: &Layout<'_>,
     budget: Option<usize>,
     counter: &dyn TokenCounter,
@@ -373,7 +324,7 @@ pub(crate) async fn floor_outputs(
 /// Each of `items` cut to `keep` characters: the new message where it
 /// changed, and its count.
 async fn cut_all(
-    work: &Work<'_, '_>,
+    work: &WorkingCopy<'_, '_>,
     items: &[usize],
     keep: usize,
     counter: &dyn TokenCounter,

@@ -1,3 +1,6 @@
+//! The model calls a history records, the span of them a replay looks at,
+//! and the append of one call's new messages to the context shown before.
+//!
 //! Settled turns: each turn's context is the previous turn's plus what
 //! came since, for as long as that fits and no new question reaches back.
 //!
@@ -23,10 +26,14 @@ use std::ops::Range;
 
 use memory_core::{History, MemoryError, Message, TokenCounter, TrimResult, structure};
 
-use crate::tiers;
+use crate::output_cut;
 use crate::trace::Shed;
 
-/// The replay starts afresh at every multiple of this many calls.
+/// The replay starts afresh at every multiple of this many calls. Why: it
+/// bounds a trim's replay to this many calls (each an append or a shed)
+/// while a long round still sheds rarely. Figure: none recorded (chosen
+/// with the first replay; a shed every 32nd call is one cache break in 32
+/// at most).
 pub(crate) const REPLAY_SPAN: usize = 32;
 
 /// The model calls the history records, as the lengths of the history
@@ -165,10 +172,13 @@ pub(crate) async fn append(
         for (k, i) in range.clone().enumerate() {
             let tokens = history.counts()[i];
             let message = &history.messages()[i];
-            if tokens <= max_output || history.is_protected(i) || !tiers::is_uncut_result(message) {
+            if tokens <= max_output
+                || history.is_protected(i)
+                || !output_cut::is_uncut_result(message)
+            {
                 continue;
             }
-            let Some(shorter) = tiers::cut_result(message, tokens, max_output) else {
+            let Some(shorter) = output_cut::cut_result(message, tokens, max_output) else {
                 continue;
             };
             let shorter_tokens = counter.count_message(&shorter).await?;

@@ -1,8 +1,8 @@
-//! Shrunk messages, made once: a tool output cut head and tail, an
+//! [`ShrinkCache`]: shrunk messages, made once: a tool output cut head and tail, an
 //! assistant message without its reasoning, each with its count, and the
 //! count of a tool result's placeholder.
 //!
-//! Replaying a round (see [`settle`](crate::settle)) sheds several
+//! Replaying a round (see [`calls`](crate::calls)) sheds several
 //! prefixes of the same history afresh, and each call sheds the history
 //! again; each pass would otherwise cut and recount the same long outputs
 //! and count the same placeholders again. Both depend only on the message
@@ -10,8 +10,8 @@
 //! length, which a cut keeps in its marker) and on the counter, so they are
 //! kept by the message's position: for the passes of one trim, and in the
 //! [memo](crate::memo) from call to call while the message is the one seen
-//! before (see [`Shrunk::truncate`]) and the counter is the same object
-//! with the same framing (see [`Shrunk::counted_by`]). A single pass over
+//! before (see [`ShrinkCache::truncate`]) and the counter is the same object
+//! with the same framing (see [`ShrinkCache::counted_by`]). A single pass over
 //! another history keeps nothing.
 
 use std::sync::Arc;
@@ -19,14 +19,13 @@ use std::sync::Arc;
 use memory_core::{Framing, MemoryError, Message, TokenCounter};
 
 use crate::placeholder;
-use crate::work::placeholder_of;
 
 /// A shrunk message and its count; `None` when shrinking changes nothing.
 pub(crate) type Made = Option<(Arc<Message>, usize)>;
 
 /// The cuts and placeholder counts made so far, by message position.
 #[derive(Debug)]
-pub(crate) struct Shrunk {
+pub(crate) struct ShrinkCache {
     /// Whether to keep what is made (a single pass gains nothing by it).
     keep: bool,
     cuts: Vec<Option<Made>>,
@@ -44,13 +43,13 @@ pub(crate) struct Shrunk {
     steps: Option<(std::ops::Range<usize>, usize)>,
 }
 
-impl Default for Shrunk {
+impl Default for ShrinkCache {
     fn default() -> Self {
         Self::kept()
     }
 }
 
-impl Shrunk {
+impl ShrinkCache {
     /// A store for the passes of one replay, or for the memo.
     pub fn kept() -> Self {
         Self {
@@ -167,7 +166,7 @@ impl Shrunk {
         if let Some(Some(made)) = self.written.get(index) {
             return Message::clone(made);
         }
-        let made = placeholder_of(message);
+        let made = placeholder::tool_result_message(message);
         if self.keep {
             if self.written.len() <= index {
                 self.written.resize(index + 1, None);
@@ -262,7 +261,7 @@ mod tests {
     #[tokio::test]
     async fn what_is_made_is_forgotten_with_the_message() {
         let counter = CharTokenCounter;
-        let mut shrunk = Shrunk::kept();
+        let mut shrunk = ShrinkCache::kept();
         shrunk.counted_by(&counter);
         let old = reasoned("old words");
         let (bare, _) = shrunk.bare(3, &old, &counter).await.unwrap().unwrap();
@@ -296,7 +295,7 @@ mod tests {
                 ]
             })
             .collect();
-        let mut shrunk = Shrunk::kept();
+        let mut shrunk = ShrinkCache::kept();
         assert_eq!(shrunk.steps(&m, 0..4), 2);
         assert_eq!(shrunk.steps(&m, 0..10), 5);
         // Messages from 6 on changed: the count made up to 10 is gone.

@@ -216,7 +216,13 @@ fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 
 fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     let strategy = SummarizeStrategy::new(config.summarizer.clone());
-    Ok(Arc::new(config.summary.apply(strategy)))
+    let strategy = config.summary.apply(strategy).map_err(cap_error)?;
+    Ok(Arc::new(strategy))
+}
+
+/// The message for a `--summary-max-tokens` too small for any summary.
+fn cap_error(error: memory_summary::cap::CapTooSmall) -> String {
+    format!("--summary-max-tokens: {error}")
 }
 
 /// Builds a counter from the text after `name:` (`FILE` in `hf:FILE`), or

@@ -10,6 +10,7 @@ use memory_core::{ChatRequest, ChatResponse, ModelOptions, Provider, ProviderErr
 use memory_layer::{FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy};
 use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+use memory_summary::cap::CapTooSmall;
 
 use crate::CliError;
 
@@ -319,21 +320,35 @@ impl SummarySettings {
     /// use memory_cli::summarizer::SummarySettings;
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
     /// let settings = SummarySettings { summary_max_tokens: Some(256), ..Default::default() };
-    /// let strategy = settings.apply(SummarizeStrategy::new(ExtractiveSummarizer::new()));
+    /// let strategy = settings.apply(SummarizeStrategy::new(ExtractiveSummarizer::new())).unwrap();
     /// assert_eq!(strategy.summary_max_tokens(), 256);
     /// assert_eq!(strategy.max_input_tokens(), memory_summarize::DEFAULT_MAX_INPUT_TOKENS);
     /// ```
-    pub fn apply(&self, mut strategy: SummarizeStrategy) -> SummarizeStrategy {
+    ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] for a summary cap that cannot hold the summary's
+    /// own framing.
+    pub fn apply(&self, strategy: SummarizeStrategy) -> Result<SummarizeStrategy, CapTooSmall> {
+        let summary = self.onto(strategy.summary().clone());
+        strategy.with_summary(summary)
+    }
+
+    /// `summary` with the settings that are given.
+    fn onto(
+        &self,
+        mut summary: memory_summary::SummarySettings,
+    ) -> memory_summary::SummarySettings {
         if let Some(tokens) = self.summary_max_tokens {
-            strategy = strategy.with_summary_max_tokens(tokens);
+            summary = summary.with_summary_max_tokens(tokens);
         }
         if let Some(tokens) = self.max_input_tokens {
-            strategy = strategy.with_max_input_tokens(tokens);
+            summary = summary.with_max_input_tokens(tokens);
         }
         if let Some(temperature) = self.temperature {
-            strategy = strategy.with_temperature(temperature);
+            summary = summary.with_temperature(temperature);
         }
-        strategy
+        summary
     }
 }
 

@@ -204,7 +204,8 @@ fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 
 fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     let compact = Compact::new(config.summarizer.clone()).with_background(config.background);
-    Ok(Arc::new(config.summary.apply_compact(compact)))
+    let compact = config.summary.apply_compact(compact).map_err(cap_error)?;
+    Ok(Arc::new(compact))
 }
 
 fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_compact::Compact;
-use memory_core::{ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError};
+use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 use memory_layer::{FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy};
 use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
@@ -291,27 +291,21 @@ impl SummarySettings {
     ///     summary_max_tokens: Some(300), max_input_tokens: Some(6_000), temperature: Some(0.5),
     ///     ..Default::default()
     /// };
-    /// let compact = settings.apply_compact(Compact::new(memory_core::FakeProvider::default()));
+    /// let compact = settings.apply_compact(Compact::new(memory_core::FakeProvider::default())).unwrap();
     /// assert_eq!((compact.summary_max_tokens(), compact.max_input_tokens()), (300, 6_000));
     /// assert_eq!(compact.options().temperature, Some(0.5));
     /// ```
-    pub fn apply_compact(&self, mut compact: Compact) -> Compact {
-        if let Some(tokens) = self.summary_max_tokens {
-            compact = compact.with_summary_max_tokens(tokens);
-        }
-        if let Some(tokens) = self.max_input_tokens {
-            compact = compact.with_max_input_tokens(tokens);
-        }
-        if let Some(temperature) = self.temperature {
-            let options = ModelOptions {
-                temperature: Some(temperature),
-                ..compact.options().clone()
-            };
-            compact = compact.with_options(options);
-        }
-        compact
+    ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] for a summary cap that cannot hold the summary's
+    /// own framing.
+    pub fn apply_compact(&self, compact: Compact) -> Result<Compact, CapTooSmall> {
+        let summary = self.onto(compact.summary().clone());
+        Ok(compact
+            .with_summary(summary)?
             .with_retries(0)
-            .with_timeout(self.request_limit.unwrap_or(NO_LIMIT))
+            .with_timeout(self.request_limit.unwrap_or(NO_LIMIT)))
     }
 
     /// `strategy` with the settings that are given.
@@ -334,7 +328,8 @@ impl SummarySettings {
         strategy.with_summary(summary)
     }
 
-    /// `summary` with the settings that are given.
+    /// `summary` with the settings that are given: the one place both
+    /// stages take them from.
     fn onto(
         &self,
         mut summary: memory_summary::SummarySettings,

@@ -205,7 +205,16 @@ fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     let compact = Compact::new(config.summarizer.clone()).with_background(config.background);
     let compact = config.summary.apply_compact(compact).map_err(cap_error)?;
-    Ok(Arc::new(compact))
+    let summary = compact
+        .summary()
+        .clone()
+        .with_rejection_observer(config.summarizer.rejection_observer());
+    Ok(Arc::new(compact.with_summary(summary).map_err(cap_error)?))
+}
+
+/// The message for a `--summary-max-tokens` too small for any summary.
+fn cap_error(error: memory_summary::cap::CapTooSmall) -> String {
+    format!("--summary-max-tokens: {error}")
 }
 
 fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
@@ -218,12 +227,11 @@ fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     let strategy = SummarizeStrategy::new(config.summarizer.clone());
     let strategy = config.summary.apply(strategy).map_err(cap_error)?;
-    Ok(Arc::new(strategy))
-}
-
-/// The message for a `--summary-max-tokens` too small for any summary.
-fn cap_error(error: memory_summary::cap::CapTooSmall) -> String {
-    format!("--summary-max-tokens: {error}")
+    let summary = strategy
+        .summary()
+        .clone()
+        .with_rejection_observer(config.summarizer.rejection_observer());
+    Ok(Arc::new(strategy.with_summary(summary).map_err(cap_error)?))
 }
 
 /// Builds a counter from the text after `name:` (`FILE` in `hf:FILE`), or

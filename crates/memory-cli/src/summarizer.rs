@@ -11,6 +11,7 @@ use memory_layer::{FailureClass, FailureCounts, Meter, ProviderExt, ProviderStat
 use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 use memory_summary::cap::CapTooSmall;
+use memory_summary::{Rejection, RejectionObserver};
 
 use crate::CliError;
 
@@ -151,6 +152,41 @@ impl Summarizer {
     /// ```
     pub fn first_failure(&self) -> Option<(FailureClass, String)> {
         self.meter.first_failure()
+    }
+
+    /// Counts the replies a summarizing stage refuses for what they say
+    /// (not an assistant message, asking for tools, blank:
+    /// `malformed_reply`; saying nothing about what they cover:
+    /// `ungrounded`) into this summarizer's failures. How a call ended (an
+    /// error, a refusal, a cut-off reply) the meter counts itself.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use memory_summary::{Rejection, RejectionObserver};
+    /// let s = memory_cli::summarizer::Summarizer::metered(Arc::new(memory_core::FakeProvider::default()));
+    /// s.rejection_observer().on_rejection(&Rejection::Empty);
+    /// assert_eq!(s.snapshot().by_class.malformed_reply, 1);
+    /// ```
+    pub fn rejection_observer(&self) -> impl RejectionObserver + 'static {
+        let meter = self.meter.clone();
+        move |rejection: &Rejection| {
+            if let Some(class) = class_of(rejection) {
+                meter.fail(class, rejection.to_string());
+            }
+        }
+    }
+}
+
+/// The failure class of a refused reply that the meter did not count.
+fn class_of(rejection: &Rejection) -> Option<FailureClass> {
+    match rejection {
+        Rejection::NotAssistant(_) | Rejection::ToolCalls | Rejection::Empty => {
+            Some(FailureClass::MalformedReply)
+        }
+        Rejection::Ungrounded { .. } => Some(FailureClass::Ungrounded),
+        // Incomplete: the meter counts it from the stop reason; over the
+        // cap or not shorter: the call itself did not fail.
+        _ => None,
     }
 }
 

@@ -92,7 +92,7 @@ pub async fn clip(
 }
 
 /// The transcript of `messages`, one line each, each message shortened to
-/// its share of `room` tokens (at least [`MIN_SHARE`]) when the whole is
+/// its share of `room` tokens (at least 100) when the whole is
 /// longer: every message is still seen.
 ///
 /// # Errors

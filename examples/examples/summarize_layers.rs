@@ -36,6 +36,7 @@ async fn main() -> Result<(), memory_core::MemoryError> {
 
     let strategy = SummarizeStrategy::new(summarizer)
         .with_summary_max_tokens(200)
+        .unwrap()
         .with_max_input_tokens(6_000);
     let mut memory = WindowMemory::new(400).with_strategy(strategy);
     memory

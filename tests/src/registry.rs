@@ -98,6 +98,7 @@ fn variants() -> Vec<Entry> {
             Arc::new(
                 SummarizeStrategy::new(ExtractiveSummarizer::new())
                     .with_summary_max_tokens(64)
+                    .unwrap()
                     .with_max_input_tokens(400),
             ),
         ),
@@ -197,6 +198,7 @@ pub fn summarizers() -> Vec<(&'static str, SummarizerFactory)> {
             Arc::new(
                 SummarizeStrategy::new(provider)
                     .with_summary_max_tokens(64)
+                    .unwrap()
                     .with_max_input_tokens(400),
             )
         }),

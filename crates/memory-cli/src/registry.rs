@@ -208,7 +208,17 @@ fn window(_: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 
 fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     let compact = Compact::new(config.summarizer.clone()).with_background(config.background);
-    Ok(Arc::new(config.summary.apply_compact(compact)))
+    let compact = config.summary.apply_compact(compact).map_err(cap_error)?;
+    let summary = compact
+        .summary()
+        .clone()
+        .with_rejection_observer(config.summarizer.rejection_observer());
+    Ok(Arc::new(compact.with_summary(summary).map_err(cap_error)?))
+}
+
+/// The message for a `--summary-max-tokens` too small for any summary.
+fn cap_error(error: memory_summary::cap::CapTooSmall) -> String {
+    format!("--summary-max-tokens: {error}")
 }
 
 fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
@@ -220,7 +230,12 @@ fn thrift(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 
 fn summarize(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
     let strategy = SummarizeStrategy::new(config.summarizer.clone());
-    Ok(Arc::new(config.summary.apply(strategy)))
+    let strategy = config.summary.apply(strategy).map_err(cap_error)?;
+    let summary = strategy
+        .summary()
+        .clone()
+        .with_rejection_observer(config.summarizer.rejection_observer());
+    Ok(Arc::new(strategy.with_summary(summary).map_err(cap_error)?))
 }
 
 /// Builds a counter from the text after `name:` (`FILE` in `hf:FILE`), or

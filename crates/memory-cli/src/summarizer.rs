@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_compact::Compact;
-use memory_core::{ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError};
+use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 use memory_layer::{FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy};
 use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+use memory_summary::cap::CapTooSmall;
+use memory_summary::{Rejection, RejectionObserver};
 
 use crate::CliError;
 
@@ -151,6 +153,41 @@ impl Summarizer {
     pub fn first_failure(&self) -> Option<(FailureClass, String)> {
         self.meter.first_failure()
     }
+
+    /// Counts the replies a summarizing stage refuses for what they say
+    /// (not an assistant message, asking for tools, blank:
+    /// `malformed_reply`; saying nothing about what they cover:
+    /// `ungrounded`) into this summarizer's failures. How a call ended (an
+    /// error, a refusal, a cut-off reply) the meter counts itself.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use memory_summary::{Rejection, RejectionObserver};
+    /// let s = memory_cli::summarizer::Summarizer::metered(Arc::new(memory_core::FakeProvider::default()));
+    /// s.rejection_observer().on_rejection(&Rejection::Empty);
+    /// assert_eq!(s.snapshot().by_class.malformed_reply, 1);
+    /// ```
+    pub fn rejection_observer(&self) -> impl RejectionObserver + 'static {
+        let meter = self.meter.clone();
+        move |rejection: &Rejection| {
+            if let Some(class) = class_of(rejection) {
+                meter.fail(class, rejection.to_string());
+            }
+        }
+    }
+}
+
+/// The failure class of a refused reply that the meter did not count.
+fn class_of(rejection: &Rejection) -> Option<FailureClass> {
+    match rejection {
+        Rejection::NotAssistant(_) | Rejection::ToolCalls | Rejection::Empty => {
+            Some(FailureClass::MalformedReply)
+        }
+        Rejection::Ungrounded { .. } => Some(FailureClass::Ungrounded),
+        // Incomplete: the meter counts it from the stop reason; over the
+        // cap or not shorter: the call itself did not fail.
+        _ => None,
+    }
 }
 
 impl std::fmt::Debug for Summarizer {
@@ -290,27 +327,21 @@ impl SummarySettings {
     ///     summary_max_tokens: Some(300), max_input_tokens: Some(6_000), temperature: Some(0.5),
     ///     ..Default::default()
     /// };
-    /// let compact = settings.apply_compact(Compact::new(memory_core::FakeProvider::default()));
+    /// let compact = settings.apply_compact(Compact::new(memory_core::FakeProvider::default())).unwrap();
     /// assert_eq!((compact.summary_max_tokens(), compact.max_input_tokens()), (300, 6_000));
     /// assert_eq!(compact.options().temperature, Some(0.5));
     /// ```
-    pub fn apply_compact(&self, mut compact: Compact) -> Compact {
-        if let Some(tokens) = self.summary_max_tokens {
-            compact = compact.with_summary_max_tokens(tokens);
-        }
-        if let Some(tokens) = self.max_input_tokens {
-            compact = compact.with_max_input_tokens(tokens);
-        }
-        if let Some(temperature) = self.temperature {
-            let options = ModelOptions {
-                temperature: Some(temperature),
-                ..compact.options().clone()
-            };
-            compact = compact.with_options(options);
-        }
-        compact
+    ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] for a summary cap that cannot hold the summary's
+    /// own framing.
+    pub fn apply_compact(&self, compact: Compact) -> Result<Compact, CapTooSmall> {
+        let summary = self.onto(compact.summary().clone());
+        Ok(compact
+            .with_summary(summary)?
             .with_retries(0)
-            .with_timeout(self.request_limit.unwrap_or(NO_LIMIT))
+            .with_timeout(self.request_limit.unwrap_or(NO_LIMIT)))
     }
 
     /// `strategy` with the settings that are given.
@@ -319,21 +350,36 @@ impl SummarySettings {
     /// use memory_cli::summarizer::SummarySettings;
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
     /// let settings = SummarySettings { summary_max_tokens: Some(256), ..Default::default() };
-    /// let strategy = settings.apply(SummarizeStrategy::new(ExtractiveSummarizer::new()));
+    /// let strategy = settings.apply(SummarizeStrategy::new(ExtractiveSummarizer::new())).unwrap();
     /// assert_eq!(strategy.summary_max_tokens(), 256);
     /// assert_eq!(strategy.max_input_tokens(), memory_summarize::DEFAULT_MAX_INPUT_TOKENS);
     /// ```
-    pub fn apply(&self, mut strategy: SummarizeStrategy) -> SummarizeStrategy {
+    ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] for a summary cap that cannot hold the summary's
+    /// own framing.
+    pub fn apply(&self, strategy: SummarizeStrategy) -> Result<SummarizeStrategy, CapTooSmall> {
+        let summary = self.onto(strategy.summary().clone());
+        strategy.with_summary(summary)
+    }
+
+    /// `summary` with the settings that are given: the one place both
+    /// stages take them from.
+    fn onto(
+        &self,
+        mut summary: memory_summary::SummarySettings,
+    ) -> memory_summary::SummarySettings {
         if let Some(tokens) = self.summary_max_tokens {
-            strategy = strategy.with_summary_max_tokens(tokens);
+            summary = summary.with_summary_max_tokens(tokens);
         }
         if let Some(tokens) = self.max_input_tokens {
-            strategy = strategy.with_max_input_tokens(tokens);
+            summary = summary.with_max_input_tokens(tokens);
         }
         if let Some(temperature) = self.temperature {
-            strategy = strategy.with_temperature(temperature);
+            summary = summary.with_temperature(temperature);
         }
-        strategy
+        summary
     }
 }
 

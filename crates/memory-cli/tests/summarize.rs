@@ -164,3 +164,29 @@ fn a_dead_endpoint_gets_a_handful_of_requests_each_counted() {
     assert_eq!(t.summarizer_failures.server_error, sent);
     assert_eq!(t.valid_rows, t.calls);
 }
+
+#[test]
+fn replies_the_stage_refuses_are_counted_as_failures_by_kind() {
+    // Chatter that says nothing about the session: every call's reply is
+    // refused by the stage as ungrounded, and counted as such.
+    let chatter = Loopback::start(
+        "200 OK",
+        r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"I'm ready to assist with any code you'd like me to work on."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":12}}"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (run, report) = summarize_against(&chatter.url, &["--summarizer", "openai"], dir.path());
+    let calls = chatter.served() as u64;
+    assert!(calls > 0, "{}", run.stderr);
+    let t = &report.totals;
+    assert_eq!(t.summarizer_failures.ungrounded, calls);
+    assert_eq!(t.summarizer_failures.total(), calls);
+    // A blank reply is malformed.
+    let blank = Loopback::start(
+        "200 OK",
+        r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"  "},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":1}}"#,
+    );
+    let (_, report) = summarize_against(&blank.url, &["--summarizer", "openai"], dir.path());
+    let calls = blank.served() as u64;
+    assert!(calls > 0);
+    assert_eq!(report.totals.summarizer_failures.malformed_reply, calls);
+}

@@ -227,7 +227,12 @@ struct Target {
 /// reports why there is none.
 async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, claim: Claim) {
     let policy = settings.policy(Mode::Background);
-    let outcome = call::run(&job, settings.provider(), settings.hook(), policy).await;
+    let caller = call::Caller {
+        provider: settings.provider(),
+        policy,
+        summary: settings.summary(),
+    };
+    let outcome = call::run(&job, caller, settings.hook()).await;
     match outcome {
         Outcome::Summary {
             text,

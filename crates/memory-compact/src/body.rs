@@ -22,7 +22,7 @@
 //! ```
 
 use memory_core::{MemoryError, Message, TokenCounter, summary};
-use memory_summary::Rejection;
+use memory_summary::{Rejection, cap};
 
 use crate::FileOps;
 
@@ -77,8 +77,8 @@ pub(crate) async fn fitted(
     let with = |keep: usize| summary::message(compose_rendered(text, &files.render_newest(keep)));
     let bare = message(text, &FileOps::new());
     let tokens = counter.count_message(&bare).await?;
-    if tokens > cap {
-        return Ok(Err(Rejection::OverCap { tokens, cap }));
+    if let Err(over) = cap::within_cap(tokens, cap) {
+        return Ok(Err(over));
     }
     let all = files.len();
     let full = with(all);

@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 use memory_layer::{Retry, RetryPolicy, Timeout};
+use memory_summary::{SummarySettings, split};
 
 use crate::split::Piece;
 
@@ -56,13 +57,17 @@ pub(crate) enum Outcome {
     Failed { failure: Failure, cost: CompactCost },
 }
 
+/// Who answers a compaction's requests, and how a reply is accepted.
+#[derive(Clone, Copy)]
+pub(crate) struct Caller<'a> {
+    pub provider: &'a dyn Provider,
+    pub policy: Policy,
+    /// Accepts a reply (the grounding check, the rejection observer).
+    pub summary: &'a SummarySettings,
+}
+
 /// Runs the hook and the requests of `job`.
-pub(crate) async fn run(
-    job: &Job,
-    provider: &dyn Provider,
-    hook: Option<&dyn CompactHook>,
-    policy: Policy,
-) -> Outcome {
+pub(crate) async fn run(job: &Job, caller: Caller<'_>, hook: Option<&dyn CompactHook>) -> Outcome {
     if let Some(hook) = hook {
         match hook.before_compaction(&job.preparation).await {
             HookDecision::Proceed => {}
@@ -74,7 +79,7 @@ pub(crate) async fn run(
     let mut texts = Vec::with_capacity(job.requests.len());
     for (i, request) in job.requests.iter().enumerate() {
         let piece = job.pieces.get(i).cloned();
-        match ask(provider, request.clone(), piece, policy, &mut cost, 0).await {
+        match ask(caller, request.clone(), piece, &mut cost, 0).await {
             Ok(text) => texts.push(text),
             Err(failure) => return Outcome::Failed { failure, cost },
         }
@@ -117,19 +122,15 @@ fn supplied(text: &str) -> Outcome {
 /// [`MAX_SPLITS`] levels. Timers are used only inside a tokio runtime;
 /// without one a request has no limit and retries follow at once.
 fn ask<'a>(
-    provider: &'a dyn Provider,
+    caller: Caller<'a>,
     request: ChatRequest,
     piece: Option<Piece>,
-    policy: Policy,
     cost: &'a mut CompactCost,
     depth: u32,
 ) -> Pin<Box<dyn Future<Output = Result<String, Failure>> + Send + 'a>> {
     Box::pin(async move {
-        let result = attempt(provider, &request, policy, cost).await;
-        let overflowed = matches!(
-            result,
-            Err(Failure::Provider(ProviderError::ContextOverflow(_)))
-        );
+        let result = attempt(caller, &request, cost).await;
+        let overflowed = matches!(&result, Err(Failure::Provider(e)) if split::is_overflow(e));
         let halves = piece
             .filter(|_| overflowed && depth < MAX_SPLITS)
             .and_then(|piece| piece.halves());
@@ -142,18 +143,10 @@ fn ask<'a>(
             "summary request too large for the model; summarizing it in two halves"
         );
         let request = first.request().await.map_err(unrenderable)?;
-        let summary = ask(
-            provider,
-            request,
-            Some(first),
-            policy,
-            &mut *cost,
-            depth + 1,
-        )
-        .await?;
+        let summary = ask(caller, request, Some(first), &mut *cost, depth + 1).await?;
         second.previous = Some(summary);
         let request = second.request().await.map_err(unrenderable)?;
-        ask(provider, request, Some(second), policy, cost, depth + 1).await
+        ask(caller, request, Some(second), cost, depth + 1).await
     })
 }
 
@@ -170,11 +163,15 @@ fn unrenderable(error: memory_core::MemoryError) -> Failure {
 
 /// One request under the policy's timeout and retries, counted into `cost`.
 async fn attempt(
-    provider: &dyn Provider,
+    caller: Caller<'_>,
     request: &ChatRequest,
-    policy: Policy,
     cost: &mut CompactCost,
 ) -> Result<String, Failure> {
+    let Caller {
+        provider,
+        policy,
+        summary,
+    } = caller;
     let timers = tokio::runtime::Handle::try_current().is_ok();
     let source = memory_summary::grounding::source_of(request);
     let counted = Counted {
@@ -195,7 +192,8 @@ async fn attempt(
     match result {
         // A rejected reply is the model's answer, not an accident: asking
         // again would pay for the same answer.
-        Ok(reply) => memory_summary::accept_summary(&source, &reply)
+        Ok(reply) => summary
+            .accept(&source, &reply)
             .map(str::to_string)
             .map_err(Failure::Rejected),
         Err(ProviderError::Timeout(ms)) => match policy.timeout {
@@ -269,6 +267,17 @@ mod tests {
         }
     }
 
+    static SUMMARY: std::sync::LazyLock<SummarySettings> =
+        std::sync::LazyLock::new(SummarySettings::new);
+
+    fn caller(provider: &dyn Provider, policy: Policy) -> Caller<'_> {
+        Caller {
+            provider,
+            policy,
+            summary: &SUMMARY,
+        }
+    }
+
     const NO_WAIT: Policy = Policy {
         timeout: None,
         retries: 2,
@@ -285,7 +294,7 @@ mod tests {
             }),
             FakeReply::Text("## State\nok".into()),
         ]);
-        let outcome = futures::executor::block_on(run(&job(1), &fake, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), None));
         let Outcome::Summary { text, cost, .. } = outcome else {
             panic!("{outcome:?}")
         };
@@ -296,7 +305,7 @@ mod tests {
             FakeReply::Error(ProviderError::Timeout(5)),
             3,
         ));
-        let outcome = futures::executor::block_on(run(&job(1), &fake, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), None));
         assert!(matches!(
             outcome,
             Outcome::Failed { failure: Failure::Provider(ProviderError::Timeout(5)), cost } if cost.calls == 3
@@ -308,10 +317,10 @@ mod tests {
         let fake = FakeProvider::new([FakeReply::Error(ProviderError::Authentication(
             "bad key".into(),
         ))]);
-        let outcome = futures::executor::block_on(run(&job(1), &fake, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), None));
         assert!(matches!(outcome, Outcome::Failed { cost, .. } if cost.calls == 1));
         let fake = FakeProvider::new([FakeReply::Text("  ".into())]);
-        let outcome = futures::executor::block_on(run(&job(1), &fake, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), None));
         assert!(
             matches!(outcome, Outcome::Failed { failure: Failure::Rejected(Rejection::Empty), cost } if cost.calls == 1)
         );
@@ -323,7 +332,7 @@ mod tests {
             FakeReply::Text("history".into()),
             FakeReply::Text("turn".into()),
         ]);
-        let outcome = futures::executor::block_on(run(&job(2), &fake, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job(2), caller(&fake, NO_WAIT), None));
         assert!(
             matches!(outcome, Outcome::Summary { ref text, .. } if text == &format!("history\n\n{TURN_HEADING}\nturn"))
         );
@@ -332,7 +341,7 @@ mod tests {
             retries: 0,
             ..NO_WAIT
         };
-        let outcome = futures::executor::block_on(run(&job(2), &fake, None, policy));
+        let outcome = futures::executor::block_on(run(&job(2), caller(&fake, policy), None));
         assert!(matches!(outcome, Outcome::Failed { cost, .. } if cost.calls == 2));
     }
 
@@ -340,15 +349,18 @@ mod tests {
     fn a_hook_declines_or_supplies_without_a_call() {
         let fake = FakeProvider::default();
         let decline = |_: &Preparation| HookDecision::Decline;
-        let outcome = futures::executor::block_on(run(&job(1), &fake, Some(&decline), NO_WAIT));
+        let outcome =
+            futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), Some(&decline)));
         assert!(matches!(outcome, Outcome::Declined));
         let supply = |_: &Preparation| HookDecision::Summary(" mine ".into());
-        let outcome = futures::executor::block_on(run(&job(1), &fake, Some(&supply), NO_WAIT));
+        let outcome =
+            futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), Some(&supply)));
         assert!(
             matches!(outcome, Outcome::Summary { ref text, from_hook: true, cost } if text == "mine" && cost.calls == 0)
         );
         let blank = |_: &Preparation| HookDecision::Summary(" ".into());
-        let outcome = futures::executor::block_on(run(&job(1), &fake, Some(&blank), NO_WAIT));
+        let outcome =
+            futures::executor::block_on(run(&job(1), caller(&fake, NO_WAIT), Some(&blank)));
         assert!(matches!(
             outcome,
             Outcome::Failed {
@@ -425,7 +437,7 @@ mod tests {
             max: 3_000,
             ..Small::default()
         };
-        let outcome = futures::executor::block_on(run(&job, &small, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job, caller(&small, NO_WAIT), None));
         assert!(
             matches!(outcome, Outcome::Summary { ref text, cost, .. } if text == SHORT && cost.calls > 2),
             "{outcome:?}"
@@ -460,7 +472,7 @@ mod tests {
             max: 10,
             ..Small::default()
         };
-        let outcome = futures::executor::block_on(run(&job, &tiny, None, NO_WAIT));
+        let outcome = futures::executor::block_on(run(&job, caller(&tiny, NO_WAIT), None));
         assert!(
             matches!(
                 outcome,

@@ -16,7 +16,9 @@ use crate::background::Background;
 use crate::engine::Engine;
 use crate::foreground::Foreground;
 use crate::settings::{Mode, Settings};
-use crate::{BackgroundStatus, CompactEvents, CompactHook, CompactObserver, FileOps};
+use crate::{BackgroundStatus, CompactEvents, CompactHook, CompactObserver, FileOps, body};
+use memory_summary::SummarySettings;
+use memory_summary::cap::{self, CapTooSmall};
 
 /// Keeps the newest turns verbatim and folds the older history into one
 /// rolling summary, made by a model, once it has grown past a threshold.
@@ -206,13 +208,74 @@ impl Compact {
     /// in the budget; a summary that would push what may never be shed over
     /// the budget is refused instead ([`Failure::TooLarge`](crate::Failure::TooLarge)).
     ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] when the cap cannot hold the summary message's own
+    /// framing ([`body::HEADER`](crate::body::HEADER) and the summary
+    /// prefix): no summary could ever be accepted.
+    ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
-    ///     .with_summary_max_tokens(2_000);
+    ///     .with_summary_max_tokens(2_000)
+    ///     .unwrap();
     /// assert_eq!(c.summary_max_tokens(), 2_000);
+    /// let err = memory_compact::Compact::new(memory_core::FakeProvider::default())
+    ///     .with_summary_max_tokens(20)
+    ///     .unwrap_err();
+    /// assert_eq!((err.cap, err.framing), (20, 24));
     /// ```
-    pub fn with_summary_max_tokens(self, tokens: u32) -> Self {
-        self.set(|s| s.set_summary_max_tokens(tokens))
+    pub fn with_summary_max_tokens(self, tokens: u32) -> Result<Self, CapTooSmall> {
+        let summary = self
+            .settings
+            .summary()
+            .clone()
+            .with_summary_max_tokens(tokens);
+        self.with_summary(summary)
+    }
+
+    /// Takes the shared summary settings whole ([`SummarySettings`]: cap,
+    /// input limit, prompt, options, grounding, rejection observer). A cap
+    /// or input limit left unset follows the budget; a prompt left unset is
+    /// [`DEFAULT_COMPACT_PROMPT`](crate::DEFAULT_COMPACT_PROMPT).
+    ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] when the cap cannot hold the summary message's own
+    /// framing, naming both numbers.
+    ///
+    /// ```
+    /// use memory_summary::{NoGrounding, SummarySettings};
+    /// let settings = SummarySettings::new().with_max_input_tokens(6_000).with_grounding(NoGrounding);
+    /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
+    ///     .with_summary(settings)
+    ///     .unwrap();
+    /// assert_eq!(c.max_input_tokens(), 6_000);
+    /// ```
+    pub fn with_summary(self, summary: SummarySettings) -> Result<Self, CapTooSmall> {
+        if let Some(tokens) = summary.summary_max_tokens() {
+            cap::check_cap(
+                tokens,
+                cap::framing_estimate(&body::message("", &FileOps::new())),
+            )?;
+        }
+        Ok(self.set(|s| s.set_summary(summary)))
+    }
+
+    /// The shared summary settings as given (unset ones are this
+    /// strategy's defaults; the getters resolve them).
+    ///
+    /// ```
+    /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default());
+    /// assert_eq!(c.summary().summary_max_tokens(), None);
+    /// ```
+    pub fn summary(&self) -> &SummarySettings {
+        self.settings.summary()
+    }
+
+    /// Changes the shared summary settings with `change`.
+    fn set_summary(self, change: impl FnOnce(SummarySettings) -> SummarySettings) -> Self {
+        let summary = change(self.settings.summary().clone());
+        self.set(|s| s.set_summary(summary))
     }
 
     /// Replaces the summarizer's prompt
@@ -225,7 +288,7 @@ impl Compact {
     /// ```
     pub fn with_prompt(self, prompt: impl Into<String>) -> Self {
         let prompt = prompt.into();
-        self.set(|s| s.set_prompt(prompt))
+        self.set_summary(|s| s.with_prompt(prompt))
     }
 
     /// Custom instructions added to every summary request (both requests of
@@ -242,10 +305,10 @@ impl Compact {
     }
 
     /// Options for every summary request: headers (a gateway's route or
-    /// tenant), sampling, extra body fields. Without a temperature,
-    /// summaries are asked for at
-    /// [`DEFAULT_SUMMARY_TEMPERATURE`](memory_core::summary::DEFAULT_SUMMARY_TEMPERATURE)
-    /// (0); `max_tokens` is replaced by the summary cap
+    /// tenant), sampling, extra body fields. Without a temperature, the one
+    /// in force is kept (summaries are asked for at
+    /// [`DEFAULT_SUMMARY_TEMPERATURE`](memory_core::summary::DEFAULT_SUMMARY_TEMPERATURE),
+    /// 0, unless set); `max_tokens` is replaced by the summary cap
     /// ([`with_summary_max_tokens`](Compact::with_summary_max_tokens)).
     ///
     /// ```
@@ -256,7 +319,19 @@ impl Compact {
     /// assert_eq!(c.options().temperature, Some(0.0));
     /// ```
     pub fn with_options(self, options: ModelOptions) -> Self {
-        self.set(|s| s.set_options(options))
+        self.set_summary(|s| s.with_options(options))
+    }
+
+    /// Samples summaries at `temperature`; `None` sends none, leaving the
+    /// endpoint's default (as `SummarizeStrategy::with_temperature`).
+    ///
+    /// ```
+    /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default()).with_temperature(0.3);
+    /// assert_eq!(c.options().temperature, Some(0.3));
+    /// ```
+    pub fn with_temperature(self, temperature: impl Into<Option<f32>>) -> Self {
+        let temperature = temperature.into();
+        self.set_summary(|s| s.with_temperature(temperature))
     }
 
     /// Limits one request's input (prompt, previous summary, instructions
@@ -272,7 +347,7 @@ impl Compact {
     /// assert_eq!(c.max_input_tokens(), 6_000);
     /// ```
     pub fn with_max_input_tokens(self, tokens: usize) -> Self {
-        self.set(|s| s.set_max_input_tokens(tokens))
+        self.set_summary(|s| s.with_max_input_tokens(tokens))
     }
 
     /// Background mode: summaries are made off the hot path.

@@ -1,6 +1,7 @@
 //! [`Failure`]: why a compaction made no summary. Whether a reply may
-//! become one is `memory-summary`'s rule ([`memory_summary::accept_summary`]); its
-//! [`Rejection`] is wrapped, not restated.
+//! become one is `memory-summary`'s rule
+//! ([`memory_summary::SummarySettings::accept`]); its [`Rejection`] is
+//! wrapped, not restated.
 
 use std::time::Duration;
 
@@ -30,7 +31,7 @@ pub enum Failure {
     /// The reply may not become a summary: cut off at the summary cap,
     /// refused, failed mid-way, empty, not an assistant message, asking
     /// for tools, or saying nothing about what it covers (see
-    /// [`memory_summary::accept_summary`]); or the summary message, file list
+    /// [`memory_summary::SummarySettings::accept`]); or the summary message, file list
     /// included, is over the summary cap ([`Rejection::OverCap`]).
     #[error(transparent)]
     Rejected(#[from] Rejection),

@@ -188,7 +188,12 @@ impl<'a> Foreground<'a> {
     /// Runs the hook and the requests of `job` under the foreground policy.
     async fn call(&self, job: &Job) -> Outcome {
         let policy = self.settings.policy(Mode::Foreground);
-        call::run(job, self.settings.provider(), self.settings.hook(), policy).await
+        let caller = call::Caller {
+            provider: self.settings.provider(),
+            policy,
+            summary: self.settings.summary(),
+        };
+        call::run(job, caller, self.settings.hook()).await
     }
 }
 

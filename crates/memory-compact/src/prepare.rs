@@ -2,6 +2,7 @@
 //! files and instructions.
 
 use memory_core::{History, MemoryError, Message, TokenCounter};
+use memory_summary::cap;
 
 use crate::call::Job;
 use crate::memo::Memo;
@@ -115,8 +116,10 @@ async fn reply_share(
         true => 0,
         false => counter.count(&files.render()).await?.min(cap / FILES_SHARE),
     };
-    let share = cap.saturating_sub(overhead + listed);
-    Ok(u32::try_from(share.max(1)).unwrap_or(u32::MAX))
+    // At least one token is asked for: a summary that then overruns its cap
+    // is refused when it comes back.
+    let share = cap::reply_allowance(cap, overhead + listed).unwrap_or(1);
+    Ok(u32::try_from(share).unwrap_or(u32::MAX))
 }
 
 /// The text of Compact's earlier summaries, to merge.

@@ -8,9 +8,10 @@
 //! instructions. When the request would be longer than the input limit (in
 //! tokens of the strategy's counter), every message of the transcript longer
 //! than its share of the room left is shortened in the middle, so each one
-//! is still seen.
+//! is still seen ([`memory_summary::render::within`]).
 
-use memory_core::{ChatRequest, MemoryError, Message, ModelOptions, TokenCounter, transcript};
+use memory_core::{ChatRequest, MemoryError, Message, ModelOptions, TokenCounter};
+use memory_summary::render;
 
 /// What Compact's summarizer is asked to write: a summary under fixed
 /// headings, merged with the previous one, which the request hands over
@@ -47,9 +48,6 @@ Keep exact names, paths and values: copy them, never paraphrase them. Prefer sho
 When a previous summary is given, merge it with the new material into one summary: keep what \
 still holds, update what changed, and drop nothing that may matter later. Reply with the summary \
 only.";
-
-/// No message is shortened below this many tokens.
-const MIN_SHARE: usize = 100;
 
 /// What one request summarizes.
 #[derive(Debug, Clone, Copy)]
@@ -93,7 +91,7 @@ impl Template<'_> {
             + counter.count(&head).await?
             + counter.count(&tail).await?;
         let room = self.max_input_tokens.saturating_sub(frame);
-        let conversation = render(part.messages, room, counter).await?;
+        let conversation = render::within(part.messages, room, counter).await?;
         let text = format!("{head}{conversation}{tail}");
         let mut request = ChatRequest::new(vec![Message::system(self.prompt), Message::user(text)]);
         request.options = self.options.clone();
@@ -146,56 +144,6 @@ fn tail(part: Part<'_>, instructions: Option<&str>) -> String {
     text
 }
 
-/// The transcript of `messages`, each message shortened to its share of
-/// `room` tokens when the whole is longer.
-async fn render(
-    messages: &[Message],
-    room: usize,
-    counter: &dyn TokenCounter,
-) -> Result<String, MemoryError> {
-    let entries: Vec<String> = messages.iter().map(transcript::message_to_text).collect();
-    let mut tokens = Vec::with_capacity(entries.len());
-    for entry in &entries {
-        tokens.push(counter.count(entry).await?);
-    }
-    if tokens.iter().sum::<usize>() <= room || entries.is_empty() {
-        return Ok(entries.join("\n"));
-    }
-    let share = (room / entries.len()).max(MIN_SHARE);
-    Ok(entries
-        .iter()
-        .zip(&tokens)
-        .map(|(entry, &n)| {
-            if n <= share {
-                entry.clone()
-            } else {
-                // The entry's own characters per token say how many
-                // characters its share holds.
-                let chars = entry.chars().count();
-                shorten(entry, chars * share / n)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n"))
-}
-
-/// `text` cut to about `max` characters: its beginning and its end, with a
-/// note of what was left out between.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
-    let n = text.chars().count();
-    if n <= max {
-        return text.to_string();
-    }
-    let head = max * 2 / 3;
-    let tail = max - head;
-    let start: String = text.chars().take(head).collect();
-    let end: String = text.chars().skip(n - tail).collect();
-    format!(
-        "{start}\n[... {} characters left out ...]\n{end}",
-        n - head - tail
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use memory_core::CharTokenCounter;
@@ -239,18 +187,20 @@ mod tests {
     async fn long_messages_are_shortened_in_the_middle_to_their_share() {
         let long = format!("BEGIN{}END", "x".repeat(5_000));
         let messages = [Message::tool_result("c1", long), Message::user("short")];
-        let text = render(&messages, 250, &CharTokenCounter).await.unwrap();
+        let text = render::within(&messages, 250, &CharTokenCounter)
+            .await
+            .unwrap();
         assert!(text.contains("tool result (c1): BEGIN"));
         assert!(text.contains("END\nuser: short"));
         assert!(text.contains("characters left out"));
         assert!(text.chars().count() < 700);
         // Within the limit nothing changes.
-        let short = render(&messages[1..], 250, &CharTokenCounter)
+        let short = render::within(&messages[1..], 250, &CharTokenCounter)
             .await
             .unwrap();
         assert_eq!(short, "user: short");
         assert_eq!(
-            shorten("abcdef", 3),
+            render::shorten("abcdef", 3),
             "ab\n[... 3 characters left out ...]\nf"
         );
     }

@@ -10,10 +10,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{
-    Budget, ModelOptions, Provider,
-    summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE},
-};
+use memory_core::{Budget, ModelOptions, Provider, summary::DEFAULT_SUMMARY_MAX_TOKENS};
+use memory_summary::SummarySettings;
 
 use crate::call::Policy;
 use crate::prompt::{DEFAULT_COMPACT_PROMPT, Template};
@@ -122,9 +120,11 @@ pub(crate) struct Settings {
     /// Which of the threshold, the summary cap and the input limit were
     /// set by the caller (the others follow the budget).
     chosen: Chosen,
-    prompt: String,
+    /// The shared settings as the caller gave them (the prompt, options,
+    /// grounding and observer are read from here; the cap and the input
+    /// limit are resolved into the fields beside it).
+    summary: SummarySettings,
     instructions: Option<String>,
-    options: ModelOptions,
     max_input_tokens: usize,
     mode: Mode,
     trigger_ratio: f32,
@@ -162,12 +162,8 @@ impl Settings {
             summarize_at_tokens: DEFAULT_SUMMARIZE_AT_TOKENS,
             summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
             chosen: Chosen::default(),
-            prompt: DEFAULT_COMPACT_PROMPT.to_string(),
+            summary: SummarySettings::new(),
             instructions: None,
-            options: ModelOptions {
-                temperature: Some(DEFAULT_SUMMARY_TEMPERATURE),
-                ..ModelOptions::default()
-            },
             max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
             mode: Mode::Foreground,
             trigger_ratio: DEFAULT_TRIGGER_RATIO,
@@ -190,32 +186,27 @@ impl Settings {
         self.chosen.threshold = true;
     }
 
-    pub fn set_summary_max_tokens(&mut self, tokens: u32) {
-        self.summary_max_tokens = tokens;
-        self.chosen.cap = true;
+    /// The shared summary settings; a cap or an input limit they leave
+    /// unset follows the budget.
+    pub fn set_summary(&mut self, summary: SummarySettings) {
+        self.chosen.cap = summary.summary_max_tokens().is_some();
+        self.summary_max_tokens = summary
+            .summary_max_tokens()
+            .unwrap_or(DEFAULT_SUMMARY_MAX_TOKENS);
+        self.chosen.input = summary.max_input_tokens().is_some();
+        self.max_input_tokens = summary
+            .max_input_tokens()
+            .unwrap_or(DEFAULT_MAX_INPUT_TOKENS);
+        self.summary = summary;
     }
 
-    pub fn set_prompt(&mut self, prompt: String) {
-        self.prompt = prompt;
+    /// The shared summary settings as given.
+    pub fn summary(&self) -> &SummarySettings {
+        &self.summary
     }
 
     pub fn set_instructions(&mut self, instructions: String) {
         self.instructions = Some(instructions);
-    }
-
-    /// Request options; without a temperature, the summary default is
-    /// kept. Their `max_tokens` is replaced by the summary cap when sent.
-    pub fn set_options(&mut self, options: ModelOptions) {
-        let temperature = options.temperature.or(Some(DEFAULT_SUMMARY_TEMPERATURE));
-        self.options = ModelOptions {
-            temperature,
-            ..options
-        };
-    }
-
-    pub fn set_max_input_tokens(&mut self, tokens: usize) {
-        self.max_input_tokens = tokens;
-        self.chosen.input = true;
     }
 
     pub fn set_mode(&mut self, mode: Mode) {
@@ -296,11 +287,11 @@ impl Settings {
     }
 
     pub fn prompt(&self) -> &str {
-        &self.prompt
+        self.summary.prompt().unwrap_or(DEFAULT_COMPACT_PROMPT)
     }
 
     pub fn options(&self) -> &ModelOptions {
-        &self.options
+        self.summary.options()
     }
 
     pub fn max_input_tokens(&self) -> usize {
@@ -363,12 +354,12 @@ impl Settings {
     /// limit, and the options with the summary cap as `max_tokens`.
     pub fn template<'a>(&'a self, instructions: Option<&'a str>) -> Template<'a> {
         Template {
-            prompt: &self.prompt,
+            prompt: self.prompt(),
             instructions,
             max_input_tokens: self.max_input_tokens,
             options: ModelOptions {
                 max_tokens: Some(self.summary_max_tokens),
-                ..self.options.clone()
+                ..self.options().clone()
             },
         }
     }
@@ -404,11 +395,12 @@ mod tests {
     #[test]
     fn the_cap_is_sent_as_max_tokens_whatever_the_options_say() {
         let mut s = settings();
-        s.set_options(ModelOptions {
+        let options = ModelOptions {
             max_tokens: Some(9),
             ..ModelOptions::default()
-        });
-        s.set_summary_max_tokens(300);
+        };
+        s.set_summary(s.summary().clone().with_options(options));
+        s.set_summary(s.summary().clone().with_summary_max_tokens(300));
         assert_eq!(s.template(None).options.max_tokens, Some(300));
     }
 
@@ -416,12 +408,13 @@ mod tests {
     fn summaries_are_asked_for_at_temperature_zero_unless_configured() {
         let mut s = settings();
         assert_eq!(s.template(None).options.temperature, Some(0.0));
-        s.set_options(ModelOptions::default());
+        s.set_summary(s.summary().clone().with_options(ModelOptions::default()));
         assert_eq!(s.template(None).options.temperature, Some(0.0));
-        s.set_options(ModelOptions {
+        let options = ModelOptions {
             temperature: Some(0.7),
             ..ModelOptions::default()
-        });
+        };
+        s.set_summary(s.summary().clone().with_options(options));
         assert_eq!(s.template(None).options.temperature, Some(0.7));
     }
 

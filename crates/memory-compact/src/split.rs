@@ -3,7 +3,8 @@
 //! cut between steps, the first half's summary carried into the second's
 //! request as the summary to merge.
 
-use memory_core::{CharTokenCounter, ChatRequest, MemoryError, Message, ModelOptions, structure};
+use memory_core::{CharTokenCounter, ChatRequest, MemoryError, Message, ModelOptions};
+use memory_summary::split;
 
 use crate::prompt::{Part, Template};
 
@@ -45,12 +46,7 @@ impl Piece {
     /// middle; `None` when it holds a single step. The second half's
     /// summary to merge is filled in once the first is summarized.
     pub fn halves(&self) -> Option<(Piece, Piece)> {
-        let bounds: Vec<usize> = structure::steps(&self.messages)
-            .map(|step| step.start)
-            .filter(|&start| start > 0)
-            .collect();
-        let middle = self.messages.len() / 2;
-        let cut = *bounds.iter().min_by_key(|&&b| b.abs_diff(middle))?;
+        let cut = split::step_cut(&self.messages)?;
         let first = Piece {
             messages: self.messages[..cut].to_vec(),
             ..self.clone()

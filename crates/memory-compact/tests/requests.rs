@@ -63,6 +63,7 @@ async fn options_set_the_temperature_but_never_the_cap() {
     let compact = Compact::new(fake.clone())
         .with_summarize_at_tokens(100)
         .with_summary_max_tokens(300)
+        .unwrap()
         .with_options(options);
     let request = first_request(compact, &fake, &turn_six()).await;
     assert_eq!(request.options.max_tokens, Some(300 - 24));

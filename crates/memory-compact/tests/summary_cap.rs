@@ -41,6 +41,7 @@ async fn three_hundred_turns_each_touching_a_new_file_stay_within_budget_and_cap
     let compact = Compact::new(ExtractiveSummarizer::new())
         .with_summarize_at_tokens(500)
         .with_summary_max_tokens(cap)
+        .unwrap()
         .with_observer(log.clone());
     let mut memory = WindowMemory::new(budget).with_strategy(compact);
     memory
@@ -115,6 +116,7 @@ async fn rejections(reply: String, cap: u32) -> Vec<Rejection> {
     let compact = Compact::new(FakeProvider::new([FakeReply::Text(reply)]))
         .with_summarize_at_tokens(50)
         .with_summary_max_tokens(cap)
+        .unwrap()
         .with_observer(log.clone());
     let messages: Vec<Message> = (1..=6).flat_map(turn).collect();
     let result = compact

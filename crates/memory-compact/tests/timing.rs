@@ -178,6 +178,7 @@ async fn the_summary_cap_and_input_limit_follow_the_budget_unless_chosen() {
     let fake = answering(1);
     let compact = Compact::new(fake.clone())
         .with_summary_max_tokens(700)
+        .unwrap()
         .with_max_input_tokens(3_000);
     let (cap, input) = request(&history, compact, &fake, Budget::tokens(4_000)).await;
     assert_eq!(cap, Some(700 - HEADER));

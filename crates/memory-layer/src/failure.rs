@@ -3,12 +3,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use memory_core::{ChatResponse, ProviderError, StopReason};
-use memory_summary::{Rejection, accept_reply, accept_summary};
+use memory_core::{ChatResponse, Message, ProviderError, StopReason};
 
-/// Why a model call came to nothing usable. A reply is judged as a
-/// summary would be, by [`accept_reply`]: the rule every summarizing
-/// strategy applies.
+/// Why a model call came to nothing usable. A [`Metered`](crate::Metered)
+/// provider classifies how each call ended: an error by its kind, a text
+/// reply by its stop reason. What a reply says is for its reader to judge:
+/// a summarizing strategy that refuses a reply (empty, asking for tools,
+/// saying nothing about what it covers) counts it into the same
+/// [`Meter`](crate::Meter) with [`Meter::fail`](crate::Meter::fail), as
+/// [`MalformedReply`](FailureClass::MalformedReply) or
+/// [`Ungrounded`](FailureClass::Ungrounded).
 ///
 /// ```
 /// use memory_core::{ChatResponse, ProviderError, StopReason};
@@ -37,13 +41,12 @@ pub enum FailureClass {
     ServerError,
     /// The endpoint could not be reached.
     Network,
-    /// The reply could not be read, or cannot be a summary: not an
-    /// assistant message, a request for tools, or no text.
+    /// The reply could not be read, or (reported by its reader) cannot be
+    /// a summary: not an assistant message, a request for tools, or no
+    /// text.
     MalformedReply,
-    /// The reply says nothing about what it was asked to summarize: it
-    /// shares next to none of its salient terms
-    /// ([`Rejection::Ungrounded`], judged only where the request is known:
-    /// [`FailureClass::of_reply_to`]).
+    /// The reply says nothing about what it was asked to summarize
+    /// (reported by its reader: `memory-summary`'s grounding check).
     Ungrounded,
     /// Anything else (authentication, an open circuit, an unclassified
     /// error).
@@ -70,8 +73,10 @@ impl FailureClass {
         FailureClass::Other,
     ];
 
-    /// The class of a call's outcome, a reply judged as a summary; `None`
-    /// for a reply that may become a summary.
+    /// The class of a call's outcome; `None` for a reply that ended
+    /// normally. A text reply (an assistant message without tool calls)
+    /// that did not end normally was refused, cut off at its token limit,
+    /// or failed mid-way; any other reply is left to its reader to judge.
     ///
     /// ```
     /// use memory_core::ProviderError;
@@ -80,14 +85,7 @@ impl FailureClass {
     /// ```
     pub fn of(outcome: &Result<ChatResponse, ProviderError>) -> Option<Self> {
         match outcome {
-            Ok(reply) => match accept_reply(reply) {
-                Ok(_) => None,
-                Err(Rejection::Incomplete(StopReason::Refusal)) => Some(Self::Refused),
-                Err(Rejection::Incomplete(StopReason::Length)) => Some(Self::Truncated),
-                Err(Rejection::Incomplete(_)) => Some(Self::ServerError),
-                Err(Rejection::Ungrounded { .. }) => Some(Self::Ungrounded),
-                Err(_) => Some(Self::MalformedReply),
-            },
+            Ok(reply) => Self::of_reply(reply),
             Err(error) => Some(match error {
                 ProviderError::Timeout(_) => Self::Timeout,
                 ProviderError::ContextOverflow(_) => Self::ContextOverflow,
@@ -101,29 +99,19 @@ impl FailureClass {
         }
     }
 
-    /// The class of a call's outcome, a reply judged as a summary of
-    /// `source` (what the request asked to summarize,
-    /// [`grounding::source_of`](memory_summary::grounding::source_of)) by
-    /// [`accept_summary`]; `None` for a reply that may become a summary.
-    ///
-    /// ```
-    /// use memory_core::ChatResponse;
-    /// use memory_layer::FailureClass;
-    /// let source = "user: rename parse_amount in tidyledger/importer.py and rerun test_importer.py";
-    /// let chatter = ChatResponse::text("I'm ready to assist with any code you'd like me to work on.");
-    /// assert_eq!(FailureClass::of_reply_to(source, &Ok(chatter)), Some(FailureClass::Ungrounded));
-    /// let summary = ChatResponse::text("Renamed parse_amount in tidyledger/importer.py.");
-    /// assert_eq!(FailureClass::of_reply_to(source, &Ok(summary)), None);
-    /// ```
-    pub fn of_reply_to(
-        source: &str,
-        outcome: &Result<ChatResponse, ProviderError>,
-    ) -> Option<Self> {
-        match outcome {
-            Ok(reply) if accept_reply(reply).is_ok() => accept_summary(source, reply)
-                .err()
-                .map(|_| Self::Ungrounded),
-            _ => Self::of(outcome),
+    /// How a text reply ended, when not normally.
+    fn of_reply(reply: &ChatResponse) -> Option<Self> {
+        let Message::Assistant { tool_calls, .. } = &reply.message else {
+            return None;
+        };
+        if !tool_calls.is_empty() {
+            return None;
+        }
+        match reply.stop_reason {
+            StopReason::Stop | StopReason::ToolCalls => None,
+            StopReason::Refusal => Some(Self::Refused),
+            StopReason::Length => Some(Self::Truncated),
+            _ => Some(Self::ServerError),
         }
     }
 

@@ -29,7 +29,7 @@
 //! | [`Retry`], [`RetryPolicy`], [`RetryBudget`], [`parse_retry_after`] | retries of retryable failures: backoff, `Retry-After`, a budget as a share of recent calls |
 //! | [`Timeout`] | a limit on one call ([`ProviderError::Timeout`](memory_core::ProviderError::Timeout)) |
 //! | [`Metered`], [`Meter`], [`ProviderStats`] | calls, tokens and failures counted |
-//! | [`FailureClass`], [`FailureCounts`] | why a call came to nothing usable, counted by class |
+//! | [`FailureClass`], [`FailureCounts`] | why a call came to nothing usable, counted by class (how it ended; a reader that refuses a reply adds it with [`Meter::fail`]) |
 //! | [`CallEvent`], [`CallObserver`] | each call's cost and outcome, reported as it ends |
 //! | [`CircuitBreaker`], [`BreakerPolicy`] | fail fast after repeated failures, probe after a cool-down |
 //! | [`CachedEmbedder`] | an [`Embedder`](memory_core::Embedder) behind a cache keyed by text, batching what it has not seen |

@@ -138,8 +138,19 @@ impl Meter {
             .fetch_add(usage.output_tokens, Ordering::Relaxed);
     }
 
-    /// Counts a failure of `class`; the first one's `message` is kept.
-    pub(crate) fn fail(&self, class: FailureClass, message: String) {
+    /// Counts a failure of `class`; the first one's `message` is kept. A
+    /// [`Metered`](crate::Metered) provider counts how calls ended; a
+    /// reader that refuses a reply (a summarizing strategy: an empty or
+    /// ungrounded summary) counts that here, into the same counts.
+    ///
+    /// ```
+    /// use memory_layer::{FailureClass, Meter};
+    /// let meter = Meter::default();
+    /// meter.fail(FailureClass::Ungrounded, "the summary says nothing about its source".into());
+    /// let stats = meter.snapshot();
+    /// assert_eq!((stats.failures, stats.by_class.ungrounded), (1, 1));
+    /// ```
+    pub fn fail(&self, class: FailureClass, message: String) {
         tracing::warn!(class = class.name(), "model call failed: {message}");
         let mut failed = self.failed();
         failed.by_class.add(class);

@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use crate::{CallEvent, CallObserver, FailureClass, Meter};
 use memory_core::{CharTokenCounter, ChatRequest, ChatResponse, Provider, ProviderError, Usage};
-use memory_summary::{Rejection, accept_summary, grounding};
 
 /// Wraps a [`Provider`] and counts, in a [`Meter`], the calls made through
 /// it, the tokens they used as the provider reported them in [`Usage`],
-/// and the calls that came to nothing usable, by [`FailureClass`] (a reply
-/// is judged as a summary of what its request asked to summarize: see
-/// [`FailureClass::of_reply_to`]). A call the caller
+/// and the calls that came to nothing usable, by [`FailureClass`]: how
+/// each ended ([`FailureClass::of`]). It does not judge what a reply says:
+/// a summarizing strategy that refuses one reports it into the same
+/// [`Meter`] ([`Meter::fail`]). A call the caller
 /// drops before it answers (a timeout above this layer) counts as a
 /// [`FailureClass::Timeout`]; the first failure's message is kept.
 ///
@@ -168,19 +168,15 @@ fn usage_of(outcome: &Result<ChatResponse, ProviderError>, input_estimate: u64) 
     }
 }
 
-/// The class of an unusable `outcome` to a request that asked to
-/// summarize `source`, and what it said.
-fn failure_of(
-    source: &str,
-    outcome: &Result<ChatResponse, ProviderError>,
-) -> Option<(FailureClass, String)> {
-    let class = FailureClass::of_reply_to(source, outcome)?;
+/// The class of an unusable `outcome`, and what it said.
+fn failure_of(outcome: &Result<ChatResponse, ProviderError>) -> Option<(FailureClass, String)> {
+    let class = FailureClass::of(outcome)?;
     let message = match outcome {
         Err(error) => error.to_string(),
-        Ok(reply) => accept_summary(source, reply)
-            .err()
-            .as_ref()
-            .map_or_else(String::new, Rejection::to_string),
+        Ok(reply) => format!(
+            "the reply did not end normally (stop reason {:?})",
+            reply.stop_reason
+        ),
     };
     Some((class, message))
 }
@@ -199,12 +195,11 @@ impl<P: Provider> Provider for Metered<P> {
             started: Instant::now(),
             answered: false,
         };
-        let source = grounding::source_of(&request);
         let outcome = self.inner.chat(request).await;
         in_flight.answered = true;
         self.end(
             usage_of(&outcome, input_estimate),
-            failure_of(&source, &outcome),
+            failure_of(&outcome),
             in_flight.started,
         );
         outcome
@@ -261,11 +256,11 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_reply_that_says_nothing_about_its_request_is_ungrounded() {
+    async fn what_a_reply_says_is_left_to_its_reader() {
         let chatter = "I'm ready to assist with any code you'd like me to work on.";
         let metered = FakeProvider::new([
             FakeReply::Text(chatter.into()),
-            FakeReply::Text("Renamed parse_amount in tidyledger/importer.py.".into()),
+            FakeReply::Text("   ".into()),
         ])
         .metered();
         let meter = metered.meter();
@@ -279,14 +274,15 @@ mod tests {
         };
         metered.chat(request()).await.unwrap();
         metered.chat(request()).await.unwrap();
+        assert_eq!(meter.snapshot().failures, 0);
+        // The reader that refuses one counts it into the same meter.
+        meter.fail(FailureClass::Ungrounded, "says nothing".into());
         let stats = meter.snapshot();
         assert_eq!(
             (stats.calls, stats.failures, stats.by_class.ungrounded),
             (2, 1, 1)
         );
-        let (class, message) = meter.first_failure().unwrap();
-        assert_eq!(class, FailureClass::Ungrounded);
-        assert!(message.contains("salient terms"), "{message}");
+        assert_eq!(meter.first_failure().unwrap().0, FailureClass::Ungrounded);
     }
 
     #[tokio::test]
@@ -298,7 +294,7 @@ mod tests {
         };
         let metered = FakeProvider::new([
             FakeReply::Response(refused),
-            FakeReply::Text("   ".into()),
+            FakeReply::Error(ProviderError::MalformedReply("not JSON".into())),
             FakeReply::Error(ProviderError::ContextOverflow("too long".into())),
             FakeReply::Error(ProviderError::Network("refused".into())),
         ])

@@ -9,18 +9,18 @@
 //! only. When the summarizer reports a context overflow anyway, the chunk is
 //! halved and packed again, and the halved size is kept as the cap of every
 //! later chunk, in later folds too: a request the endpoint refused is not
-//! sent again. Any other failed or rejected call (a reply that says nothing
-//! about its chunk included: [`accept_summary`]) fails the whole fold: a
-//! partial summary never stands for the whole.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! sent again ([`OverflowCap`]). Any other failed or rejected call (a
+//! reply that says nothing about its chunk included:
+//! [`SummarySettings::accept`]) fails the whole fold: a partial summary
+//! never stands for the whole.
 
 use memory_core::{
     ChatRequest, MemoryError, Message, ModelOptions, Provider, ProviderError, TokenCounter,
     summary, transcript,
 };
 
-use memory_summary::{Rejection, accept_summary};
+use memory_summary::split::{self, OverflowCap};
+use memory_summary::{Rejection, SummarySettings, render};
 
 /// How many times a context overflow may halve the input limit before the
 /// fold gives up.
@@ -55,12 +55,13 @@ pub(crate) struct Fold<'a> {
     pub provider: &'a dyn Provider,
     pub counter: &'a dyn TokenCounter,
     pub prompt: &'a str,
-    pub options: &'a ModelOptions,
+    /// The options, the grounding check and the rejection observer.
+    pub settings: &'a SummarySettings,
     pub max_tokens: u32,
     pub max_input_tokens: Option<usize>,
-    /// The most history tokens per call since a context overflow
-    /// (`usize::MAX` before any), shared with the folds that come after.
-    pub chunk_cap: &'a AtomicUsize,
+    /// The most history tokens per call since a context overflow, shared
+    /// with the folds that come after.
+    pub chunk_cap: &'a OverflowCap,
 }
 
 impl Fold<'_> {
@@ -73,7 +74,7 @@ impl Fold<'_> {
         let prompt_tokens = self.counter.count(self.prompt).await?;
         let limit = self.max_input_tokens.unwrap_or(usize::MAX);
         // Lowered by context overflows: the most history tokens per call.
-        let mut chunk_cap = self.chunk_cap.load(Ordering::Relaxed);
+        let mut chunk_cap = self.chunk_cap.get();
         let mut overflows = 0;
         let mut running: Option<String> = None;
         let mut next = 0;
@@ -100,12 +101,14 @@ impl Fold<'_> {
                     running = Some(summary);
                     next = end;
                 }
-                Err(FoldError::Provider(ProviderError::ContextOverflow(_)))
-                    if overflows < MAX_OVERFLOW_RETRIES && chunk_tokens > 1 =>
+                Err(FoldError::Provider(ref error))
+                    if split::is_overflow(error)
+                        && overflows < MAX_OVERFLOW_RETRIES
+                        && chunk_tokens > 1 =>
                 {
                     overflows += 1;
                     chunk_cap = chunk_cap.min(chunk_tokens / 2);
-                    self.chunk_cap.fetch_min(chunk_cap, Ordering::Relaxed);
+                    self.chunk_cap.halve(chunk_tokens);
                     tracing::debug!(
                         chunk_cap,
                         "summarizer context overflow; halving the chunk, for this and later calls"
@@ -139,7 +142,7 @@ impl Fold<'_> {
             end += 1;
         }
         if end == start {
-            let clipped = clip(&parts[start], counts[start], room, self.counter).await?;
+            let clipped = render::clip(&parts[start], counts[start], room, self.counter).await?;
             let tokens = self.counter.count(&clipped).await?;
             return Ok((clipped, tokens, start + 1));
         }
@@ -154,41 +157,11 @@ impl Fold<'_> {
             tools: Vec::new(),
             options: ModelOptions {
                 max_tokens: Some(self.max_tokens),
-                ..self.options.clone()
+                ..self.settings.options().clone()
             },
         };
         let reply = self.provider.chat(request).await?;
-        Ok(accept_summary(&source, &reply)?.to_string())
-    }
-}
-
-/// `text` (of `tokens` tokens) cut in the middle to at most `room` tokens,
-/// with a marker saying how much was left out.
-async fn clip(
-    text: &str,
-    tokens: usize,
-    room: usize,
-    counter: &dyn TokenCounter,
-) -> Result<String, MemoryError> {
-    let chars: Vec<char> = text.chars().collect();
-    let total = chars.len();
-    // A first guess from the text's own density, then halving until it fits.
-    let mut keep = total.saturating_mul(room) / tokens.max(1) * 9 / 10;
-    loop {
-        let head = keep / 2;
-        let tail = keep - head;
-        let omitted = total.saturating_sub(keep);
-        let clipped: String = chars[..head]
-            .iter()
-            .chain(std::iter::once(&'\n'))
-            .copied()
-            .chain(format!("[... {omitted} characters omitted ...]\n").chars())
-            .chain(chars[total - tail..].iter().copied())
-            .collect();
-        if keep == 0 || counter.count(&clipped).await? <= room {
-            return Ok(clipped);
-        }
-        keep /= 2;
+        Ok(self.settings.accept(&source, &reply)?.to_string())
     }
 }
 
@@ -197,25 +170,25 @@ mod tests {
     use super::*;
     use memory_core::{CharTokenCounter, FakeProvider, FakeReply, ProviderError};
 
-    static OPTIONS: std::sync::LazyLock<ModelOptions> =
-        std::sync::LazyLock::new(ModelOptions::default);
+    static SETTINGS: std::sync::LazyLock<SummarySettings> =
+        std::sync::LazyLock::new(|| SummarySettings::new().with_temperature(None));
 
     /// A fold with no cap learned yet (each its own, for test isolation).
     fn fold<'a>(provider: &'a FakeProvider, max_input_tokens: Option<usize>) -> Fold<'a> {
-        let cap = Box::leak(Box::new(AtomicUsize::new(usize::MAX)));
+        let cap = Box::leak(Box::new(OverflowCap::new()));
         fold_with(provider, max_input_tokens, cap)
     }
 
     fn fold_with<'a>(
         provider: &'a FakeProvider,
         max_input_tokens: Option<usize>,
-        chunk_cap: &'a AtomicUsize,
+        chunk_cap: &'a OverflowCap,
     ) -> Fold<'a> {
         Fold {
             provider,
             counter: &CharTokenCounter,
             prompt: "Summarize.",
-            options: &OPTIONS,
+            settings: &SETTINGS,
             max_tokens: 50,
             max_input_tokens,
             chunk_cap,
@@ -279,7 +252,7 @@ mod tests {
             FakeReply::Text("rest of number 02".into()),
         ]);
         let two = vec![parts()[0].clone(), parts()[1].clone()];
-        let cap = AtomicUsize::new(usize::MAX);
+        let cap = OverflowCap::new();
         let out = fold_with(&fake, None, &cap).run(&two).await.unwrap();
         assert_eq!(out, "rest of number 02");
         assert_eq!(sent(&fake, 1), two[0]);
@@ -288,7 +261,7 @@ mod tests {
             format!("previous summary: half of number 01\n{}", two[1])
         );
         // The halved size is kept: the next fold starts small.
-        assert_eq!(cap.load(Ordering::Relaxed), 5);
+        assert_eq!(cap.get(), 5);
         fake.push(FakeReply::Text("next number".into()));
         fake.push(FakeReply::Text("next number, merged".into()));
         fold_with(&fake, None, &cap).run(&two).await.unwrap();

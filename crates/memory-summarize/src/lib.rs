@@ -8,7 +8,8 @@
 //! |---|---|
 //! | [`SummarizeStrategy`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)) |
 //! | [`ExtractiveSummarizer`] | an offline [`Provider`](memory_core::Provider) that keeps the most informative lines |
-//! | [`accept_reply`], [`Rejection`] | when a reply may become a summary |
+//! | [`accept_reply`], [`Rejection`] | when a reply may become a summary (`memory-summary`'s, re-exported; the strategy accepts by [`SummarySettings::accept`](memory_summary::SummarySettings::accept), its grounding check replaceable) |
+//! | [`SummarizeStrategy::with_summary`] | takes `memory-summary`'s [`SummarySettings`](memory_summary::SummarySettings), the knobs shared with `memory-compact` |
 //! | [`DEFAULT_SUMMARIZE_PROMPT`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults of this strategy |
 //! | [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_SUMMARY_TEMPERATURE`] | the defaults every summarizing strategy shares (core's [`summary`](memory_core::summary) module, re-exported) |
 //!
@@ -18,7 +19,7 @@
 //! use memory_window::WindowMemory;
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-//! let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(40);
+//! let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(40).unwrap();
 //! let mut memory = WindowMemory::new(80).with_strategy(strategy);
 //! memory.record_protected(Message::system("You are a coding agent.")).await.unwrap();
 //! for i in 1..=8 {

@@ -2,20 +2,21 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_core::{
     Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Selection,
-    TokenCounter, TrimResult, TrimStrategy, structure, summary, transcript,
+    TokenCounter, TrimResult, TrimStrategy, summary,
 };
 use memory_layer::{BreakerPolicy, CircuitBreaker};
-use memory_summary::Rejection;
+use memory_summary::cap::{self, CapTooSmall};
+use memory_summary::split::OverflowCap;
+use memory_summary::{Rejection, SummarySettings, render};
 use memory_window::WindowDrop;
 
+use crate::DEFAULT_SUMMARY_MAX_TOKENS;
 use crate::fold::{Fold, FoldError};
 use crate::plan::{Plan, plan};
 use crate::prompt::DEFAULT_SUMMARIZE_PROMPT;
-use crate::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
 
 /// The default limit on one summarizer call's input (prompt, running
 /// summary and transcript), in tokens of the strategy's counter.
@@ -74,9 +75,10 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// A failed call, a reply that is not an assistant message, asks for tools,
 /// is blank, did not end normally (cut off at the token limit, refused,
 /// failed: see [`accept_reply`](crate::accept_reply)), or says nothing
-/// about the transcript it was sent (it shares next to none of its salient
-/// terms: [`accept_summary`](memory_summary::accept_summary),
-/// [`Rejection::Ungrounded`](crate::Rejection::Ungrounded)), in any chunk,
+/// about the transcript it was sent (by default, it shares next to none of
+/// its salient terms: [`Rejection::Ungrounded`](crate::Rejection::Ungrounded);
+/// the check is [`SummarySettings::with_grounding`]'s to replace or turn
+/// off), in any chunk,
 /// or a summary message over the cap
 /// ([`Rejection::OverCap`](crate::Rejection::OverCap)) or no shorter than
 /// the messages it covers
@@ -126,24 +128,18 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// ```
 pub struct SummarizeStrategy {
     provider: CircuitBreaker<Arc<dyn Provider>>,
-    prompt: String,
-    summary_max_tokens: u32,
-    max_input_tokens: usize,
-    options: ModelOptions,
+    summary: SummarySettings,
     /// The most transcript tokens per call since the summarizer reported a
-    /// context overflow (`usize::MAX` before any).
-    chunk_cap: AtomicUsize,
+    /// context overflow.
+    chunk_cap: OverflowCap,
 }
 
 impl fmt::Debug for SummarizeStrategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SummarizeStrategy")
-            .field("prompt_chars", &self.prompt.chars().count())
-            .field("summary_max_tokens", &self.summary_max_tokens)
-            .field("max_input_tokens", &self.max_input_tokens)
-            .field("options", &self.options)
+            .field("summary", &self.summary)
             .field("breaker", self.provider.policy())
-            .field("chunk_cap", &self.chunk_cap.load(Ordering::Relaxed))
+            .field("chunk_cap", &self.chunk_cap.get())
             .finish_non_exhaustive()
     }
 }
@@ -151,8 +147,9 @@ impl fmt::Debug for SummarizeStrategy {
 impl SummarizeStrategy {
     /// Summarizes with `provider`, the [`DEFAULT_SUMMARIZE_PROMPT`], a summary cap of
     /// [`DEFAULT_SUMMARY_MAX_TOKENS`], an input limit of
-    /// [`DEFAULT_MAX_INPUT_TOKENS`], temperature 0 and the default
-    /// [`BreakerPolicy`]. Pass an `Arc` to keep a handle on the provider.
+    /// [`DEFAULT_MAX_INPUT_TOKENS`], temperature 0, the default grounding
+    /// check and the default [`BreakerPolicy`]. Pass an `Arc` to keep a
+    /// handle on the provider.
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
@@ -163,15 +160,36 @@ impl SummarizeStrategy {
         let provider: Arc<dyn Provider> = Arc::new(provider);
         Self {
             provider: CircuitBreaker::new(provider, BreakerPolicy::default()),
-            prompt: DEFAULT_SUMMARIZE_PROMPT.to_string(),
-            summary_max_tokens: DEFAULT_SUMMARY_MAX_TOKENS,
-            max_input_tokens: DEFAULT_MAX_INPUT_TOKENS,
-            options: ModelOptions {
-                temperature: Some(DEFAULT_SUMMARY_TEMPERATURE),
-                ..ModelOptions::default()
-            },
-            chunk_cap: AtomicUsize::new(usize::MAX),
+            summary: SummarySettings::new(),
+            chunk_cap: OverflowCap::new(),
         }
+    }
+
+    /// Takes the shared summary settings whole ([`SummarySettings`]: cap,
+    /// input limit, prompt, options, grounding, rejection observer); what
+    /// they leave unset is this strategy's default.
+    ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] when the cap cannot hold the summary message's own
+    /// framing ([`summary::PREFIX`]), naming both numbers.
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// use memory_summary::{NoGrounding, SummarySettings};
+    /// let settings = SummarySettings::new().with_summary_max_tokens(256).with_grounding(NoGrounding);
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary(settings).unwrap();
+    /// assert_eq!(strategy.summary_max_tokens(), 256);
+    /// let small = SummarySettings::new().with_summary_max_tokens(7);
+    /// let err = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary(small).unwrap_err();
+    /// assert_eq!((err.cap, err.framing), (7, 7));
+    /// ```
+    pub fn with_summary(mut self, settings: SummarySettings) -> Result<Self, CapTooSmall> {
+        if let Some(tokens) = settings.summary_max_tokens() {
+            cap::check_cap(tokens, framing())?;
+        }
+        self.summary = settings;
+        Ok(self)
     }
 
     /// Replaces the instruction sent before the transcript.
@@ -183,7 +201,7 @@ impl SummarizeStrategy {
     /// assert!(strategy.prompt().contains("ticket numbers"));
     /// ```
     pub fn with_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.prompt = prompt.into();
+        self.summary = self.summary.with_prompt(prompt);
         self
     }
 
@@ -196,14 +214,21 @@ impl SummarizeStrategy {
     /// verbatim fit the budget less this. A smaller cap keeps more history
     /// verbatim.
     ///
+    /// # Errors
+    ///
+    /// [`CapTooSmall`] when the cap cannot hold the summary message's own
+    /// framing: no summary could ever be accepted.
+    ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(256);
+    /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(256).unwrap();
     /// assert_eq!(strategy.summary_max_tokens(), 256);
+    /// let err = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(5).unwrap_err();
+    /// assert!(err.to_string().contains("cap of 5 tokens"));
     /// ```
-    pub fn with_summary_max_tokens(mut self, max_tokens: u32) -> Self {
-        self.summary_max_tokens = max_tokens;
-        self
+    pub fn with_summary_max_tokens(self, max_tokens: u32) -> Result<Self, CapTooSmall> {
+        let settings = self.summary.clone().with_summary_max_tokens(max_tokens);
+        self.with_summary(settings)
     }
 
     /// Limits one call's input (prompt, running summary and transcript) to
@@ -217,7 +242,7 @@ impl SummarizeStrategy {
     /// assert_eq!(strategy.max_input_tokens(), 6_000);
     /// ```
     pub fn with_max_input_tokens(mut self, max_tokens: usize) -> Self {
-        self.max_input_tokens = max_tokens;
+        self.summary = self.summary.with_max_input_tokens(max_tokens);
         self
     }
 
@@ -239,9 +264,7 @@ impl SummarizeStrategy {
     /// assert_eq!(strategy.options().temperature, Some(0.0));
     /// ```
     pub fn with_options(mut self, options: ModelOptions) -> Self {
-        let temperature = options.temperature.or(self.options.temperature);
-        self.options = options;
-        self.options.temperature = temperature;
+        self.summary = self.summary.with_options(options);
         self
     }
 
@@ -257,7 +280,7 @@ impl SummarizeStrategy {
     /// assert_eq!(strategy.with_temperature(None).options().temperature, None);
     /// ```
     pub fn with_temperature(mut self, temperature: impl Into<Option<f32>>) -> Self {
-        self.options.temperature = temperature.into();
+        self.summary = self.summary.with_temperature(temperature);
         self
     }
 
@@ -279,6 +302,17 @@ impl SummarizeStrategy {
         self
     }
 
+    /// The shared summary settings as given (unset ones are this
+    /// strategy's defaults; the getters below resolve them).
+    ///
+    /// ```
+    /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
+    /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).summary().prompt(), None);
+    /// ```
+    pub fn summary(&self) -> &SummarySettings {
+        &self.summary
+    }
+
     /// The instruction sent before the transcript.
     ///
     /// ```
@@ -286,7 +320,7 @@ impl SummarizeStrategy {
     /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).prompt(), DEFAULT_SUMMARIZE_PROMPT);
     /// ```
     pub fn prompt(&self) -> &str {
-        &self.prompt
+        self.summary.prompt().unwrap_or(DEFAULT_SUMMARIZE_PROMPT)
     }
 
     /// The cap on a summary, in tokens (also the room kept for it).
@@ -296,7 +330,9 @@ impl SummarizeStrategy {
     /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).summary_max_tokens(), 1024);
     /// ```
     pub fn summary_max_tokens(&self) -> u32 {
-        self.summary_max_tokens
+        self.summary
+            .summary_max_tokens()
+            .unwrap_or(DEFAULT_SUMMARY_MAX_TOKENS)
     }
 
     /// The limit on one call's input.
@@ -306,7 +342,9 @@ impl SummarizeStrategy {
     /// assert_eq!(SummarizeStrategy::new(ExtractiveSummarizer::new()).max_input_tokens(), 100_000);
     /// ```
     pub fn max_input_tokens(&self) -> usize {
-        self.max_input_tokens
+        self.summary
+            .max_input_tokens()
+            .unwrap_or(DEFAULT_MAX_INPUT_TOKENS)
     }
 
     /// The options every call carries.
@@ -316,7 +354,7 @@ impl SummarizeStrategy {
     /// assert!(SummarizeStrategy::new(ExtractiveSummarizer::new()).options().headers.is_empty());
     /// ```
     pub fn options(&self) -> &ModelOptions {
-        &self.options
+        self.summary.options()
     }
 
     /// The circuit breaker's policy.
@@ -337,22 +375,14 @@ impl SummarizeStrategy {
         max_tokens: u32,
         counter: &dyn TokenCounter,
     ) -> Result<String, FoldError> {
-        let messages = history.messages();
-        let parts: Vec<String> = plan
-            .summarized
-            .iter()
-            .flat_map(|range| {
-                let slice = &messages[range.clone()];
-                structure::steps(slice).map(move |step| transcript::to_text(&slice[step]))
-            })
-            .collect();
+        let parts = render::steps(history.messages(), &plan.summarized);
         Fold {
             provider: &self.provider,
             counter,
-            prompt: &self.prompt,
-            options: &self.options,
+            prompt: self.prompt(),
+            settings: &self.summary,
             max_tokens,
-            max_input_tokens: Some(self.max_input_tokens),
+            max_input_tokens: Some(self.max_input_tokens()),
             chunk_cap: &self.chunk_cap,
         }
         .run(&parts)
@@ -376,7 +406,7 @@ impl TrimStrategy for SummarizeStrategy {
             return Ok(TrimResult::unchanged(history, budget));
         }
         let fallback = || WindowDrop::new().window(history, budget);
-        let plan = plan(history, budget, self.summary_max_tokens as usize);
+        let plan = plan(history, budget, self.summary_max_tokens() as usize);
         if !plan.has_new_material(history) {
             return Ok(fallback());
         }
@@ -386,11 +416,11 @@ impl TrimStrategy for SummarizeStrategy {
         // What the summary message costs beyond its body: the cap and the
         // room hold the whole message.
         let overhead = counter.count_message(&summary::message("")).await?;
-        let whole = room.min(self.summary_max_tokens as usize);
-        let Some(allowance) = whole.checked_sub(overhead).filter(|&a| a > 0) else {
+        let whole = room.min(self.summary_max_tokens() as usize);
+        let Some(allowance) = cap::reply_allowance(whole, overhead) else {
             tracing::debug!(
                 room,
-                cap = self.summary_max_tokens,
+                cap = self.summary_max_tokens(),
                 "the budget or the summary cap leaves no room for a summary; showing the newest history"
             );
             return Ok(fallback());
@@ -448,20 +478,20 @@ impl SummarizeStrategy {
     /// summarizes: within the summary cap, and shorter than the messages it
     /// covers.
     fn admit(&self, history: &History<'_>, plan: &Plan, tokens: usize) -> Result<(), Rejection> {
-        let cap = self.summary_max_tokens as usize;
-        if tokens > cap {
-            return Err(Rejection::OverCap { tokens, cap });
-        }
+        cap::within_cap(tokens, self.summary_max_tokens() as usize)?;
         let covered: usize = plan
             .summarized
             .iter()
             .map(|range| history.tokens(range.clone()))
             .sum();
-        if tokens >= covered {
-            return Err(Rejection::NotShorter { tokens, covered });
-        }
-        Ok(())
+        cap::shorter(tokens, covered)
     }
+}
+
+/// Tokens of this strategy's summary framing (an empty summary message),
+/// by the character estimate: what a cap must exceed.
+fn framing() -> usize {
+    cap::framing_estimate(&summary::message(""))
 }
 
 /// The summary body a fold made; `None` when it failed (and said so in the

@@ -126,7 +126,8 @@ async fn after_a_context_overflow_later_requests_are_split_from_the_start() {
     });
     let strategy = SummarizeStrategy::new(endpoint.clone())
         .with_prompt("Summarize.")
-        .with_summary_max_tokens(12);
+        .with_summary_max_tokens(12)
+        .unwrap();
     // The task off: the summary comes first.
     let mut memory = WindowMemory::new(30)
         .with_strategy(strategy)

@@ -110,7 +110,9 @@ async fn a_smaller_summary_cap_keeps_more_rounds() {
     let model = fake([text("Gist.")]);
     let mut memory = memory(
         37,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(11),
+        SummarizeStrategy::new(model.clone())
+            .with_summary_max_tokens(11)
+            .unwrap(),
     );
     record_rounds(&mut memory, 1, 4).await;
 
@@ -140,6 +142,7 @@ async fn options_and_headers_go_with_the_call_and_the_cap_sets_max_tokens() {
         42,
         SummarizeStrategy::new(model.clone())
             .with_summary_max_tokens(11)
+            .unwrap()
             .with_options(options),
     );
     record_rounds(&mut memory, 1, 4).await;
@@ -173,7 +176,9 @@ async fn the_previous_summary_is_merged_into_the_next_one() {
     let model = fake([text("First."), text("Merged")]);
     let mut memory = memory(
         37,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(11),
+        SummarizeStrategy::new(model.clone())
+            .with_summary_max_tokens(11)
+            .unwrap(),
     );
     record_rounds(&mut memory, 1, 4).await;
     memory.context().await.unwrap(); // [summary, round 3, round 4]: 30 tokens
@@ -330,7 +335,9 @@ async fn protected_messages_stay_in_place_and_are_never_sent() {
     let model = fake([text("Gist.")]);
     let mut memory = memory(
         60,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(8),
+        SummarizeStrategy::new(model.clone())
+            .with_summary_max_tokens(8)
+            .unwrap(),
     );
     memory
         .record_protected(Message::system("Always answer in French."))
@@ -385,7 +392,9 @@ async fn one_long_agent_round_has_its_older_steps_summarized() {
     let model = fake([text(PARTS_READ)]);
     let mut memory = memory(
         107,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(27),
+        SummarizeStrategy::new(model.clone())
+            .with_summary_max_tokens(27)
+            .unwrap(),
     );
     memory
         .record(Message::user("Refactor every part of the parser."))
@@ -430,7 +439,9 @@ async fn the_cut_never_separates_a_call_from_its_results() {
     // 18 tokens a round, 72 in all: round 4 and the summary fit in 47.
     let mut memory = memory(
         47,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(17),
+        SummarizeStrategy::new(model.clone())
+            .with_summary_max_tokens(17)
+            .unwrap(),
     );
     for r in 1..=4 {
         memory
@@ -473,6 +484,7 @@ async fn a_large_history_is_summarized_in_chunks_folded_into_one_summary() {
         37,
         SummarizeStrategy::new(model.clone())
             .with_summary_max_tokens(11)
+            .unwrap()
             .with_prompt("Sum up.")
             .with_max_input_tokens(30),
     );
@@ -516,6 +528,7 @@ async fn a_failed_chunk_fails_the_whole_summary() {
         37,
         SummarizeStrategy::new(model.clone())
             .with_summary_max_tokens(11)
+            .unwrap()
             .with_prompt("Sum up.")
             .with_max_input_tokens(30),
     );
@@ -535,7 +548,9 @@ async fn a_summary_over_its_cap_or_no_shorter_than_what_it_covers_is_rejected() 
     let model = fake([text("Highlights of rounds 1 and 2, and more")]);
     let mut memory = memory(
         37,
-        SummarizeStrategy::new(model.clone()).with_summary_max_tokens(11),
+        SummarizeStrategy::new(model.clone())
+            .with_summary_max_tokens(11)
+            .unwrap(),
     );
     record_rounds(&mut memory, 1, 4).await;
     let result = memory.trimmed().await.unwrap();
@@ -563,7 +578,9 @@ async fn the_extractive_summarizer_works_offline_and_deterministically() {
         // 72 tokens in a budget of 70: rounds 1-5 are summarized.
         let mut memory = memory(
             70,
-            SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(60),
+            SummarizeStrategy::new(ExtractiveSummarizer::new())
+                .with_summary_max_tokens(60)
+                .unwrap(),
         );
         let turns = [
             (

@@ -1,27 +1,49 @@
 //! The summarization engine that `memory-summarize` and `memory-compact`
-//! share. For now it holds the judging of a summarizer's reply: whether it
-//! may become a summary (complete, not refused, with text, within its cap,
-//! shorter than what it covers) and whether it is grounded in what it
-//! covers. Whether a message *is* a summary, and the summary message
-//! itself, stay with the contracts (`memory_core::summary`).
+//! share: history rendered as text ([`render`]), the cap in tokens
+//! ([`cap`]), splitting what overflows the model's context ([`split`]),
+//! accepting a reply ([`SummarySettings::accept`]: complete, not refused,
+//! with text, grounded) with a grounding check a user may replace or turn
+//! off ([`SummaryCheck`]), and the settings both strategies take
+//! ([`SummarySettings`]). Each strategy keeps its own policy: when to
+//! summarize, what stays verbatim, what the summary carries. Whether a
+//! message *is* a summary, and the summary message itself, stay with the
+//! contracts (`memory_core::summary`).
 //!
 //! | item | what it is |
 //! |---|---|
+//! | [`SummarySettings`] | the shared knobs: cap, input limit, prompt, options, grounding, rejection observer; and [`accept`](SummarySettings::accept) |
 //! | [`accept_reply`], [`accept_summary`], [`Rejection`] | whether a model's reply may serve as a summary |
+//! | [`SummaryCheck`], [`SalientTerms`], [`NoGrounding`] | the pluggable grounding check: the default, and none |
+//! | [`RejectionObserver`] | told of every refused reply |
 //! | [`grounding`] | whether a summary says something about what it covers |
+//! | [`cap`] | the cap in tokens: the model's allowance, over-cap and not-shorter checks, the build-time check ([`cap::CapTooSmall`]) |
+//! | [`render`] | history as text, shortened to fit a request |
+//! | [`split`] | splitting a request that overflows the model's context |
 //!
 //! ```
 //! use memory_core::ChatResponse;
-//! use memory_summary::{accept_summary, Rejection};
+//! use memory_summary::{NoGrounding, Rejection, SummarySettings};
 //!
 //! let source = "user: rename parse_amount in tidyledger/importer.py and rerun test_importer.py";
 //! let chatter = ChatResponse::text("I'm ready to assist with any code you'd like me to work on.");
-//! assert!(matches!(accept_summary(source, &chatter), Err(Rejection::Ungrounded { .. })));
+//! let settings = SummarySettings::new();
+//! assert!(matches!(settings.accept(source, &chatter), Err(Rejection::Ungrounded { .. })));
 //! let summary = ChatResponse::text("Renamed parse_amount in tidyledger/importer.py.");
-//! assert!(accept_summary(source, &summary).is_ok());
+//! assert!(settings.accept(source, &summary).is_ok());
+//! // Grounding off: a template summarizer's reply is taken as it is.
+//! assert!(settings.with_grounding(NoGrounding).accept(source, &chatter).is_ok());
 //! ```
 
+pub mod cap;
+mod check;
 pub mod grounding;
+mod observer;
+pub mod render;
 mod reply;
+mod settings;
+pub mod split;
 
+pub use check::{NoGrounding, SalientTerms, SummaryCheck};
+pub use observer::RejectionObserver;
 pub use reply::{Rejection, accept_reply, accept_summary};
+pub use settings::SummarySettings;

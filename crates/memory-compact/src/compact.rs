@@ -98,7 +98,8 @@ use memory_summary::cap::{self, CapTooSmall};
 /// let compact = Compact::new(model.clone())
 ///     .with_summarize_at_tokens(20)
 ///     .with_observer(log.clone());
-/// let mut memory = WindowMemory::new(1_000).with_strategy(compact);
+/// // Without an index of the turns the summary covers (see `with_index`).
+/// let mut memory = WindowMemory::new(1_000).with_strategy(compact).with_index(None);
 /// memory.record_protected(Message::system("You are a coding agent.")).await.unwrap();
 /// for i in 1..=4 {
 ///     memory.record(Message::user(format!("Rename field_{i} in src/model.rs, please."))).await.unwrap();

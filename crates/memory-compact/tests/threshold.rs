@@ -5,6 +5,8 @@
 //! tokens), a reply 160 (40 tokens), a round 50 tokens. The context is
 //! taken as an agent would, after recording the question and before the
 //! reply, so at turn `i` the history is rounds 1..i-1 and the question u_i.
+//! The memories have no index of what their contexts leave out
+//! (`WindowMemory::with_index`): what a summary covers is the point here.
 
 mod common;
 
@@ -36,6 +38,7 @@ async fn summarizes_only_past_the_threshold_and_keeps_the_newest_turns() {
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     // The task off: round 1 is summarized like the others.
     let mut memory = WindowMemory::new(100_000)
+        .with_index(None)
         .with_strategy(compact)
         .with_task(false);
 
@@ -75,6 +78,7 @@ async fn aged_out_turns_stay_verbatim_until_a_summary_covers_them_and_the_summar
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     // The task off: round 1 is summarized like the others.
     let mut memory = WindowMemory::new(100_000)
+        .with_index(None)
         .with_strategy(compact)
         .with_task(false);
     for i in 1..=6 {
@@ -128,6 +132,7 @@ async fn keep_verbatim_counts_rounds_before_the_question() {
         .with_keep_verbatim(4);
     // The task off: round 1 is summarized like the others.
     let mut memory = WindowMemory::new(100_000)
+        .with_index(None)
         .with_strategy(compact)
         .with_task(false);
     for i in 1..=7 {
@@ -154,7 +159,9 @@ async fn a_forty_turn_run_makes_a_handful_of_calls_and_loses_nothing_between_the
     let compact = Compact::new(fake.clone())
         .with_summarize_at_tokens(DEFAULT_SUMMARIZE_AT_TOKENS)
         .with_observer(log.clone());
-    let mut memory = WindowMemory::new(100_000).with_strategy(compact);
+    let mut memory = WindowMemory::new(100_000)
+        .with_index(None)
+        .with_strategy(compact);
     let question = |i: usize| Message::user(text(&format!("q{i}"), 200));
     let answer = |i: usize| Message::assistant(text(&format!("r{i}"), 800));
     let mut calls_at = Vec::new();

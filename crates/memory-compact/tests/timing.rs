@@ -4,8 +4,9 @@
 //! than letting the fit shed verbatim turns; the summary cap and the
 //! request's input limit follow the budget unless chosen.
 //!
-//! The task is left out of the floor here: these tests are about when
-//! summaries land, and round 1 is folded like the others.
+//! The task is left out of the floor here, and the index of what a
+//! context leaves out is off: these tests are about when summaries land,
+//! and round 1 is folded like the others.
 //!
 //! Sizes under `CharTokenCounter`: a question is 10 tokens, a reply 40, a
 //! round 50. At turn `i` (the question recorded, the reply not yet) the
@@ -45,6 +46,7 @@ async fn summarized_at_the_cut(
     fake: &FakeProvider,
 ) -> (WindowMemory, Vec<Message>) {
     let mut memory = WindowMemory::new(BUDGET)
+        .with_index(None)
         .with_strategy(compact)
         .with_task(false);
     for i in 1..=10 {
@@ -106,6 +108,7 @@ async fn too_little_to_fold_is_shed_by_the_fit_until_the_summary_can_last() {
     // Six kept rounds leave only rounds 1-4 (200 tokens) older at turn 11.
     let compact = Compact::new(fake.clone()).with_keep_verbatim(6);
     let mut memory = WindowMemory::new(BUDGET)
+        .with_index(None)
         .with_strategy(compact)
         .with_task(false);
     for i in 1..=10 {

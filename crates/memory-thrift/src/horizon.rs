@@ -85,7 +85,9 @@ pub(crate) async fn horizon(
         for (i, message) in messages.iter().enumerate().take(at).skip(from) {
             let count = history.counts()[i];
             let least = if message.is_tool_result() {
-                shrunk.placeholder_tokens(i, message, counter).await?
+                shrunk
+                    .placeholder_tokens(i, message, message, counter)
+                    .await?
             } else {
                 shrunk.bare(i, message, counter).await?.map(|(_, c)| c)
             };

@@ -1,17 +1,25 @@
 //! The short texts that stand in for shed content: an earlier tool result,
 //! an image, a pass-through block.
 //!
-//! Each says what was there and how large it was, so the model knows that
-//! something was omitted (and can ask for it again) rather than seeing it
-//! vanish.
+//! Each says what was there, how large it was and the
+//! [recall handle](memory_core::recall::Handle) of the message it stood in,
+//! so the model knows that something was omitted and can bring it back
+//! with one `recall` call rather than seeing it vanish. The handle depends
+//! only on the original message, so a placeholder reads the same in every
+//! call.
 //!
 //! ```
+//! use memory_core::{recall::Handle, Message};
 //! use memory_thrift::placeholder;
 //!
-//! let text = placeholder::tool_result("total 48\ndrwxr-xr-x ...");
+//! let original = Message::tool_result("c1", "total 48\ndrwxr-xr-x ...");
+//! let handle = Handle::of(std::slice::from_ref(&original));
+//! let text = placeholder::tool_result(&original.text(), handle);
 //! assert!(placeholder::is_placeholder(&text));
+//! assert_eq!(Handle::all_in(&text), vec![handle]);
 //! ```
 
+use memory_core::recall::Handle;
 use memory_core::{ImageContent, Message};
 
 const TOOL_RESULT: &str = "[earlier tool result omitted: ";
@@ -24,36 +32,40 @@ const ATTACHMENT: &str = "[attachment omitted";
 /// (a bound, not a tuning).
 const MAX_TYPE_BYTES: usize = 64;
 
-/// The placeholder for an earlier tool result whose text was `original`;
-/// the length it states is that of the text before any
-/// [cut](crate::cut::cut_middle).
+/// The placeholder for an earlier tool result whose text was `original`
+/// and whose message has `handle`; the length it states is that of the
+/// text before any [cut](crate::cut::cut_middle).
 ///
 /// ```
+/// use memory_core::{recall::Handle, Message};
+/// let original = Message::tool_result("c1", "0123456789");
+/// let handle = Handle::of(std::slice::from_ref(&original));
 /// assert_eq!(
-///     memory_thrift::placeholder::tool_result("0123456789"),
-///     "[earlier tool result omitted: 10 characters]"
+///     memory_thrift::placeholder::tool_result("0123456789", handle),
+///     format!("[earlier tool result omitted: 10 characters; recall {handle}]")
 /// );
 /// ```
-pub fn tool_result(original: &str) -> String {
+pub fn tool_result(original: &str, handle: Handle) -> String {
     let mut text = String::new();
-    write_tool_result(original, &mut text);
+    write_tool_result(original, handle, &mut text);
     text
 }
 
 /// [`tool_result`]'s text, written into `out` (cleared first).
-pub(crate) fn write_tool_result(original: &str, out: &mut String) {
+pub(crate) fn write_tool_result(original: &str, handle: Handle, out: &mut String) {
     use std::fmt::Write;
     out.clear();
     let _ = write!(
         out,
-        "{TOOL_RESULT}{} characters]",
+        "{TOOL_RESULT}{} characters; recall {handle}]",
         crate::cut::original_len(original)
     );
 }
 
-/// The placeholder message for tool result `message`, keeping its call id
-/// and name (any other message as it is).
-pub(crate) fn tool_result_message(message: &Message) -> Message {
+/// The placeholder message for tool result `message` (as it stands, cut
+/// or not) of the original with `handle`, keeping its call id and name
+/// (any other message as it is).
+pub(crate) fn tool_result_message(message: &Message, handle: Handle) -> Message {
     match message {
         Message::ToolResult {
             tool_call_id,
@@ -61,37 +73,52 @@ pub(crate) fn tool_result_message(message: &Message) -> Message {
             name,
         } => Message::ToolResult {
             tool_call_id: tool_call_id.clone(),
-            content: tool_result(content),
+            content: tool_result(content, handle),
             name: name.clone(),
         },
         other => other.clone(),
     }
 }
 
-/// The placeholder for an image block.
+/// The placeholder for an image block of the message with `handle`.
 ///
 /// ```
-/// use memory_core::{ImageContent, Message};
+/// use memory_core::{recall::Handle, ImageContent, Message};
 /// let image = ImageContent::new("image/png", vec![0; 2048]);
-/// assert_eq!(memory_thrift::placeholder::image(&image), "[image omitted: image/png, 2048 bytes]");
+/// let handle = Handle::of(&[Message::user("look")]);
+/// assert_eq!(
+///     memory_thrift::placeholder::image(&image, handle),
+///     format!("[image omitted: image/png, 2048 bytes; recall {handle}]")
+/// );
 /// ```
-pub fn image(image: &ImageContent) -> String {
-    format!("{IMAGE}{}, {} bytes]", image.mime_type, image.data.len())
+pub fn image(image: &ImageContent, handle: Handle) -> String {
+    format!(
+        "{IMAGE}{}, {} bytes; recall {handle}]",
+        image.mime_type,
+        image.data.len()
+    )
 }
 
-/// The placeholder for a pass-through (wire) block: names its `type` when
-/// it has one.
+/// The placeholder for a pass-through (wire) block of the message with
+/// `handle`: names its `type` when it has one.
 ///
 /// ```
 /// use serde_json::json;
+/// use memory_core::{recall::Handle, Message};
 /// use memory_thrift::placeholder::wire;
-/// assert_eq!(wire(&json!({"type": "input_audio", "input_audio": {}})), "[attachment omitted: input_audio]");
-/// assert_eq!(wire(&json!(42)), "[attachment omitted]");
+/// let handle = Handle::of(&[Message::user("listen")]);
+/// assert_eq!(
+///     wire(&json!({"type": "input_audio", "input_audio": {}}), handle),
+///     format!("[attachment omitted: input_audio; recall {handle}]")
+/// );
+/// assert_eq!(wire(&json!(42), handle), format!("[attachment omitted; recall {handle}]"));
 /// ```
-pub fn wire(block: &serde_json::Value) -> String {
+pub fn wire(block: &serde_json::Value, handle: Handle) -> String {
     match block.get("type").and_then(serde_json::Value::as_str) {
-        Some(kind) if kind.len() <= MAX_TYPE_BYTES => format!("{ATTACHMENT}: {kind}]"),
-        _ => format!("{ATTACHMENT}]"),
+        Some(kind) if kind.len() <= MAX_TYPE_BYTES => {
+            format!("{ATTACHMENT}: {kind}; recall {handle}]")
+        }
+        _ => format!("{ATTACHMENT}; recall {handle}]"),
     }
 }
 

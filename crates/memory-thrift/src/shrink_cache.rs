@@ -16,6 +16,7 @@
 
 use std::sync::Arc;
 
+use memory_core::recall::Handle;
 use memory_core::{Framing, MemoryError, Message, TokenCounter};
 
 use crate::placeholder;
@@ -157,16 +158,17 @@ impl ShrinkCache {
     }
 
     /// The placeholder message of tool result `message` (message `index`,
-    /// as it stands: a cut output names the original's length too),
+    /// as it stands: a cut output names the original's length too), with
+    /// the recall handle of `original` (the history's message `index`),
     /// written the first time only.
-    pub fn placeholder(&mut self, index: usize, message: &Message) -> Message {
+    pub fn placeholder(&mut self, index: usize, message: &Message, original: &Message) -> Message {
         if !message.is_tool_result() {
             return message.clone();
         }
         if let Some(Some(made)) = self.written.get(index) {
             return Message::clone(made);
         }
-        let made = placeholder::tool_result_message(message);
+        let made = placeholder::tool_result_message(message, handle_of(original));
         if self.keep {
             if self.written.len() <= index {
                 self.written.resize(index + 1, None);
@@ -177,11 +179,13 @@ impl ShrinkCache {
     }
 
     /// Tokens of the placeholder of tool result `message` (message
-    /// `index`); `None` for any other message.
+    /// `index`, whose original in the history is `original`); `None` for
+    /// any other message.
     pub async fn placeholder_tokens(
         &mut self,
         index: usize,
         message: &Message,
+        original: &Message,
         counter: &dyn TokenCounter,
     ) -> Result<Option<usize>, MemoryError> {
         if let Some(&Some(tokens)) = self.placeholders.get(index) {
@@ -204,7 +208,7 @@ impl ShrinkCache {
         };
         id.clear();
         id.push_str(tool_call_id);
-        placeholder::write_tool_result(content, text);
+        placeholder::write_tool_result(content, handle_of(original), text);
         scratch_name.clone_from(name);
         let tokens = counter.count_message(&self.scratch).await?;
         if self.keep {
@@ -215,6 +219,11 @@ impl ShrinkCache {
         }
         Ok(Some(tokens))
     }
+}
+
+/// The recall handle of the history's message `original`.
+fn handle_of(original: &Message) -> Handle {
+    Handle::of(std::slice::from_ref(original))
 }
 
 /// What `made` holds for message `index`, made by `make` (and counted)

@@ -5,6 +5,7 @@
 //! Each stage walks its items oldest first and stops as soon as the total is
 //! down to `stop_at`; given no `stop_at` it only takes stock (for the trace).
 
+use memory_core::recall::Handle;
 use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 
 use crate::cut;
@@ -190,7 +191,10 @@ pub(crate) async fn earlier_results(
         batch = this;
         let (message, tokens) = (work.message(i), work.count(i));
         // Counted now, written at the end for the messages kept.
-        let made = shrunk.placeholder_tokens(i, message, counter).await?;
+        let original = &history.messages()[i];
+        let made = shrunk
+            .placeholder_tokens(i, message, original, counter)
+            .await?;
         if let Some(count) = made
             && count < tokens
         {
@@ -235,13 +239,18 @@ pub(crate) async fn media(
             continue;
         };
         let n = blocks(work.message(i));
+        let handle = Handle::of(&history.messages()[i..=i]);
         let replaced = Message::User(
             original
                 .iter()
                 .map(|b| match b {
                     ContentBlock::Text(_) => b.clone(),
-                    ContentBlock::Image(image) => ContentBlock::Text(placeholder::image(image)),
-                    ContentBlock::Wire(value) => ContentBlock::Text(placeholder::wire(value)),
+                    ContentBlock::Image(image) => {
+                        ContentBlock::Text(placeholder::image(image, handle))
+                    }
+                    ContentBlock::Wire(value) => {
+                        ContentBlock::Text(placeholder::wire(value, handle))
+                    }
                 })
                 .collect(),
         );

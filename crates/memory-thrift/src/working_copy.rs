@@ -242,7 +242,7 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
                     0 => &history.messages()[i],
                     k => &*changed[k as usize - 1],
                 };
-                shrunk.placeholder(i, current)
+                shrunk.placeholder(i, current, &history.messages()[i])
             } else {
                 // Taken out (copied only when the memo shares it).
                 let taken = std::mem::replace(&mut changed[slot as usize - 1], empty.clone());

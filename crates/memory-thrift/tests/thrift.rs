@@ -223,6 +223,10 @@ async fn earlier_results_become_placeholders_oldest_first_keeping_their_ids() {
     for &i in &replaced {
         assert_eq!(result.messages[i].tool_call_id(), m[i].tool_call_id());
         assert!(placeholder::is_placeholder(&result.messages[i].text()));
+        // Its handle brings back exactly the result it stands in for.
+        let handles = memory_core::recall::Handle::all_in(&result.messages[i].text());
+        assert_eq!(handles.len(), 1);
+        assert_eq!(handles[0].find(&m), Some(i..i + 1));
     }
     assert!(validate(&result.messages).is_empty());
 }
@@ -323,14 +327,20 @@ async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
     };
     assert_eq!(
         first[1],
-        ContentBlock::Text("[image omitted: image/png, 4096 bytes]".into())
+        ContentBlock::Text(format!(
+            "[image omitted: image/png, 4096 bytes; recall {}]",
+            memory_core::recall::Handle::of(&m[0..1])
+        ))
     );
     let Message::User(second) = &result.messages[2] else {
         panic!()
     };
     assert_eq!(
         second[1],
-        ContentBlock::Text("[attachment omitted: input_audio]".into())
+        ContentBlock::Text(format!(
+            "[attachment omitted: input_audio; recall {}]",
+            memory_core::recall::Handle::of(&m[2..3])
+        ))
     );
     // The current question keeps its image.
     assert_eq!(result.messages[4], m[4]);
@@ -990,11 +1000,14 @@ async fn placeholders_too_are_replaced_in_steps() {
 async fn an_agent_loop_with_long_outputs_mostly_appends() {
     // Each step's output (~1,400 tokens) is over the 1,024-token cut: the
     // newest is cut as it will stay once it ages, and earlier results are
-    // replaced three at a time, so most turns only append.
+    // replaced three at a time, so most turns only append. Measured until
+    // the placeholders (each ~17 tokens with its recall handle) leave too
+    // little room for the kept outputs, from about step 31, when the
+    // floor's outputs are cut further (the last resort, tested apart).
     let budget = Budget::tokens(6000);
     let mut previous: Option<Vec<Message>> = None;
     let (mut breaks, mut turns) = (0, 0);
-    for steps in 4..40 {
+    for steps in 4..31 {
         let m = agent_task(steps, 300);
         let (result, _) = trim(&Thrift::new(), &m, &[0], budget).await;
         assert!(result.fits);

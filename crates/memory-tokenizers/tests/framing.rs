@@ -108,7 +108,12 @@ async fn fitting_contexts(
     counter: impl TokenCounter + 'static,
     provider: &HashMap<String, usize>,
 ) -> Vec<usize> {
-    let mut memory = WindowMemory::new(budget).with_token_counter(counter);
+    // Without the index of what is left out and the floor's cuts: the
+    // provider counted the trajectory's own messages.
+    let mut memory = WindowMemory::new(budget)
+        .with_token_counter(counter)
+        .with_index(None)
+        .with_floor_cut(false);
     let mut counts = Vec::new();
     for (i, message) in trajectory.iter().enumerate() {
         if i > 0 && message.is_assistant() {

@@ -16,10 +16,12 @@
 //! [`IndexSettings::max_share`] of the budget, and never more than the
 //! context's distance to the limit, so it changes neither what the
 //! strategy keeps nor whether the context fits. When not every piece has
-//! room, the newest pieces are listed (the ones the next step most likely
-//! needs); the lines depend on nothing but the left-out stretches, so the
-//! index changes only when what is shed changes, and it stands where the
-//! shedding already broke the cached prefix.
+//! room, the pieces that share most words with the question (the newest
+//! message, when it is a short user question) are listed, and the newest
+//! among equals (the ones the next step most likely needs); the lines
+//! depend on nothing but the left-out stretches and the question, so the
+//! index changes only when what is shed or what is asked changes, and it
+//! stands where the shedding already broke the cached prefix.
 //!
 //! ```
 //! use memory_core::left_out::{add_index, is_index, IndexSettings};
@@ -66,6 +68,13 @@ const WORDS_PER_LINE: usize = 4;
 
 /// Shortest word listed: shorter ones are mostly function words.
 const MIN_WORD_CHARS: usize = 5;
+
+/// A newest user message this long at most, with a question mark, is a
+/// question the index answers first. Why: a question is a sentence or
+/// two, while an observation or a pasted file, whose words change every
+/// call, would reorder the index (and break the cached prefix) each time;
+/// the same bound as Thrift's reach-back. Figure: none (a bound).
+const MAX_QUESTION_TOKENS: usize = 128;
 
 /// How the index is made.
 ///
@@ -126,7 +135,9 @@ pub async fn add_index(
         return Ok(result);
     };
     let pieces = pieces(history, &stretches, max_reachable_tokens(budget));
-    let Some((message, tokens)) = index_message(history, &pieces, room, counter).await? else {
+    let order = ranked(history, &pieces);
+    let Some((message, tokens)) = index_message(history, &pieces, &order, room, counter).await?
+    else {
         return Ok(result);
     };
     let at = insertion_point(&result.messages, &shown, first);
@@ -214,18 +225,75 @@ fn pieces(
     out
 }
 
-/// The index message listing the newest `pieces` that fit in `room`
-/// tokens, in history order, and its count; `None` when not one fits.
+/// The pieces' positions, the first to list first: those sharing most of
+/// the question's words, the newest first among equals (newest first
+/// alone without a question).
+fn ranked(history: &History<'_>, pieces: &[Range<usize>]) -> Vec<usize> {
+    let asked = question_words(history);
+    let score = |piece: &Range<usize>| {
+        if asked.is_empty() {
+            return 0;
+        }
+        let mut found = vec![false; asked.len()];
+        for m in &history.messages()[piece.clone()] {
+            for word in words(&m.text()) {
+                if let Some(at) = asked.iter().position(|w| *w == word) {
+                    found[at] = true;
+                }
+            }
+        }
+        found.iter().filter(|&&f| f).count()
+    };
+    let mut order: Vec<(usize, usize)> = pieces.iter().map(score).enumerate().collect();
+    order.sort_by_key(|&(k, score)| (std::cmp::Reverse(score), std::cmp::Reverse(k)));
+    order.into_iter().map(|(k, _)| k).collect()
+}
+
+/// The words of the newest message when it is a short user question;
+/// none otherwise.
+fn question_words(history: &History<'_>) -> Vec<String> {
+    let messages = history.messages();
+    let Some(last) = messages.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    let text = messages[last].text();
+    if !messages[last].is_user()
+        || !text.contains('?')
+        || history.tokens(last..last + 1) > MAX_QUESTION_TOKENS
+    {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for word in words(&text) {
+        if !out.contains(&word) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// The lowercased words of `text` of at least [`MIN_WORD_CHARS`]
+/// characters.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
+        .map(str::to_lowercase)
+}
+
+/// The index message listing the `pieces` that fit in `room` tokens, taken
+/// in `order`, in history order, and its count; `None` when not one fits.
 async fn index_message(
     history: &History<'_>,
     pieces: &[Range<usize>],
+    order: &[usize],
     room: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
     let messages = history.messages();
     let mut lines: Vec<(usize, String)> = Vec::new();
     let mut used = counter.count_message(&Message::system(PREFIX)).await?;
-    for (k, piece) in pieces.iter().enumerate().rev() {
+    for &k in order {
+        let piece = &pieces[k];
         let line = line(&messages[piece.clone()], history.tokens(piece.clone()));
         let cost = counter.count(&line).await? + 1;
         if used + cost > room {
@@ -298,4 +366,56 @@ fn insertion_point(shown: &[Message], sources: &[Option<usize>], first_left_out:
         at += 1;
     }
     at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CharTokenCounter, Selection};
+
+    /// Six rounds of 100 tokens each (a long reply naming its topic), and a
+    /// newest user message `last`; the context shows only `last`, with room
+    /// for one index line.
+    async fn indexed(last: &str) -> String {
+        let topics = ["garden", "boiler", "roof", "garage", "cellar", "attic"];
+        let mut m = Vec::new();
+        for topic in topics {
+            m.push(Message::user(format!("And the {topic}?")));
+            m.push(Message::assistant(format!("{topic} notes. ").repeat(25)));
+        }
+        m.push(Message::user(last));
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let history = History::new(&m, &counts).unwrap().forget_task();
+        let mut kept = Selection::new(&history);
+        kept.keep(m.len() - 1..m.len());
+        let result = kept.finish(false, true);
+        // 10% of 400: the prefix and one line.
+        let budget = Budget::tokens(400);
+        let out = add_index(
+            &history,
+            result,
+            &budget,
+            &CharTokenCounter,
+            &IndexSettings::default(),
+        )
+        .await
+        .unwrap();
+        assert!(is_index(&out.messages[0]));
+        assert!(out.tokens() <= 400);
+        out.messages[0].text()
+    }
+
+    #[tokio::test]
+    async fn the_pieces_a_question_asks_about_are_listed_first() {
+        let index = indexed("What did we say about the garage?").await;
+        assert!(index.contains("garage"), "{index}");
+        assert!(!index.contains("attic"), "{index}");
+    }
+
+    #[tokio::test]
+    async fn without_a_question_the_newest_pieces_are_listed() {
+        let index = indexed("Carry on with the plan.").await;
+        assert!(index.contains("attic"), "{index}");
+        assert!(!index.contains("garage"), "{index}");
+    }
 }

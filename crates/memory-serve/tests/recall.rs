@@ -64,6 +64,47 @@ async fn through_window_memory() {
     assert!(answer.text().contains(SECRET), "{}", answer.text());
 }
 
+#[tokio::test]
+async fn through_window_memory_with_the_handle_found_in_the_context() {
+    // The question names no handle: the model finds one where the memory
+    // put it (the index of what the context leaves out) and recalls each
+    // handle it sees until it has what it needs.
+    let mut memory = memory_window::WindowMemory::new(600);
+    let mut messages = session();
+    messages.pop();
+    for m in messages {
+        memory.record(m).await.unwrap();
+    }
+    memory
+        .record(Message::user("Which port was it?"))
+        .await
+        .unwrap();
+    let context = memory.context().await.unwrap();
+    assert!(!context.iter().any(|m| m.text().contains(SECRET)));
+    let handles = memory_core::recall::handles_in(&context);
+    assert!(!handles.is_empty(), "the context names what it left out");
+    let mut answer = None;
+    for (k, handle) in handles.iter().enumerate() {
+        let id = format!("recall_{k}");
+        let args = json!({ "handle": handle.to_string() }).to_string();
+        let call = Message::assistant_with_tools("", vec![ToolCall::new(&id, RECALL_TOOL, &args)]);
+        memory.record(call).await.unwrap();
+        let request = RecallRequest::from_arguments(&args).unwrap();
+        let recalled = memory.recall(&request).await.unwrap();
+        let found = recalled.text.contains(SECRET);
+        memory
+            .record(Message::tool_result(id, recalled.text))
+            .await
+            .unwrap();
+        if found {
+            answer = Some(next_step(&memory.context().await.unwrap()));
+            break;
+        }
+    }
+    let answer = answer.expect("one of the context's handles brings the port back");
+    assert!(answer.text().contains(SECRET), "{}", answer.text());
+}
+
 async fn start(upstream: &str, store: Arc<dyn Store>, recall: RecallMode) -> String {
     let mut config = ServeConfig::new(
         upstream,

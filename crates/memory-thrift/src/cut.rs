@@ -1,22 +1,30 @@
 //! Head-and-tail cuts of long texts, with an explicit marker line.
 //!
 //! A cut keeps the beginning and the end of a text and puts one line in
-//! place of the middle that says how many characters were removed:
+//! place of the middle that says how many characters were removed and,
+//! when the cut is of a message, the [recall handle](Handle) that brings
+//! the whole back:
 //!
 //! ```text
 //! first lines of the output
-//! [... 18234 characters cut ...]
+//! [... 18234 characters cut; recall r:5dfe0c1a2b3c ...]
 //! last lines of the output
 //! ```
 //!
 //! Cutting is idempotent: a text already cut to a length is returned as it
 //! is, byte for byte, and cutting it shorter merges into the one marker
-//! (whose number then counts every character removed from the original).
+//! (whose number then counts every character removed from the original,
+//! and which keeps its handle).
 
 use std::borrow::Cow;
 
+use memory_core::recall::Handle;
+
 const OPEN: &str = "[... ";
 const CLOSE: &str = " characters cut ...]";
+/// What a marker with a handle has between its count and [`END`].
+const CUT_RECALL: &str = " characters cut; recall ";
+const END: &str = " ...]";
 
 /// A cut moves to a line break only within the last part (of this many)
 /// of the head, or the first part of the tail. Why: whole lines read
@@ -33,10 +41,26 @@ pub fn marker(removed: usize) -> String {
     format!("{OPEN}{removed}{CLOSE}")
 }
 
-/// A text seen as the kept head, the marker's count and the kept tail.
+/// The marker line for `removed` characters of the message with `handle`.
+///
+/// ```
+/// use memory_core::{recall::Handle, Message};
+/// let handle = Handle::of(&[Message::tool_result("c1", "...")]);
+/// assert_eq!(
+///     memory_thrift::cut::marker_with_handle(1234, handle),
+///     format!("[... 1234 characters cut; recall {handle} ...]")
+/// );
+/// ```
+pub fn marker_with_handle(removed: usize, handle: Handle) -> String {
+    format!("{OPEN}{removed}{CUT_RECALL}{handle}{END}")
+}
+
+/// A text seen as the kept head, the marker's count and handle, and the
+/// kept tail.
 struct Parts<'t> {
     head: &'t str,
     removed: usize,
+    handle: Option<Handle>,
     tail: &'t str,
 }
 
@@ -56,20 +80,35 @@ fn parse(text: &str) -> Option<Parts<'_>> {
         let digits_at = open + OPEN.len();
         let rest = &text[digits_at..];
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with(CLOSE) {
-            let end = digits_at + digits + CLOSE.len();
-            if text[end..].starts_with('\n')
-                && let Ok(removed) = rest[..digits].parse()
-            {
-                return Some(Parts {
-                    head: &text[..newline],
-                    removed,
-                    tail: &text[end + 1..],
-                });
-            }
+        let Some((handle, after)) = marker_end(&rest[digits..]).filter(|_| digits > 0) else {
+            continue;
+        };
+        let end = digits_at + digits + after;
+        if text[end..].starts_with('\n')
+            && let Ok(removed) = rest[..digits].parse()
+        {
+            return Some(Parts {
+                head: &text[..newline],
+                removed,
+                handle,
+                tail: &text[end + 1..],
+            });
         }
     }
     None
+}
+
+/// After a marker's count: its handle, if it has one, and the length of
+/// the rest of the marker; `None` when `rest` does not end a marker.
+fn marker_end(rest: &str) -> Option<(Option<Handle>, usize)> {
+    if rest.starts_with(CLOSE) {
+        return Some((None, CLOSE.len()));
+    }
+    let named = rest.strip_prefix(CUT_RECALL)?;
+    let line = &named[..named.find('\n').unwrap_or(named.len())];
+    let at = line.find(END)?;
+    let handle = Handle::parse(&line[..at]).ok()?;
+    Some((Some(handle), CUT_RECALL.len() + at + END.len()))
 }
 
 /// Whether `text` carries a cut marker line.
@@ -134,8 +173,30 @@ pub fn original_len(text: &str) -> usize {
 /// assert_eq!(cut_middle("short text", 200), "short text");
 /// ```
 pub fn cut_middle(text: &str, keep: usize) -> Cow<'_, str> {
-    let (head, removed, tail) = match parse(text) {
-        Some(p) => (p.head, p.removed, p.tail),
+    cut(text, keep, None)
+}
+
+/// [`cut_middle`] of the text of the message with `handle`, whose marker
+/// names the handle (a text already cut keeps its marker's handle).
+///
+/// ```
+/// use memory_core::{recall::Handle, Message};
+/// use memory_thrift::cut::cut_middle_with_handle;
+///
+/// let log: String = (1..=400).map(|i| format!("line {i}\n")).collect();
+/// let handle = Handle::of(&[Message::tool_result("c1", log.clone())]);
+/// let short = cut_middle_with_handle(&log, 200, handle);
+/// assert_eq!(Handle::all_in(&short), vec![handle]);
+/// assert_eq!(cut_middle_with_handle(&short, 200, handle), short); // idempotent
+/// assert_eq!(memory_thrift::cut::original_len(&short), log.chars().count());
+/// ```
+pub fn cut_middle_with_handle(text: &str, keep: usize, handle: Handle) -> Cow<'_, str> {
+    cut(text, keep, Some(handle))
+}
+
+fn cut(text: &str, keep: usize, handle: Option<Handle>) -> Cow<'_, str> {
+    let (head, removed, handle, tail) = match parse(text) {
+        Some(p) => (p.head, p.removed, p.handle, p.tail),
         None => {
             let len = text.chars().count();
             if len <= keep {
@@ -148,7 +209,7 @@ pub fn cut_middle(text: &str, keep: usize) -> Cow<'_, str> {
             let tail = suffix(text, tail_keep);
             let (head, tail) = snap(head, head_keep, tail, tail_keep, true, true);
             let removed = len - head.chars().count() - tail.chars().count();
-            let out = join(head, removed, tail);
+            let out = join(head, removed, handle, tail);
             return if out.chars().count() < len {
                 Cow::Owned(out)
             } else {
@@ -174,7 +235,7 @@ pub fn cut_middle(text: &str, keep: usize) -> Cow<'_, str> {
         tail_keep < t,
     );
     let removed = removed + (h - new_head.chars().count()) + (t - new_tail.chars().count());
-    let out = join(new_head, removed, new_tail);
+    let out = join(new_head, removed, handle, new_tail);
     if out.chars().count() < text.chars().count() {
         Cow::Owned(out)
     } else {
@@ -182,8 +243,11 @@ pub fn cut_middle(text: &str, keep: usize) -> Cow<'_, str> {
     }
 }
 
-fn join(head: &str, removed: usize, tail: &str) -> String {
-    let marker = marker(removed);
+fn join(head: &str, removed: usize, handle: Option<Handle>, tail: &str) -> String {
+    let marker = match handle {
+        Some(handle) => marker_with_handle(removed, handle),
+        None => marker(removed),
+    };
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 2);
     out.push_str(head);
     out.push('\n');

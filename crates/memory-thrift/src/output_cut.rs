@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use memory_core::Message;
+use memory_core::recall::Handle;
 
 use crate::{cut, placeholder};
 
@@ -17,13 +18,17 @@ pub(crate) fn is_uncut_result(message: &Message) -> bool {
 /// `tokens` tokens cut to about `max_tokens`, estimating characters per
 /// token from the message itself; `None` when the cut would change
 /// nothing.
+///
+/// The marker names the recall handle of `message`, unless it is cut
+/// already (its marker keeps the original's).
 pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) -> Option<Message> {
+    let handle = Handle::of(std::slice::from_ref(message));
     if let Message::User(blocks) = message
         && let [block] = blocks.as_slice()
         && let Some(text) = block.as_text()
     {
         let keep = chars_for(max_tokens, text.chars().count(), tokens);
-        return match cut::cut_middle(text, keep) {
+        return match cut::cut_middle_with_handle(text, keep, handle) {
             Cow::Borrowed(_) => None,
             Cow::Owned(shorter) => Some(Message::user(shorter)),
         };
@@ -38,7 +43,7 @@ pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) ->
     };
     let chars = content.chars().count();
     let keep = chars_for(max_tokens, chars, tokens);
-    match cut::cut_middle(content, keep) {
+    match cut::cut_middle_with_handle(content, keep, handle) {
         Cow::Borrowed(_) => None,
         Cow::Owned(shorter) => Some(Message::ToolResult {
             tool_call_id: tool_call_id.clone(),

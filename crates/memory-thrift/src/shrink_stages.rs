@@ -350,7 +350,8 @@ async fn cut_all(
             out.push((None, work.count(i)));
             continue;
         };
-        match cut::cut_middle(content, keep) {
+        let handle = Handle::of(&work.history().messages()[i..=i]);
+        match cut::cut_middle_with_handle(content, keep, handle) {
             std::borrow::Cow::Borrowed(_) => out.push((None, work.count(i))),
             std::borrow::Cow::Owned(shorter) => {
                 let shorter = Message::ToolResult {

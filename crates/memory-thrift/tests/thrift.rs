@@ -725,6 +725,10 @@ async fn the_last_resort_cuts_the_newest_output_to_fit() {
     assert!(cut::is_cut(&text));
     assert!(text.starts_with("output line 0001"));
     assert!(text.ends_with("output line 0500\n"));
+    // Its marker names the handle that brings the whole output back.
+    let handles = memory_core::recall::Handle::all_in(&text);
+    assert_eq!(handles.len(), 1);
+    assert_eq!(handles[0].find(&m), Some(3..4));
     assert_eq!(result.messages[3].tool_call_id(), Some("log"));
     trims_to_itself(&Thrift::new(), &result, budget, "").await;
 
@@ -740,7 +744,10 @@ async fn the_last_resort_cuts_the_newest_output_to_fit() {
     assert!(!result.fits);
     assert_eq!(
         result.messages[3].text(),
-        format!("\n{}\n", cut::marker(output(500).len()))
+        format!(
+            "\n{}\n",
+            cut::marker_with_handle(output(500).len(), memory_core::recall::Handle::of(&m[3..4]))
+        )
     );
     trims_to_itself(&Thrift::new(), &result, budget, "").await;
 }

@@ -9,6 +9,7 @@ use memory_cli::registry::{STAGES, StageConfig};
 use memory_cli::summarizer::Summarizer;
 use memory_compact::Compact;
 use memory_core::floor_cut::FloorCut;
+use memory_core::left_out::{IndexSettings, Indexed};
 use memory_core::{
     Budget, CharTokenCounter, ChatResponse, FakeProvider, FakeReply, Message, Pipeline,
     ProviderError, StopReason, TrimStrategy, Usage,
@@ -88,6 +89,21 @@ fn variants() -> Vec<Entry> {
         (
             "pipeline(thrift,floor_cut)",
             Arc::new(Pipeline::new().then(Thrift::new()).then(FloorCut)),
+        ),
+        // What `WindowMemory` shows: the cut floor, then the index.
+        (
+            "indexed(pipeline(window,floor_cut))",
+            Arc::new(Indexed::new(
+                Pipeline::new().then(WindowDrop::new()).then(FloorCut),
+                IndexSettings::default(),
+            )),
+        ),
+        (
+            "indexed(pipeline(thrift,floor_cut))",
+            Arc::new(Indexed::new(
+                Pipeline::new().then(Thrift::new()).then(FloorCut),
+                IndexSettings::default(),
+            )),
         ),
         (
             "summarize(extractive)",

@@ -876,3 +876,122 @@ async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
     let other = memory_window::WindowMemory::new(50).with_store(store, "s2");
     assert!(other.recall(&RecallRequest::new(both)).await.is_err());
 }
+
+/// Characters over four, and a quarter of an image's bytes: images have a
+/// price, so that Thrift replaces them when it must.
+struct PricedImages;
+
+#[async_trait::async_trait]
+impl memory_core::TokenCounter for PricedImages {
+    async fn count(&self, text: &str) -> Result<usize, memory_core::MemoryError> {
+        Ok(memory_core::CharTokenCounter::estimate(text))
+    }
+    async fn count_message(
+        &self,
+        message: &memory_core::Message,
+    ) -> Result<usize, memory_core::MemoryError> {
+        use memory_core::{ContentBlock, Message};
+        let text = memory_core::CharTokenCounter.count_message(message).await?;
+        let images: usize = match message {
+            Message::User(blocks) => blocks
+                .iter()
+                .map(|b| match b {
+                    ContentBlock::Image(image) => image.data.len() / 4,
+                    _ => 0,
+                })
+                .sum(),
+            _ => 0,
+        };
+        Ok(text + images)
+    }
+}
+
+/// An agent session recorded into SQLite through a Thrift memory: every
+/// handle any of its contexts carried (placeholders, cut markers, the
+/// index) names recorded messages, and after the store is closed and
+/// opened again one recall of it returns exactly those originals.
+#[tokio::test]
+async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() {
+    use memory_core::recall::{Handle, RecallRequest, handles_in};
+    use memory_core::{ContentBlock, ImageContent, Memory, Message, ToolCall};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("handles.db");
+    let mut recorded = vec![
+        Message::system("You are a coding agent."),
+        Message::user("Fix the parser in src/parse.rs."),
+        Message::assistant("Which error do you see?"),
+        Message::user_blocks(vec![
+            ContentBlock::Text("This one.".into()),
+            ContentBlock::Image(ImageContent::new("image/png", vec![7; 4_000])),
+        ]),
+        Message::assistant("I see it."),
+        Message::user("Now fix it."),
+    ];
+    for step in 0..12 {
+        let id = format!("c{step}");
+        recorded.push(Message::assistant_with_tools(
+            "",
+            vec![ToolCall::new(
+                &id,
+                "cat",
+                format!(r#"{{"path":"src/f{step}.rs"}}"#),
+            )],
+        ));
+        // Every fourth output is long enough to be cut (over 1,024 tokens).
+        let lines = if step % 4 == 3 { 300 } else { 25 };
+        let output: String = (0..lines)
+            .map(|l| format!("fn f{step}_{l}() {{ parse(); }}\n"))
+            .collect();
+        recorded.push(Message::tool_result(id, output));
+    }
+    recorded.push(Message::assistant("The parser is fixed."));
+    recorded.push(Message::user("And what did src/f1.rs hold?"));
+    recorded.push(Message::assistant("Two functions."));
+    let mut carried: Vec<Handle> = Vec::new();
+    let mut texts = String::new();
+    {
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        let mut memory = WindowMemory::new(2_500)
+            .with_store(store, "s1")
+            .with_token_counter(PricedImages)
+            .with_strategy(memory_thrift::Thrift::new());
+        for (i, message) in recorded.iter().enumerate() {
+            if i > 1 && message.is_assistant() {
+                let context = memory.context().await.unwrap();
+                for handle in handles_in(&context) {
+                    if !carried.contains(&handle) {
+                        carried.push(handle);
+                    }
+                }
+                texts.extend(context.iter().map(|m| m.text() + "\n"));
+            }
+            if i == 0 {
+                memory.record_protected(message.clone()).await.unwrap();
+            } else {
+                memory.record(message.clone()).await.unwrap();
+            }
+        }
+    }
+    // Each kind of shed piece left its handle somewhere.
+    for kind in [
+        "[earlier tool result omitted",
+        "characters cut; recall r:",
+        "[image omitted",
+        memory_core::left_out::PREFIX,
+    ] {
+        assert!(texts.contains(kind), "no context carried {kind:?}");
+    }
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let memory = WindowMemory::new(2_500).with_store(store, "s1");
+    for handle in carried {
+        let range = handle
+            .find(&recorded)
+            .unwrap_or_else(|| panic!("{handle} names no recorded message"));
+        let back = memory
+            .recall(&RecallRequest::new(handle.to_string()))
+            .await
+            .unwrap();
+        assert_eq!(back.messages, recorded[range], "{handle}");
+        assert!(back.whole);
+    }
+}

@@ -50,9 +50,12 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
+use async_trait::async_trait;
+
 use crate::recall::{Handle, max_reachable_tokens};
 use crate::{
-    Budget, History, MemoryError, Message, TokenCounter, TrimResult, is_shrunk_from, structure,
+    Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, is_shrunk_from,
+    structure,
 };
 
 /// What every index message starts with.
@@ -96,6 +99,80 @@ impl Default for IndexSettings {
     }
 }
 
+/// `strategy` with an index of what its result leaves out ([`add_index`]
+/// over the same history): what `WindowMemory` shows, as a strategy of its
+/// own. The index needs the history the strategy was given, so it wraps
+/// the strategy (a pipeline too) rather than follow it as a stage.
+///
+/// ```
+/// use memory_core::left_out::{is_index, IndexSettings, Indexed};
+/// use memory_core::{Budget, CharTokenCounter, Message, Pipeline, TrimStrategy};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// // A strategy that keeps the newest message only.
+/// struct Newest;
+/// #[async_trait::async_trait]
+/// impl TrimStrategy for Newest {
+///     fn name(&self) -> &str { "newest" }
+///     async fn trim_with_counts(
+///         &self,
+///         history: &memory_core::History<'_>,
+///         _budget: &Budget,
+///         _counter: &dyn memory_core::TokenCounter,
+///     ) -> Result<memory_core::TrimResult, memory_core::MemoryError> {
+///         let mut kept = memory_core::Selection::new(history);
+///         kept.keep(history.len() - 1..history.len());
+///         Ok(kept.finish(false, true))
+///     }
+/// }
+/// let m = [
+///     Message::user("Plan the garden."),
+///     Message::assistant("Tomatoes by the shed."),
+///     Message::user("And the roof?"),
+/// ];
+/// let indexed = Indexed::new(Newest, IndexSettings::default());
+/// let r = indexed.trim(&m, &Budget::tokens(500), &CharTokenCounter).await.unwrap();
+/// assert!(is_index(&r.messages[0]));
+/// assert_eq!(r.messages[1], m[2]);
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct Indexed<S> {
+    strategy: S,
+    settings: IndexSettings,
+}
+
+impl<S> Indexed<S> {
+    /// `strategy`, indexed as `settings` say.
+    ///
+    /// ```
+    /// use memory_core::left_out::{IndexSettings, Indexed};
+    /// let _ = Indexed::new(memory_core::Pipeline::new(), IndexSettings::default());
+    /// ```
+    pub fn new(strategy: S, settings: IndexSettings) -> Self {
+        Self { strategy, settings }
+    }
+}
+
+#[async_trait]
+impl<S: TrimStrategy> TrimStrategy for Indexed<S> {
+    fn name(&self) -> &str {
+        "indexed"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        let result = self
+            .strategy
+            .trim_with_counts(history, budget, counter)
+            .await?;
+        add_index(history, result, budget, counter, &self.settings).await
+    }
+}
+
 /// Whether `message` is an index of what a context leaves out.
 ///
 /// ```
@@ -116,7 +193,7 @@ pub fn is_index(message: &Message) -> bool {
 /// Counting errors.
 pub async fn add_index(
     history: &History<'_>,
-    mut result: TrimResult,
+    result: TrimResult,
     budget: &Budget,
     counter: &dyn TokenCounter,
     settings: &IndexSettings,
@@ -126,6 +203,19 @@ pub async fn add_index(
     };
     if result.messages.iter().any(is_index) {
         return Ok(result);
+    }
+    if let Some(old) = history.messages().iter().position(is_index) {
+        // A context indexed before and trimmed again keeps its index
+        // where it stood, when it has room: it lists what that context
+        // left out.
+        let tokens = history.counts()[old];
+        if result.tokens() + tokens > limit {
+            return Ok(result);
+        }
+        let shown = shown_sources(history.messages(), &result.messages);
+        let at = insertion_point(&result.messages, &shown, old);
+        let message = history.messages()[old].clone();
+        return Ok(insert(result, at, message, tokens));
     }
     let room =
         ((limit as f64 * settings.max_share) as usize).min(limit.saturating_sub(result.tokens()));
@@ -141,8 +231,13 @@ pub async fn add_index(
         return Ok(result);
     };
     let at = insertion_point(&result.messages, &shown, first);
+    Ok(insert(result, at, message, tokens))
+}
+
+/// `result` with the index `message` of `tokens` tokens at `at`; what it
+/// materialized is stored without it.
+fn insert(mut result: TrimResult, at: usize, message: Message, tokens: usize) -> TrimResult {
     if result.replace && result.write_back.is_none() {
-        // What it materialized is stored without the index.
         result.write_back = Some(Box::new(result.clone()));
         result.replace = false;
     }
@@ -153,7 +248,7 @@ pub async fn add_index(
             *p += 1;
         }
     }
-    Ok(result)
+    result
 }
 
 /// For each result message, the history message it shows (as it was or

@@ -247,8 +247,8 @@ pub struct StageArgs {
     pub no_task_floor: bool,
 
     /// The most of the budget the index of what a context leaves out may
-    /// take (one line per left-out piece, with its recall handle, in the
-    /// room the strategies left); 0 turns the index off.
+    /// take (one line per left-out piece, with its recall handle), half of
+    /// it kept for it; 0 turns the index off.
     #[arg(long, value_name = "SHARE", default_value_t = memory_core::left_out::DEFAULT_MAX_SHARE, value_parser = parse_share)]
     pub index_share: f64,
 

@@ -51,7 +51,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memory_core::left_out;
-use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter, TrimStrategy};
+use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter};
 use memory_layer::ProviderStats;
 
 use crate::input::{Locomo, Sample};
@@ -304,11 +304,11 @@ async fn measure(
     let started = Instant::now();
     // The request's framing (the reply's start) is not in any message.
     let budget = config.budget.for_messages(config.counter.framing());
-    let mut result = pipeline
-        .trim_with_counts(history, &budget, config.counter.as_ref())
-        .await?;
-    if let Some(settings) = &config.index {
-        let counter = config.counter.as_ref();
+    // Room kept for the index, as `WindowMemory` keeps it.
+    let counter = config.counter.as_ref();
+    let index = config.index.as_ref();
+    let mut result = left_out::trim_reserving(pipeline, history, &budget, counter, index).await?;
+    if let Some(settings) = index {
         result = left_out::add_index(history, result, &budget, counter, settings).await?;
     }
     let latency = started.elapsed();

@@ -112,7 +112,11 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let model = Arc::new(FakeProvider::new([FakeReply::Text("Rounds 1-3: setup done.".into())]));
-/// let mut memory = WindowMemory::new(30).with_strategy(SummarizeStrategy::new(model.clone()));
+/// // (Without the index of what the context leaves out, which would keep
+/// // a twentieth of the budget for itself.)
+/// let mut memory = WindowMemory::new(30)
+///     .with_strategy(SummarizeStrategy::new(model.clone()))
+///     .with_index(None);
 /// for i in 1..=4 {
 ///     memory.record(Message::user(format!("Question from round {i}"))).await.unwrap();
 ///     memory.record(Message::assistant(format!("Answer from round {i}"))).await.unwrap();

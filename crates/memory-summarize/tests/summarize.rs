@@ -64,9 +64,13 @@ fn memory(budget: usize, strategy: SummarizeStrategy) -> WindowMemory {
     tasked(budget, strategy).with_task(false)
 }
 
-/// A memory that keeps the task (the default).
+/// A memory that keeps the task (the default), without the index of what
+/// its context leaves out (these tests measure the room the budget leaves
+/// the strategy).
 fn tasked(budget: usize, strategy: SummarizeStrategy) -> WindowMemory {
-    WindowMemory::new(budget).with_strategy(strategy)
+    WindowMemory::new(budget)
+        .with_strategy(strategy)
+        .with_index(None)
 }
 
 #[tokio::test]

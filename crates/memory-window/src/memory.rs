@@ -271,8 +271,9 @@ impl WindowMemory {
     }
 
     /// How to index what a context leaves out ([`left_out`](memory_core::left_out)):
-    /// one line per left-out piece, with its recall handle, in the room the
-    /// strategy left (a tenth of the budget at most by default); `None`
+    /// one line per left-out piece, with its recall handle, in the room
+    /// the strategy left, half of it kept (a tenth of the budget at most by
+    /// default); `None`
     /// turns the index off.
     ///
     /// ```
@@ -457,11 +458,7 @@ impl WindowMemory {
         history = history.with_covered(state.covered.clone());
         // The request's framing (the reply's start) is not in any message.
         let budget = self.budget.for_messages(self.counter.framing());
-        let result = self
-            .strategy
-            .trim_with_counts(&history, &budget, &*self.counter)
-            .await?;
-        let result = self.project(&history, result, &budget).await?;
+        let result = self.project(&history, &budget).await?;
         let version = state.version;
         let Some(stored) = result.to_store() else {
             return Ok(result);
@@ -503,16 +500,19 @@ impl WindowMemory {
         Ok(result)
     }
 
-    /// What is shown of the strategy's result: cut to fit as a last resort
+    /// What is shown of `history`: the strategy's result (with room kept
+    /// for the index), cut to fit as a last resort
     /// ([`with_floor_cut`](Self::with_floor_cut)), then with its index of
     /// what it leaves out ([`with_index`](Self::with_index)).
     async fn project(
         &self,
         history: &History<'_>,
-        result: TrimResult,
         budget: &Budget,
     ) -> Result<TrimResult, MemoryError> {
         let counter = &*self.counter;
+        let index = self.index.as_ref();
+        let result =
+            left_out::trim_reserving(&*self.strategy, history, budget, counter, index).await?;
         let result = if self.floor_cut {
             memory_core::floor_cut::cut_to_fit(result, budget, counter).await?
         } else {

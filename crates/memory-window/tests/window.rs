@@ -162,7 +162,7 @@ async fn after_a_follow_up_the_long_round_before_it_keeps_its_task_and_newest_st
     // The task, ten tool steps of 4 tokens, then a follow-up request that
     // starts a new round: the older round does not fit whole, so it keeps
     // its request (the task) and as many of its newest steps as fit.
-    let mut memory = WindowMemory::new(20);
+    let mut memory = WindowMemory::new(20).with_index(None);
     long_round(&mut memory).await;
     memory
         .record(Message::user("Please continue working on the task"))

@@ -482,9 +482,10 @@ impl Totals {
         };
         let support = match t.support_recall {
             Some(recall) => format!(
-                "recall {recall:.3} ({:.3} within reach of a recall, {:.1} handles per call) over {} calls with something to recall",
+                "recall {recall:.3} ({:.3} within reach of a recall, {:.1} handles per call, the index {:.1}% of the budget) over {} calls with something to recall",
                 t.reachable_support_recall.unwrap_or(recall),
                 t.handles_per_call,
+                100.0 * t.index_share,
                 t.support_rows
             ),
             None => "no call had anything to recall".to_string(),

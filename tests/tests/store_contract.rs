@@ -877,35 +877,6 @@ async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
     assert!(other.recall(&RecallRequest::new(both)).await.is_err());
 }
 
-/// Characters over four, and a quarter of an image's bytes: images have a
-/// price, so that Thrift replaces them when it must.
-struct PricedImages;
-
-#[async_trait::async_trait]
-impl memory_core::TokenCounter for PricedImages {
-    async fn count(&self, text: &str) -> Result<usize, memory_core::MemoryError> {
-        Ok(memory_core::CharTokenCounter::estimate(text))
-    }
-    async fn count_message(
-        &self,
-        message: &memory_core::Message,
-    ) -> Result<usize, memory_core::MemoryError> {
-        use memory_core::{ContentBlock, Message};
-        let text = memory_core::CharTokenCounter.count_message(message).await?;
-        let images: usize = match message {
-            Message::User(blocks) => blocks
-                .iter()
-                .map(|b| match b {
-                    ContentBlock::Image(image) => image.data.len() / 4,
-                    _ => 0,
-                })
-                .sum(),
-            _ => 0,
-        };
-        Ok(text + images)
-    }
-}
-
 /// An agent session recorded into SQLite through a Thrift memory: every
 /// handle any of its contexts carried (placeholders, cut markers, the
 /// index) names recorded messages, and after the store is closed and
@@ -953,7 +924,9 @@ async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() 
         let store = Arc::new(SqliteStore::open(&path).unwrap());
         let mut memory = WindowMemory::new(2_500)
             .with_store(store, "s1")
-            .with_token_counter(PricedImages)
+            // Images priced at their bytes over four, so that Thrift
+            // replaces them when it must.
+            .with_token_counter(memory_core::test_util::PricedImages(1_000))
             .with_strategy(memory_thrift::Thrift::new());
         for (i, message) in recorded.iter().enumerate() {
             if i > 1 && message.is_assistant() {

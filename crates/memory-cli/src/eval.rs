@@ -51,7 +51,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use memory_core::left_out;
-use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter};
+use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter, TrimStrategy};
 use memory_layer::ProviderStats;
 
 use crate::input::{Locomo, Sample};
@@ -304,13 +304,14 @@ async fn measure(
     let started = Instant::now();
     // The request's framing (the reply's start) is not in any message.
     let budget = config.budget.for_messages(config.counter.framing());
-    // Room kept for the index, as `WindowMemory` keeps it.
+    // With the index of what it leaves out, as `WindowMemory` shows it.
     let counter = config.counter.as_ref();
-    let index = config.index.as_ref();
-    let mut result = left_out::trim_reserving(pipeline, history, &budget, counter, index).await?;
-    if let Some(settings) = index {
-        result = left_out::add_index(history, result, &budget, counter, settings).await?;
-    }
+    let result = match &config.index {
+        Some(settings) => {
+            left_out::trim_indexed(pipeline, history, &budget, counter, settings).await?
+        }
+        None => pipeline.trim_with_counts(history, &budget, counter).await?,
+    };
     let latency = started.elapsed();
     Ok(Measured {
         tokens: result.tokens(),

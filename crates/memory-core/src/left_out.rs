@@ -181,10 +181,39 @@ impl<S: TrimStrategy> TrimStrategy for Indexed<S> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let settings = Some(&self.settings);
-        let result = trim_reserving(&self.strategy, history, budget, counter, settings).await?;
-        add_index(history, result, budget, counter, &self.settings).await
+        trim_indexed(&self.strategy, history, budget, counter, &self.settings).await
     }
+}
+
+/// What [`Indexed`] does, for a strategy held by reference: `strategy`'s
+/// trim in the room [`reserve`] leaves, then [`add_index`].
+///
+/// # Errors
+///
+/// The strategy's; counting errors.
+///
+/// ```
+/// use memory_core::left_out::{is_index, trim_indexed, IndexSettings};
+/// use memory_core::{Budget, CharTokenCounter, History, Message, Pipeline};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let m = [Message::user("fix it")];
+/// let history = History::new(&m, &[2]).unwrap();
+/// let settings = IndexSettings::default();
+/// let r = trim_indexed(&Pipeline::new(), &history, &Budget::tokens(100), &CharTokenCounter, &settings)
+///     .await
+///     .unwrap();
+/// assert!(!r.messages.iter().any(is_index)); // nothing is left out
+/// # });
+/// ```
+pub async fn trim_indexed(
+    strategy: &dyn TrimStrategy,
+    history: &History<'_>,
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    settings: &IndexSettings,
+) -> Result<TrimResult, MemoryError> {
+    let result = trim_reserving(strategy, history, budget, counter, Some(settings)).await?;
+    add_index(history, result, budget, counter, settings).await
 }
 
 /// The budget a strategy is given so that the index keeps its room (see
@@ -520,12 +549,8 @@ fn salient_words(piece: &[Message]) -> Vec<String> {
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
     let mut order = 0;
     for m in piece {
-        for word in m
-            .text()
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
-        {
-            let entry = counts.entry(word.to_lowercase()).or_insert((0, order));
+        for word in words(&m.text()) {
+            let entry = counts.entry(word).or_insert((0, order));
             entry.0 += 1;
             order += 1;
         }

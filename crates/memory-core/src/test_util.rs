@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`FakeProvider`], [`FakeReply`] | a scripted model that records every request |
 //! | [`FakeEmbedder`] | a deterministic embedder (words hashed into buckets) that records every request |
+//! | [`PricedImages`] | a counter that prices images and pass-through blocks |
 //! | [`Needs`], [`POSTGRES`], [`DATA`] | a service or data set found through an environment variable: skipped with a notice when missing, a failure under CI |
 //!
 //! ```toml
@@ -21,7 +22,9 @@
 mod fake;
 mod fake_embedder;
 mod needs;
+mod priced_images;
 
 pub use fake::{FakeProvider, FakeReply};
 pub use fake_embedder::FakeEmbedder;
 pub use needs::{DATA, Needs, POSTGRES};
+pub use priced_images::PricedImages;

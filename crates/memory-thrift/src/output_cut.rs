@@ -33,6 +33,17 @@ pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) ->
             Cow::Owned(shorter) => Some(Message::user(shorter)),
         };
     }
+    let Message::ToolResult { content, .. } = message else {
+        return None;
+    };
+    let keep = chars_for(max_tokens, content.chars().count(), tokens);
+    cut_tool_result(message, keep, handle)
+}
+
+/// Tool result `message` with its output cut to `keep` characters around a
+/// marker naming `handle` (the original's); `None` for any other message
+/// and when the cut would change nothing.
+pub(crate) fn cut_tool_result(message: &Message, keep: usize, handle: Handle) -> Option<Message> {
     let Message::ToolResult {
         tool_call_id,
         content,
@@ -41,8 +52,6 @@ pub(crate) fn cut_result(message: &Message, tokens: usize, max_tokens: usize) ->
     else {
         return None;
     };
-    let chars = content.chars().count();
-    let keep = chars_for(max_tokens, chars, tokens);
     match cut::cut_middle_with_handle(content, keep, handle) {
         Cow::Borrowed(_) => None,
         Cow::Owned(shorter) => Some(Message::ToolResult {

@@ -11,7 +11,7 @@ use memory_core::{ContentBlock, MemoryError, Message, TokenCounter};
 use crate::cut;
 use crate::layout::{Kind, Layout};
 use crate::observation;
-use crate::output_cut::{cut_result, is_uncut_result};
+use crate::output_cut::{cut_result, cut_tool_result, is_uncut_result};
 use crate::placeholder;
 use crate::shrink_cache::ShrinkCache;
 use crate::trace::{Shed, Tally};
@@ -297,29 +297,7 @@ pub(crate) async fn floor_outputs(
     if work.total() <= budget || items.is_empty() {
         return Ok(shed);
     }
-    let current: usize = items.iter().map(|&i| work.count(i)).sum();
-    let rest = work.total() - current;
-    let longest = items
-        .iter()
-        .map(|&i| work.message(i).text().chars().count())
-        .max()
-        .unwrap_or(0);
-    // Binary search for the longest keep that fits: `low` fits (or is 0),
-    // `high` does not.
-    let (mut low, mut high) = (0usize, longest);
-    let mut best = cut_all(work, &items, 0, counter).await?;
-    if rest + best.iter().map(|(_, t)| t).sum::<usize>() <= budget {
-        while high - low > 1 {
-            let mid = low + (high - low) / 2;
-            let candidate = cut_all(work, &items, mid, counter).await?;
-            if rest + candidate.iter().map(|(_, t)| t).sum::<usize>() <= budget {
-                low = mid;
-                best = candidate;
-            } else {
-                high = mid;
-            }
-        }
-    }
+    let best = longest_cut_that_fits(work, &items, budget, counter).await?;
     for (&i, (message, tokens)) in items.iter().zip(best) {
         if let Some(message) = message {
             let before = work.count(i);
@@ -330,42 +308,68 @@ pub(crate) async fn floor_outputs(
     Ok(shed)
 }
 
-/// Each of `items` cut to `keep` characters: the new message where it
-/// changed, and its count.
+/// `items` all cut to the longest head and tail that brings the total
+/// within `budget` (to the marker alone when nothing does), found by a
+/// binary search over the characters kept: per item, the new message where
+/// it changed, and its count.
+async fn longest_cut_that_fits(
+    work: &WorkingCopy<'_, '_>,
+    items: &[usize],
+    budget: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<(Option<Message>, usize)>, MemoryError> {
+    let current: usize = items.iter().map(|&i| work.count(i)).sum();
+    let rest = work.total() - current;
+    let longest = items
+        .iter()
+        .map(|&i| work.message(i).text().chars().count())
+        .max()
+        .unwrap_or(0);
+    // Each original's handle, hashed once for every try of the search.
+    let originals = work.history().messages();
+    let handles: Vec<Handle> = items
+        .iter()
+        .map(|&i| Handle::of(&originals[i..=i]))
+        .collect();
+    // `low` fits (or is 0), `high` does not.
+    let (mut low, mut high) = (0usize, longest);
+    let mut best = cut_all(work, items, &handles, 0, counter).await?;
+    if rest + best.iter().map(|(_, t)| t).sum::<usize>() <= budget {
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            let candidate = cut_all(work, items, &handles, mid, counter).await?;
+            if rest + candidate.iter().map(|(_, t)| t).sum::<usize>() <= budget {
+                low = mid;
+                best = candidate;
+            } else {
+                high = mid;
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// Each of `items` (whose originals have `handles`) cut to `keep`
+/// characters: the new message where it changed, and its count.
 async fn cut_all(
     work: &WorkingCopy<'_, '_>,
     items: &[usize],
+    handles: &[Handle],
     keep: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Vec<(Option<Message>, usize)>, MemoryError> {
     let mut out = Vec::with_capacity(items.len());
-    for &i in items {
-        let message = work.message(i);
-        let Message::ToolResult {
-            tool_call_id,
-            content,
-            name,
-        } = message
-        else {
-            out.push((None, work.count(i)));
+    for (&i, &handle) in items.iter().zip(handles) {
+        let before = work.count(i);
+        let Some(shorter) = cut_tool_result(work.message(i), keep, handle) else {
+            out.push((None, before));
             continue;
         };
-        let handle = Handle::of(&work.history().messages()[i..=i]);
-        match cut::cut_middle_with_handle(content, keep, handle) {
-            std::borrow::Cow::Borrowed(_) => out.push((None, work.count(i))),
-            std::borrow::Cow::Owned(shorter) => {
-                let shorter = Message::ToolResult {
-                    tool_call_id: tool_call_id.clone(),
-                    content: shorter,
-                    name: name.clone(),
-                };
-                let tokens = counter.count_message(&shorter).await?;
-                if tokens < work.count(i) {
-                    out.push((Some(shorter), tokens));
-                } else {
-                    out.push((None, work.count(i)));
-                }
-            }
+        let tokens = counter.count_message(&shorter).await?;
+        if tokens < before {
+            out.push((Some(shorter), tokens));
+        } else {
+            out.push((None, before));
         }
     }
     Ok(out)

@@ -1,8 +1,9 @@
 //! Thrift's behaviour, stage by stage, and the promises it keeps.
 
+use memory_core::test_util::PricedImages;
 use memory_core::{
-    Budget, CharTokenCounter, ContentBlock, History, ImageContent, MemoryError, Message,
-    TokenCounter, ToolCall, TrimResult, TrimStrategy, count_messages, structure, summary, validate,
+    Budget, CharTokenCounter, ContentBlock, History, ImageContent, Message, TokenCounter, ToolCall,
+    TrimResult, TrimStrategy, count_messages, structure, summary, validate,
 };
 use memory_thrift::{Thrift, ThriftTrace, cut, placeholder, relevance};
 
@@ -266,26 +267,7 @@ async fn the_newest_results_of_the_round_stay() {
 // ---------------------------------------------------------- stage 4
 
 /// Prices each image at 300 tokens, text as [`CharTokenCounter`] does.
-struct PricedImages;
-
-#[async_trait::async_trait]
-impl TokenCounter for PricedImages {
-    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
-        Ok(CharTokenCounter::estimate(text))
-    }
-
-    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
-        let text = CharTokenCounter.count_message(message).await?;
-        let images = match message {
-            Message::User(blocks) => blocks
-                .iter()
-                .filter(|b| !matches!(b, ContentBlock::Text(_)))
-                .count(),
-            _ => 0,
-        };
-        Ok(text + 300 * images)
-    }
-}
+const PRICED_IMAGES: PricedImages = PricedImages(300);
 
 #[tokio::test]
 async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
@@ -304,7 +286,7 @@ async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
             image,
         ]),
     ];
-    let full: usize = count_messages(&PricedImages, &m)
+    let full: usize = count_messages(&PRICED_IMAGES, &m)
         .await
         .unwrap()
         .iter()
@@ -315,7 +297,7 @@ async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
         &m,
         &[],
         Budget::tokens(full - 400),
-        &PricedImages,
+        &PRICED_IMAGES,
         false,
     )
     .await;
@@ -345,7 +327,7 @@ async fn media_is_replaced_by_placeholders_when_it_costs_tokens() {
     // The current question keeps its image.
     assert_eq!(result.messages[4], m[4]);
     // Counts of the changed messages come from the counter given.
-    let truth = count_messages(&PricedImages, &result.messages)
+    let truth = count_messages(&PRICED_IMAGES, &result.messages)
         .await
         .unwrap();
     assert_eq!(result.counts, truth);
@@ -538,7 +520,7 @@ async fn each_stage_starts_only_once_the_earlier_ones_are_spent() {
         m.push(Message::assistant(format!("Task {round} done.")));
     }
     let thrift = Thrift::new().with_max_tool_output_tokens(100);
-    let counts = count_messages(&PricedImages, &m).await.unwrap();
+    let counts = count_messages(&PRICED_IMAGES, &m).await.unwrap();
     let full: usize = counts.iter().sum();
     let mut seen_stages = std::collections::BTreeSet::new();
     for budget in (0..=full).rev().step_by(37) {
@@ -548,7 +530,7 @@ async fn each_stage_starts_only_once_the_earlier_ones_are_spent() {
             &m,
             &[0],
             Budget::tokens(budget),
-            &PricedImages,
+            &PRICED_IMAGES,
             false,
         )
         .await;
@@ -919,10 +901,10 @@ async fn changed_messages_are_counted_with_the_counter_given() {
             &m,
             &[0],
             Budget::tokens(budget),
-            &PricedImages,
+            &PRICED_IMAGES,
         )
         .await;
-        let truth = count_messages(&PricedImages, &result.messages)
+        let truth = count_messages(&PRICED_IMAGES, &result.messages)
             .await
             .unwrap();
         assert_eq!(result.counts, truth, "at {budget}");

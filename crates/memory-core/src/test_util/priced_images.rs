@@ -1,0 +1,45 @@
+//! [`PricedImages`]: a counter that gives images and pass-through blocks a
+//! price.
+
+use async_trait::async_trait;
+
+use crate::{CharTokenCounter, ContentBlock, MemoryError, Message, TokenCounter};
+
+/// Counts text as [`CharTokenCounter`] does, and each image or
+/// pass-through block of a user message at the number of tokens it holds
+/// (the default counters price them at zero), so that a strategy has a
+/// reason to replace them.
+///
+/// ```
+/// use memory_core::test_util::PricedImages;
+/// use memory_core::{ContentBlock, ImageContent, Message, TokenCounter};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let m = Message::user_blocks(vec![
+///     ContentBlock::Text("Look.".into()),
+///     ContentBlock::Image(ImageContent::new("image/png", vec![0; 64])),
+/// ]);
+/// let text = memory_core::CharTokenCounter.count_message(&Message::user("Look.")).await.unwrap();
+/// assert_eq!(PricedImages(300).count_message(&m).await.unwrap(), text + 300);
+/// # });
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct PricedImages(pub usize);
+
+#[async_trait]
+impl TokenCounter for PricedImages {
+    async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+        Ok(CharTokenCounter::estimate(text))
+    }
+
+    async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
+        let text = CharTokenCounter.count_message(message).await?;
+        let blocks = match message {
+            Message::User(blocks) => blocks
+                .iter()
+                .filter(|b| !matches!(b, ContentBlock::Text(_)))
+                .count(),
+            _ => 0,
+        };
+        Ok(text + self.0 * blocks)
+    }
+}

@@ -248,7 +248,8 @@ async fn ask(
     );
     let within_reach: Vec<Message> = reach
         .into_iter()
-        .flat_map(|r| history.messages()[r].to_vec())
+        .filter(memory_core::recall::Reached::is_whole)
+        .flat_map(|r| history.messages()[r.messages].to_vec())
         .collect();
     drop(asking);
     let found = found(&measured.context, &sample.messages, &question.evidence);
@@ -398,7 +399,7 @@ mod tests {
         ];
         let near: Vec<Message> = reachable(&conversation, &counts, &context, 6)
             .into_iter()
-            .flat_map(|r| conversation[r].to_vec())
+            .flat_map(|r| conversation[r.messages].to_vec())
             .collect();
         assert_eq!(found(&context, &conversation, &[0, 2]), 1);
         assert_eq!(

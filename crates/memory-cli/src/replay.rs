@@ -376,8 +376,13 @@ impl<'c> TrajectoryReplay<'c> {
         if reach.is_empty() {
             return (plain.clone(), plain);
         }
-        for range in reach {
-            context_text.extend(self.recorded[range].iter().map(searchable_text));
+        for piece in reach {
+            match piece.chars {
+                None => {
+                    context_text.extend(self.recorded[piece.messages].iter().map(searchable_text))
+                }
+                Some(_) => context_text.push(piece.text(&self.recorded)),
+            }
         }
         (plain, measure(&context_text))
     }

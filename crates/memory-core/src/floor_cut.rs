@@ -30,10 +30,15 @@
 //! let cut = cut_to_fit(result, &budget, &CharTokenCounter).await.unwrap();
 //! assert!(cut.fits && cut.tokens() <= 200);
 //! assert_eq!(cut.messages[0], m[0]);
-//! // The marker names the original: one recall brings it back whole.
-//! assert_eq!(Handle::all_in(&cut.messages[1].text()), vec![Handle::of(&m[1..])]);
+//! // The marker names the original's parts that were cut, each one recall.
+//! let named = Handle::all_in(&cut.messages[1].text());
+//! assert_eq!(named.len(), 1);
+//! assert_eq!(named[0].whole(), Handle::of(&m[1..]));
+//! assert!(named[0].parts().is_some());
 //! # });
 //! ```
+
+use std::ops::Range;
 
 use async_trait::async_trait;
 
@@ -177,12 +182,17 @@ async fn shorten(
     };
     let handle = Handle::of(std::slice::from_ref(message));
     let chars = text.chars().count();
+    // Parts count the characters of the message's whole text, where this
+    // text may be one block of several.
+    let (offset, total) = block_offset(message, text);
+    let name =
+        |span: Range<usize>, _| handle.covering(span.start + offset..span.end + offset, total);
     let mut target = tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
     let mut best: Option<(Message, usize)> = None;
     for _ in 0..TRIES_PER_MESSAGE {
         // The characters to keep, in proportion to the tokens to keep.
         let keep = chars.saturating_mul(target) / tokens.max(1);
-        let new_text = cut_text(text, keep, handle);
+        let new_text = cut_naming(text, keep, name);
         if new_text.len() >= text.len() {
             // The marker costs more than the cut saves: a short message.
             break;
@@ -218,6 +228,12 @@ async fn shorten(
 /// assert!(text.starts_with(cut.lines().next().unwrap()));
 /// ```
 pub fn cut_text(text: &str, keep: usize, handle: Handle) -> String {
+    cut_naming(text, keep, |span, chars| handle.covering(span, chars))
+}
+
+/// [`cut_text`], its marker naming `name(cut characters, text's
+/// characters)`.
+fn cut_naming(text: &str, keep: usize, name: impl Fn(Range<usize>, usize) -> Handle) -> String {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let head = keep * 2 / 3;
     let tail = keep - head;
@@ -231,9 +247,28 @@ pub fn cut_text(text: &str, keep: usize, handle: Handle) -> String {
         "{}\n[{removed}{}{} for the whole]\n{}",
         &text[..head_end],
         MARKER_MIDDLE.trim_end_matches("r:"),
-        handle,
+        name(head..head + removed, chars.len()),
         &text[tail_start..]
     )
+}
+
+/// Where `text`, one of `message`'s text blocks, starts in the message's
+/// whole text ([`Message::text`], its blocks a line apart), and how many
+/// characters that has.
+fn block_offset(message: &Message, text: &str) -> (usize, usize) {
+    let Message::User(blocks) = message else {
+        return (0, text.chars().count());
+    };
+    let texts: Vec<&str> = blocks.iter().filter_map(ContentBlock::as_text).collect();
+    let total =
+        texts.iter().map(|t| t.chars().count()).sum::<usize>() + texts.len().saturating_sub(1);
+    let before = texts
+        .iter()
+        .position(|t| std::ptr::eq(*t, text))
+        .map_or(0, |k| {
+            texts[..k].iter().map(|t| t.chars().count() + 1).sum()
+        });
+    (before, total)
 }
 
 /// `message` with `old` (one of its texts) replaced by `new`.
@@ -335,16 +370,38 @@ mod tests {
         let c = counts(&m);
         let history = History::new(&m, &c).unwrap();
         let result = cut(&history, 400);
-        for (i, shown) in result.messages.iter().enumerate().skip(3) {
-            let handles = Handle::all_in(&shown.text());
-            assert_eq!(handles, vec![Handle::of(&m[i..=i])]);
-            let back = block_on(resolve(
+        let recall = |h: Handle| {
+            block_on(resolve(
                 &m,
-                &RecallRequest::new(handles[0].to_string()),
+                &RecallRequest::new(h.to_string()),
                 &CharTokenCounter,
             ))
-            .unwrap();
-            assert_eq!(back.messages, m[i..=i]);
+            .unwrap()
+        };
+        for (i, shown) in result.messages.iter().enumerate().skip(3) {
+            let [handle] = Handle::all_in(&shown.text())[..] else {
+                panic!("one handle in {shown:?}");
+            };
+            assert_eq!(handle.whole(), Handle::of(&m[i..=i]));
+            assert_eq!(recall(handle.whole()).messages, m[i..=i]);
+            // A long original is named by the parts that hold its cut
+            // middle, each one recall of its characters.
+            let original: Vec<char> = m[i].text().chars().collect();
+            let shown = shown.text();
+            let head = shown[..shown.find("\n[").unwrap()].chars().count();
+            let tail = shown[shown.rfind("]\n").unwrap() + 2..].chars().count();
+            let first = handle.chars(original.len()).unwrap();
+            assert!(
+                first.start <= head && first.end >= original.len() - tail,
+                "{handle}"
+            );
+            for part in handle.each_part() {
+                let back = recall(part);
+                let chars = part.chars(original.len()).unwrap();
+                assert!(back.whole && chars.len() <= crate::recall::PART_CHARS);
+                assert_eq!(back.text, original[chars].iter().collect::<String>());
+                assert_eq!(back.messages, m[i..=i]);
+            }
         }
     }
 

@@ -343,9 +343,11 @@ pub async fn add_index(
     let Some(first) = stretches.first().map(|s| s.start) else {
         return Ok(result);
     };
-    let pieces = pieces(history, &stretches, max_reachable_tokens(budget));
+    let max_tokens = max_reachable_tokens(budget);
+    let pieces = pieces(history, &stretches, max_tokens);
     let order = ranked(history, &pieces);
-    let Some((message, tokens)) = index_message(history, &pieces, &order, room, counter).await?
+    let Some((message, tokens)) =
+        index_message(history, &pieces, &order, room, max_tokens, counter).await?
     else {
         return Ok(result);
     };
@@ -423,6 +425,17 @@ fn pieces(
         let mut at = stretch.start;
         while at < stretch.end {
             let end = structure::step_end(messages, at).min(stretch.end);
+            if end - at > 1 && history.tokens(at..end) > max_tokens {
+                // A step too large for one recall: a piece per message
+                // (a long one is then listed by its parts).
+                if !piece.is_empty() {
+                    out.push(piece);
+                }
+                out.extend((at..end).map(|i| i..i + 1));
+                piece = end..end;
+                at = end;
+                continue;
+            }
             let grown = piece.start..end;
             if piece.is_empty() || history.tokens(grown.clone()) <= max_tokens {
                 piece = grown;
@@ -501,6 +514,7 @@ async fn index_message(
     pieces: &[Range<usize>],
     order: &[usize],
     room: usize,
+    max_tokens: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
     let messages = history.messages();
@@ -508,7 +522,11 @@ async fn index_message(
     let mut used = counter.count_message(&Message::system(PREFIX)).await?;
     for &k in order {
         let piece = &pieces[k];
-        let line = line(&messages[piece.clone()], history.tokens(piece.clone()));
+        let line = line(
+            &messages[piece.clone()],
+            history.tokens(piece.clone()),
+            max_tokens,
+        );
         let cost = counter.count(&line).await? + 1;
         if used + cost > room {
             break;
@@ -528,7 +546,7 @@ async fn index_message(
 
 /// One index line: the piece's handle, who spoke, its size and a few of
 /// its words.
-fn line(piece: &[Message], tokens: usize) -> String {
+fn line(piece: &[Message], tokens: usize, max_tokens: usize) -> String {
     let mut roles: Vec<&str> = Vec::new();
     for m in piece {
         if !roles.contains(&m.role()) {
@@ -537,10 +555,22 @@ fn line(piece: &[Message], tokens: usize) -> String {
     }
     format!(
         "- {} ({}; {tokens} tokens) {}",
-        Handle::of(piece),
+        handle(piece, tokens, max_tokens),
         roles.join(", "),
         salient_words(piece).join(" ")
     )
+}
+
+/// The handle a line names: the piece's, or, for one message too long for
+/// one recall, its parts.
+fn handle(piece: &[Message], tokens: usize, max_tokens: usize) -> Handle {
+    match piece {
+        [message] if tokens > max_tokens => {
+            let chars = message.text().chars().count();
+            Handle::for_span(message, 0..chars, chars)
+        }
+        _ => Handle::of(piece),
+    }
 }
 
 /// The piece's most frequent words of at least [`MIN_WORD_CHARS`]

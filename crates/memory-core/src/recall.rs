@@ -3,7 +3,10 @@
 //! A [`Handle`] names a stretch of the history by the identity of its first
 //! message ([`identity::message_key`](crate::identity::message_key)) and
 //! its length: `r:1a2b3c4d5e6f` for one message, `r:1a2b3c4d5e6f+12` for
-//! twelve. It depends on nothing but the messages, so it is the same in
+//! twelve; `r:1a2b3c4d5e6f#3` for the third [`PART_CHARS`] characters of
+//! a long message's text, `r:1a2b3c4d5e6f#2-9` for its parts 2 to 9 (a
+//! long output's cut middle, say: each part is one recall that fits in a
+//! small budget, however long the message). It depends on nothing but the messages, so it is the same in
 //! every call (it never breaks a cached prefix) and in every process, and
 //! it resolves against any copy of the session's history ([`Handle::find`]);
 //! a handle of another session's message is found nowhere in this one.
@@ -61,7 +64,20 @@ const KEY_DIGITS: usize = 12;
 pub struct Handle {
     key: u64,
     len: usize,
+    /// The first and last [`PART_CHARS`] parts named (1-based), for a
+    /// handle of parts of one message's text.
+    parts: Option<(usize, usize)>,
 }
+
+/// Characters of a message's text per part that a part handle names
+/// (`r:KEY#3` is characters 2,400 to 3,600). Why: a part must come back
+/// whole in one recall within a quarter of the smallest budgets agents
+/// run with ([`REACHABLE_BUDGET_DIVISOR`]); 1,200 characters are 300
+/// tokens by the character estimate and about 300 to 400 with the
+/// OpenAI encodings on logs and code, within the 400 of a 1,600-token
+/// budget's quarter. Fixed, not taken from the budget, so that a handle
+/// is the same under any budget and needs only the text to be written.
+pub const PART_CHARS: usize = 1_200;
 
 impl Handle {
     /// The handle of `messages` (a stretch of the history, in order); an
@@ -70,7 +86,106 @@ impl Handle {
         Handle {
             key: messages.first().map_or(0, key),
             len: messages.len().max(1),
+            parts: None,
         }
+    }
+
+    /// The handle that brings back the characters `span` of `message`'s
+    /// text ([`Message::text`], `chars` characters long) in pieces a
+    /// recall returns whole: the message's own handle when its text is at
+    /// most one part, else the parts that cover `span`.
+    ///
+    /// ```
+    /// use memory_core::{recall::{Handle, PART_CHARS}, Message};
+    /// let long = Message::tool_result("c1", "x".repeat(5 * PART_CHARS));
+    /// let h = Handle::for_span(&long, PART_CHARS + 1..3 * PART_CHARS, 5 * PART_CHARS);
+    /// assert!(h.to_string().ends_with("#2-3"));
+    /// let short = Message::tool_result("c2", "ok");
+    /// assert_eq!(Handle::for_span(&short, 0..2, 2), Handle::of(std::slice::from_ref(&short)));
+    /// ```
+    pub fn for_span(message: &Message, span: Range<usize>, chars: usize) -> Handle {
+        Handle::of(std::slice::from_ref(message)).covering(span, chars)
+    }
+
+    /// This message's handle, narrowed to the parts that cover the
+    /// characters `span` of its text of `chars` characters (whole when the
+    /// text is at most one part, or when this names several messages).
+    ///
+    /// ```
+    /// use memory_core::{recall::{Handle, PART_CHARS}, Message};
+    /// let h = Handle::of(&[Message::user("a")]);
+    /// assert_eq!(h.covering(0..10, 10), h);
+    /// assert_eq!(h.covering(0..PART_CHARS + 1, 3 * PART_CHARS).parts(), Some((1, 2)));
+    /// ```
+    pub fn covering(self, span: Range<usize>, chars: usize) -> Handle {
+        let whole = self.whole();
+        if self.len > 1 || chars <= PART_CHARS || span.is_empty() {
+            return whole;
+        }
+        let last = span.end.min(chars).max(span.start + 1);
+        Handle {
+            parts: Some((span.start / PART_CHARS + 1, (last - 1) / PART_CHARS + 1)),
+            ..whole
+        }
+    }
+
+    /// The handle of the whole stretch, without parts.
+    ///
+    /// ```
+    /// use memory_core::{recall::Handle, Message};
+    /// let h = Handle::of(&[Message::user("a")]);
+    /// assert_eq!(h.covering(0..5_000, 9_000).whole(), h);
+    /// ```
+    pub fn whole(self) -> Handle {
+        Handle {
+            parts: None,
+            ..self
+        }
+    }
+
+    /// The first and last parts named (1-based, [`PART_CHARS`] each), for
+    /// a handle of parts.
+    ///
+    /// ```
+    /// let h = memory_core::recall::Handle::parse("r:00000000002a#2-4").unwrap();
+    /// assert_eq!(h.parts(), Some((2, 4)));
+    /// ```
+    pub fn parts(&self) -> Option<(usize, usize)> {
+        self.parts
+    }
+
+    /// Each part this handle names, as a handle of its own (the handle
+    /// itself when it names no parts).
+    ///
+    /// ```
+    /// let h = memory_core::recall::Handle::parse("r:00000000002a#2-4").unwrap();
+    /// assert_eq!(h.each_part().len(), 3);
+    /// assert_eq!(h.each_part()[0].to_string(), "r:00000000002a#2");
+    /// ```
+    pub fn each_part(&self) -> Vec<Handle> {
+        match self.parts {
+            None => vec![*self],
+            Some((first, last)) => (first..=last)
+                .map(|k| Handle {
+                    parts: Some((k, k)),
+                    ..*self
+                })
+                .collect(),
+        }
+    }
+
+    /// The characters of the message's text the parts cover (cut to the
+    /// text's `chars`); `None` for a handle of whole messages.
+    ///
+    /// ```
+    /// let h = memory_core::recall::Handle::parse("r:00000000002a#2").unwrap();
+    /// assert_eq!(h.chars(10_000), Some(1_200..2_400));
+    /// assert_eq!(h.chars(1_500), Some(1_200..1_500));
+    /// ```
+    pub fn chars(&self, chars: usize) -> Option<Range<usize>> {
+        let (first, last) = self.parts?;
+        let start = ((first - 1) * PART_CHARS).min(chars);
+        Some(start..(last * PART_CHARS).min(chars))
     }
 
     /// How many messages the stretch holds.
@@ -83,7 +198,7 @@ impl Handle {
         self.len
     }
 
-    /// Reads `r:KEY` or `r:KEY+N`.
+    /// Reads `r:KEY`, `r:KEY+N`, `r:KEY#P` or `r:KEY#P-Q`.
     ///
     /// # Errors
     ///
@@ -92,32 +207,18 @@ impl Handle {
     /// ```
     /// use memory_core::recall::Handle;
     /// assert!(Handle::parse("r:00000000002a+3").is_ok());
+    /// assert!(Handle::parse("r:00000000002a#2-5").is_ok());
     /// assert!(Handle::parse("r:zz").is_err());
     /// assert!(Handle::parse("r:00000000002a+0").is_err());
+    /// assert!(Handle::parse("r:00000000002a#3-2").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Handle, MemoryError> {
-        let bad = |why: &str| {
-            MemoryError::Recall(format!(
-                "handle {text:?} {why}: a handle is r: and {KEY_DIGITS} hex digits, then +N for N messages"
-            ))
-        };
-        let rest = text
-            .trim()
-            .strip_prefix("r:")
-            .ok_or_else(|| bad("does not start with r:"))?;
-        let (hex, len) = match rest.split_once('+') {
-            Some((hex, n)) => (
-                hex,
-                n.parse::<usize>()
-                    .map_err(|_| bad("has no count after +"))?,
-            ),
-            None => (rest, 1),
-        };
-        if hex.len() != KEY_DIGITS || len == 0 {
-            return Err(bad("is malformed"));
+        let text = text.trim();
+        match scan(text) {
+            Ok((handle, used)) if used == text.len() => Ok(handle),
+            Ok(_) => Err(bad_handle(text, "has more after it")),
+            Err(why) => Err(bad_handle(text, why)),
         }
-        let key = u64::from_str_radix(hex, 16).map_err(|_| bad("has a key that is not hex"))?;
-        Ok(Handle { key, len })
     }
 
     /// Where the stretch is in `history`: the first message with the key
@@ -151,12 +252,7 @@ impl Handle {
         let mut rest = text;
         while let Some(at) = rest.find("r:") {
             let candidate = &rest[at..];
-            let end = candidate
-                .char_indices()
-                .skip(2)
-                .find(|(_, c)| !(c.is_ascii_hexdigit() || *c == '+' || c.is_ascii_digit()))
-                .map_or(candidate.len(), |(i, _)| i);
-            if let Ok(handle) = Handle::parse(&candidate[..end]) {
+            if let Ok((handle, _)) = scan(candidate) {
                 found.push(handle);
             }
             rest = &candidate[2..];
@@ -165,13 +261,67 @@ impl Handle {
     }
 }
 
+/// The error for a handle `text` that is not one, and why.
+fn bad_handle(text: &str, why: &str) -> MemoryError {
+    MemoryError::Recall(format!(
+        "handle {text:?} {why}: a handle is r: and {KEY_DIGITS} hex digits, then +N for N messages or #P, #P-Q for parts of one"
+    ))
+}
+
+/// Reads the handle `text` starts with: the handle and how many bytes
+/// it took, or why there is none.
+fn scan(text: &str) -> Result<(Handle, usize), &'static str> {
+    let rest = text.strip_prefix("r:").ok_or("does not start with r:")?;
+    let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+    if hex != KEY_DIGITS || rest[hex..].starts_with(|c: char| c.is_alphanumeric()) {
+        return Err("has no key of the right length");
+    }
+    let key = u64::from_str_radix(&rest[..hex], 16).map_err(|_| "has a key that is not hex")?;
+    let after = &rest[hex..];
+    let number = |s: &str| -> (Option<usize>, usize) {
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        (s[..digits].parse().ok(), digits)
+    };
+    let mut handle = Handle {
+        key,
+        len: 1,
+        parts: None,
+    };
+    let mut used = 2 + hex;
+    if let Some(count) = after.strip_prefix('+') {
+        let (n, digits) = number(count);
+        handle.len = n.filter(|&n| n > 0).ok_or("has no count after +")?;
+        used += 1 + digits;
+    } else if let Some(parts) = after.strip_prefix('#') {
+        let (first, digits) = number(parts);
+        let first = first.filter(|&n| n > 0).ok_or("has no part after #")?;
+        used += 1 + digits;
+        let mut last = first;
+        if let Some(to) = parts[digits..].strip_prefix('-')
+            && let (Some(n), more) = number(to)
+        {
+            last = n;
+            used += 1 + more;
+        }
+        if last < first {
+            return Err("names its parts backwards");
+        }
+        handle.parts = Some((first, last));
+    }
+    Ok((handle, used))
+}
+
 impl fmt::Display for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "r:{:0width$x}", self.key, width = KEY_DIGITS)?;
         if self.len > 1 {
             write!(f, "+{}", self.len)?;
         }
-        Ok(())
+        match self.parts {
+            Some((first, last)) if first == last => write!(f, "#{first}"),
+            Some((first, last)) => write!(f, "#{first}-{last}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -194,18 +344,68 @@ pub fn max_reachable_tokens(budget: &crate::Budget) -> usize {
         .map_or(usize::MAX, |t| t / REACHABLE_BUDGET_DIVISOR)
 }
 
-/// The stretches of `history` that one recall from `context` brings back
-/// whole: those named by a handle written in the context whose messages
-/// together hold at most `max_tokens` (`counts` are the history's counts).
-/// A handle to a larger stretch ("everything before turn 40") makes
-/// nothing in it reachable: its recall comes back cut. In order of the
-/// handles' first appearance, each once.
+/// A piece of the history one recall brings back whole: a stretch of
+/// messages, or parts of one message's text.
+///
+/// ```
+/// use memory_core::{recall::Reached, Message};
+/// let history = [Message::user("abcdef")];
+/// assert_eq!(Reached { messages: 0..1, chars: Some(2..4) }.text(&history), "cd");
+/// assert_eq!(Reached { messages: 0..1, chars: None }.text(&history), "abcdef");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reached {
+    /// The messages: the one whose text the parts are of, for parts.
+    pub messages: Range<usize>,
+    /// The characters of that message's text, for parts.
+    pub chars: Option<Range<usize>>,
+}
+
+impl Reached {
+    /// Whether the piece holds its messages whole.
+    ///
+    /// ```
+    /// assert!(memory_core::recall::Reached { messages: 0..2, chars: None }.is_whole());
+    /// ```
+    pub fn is_whole(&self) -> bool {
+        self.chars.is_none()
+    }
+
+    /// The piece's text: its messages' texts, one per line, or the
+    /// characters of the one message's.
+    pub fn text(&self, history: &[Message]) -> String {
+        let messages = history.get(self.messages.clone()).unwrap_or_default();
+        match &self.chars {
+            None => messages
+                .iter()
+                .map(Message::text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Some(chars) => messages.first().map_or_else(String::new, |m| {
+                m.text()
+                    .chars()
+                    .skip(chars.start)
+                    .take(chars.len())
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// The pieces of `history` that one recall from `context` brings back
+/// whole: those named by a handle written in the context that hold at most
+/// `max_tokens` (`counts` are the history's counts; a part of a message
+/// is taken to hold its share of the message's tokens by characters). A
+/// handle of parts counts part by part. A handle to a larger stretch
+/// ("everything before turn 40") makes nothing in it reachable: its
+/// recall comes back cut. In order of the handles' first appearance,
+/// each once.
 ///
 /// ```
 /// use memory_core::{recall::{reachable, Handle}, Message};
 /// let history = [Message::user("a"), Message::assistant("b"), Message::user("c")];
 /// let context = [Message::user(format!("[left out: {}]", Handle::of(&history[..2]))), history[2].clone()];
-/// assert_eq!(reachable(&history, &[5, 5, 5], &context, 10), vec![0..2]);
+/// assert_eq!(reachable(&history, &[5, 5, 5], &context, 10)[0].messages, 0..2);
 /// assert!(reachable(&history, &[5, 5, 5], &context, 9).is_empty());
 /// ```
 pub fn reachable(
@@ -213,17 +413,32 @@ pub fn reachable(
     counts: &[usize],
     context: &[Message],
     max_tokens: usize,
-) -> Vec<Range<usize>> {
-    let mut out: Vec<Range<usize>> = Vec::new();
-    for handle in handles_in(context) {
+) -> Vec<Reached> {
+    let mut out: Vec<Reached> = Vec::new();
+    for handle in handles_in(context).iter().flat_map(Handle::each_part) {
         let Some(range) = handle.find(history) else {
             continue;
         };
         let tokens: usize = counts
             .get(range.clone())
             .map_or(usize::MAX, |c| c.iter().sum());
-        if tokens <= max_tokens && !out.contains(&range) {
-            out.push(range);
+        let (chars, tokens) = match handle.parts {
+            None => (None, tokens),
+            Some(_) => {
+                let total = history[range.start].text().chars().count();
+                let Some(part) = handle.chars(total).filter(|p| !p.is_empty()) else {
+                    continue;
+                };
+                let share = (tokens as u128 * part.len() as u128).div_ceil(total as u128);
+                (Some(part), usize::try_from(share).unwrap_or(usize::MAX))
+            }
+        };
+        let piece = Reached {
+            messages: range,
+            chars,
+        };
+        if tokens <= max_tokens && !out.contains(&piece) {
+            out.push(piece);
         }
     }
     out
@@ -276,11 +491,11 @@ pub fn tool_definition() -> Value {
         "type": "function",
         "function": {
             "name": RECALL_TOOL,
-            "description": "Bring back, verbatim, a part of this conversation that was shortened or left out of the context to save room. Pass the handle written where it stood (like r:1a2b3c4d5e6f, or r:1a2b3c4d5e6f+12 for twelve messages). With a query, only the parts most relevant to it come back; max_tokens caps the answer.",
+            "description": "Bring back, verbatim, a part of this conversation that was shortened or left out of the context to save room. Pass the handle written where it stood (like r:1a2b3c4d5e6f, r:1a2b3c4d5e6f+12 for twelve messages, or r:1a2b3c4d5e6f#3 for part 3 of a long message: r:1a2b3c4d5e6f#2-9 written in the context means its parts 2 to 9, each one recall). With a query, only the parts most relevant to it come back; max_tokens caps the answer.",
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "handle": {"type": "string", "description": "The handle, e.g. r:1a2b3c4d5e6f or r:1a2b3c4d5e6f+12."},
+                    "handle": {"type": "string", "description": "The handle, e.g. r:1a2b3c4d5e6f, r:1a2b3c4d5e6f+12 or r:1a2b3c4d5e6f#3."},
                     "query": {"type": "string", "description": "What you need from it, to bring back only the relevant parts."},
                     "max_tokens": {"type": "integer", "minimum": 1, "description": "The most tokens to bring back."}
                 },
@@ -346,14 +561,16 @@ impl RecallRequest {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Recalled {
-    /// The originals the handle names, exactly as recorded.
+    /// The originals the handle names, exactly as recorded (for a handle
+    /// of parts, the one message they are parts of).
     pub messages: Vec<Message>,
     /// The answer for the model: the originals as text, or the parts of
     /// them most relevant to the query within the cap.
     pub text: String,
     /// Tokens of `text`.
     pub tokens: usize,
-    /// Whether `text` holds the originals whole.
+    /// Whether `text` holds what the handle names whole (the originals,
+    /// or the parts).
     pub whole: bool,
 }
 
@@ -374,8 +591,11 @@ pub async fn resolve(
             "no message of this session has the handle {handle}: it names nothing recorded here"
         ))
     })?;
-    let messages = history[range].to_vec();
-    let whole = transcript::to_text(&messages);
+    let messages = history[range.clone()].to_vec();
+    let whole = match handle.parts {
+        None => transcript::to_text(&messages),
+        Some(_) => part_text(&history[range.start], handle)?,
+    };
     let tokens = counter.count(&whole).await?;
     let cap = request.max_tokens.unwrap_or(usize::MAX);
     if tokens <= cap {
@@ -394,6 +614,21 @@ pub async fn resolve(
         tokens,
         whole: false,
     })
+}
+
+/// The characters of `message`'s text that the parts of `handle` name.
+fn part_text(message: &Message, handle: Handle) -> Result<String, MemoryError> {
+    let text = message.text();
+    let total = text.chars().count();
+    match handle.chars(total) {
+        Some(part) if !part.is_empty() => {
+            Ok(text.chars().skip(part.start).take(part.len()).collect())
+        }
+        _ => Err(MemoryError::Recall(format!(
+            "the handle {handle} names parts past the message's end: its text has {} parts of {PART_CHARS} characters",
+            total.div_ceil(PART_CHARS)
+        ))),
+    }
 }
 
 /// The lines of `text` that share most words with `query` (the first and
@@ -503,6 +738,7 @@ mod tests {
         let stretch = Handle {
             key: key(&history[1]),
             len: 2,
+            parts: None,
         };
         assert_eq!(stretch.find(&history), None);
         let text = format!(

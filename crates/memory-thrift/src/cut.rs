@@ -3,11 +3,12 @@
 //! A cut keeps the beginning and the end of a text and puts one line in
 //! place of the middle that says how many characters were removed and,
 //! when the cut is of a message, the [recall handle](Handle) that brings
-//! the whole back:
+//! back what was cut (for a text longer than one part, the parts that
+//! hold it, each one recall):
 //!
 //! ```text
 //! first lines of the output
-//! [... 18234 characters cut; recall r:5dfe0c1a2b3c ...]
+//! [... 18234 characters cut; recall r:5dfe0c1a2b3c#1-16 ...]
 //! last lines of the output
 //! ```
 //!
@@ -177,7 +178,9 @@ pub fn cut_middle(text: &str, keep: usize) -> Cow<'_, str> {
 }
 
 /// [`cut_middle`] of the text of the message with `handle`, whose marker
-/// names the handle (a text already cut keeps its marker's handle).
+/// names the handle (a text already cut keeps its marker's handle): for a
+/// text longer than one [part](memory_core::recall::PART_CHARS), the
+/// parts that hold what was cut, each one recall.
 ///
 /// ```
 /// use memory_core::{recall::Handle, Message};
@@ -186,7 +189,9 @@ pub fn cut_middle(text: &str, keep: usize) -> Cow<'_, str> {
 /// let log: String = (1..=400).map(|i| format!("line {i}\n")).collect();
 /// let handle = Handle::of(&[Message::tool_result("c1", log.clone())]);
 /// let short = cut_middle_with_handle(&log, 200, handle);
-/// assert_eq!(Handle::all_in(&short), vec![handle]);
+/// let named = Handle::all_in(&short);
+/// assert_eq!(named, vec![handle.covering(100..log.len() - 100, log.len())]);
+/// assert_eq!(named[0].parts(), Some((1, 3)));
 /// assert_eq!(cut_middle_with_handle(&short, 200, handle), short); // idempotent
 /// assert_eq!(memory_thrift::cut::original_len(&short), log.chars().count());
 /// ```
@@ -245,7 +250,12 @@ fn cut(text: &str, keep: usize, handle: Option<Handle>) -> Cow<'_, str> {
 
 fn join(head: &str, removed: usize, handle: Option<Handle>, tail: &str) -> String {
     let marker = match handle {
-        Some(handle) => marker_with_handle(removed, handle),
+        Some(handle) => {
+            // The parts of a long original that hold what is cut.
+            let start = head.chars().count();
+            let chars = start + removed + tail.chars().count();
+            marker_with_handle(removed, handle.covering(start..start + removed, chars))
+        }
         None => marker(removed),
     };
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 2);

@@ -55,10 +55,11 @@ pub fn tool_result(original: &str, handle: Handle) -> String {
 pub(crate) fn write_tool_result(original: &str, handle: Handle, out: &mut String) {
     use std::fmt::Write;
     out.clear();
+    let chars = crate::cut::original_len(original);
     let _ = write!(
         out,
-        "{TOOL_RESULT}{} characters; recall {handle}]",
-        crate::cut::original_len(original)
+        "{TOOL_RESULT}{chars} characters; recall {}]",
+        handle.covering(0..chars, chars)
     );
 }
 

@@ -85,6 +85,16 @@ const RESERVED_PART: f64 = 0.5;
 /// apart, few enough that a line stays about a dozen tokens.
 const WORDS_PER_LINE: usize = 4;
 
+/// The index's room for described lines when not every piece fits
+/// described; the rest of the room names as many other pieces as fit by
+/// their handle alone (a few tokens each, a sixth of a described line),
+/// in history order among the described ones. Why half: the pieces a
+/// question asks about, or the newest, keep their description, and the
+/// rest stay one recall away rather than out of sight. Figure: on the
+/// data set's agent trajectories at 2,000 to 8,000 tokens, see the
+/// CHANGELOG.
+const DESCRIBED_SHARE: f64 = 0.5;
+
 /// Shortest word listed: shorter ones are mostly function words.
 const MIN_WORD_CHARS: usize = 5;
 
@@ -323,6 +333,12 @@ pub async fn add_index(
     if result.messages.iter().any(is_index) {
         return Ok(result);
     }
+    // The messages a summary stands for are left out too: with the
+    // covered set in place, they are listed like any other.
+    let expanded = crate::covered::Expanded::of(history);
+    let history = &expanded
+        .as_ref()
+        .map_or_else(|| history.clone(), crate::covered::Expanded::history);
     if let Some(old) = history.messages().iter().position(is_index) {
         // A context indexed before and trimmed again keeps its index
         // where it stood, when it has room: it lists what that context
@@ -509,6 +525,9 @@ fn words(text: &str) -> impl Iterator<Item = String> + '_ {
 
 /// The index message listing the `pieces` that fit in `room` tokens, taken
 /// in `order`, in history order, and its count; `None` when not one fits.
+/// When not every piece fits with its description, the first in `order`
+/// are described within [`DESCRIBED_SHARE`] of the room (the first one
+/// always) and as many of the rest as fit are named by their handle alone.
 async fn index_message(
     history: &History<'_>,
     pieces: &[Range<usize>],
@@ -518,21 +537,43 @@ async fn index_message(
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
     let messages = history.messages();
+    let prefix = counter.count_message(&Message::system(PREFIX)).await?;
+    let described = |k: usize| {
+        let piece = pieces[k].clone();
+        line(&messages[piece.clone()], history.tokens(piece), max_tokens)
+    };
+    // Described lines, in order, while they fit in the room.
     let mut lines: Vec<(usize, String)> = Vec::new();
-    let mut used = counter.count_message(&Message::system(PREFIX)).await?;
+    let mut used = prefix;
     for &k in order {
-        let piece = &pieces[k];
-        let line = line(
-            &messages[piece.clone()],
-            history.tokens(piece.clone()),
-            max_tokens,
-        );
+        let line = described(k);
         let cost = counter.count(&line).await? + 1;
         if used + cost > room {
             break;
         }
         used += cost;
         lines.push((k, line));
+    }
+    if lines.len() < order.len() {
+        // Not all fit: fewer described, more named.
+        let described_room =
+            prefix + (room.saturating_sub(prefix) as f64 * DESCRIBED_SHARE) as usize;
+        // The first keeps its description, whatever the room.
+        while used > described_room && lines.len() > 1 {
+            let (_, line) = lines.pop().unwrap_or_default();
+            used -= counter.count(&line).await? + 1;
+        }
+        for &k in &order[lines.len()..] {
+            let piece = pieces[k].clone();
+            let tokens = history.tokens(piece.clone());
+            let line = format!("- {}", handle(&messages[piece], tokens, max_tokens));
+            let cost = counter.count(&line).await? + 1;
+            if used + cost > room {
+                break;
+            }
+            used += cost;
+            lines.push((k, line));
+        }
     }
     if lines.is_empty() {
         return Ok(None);
@@ -566,7 +607,7 @@ fn line(piece: &[Message], tokens: usize, max_tokens: usize) -> String {
 fn handle(piece: &[Message], tokens: usize, max_tokens: usize) -> Handle {
     match piece {
         [message] if tokens > max_tokens => {
-            let chars = message.text().chars().count();
+            let chars = crate::recall::part_text(message).chars().count();
             Handle::for_span(message, 0..chars, chars)
         }
         _ => Handle::of(piece),
@@ -650,6 +691,85 @@ mod tests {
         let index = indexed("What did we say about the garage?").await;
         assert!(index.contains("garage"), "{index}");
         assert!(!index.contains("attic"), "{index}");
+    }
+
+    #[tokio::test]
+    async fn when_not_all_fit_described_the_rest_are_named_by_handle() {
+        let mut m = Vec::new();
+        for k in 0..300 {
+            m.push(Message::user(format!(
+                "Step {k}: check the valve number {k}."
+            )));
+            m.push(Message::assistant(
+                format!("Valve {k} reads normal pressure today. ").repeat(4),
+            ));
+        }
+        m.push(Message::user("Carry on."));
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let history = History::new(&m, &counts).unwrap().forget_task();
+        let mut kept = Selection::new(&history);
+        kept.keep(m.len() - 3..m.len());
+        let result = kept.finish(false, true);
+        let budget = Budget::tokens(2_000);
+        let settings = IndexSettings::default();
+        let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
+            .await
+            .unwrap();
+        let index = out.messages[0].text();
+        assert!(out.counts[0] <= 200, "{}", out.counts[0]);
+        let described = index.lines().filter(|l| l.contains(" tokens) ")).count();
+        let named = index.lines().skip(1).count() - described;
+        assert!(described >= 1 && named > described, "{index}");
+        // Every line is one recall of left-out messages, within reach.
+        let reach = crate::recall::reachable(&m, &counts, &out.messages, 500);
+        assert_eq!(reach.len(), described + named);
+        assert!(reach.iter().all(|r| r.messages.end <= m.len() - 3));
+    }
+
+    #[tokio::test]
+    async fn the_turns_a_summary_stands_for_are_listed() {
+        let covered: Vec<Message> = (0..6)
+            .flat_map(|k| {
+                [
+                    Message::user(format!("Which colour for room {k}?")),
+                    Message::assistant(format!("Room {k}: sage green walls. ").repeat(5)),
+                ]
+            })
+            .collect();
+        let covered_counts = crate::count_messages(&CharTokenCounter, &covered)
+            .await
+            .unwrap();
+        let view = [
+            crate::summary::message("We chose colours for six rooms."),
+            Message::user("And the hall?"),
+        ];
+        let view_counts = crate::count_messages(&CharTokenCounter, &view)
+            .await
+            .unwrap();
+        let set = crate::covered::Covered::new(covered.clone(), covered_counts)
+            .unwrap()
+            .before(Some(view[1].clone()));
+        let history = History::new(&view, &view_counts)
+            .unwrap()
+            .forget_task()
+            .with_covered(set);
+        let result = TrimResult::unchanged(&history, &Budget::tokens(2_000));
+        let out = add_index(
+            &history,
+            result,
+            &Budget::tokens(2_000),
+            &CharTokenCounter,
+            &IndexSettings::default(),
+        )
+        .await
+        .unwrap();
+        let at = out.messages.iter().position(is_index).expect("an index");
+        assert_eq!(out.messages[at - 1], view[0], "after the summary");
+        let handles = Handle::all_in(&out.messages[at].text());
+        assert!(!handles.is_empty());
+        for h in handles {
+            assert!(h.find(&covered).is_some(), "{h} names covered turns");
+        }
     }
 
     #[tokio::test]

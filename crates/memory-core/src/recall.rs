@@ -91,7 +91,7 @@ impl Handle {
     }
 
     /// The handle that brings back the characters `span` of `message`'s
-    /// text ([`Message::text`], `chars` characters long) in pieces a
+    /// text ([`part_text`], `chars` characters long) in pieces a
     /// recall returns whole: the message's own handle when its text is at
     /// most one part, else the parts that cover `span`.
     ///
@@ -357,7 +357,7 @@ pub fn max_reachable_tokens(budget: &crate::Budget) -> usize {
 pub struct Reached {
     /// The messages: the one whose text the parts are of, for parts.
     pub messages: Range<usize>,
-    /// The characters of that message's text, for parts.
+    /// The characters of that message's [`part_text`], for parts.
     pub chars: Option<Range<usize>>,
 }
 
@@ -382,7 +382,7 @@ impl Reached {
                 .collect::<Vec<_>>()
                 .join("\n"),
             Some(chars) => messages.first().map_or_else(String::new, |m| {
-                m.text()
+                part_text(m)
                     .chars()
                     .skip(chars.start)
                     .take(chars.len())
@@ -425,7 +425,7 @@ pub fn reachable(
         let (chars, tokens) = match handle.parts {
             None => (None, tokens),
             Some(_) => {
-                let total = history[range.start].text().chars().count();
+                let total = part_text(&history[range.start]).chars().count();
                 let Some(part) = handle.chars(total).filter(|p| !p.is_empty()) else {
                     continue;
                 };
@@ -594,7 +594,7 @@ pub async fn resolve(
     let messages = history[range.clone()].to_vec();
     let whole = match handle.parts {
         None => transcript::to_text(&messages),
-        Some(_) => part_text(&history[range.start], handle)?,
+        Some(_) => parts_text(&history[range.start], handle)?,
     };
     let tokens = counter.count(&whole).await?;
     let cap = request.max_tokens.unwrap_or(usize::MAX);
@@ -616,9 +616,43 @@ pub async fn resolve(
     })
 }
 
-/// The characters of `message`'s text that the parts of `handle` name.
-fn part_text(message: &Message, handle: Handle) -> Result<String, MemoryError> {
-    let text = message.text();
+/// The text of `message` whose characters parts count: its text
+/// ([`Message::text`]), and for an assistant message its reasoning and
+/// each tool call's name and arguments after it, a line apart (a step
+/// that writes a file holds it in its call's arguments).
+///
+/// ```
+/// use memory_core::{recall::part_text, Message, ToolCall};
+/// let m = Message::assistant_with_tools("Writing it.", vec![ToolCall::new("c1", "write", "{\"path\": \"a.py\"}")]);
+/// assert_eq!(part_text(&m), "Writing it.\nwrite {\"path\": \"a.py\"}");
+/// assert_eq!(part_text(&Message::tool_result("c1", "ok")), "ok");
+/// ```
+pub fn part_text(message: &Message) -> String {
+    let mut text = message.text();
+    if let Message::Assistant {
+        reasoning,
+        tool_calls,
+        ..
+    } = message
+    {
+        if let Some(extra) = reasoning {
+            text.push('\n');
+            text.push_str(extra);
+        }
+        for call in tool_calls {
+            text.push('\n');
+            text.push_str(&call.name);
+            text.push(' ');
+            text.push_str(&call.arguments);
+        }
+    }
+    text
+}
+
+/// The characters of `message`'s [`part_text`] that the parts of `handle`
+/// name.
+fn parts_text(message: &Message, handle: Handle) -> Result<String, MemoryError> {
+    let text = part_text(message);
     let total = text.chars().count();
     match handle.chars(total) {
         Some(part) if !part.is_empty() => {
@@ -730,6 +764,88 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[tokio::test]
+    async fn each_part_comes_back_whole_and_counts_within_reach_alone() {
+        let args = format!(
+            "{{\"path\": \"big.py\", \"text\": \"{}\"}}",
+            "x = 1\n".repeat(600)
+        );
+        let history = vec![
+            Message::user("write it"),
+            Message::assistant_with_tools(
+                "Writing.",
+                vec![crate::ToolCall::new("c1", "write", args)],
+            ),
+            Message::tool_result("c1", "ok"),
+        ];
+        let text: Vec<char> = part_text(&history[1]).chars().collect();
+        let handle = Handle::for_span(&history[1], 0..text.len(), text.len());
+        let (first, last) = handle.parts().unwrap();
+        assert_eq!((first, last), (1, text.len().div_ceil(PART_CHARS)));
+        let mut back = String::new();
+        for part in handle.each_part() {
+            let got = resolve(
+                &history,
+                &RecallRequest::new(part.to_string()),
+                &CharTokenCounter,
+            )
+            .await
+            .unwrap();
+            assert!(got.whole && got.messages == history[1..2]);
+            back.push_str(&got.text);
+        }
+        // The parts, one after another, are the call's text and arguments.
+        assert_eq!(back, text.iter().collect::<String>());
+        // Past the end: refused, naming how many parts there are.
+        let past = format!("r:{:012x}#{}", key(&history[1]), last + 1);
+        let e = resolve(&history, &RecallRequest::new(past), &CharTokenCounter)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains(&format!("{last} parts")), "{e}");
+        // The whole message is over a small reach; each part is within it.
+        let counts = crate::count_messages(&CharTokenCounter, &history)
+            .await
+            .unwrap();
+        let max = counts[1] / 2;
+        let context = [Message::user(format!("[left out; recall {handle}]"))];
+        let whole = [Message::user(format!(
+            "[left out; recall {}]",
+            handle.whole()
+        ))];
+        assert!(reachable(&history, &counts, &whole, max).is_empty());
+        let reached = reachable(&history, &counts, &context, max);
+        assert_eq!(reached.len(), last);
+        let joined: String = reached.iter().map(|r| r.text(&history)).collect();
+        assert_eq!(joined, back);
+    }
+
+    #[test]
+    fn part_handles_read_and_write_back_the_same_and_prose_around_them_is_not_taken() {
+        let h = Handle::parse("r:00000000002a#2-5").unwrap();
+        assert_eq!(h.to_string(), "r:00000000002a#2-5");
+        assert_eq!(
+            Handle::parse(&h.each_part()[3].to_string())
+                .unwrap()
+                .parts(),
+            Some((5, 5))
+        );
+        let text =
+            "see r:00000000002a#2-5. Or r:00000000002a#7, r:00000000002a+3-based, r:00000000002ab";
+        let found = Handle::all_in(text);
+        assert_eq!(found.len(), 3);
+        assert_eq!(found[0], h);
+        assert_eq!(found[1].parts(), Some((7, 7)));
+        assert_eq!(found[2].len(), 3);
+        for bad in [
+            "r:00000000002a#0",
+            "r:00000000002a#",
+            "r:00000000002a#4-2",
+            "r:00000000002a#1x",
+        ] {
+            assert!(Handle::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

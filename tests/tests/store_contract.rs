@@ -689,7 +689,11 @@ impl TokenCounter for Counting {
         CharTokenCounter.count(text).await
     }
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
-        self.0.fetch_add(1, Ordering::SeqCst);
+        // The index of what a context leaves out is made at every call (a
+        // projection, never stored): counting it recounts nothing.
+        if !memory_core::left_out::is_index(message) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
         CharTokenCounter.count_message(message).await
     }
 }

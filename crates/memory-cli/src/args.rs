@@ -55,9 +55,9 @@ pub enum Command {
     /// every session's context with a pipeline and forwards the fitted
     /// request to an upstream model server.
     Serve(ServeArgs),
-    /// Print what a recall handle (r:KEY or r:KEY+N, as a shortened or
-    /// left-out piece of a context names it) brings back from a stored
-    /// session.
+    /// Print what a recall handle (r:KEY, r:KEY+N, or r:KEY#P for a part of
+    /// a long message, as a shortened or left-out piece of a context names
+    /// it) brings back from a stored session.
     Recall(RecallArgs),
 }
 
@@ -73,7 +73,7 @@ pub enum Command {
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct RecallArgs {
-    /// The handle.
+    /// The handle (r:KEY, r:KEY+N or r:KEY#P).
     #[arg(value_name = "HANDLE")]
     pub handle: String,
 

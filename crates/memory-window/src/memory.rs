@@ -501,9 +501,9 @@ impl WindowMemory {
     }
 
     /// What is shown of `history`: the strategy's result (with room kept
-    /// for the index), cut to fit as a last resort
-    /// ([`with_floor_cut`](Self::with_floor_cut)), then with its index of
-    /// what it leaves out ([`with_index`](Self::with_index)).
+    /// for the index), cut as a last resort to that room when it is over
+    /// the budget ([`with_floor_cut`](Self::with_floor_cut)), then with its
+    /// index of what it leaves out ([`with_index`](Self::with_index)).
     async fn project(
         &self,
         history: &History<'_>,
@@ -513,8 +513,13 @@ impl WindowMemory {
         let index = self.index.as_ref();
         let result =
             left_out::trim_reserving(&*self.strategy, history, budget, counter, index).await?;
-        let result = if self.floor_cut {
-            memory_core::floor_cut::cut_to_fit(result, budget, counter).await?
+        let result = if self.floor_cut && !budget.admits_tokens(result.tokens()) {
+            // Cut to the room the strategy had, so that the index keeps
+            // the room kept for it.
+            let room = index.map_or(*budget, |s| left_out::reserve(history, budget, s));
+            let mut cut = memory_core::floor_cut::cut_to_fit(result, &room, counter).await?;
+            cut.fits = budget.admits_tokens(cut.tokens());
+            cut
         } else {
             result
         };

@@ -701,3 +701,57 @@ async fn the_index_lists_what_is_left_out_and_each_line_recalls_it_whole() {
         "the index takes only room the strategy left"
     );
 }
+
+#[tokio::test]
+async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
+    use memory_core::left_out;
+    use memory_core::recall::{RecallRequest, max_reachable_tokens};
+    // A text-only agent: each observation comes back as a user message,
+    // the newest far over the budget.
+    let budget = 2_000;
+    let mut memory = WindowMemory::new(budget);
+    memory
+        .record_protected(Message::system("You are a coding agent."))
+        .await
+        .unwrap();
+    memory
+        .record(Message::user("Fix the parser."))
+        .await
+        .unwrap();
+    for step in 0..8 {
+        memory
+            .record(Message::assistant(format!("Step {step}: run the tests.")))
+            .await
+            .unwrap();
+        let lines = if step == 7 { 2_000 } else { 60 };
+        let observation = (0..lines)
+            .map(|i| format!("step {step} line {i}: test_parse_{i} ok\n"))
+            .collect::<String>();
+        memory.record(Message::user(observation)).await.unwrap();
+    }
+    let result = memory.trimmed().await.unwrap();
+    assert!(result.fits && result.tokens() <= budget);
+    let at = result
+        .messages
+        .iter()
+        .position(left_out::is_index)
+        .expect("the cut left the index the room kept for it");
+    // The index's handles and the cut's parts each come back whole, in reach.
+    let max = max_reachable_tokens(&Budget::tokens(budget));
+    let newest = result.messages.last().unwrap().text();
+    let handles = memory_core::recall::handles_in(&result.messages);
+    assert!(handles.len() > 1, "{handles:?}");
+    assert!(!memory_core::recall::Handle::all_in(&newest).is_empty());
+    for handle in handles.iter().flat_map(|h| h.each_part()) {
+        let back = memory
+            .recall(&RecallRequest::new(handle.to_string()))
+            .await
+            .unwrap();
+        assert!(
+            back.whole && back.tokens <= max,
+            "{handle}: {}",
+            back.tokens
+        );
+    }
+    assert!(result.counts[at] > 0);
+}

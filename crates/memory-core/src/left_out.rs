@@ -98,6 +98,11 @@ const DESCRIBED_SHARE: f64 = 0.5;
 /// Shortest word listed: shorter ones are mostly function words.
 const MIN_WORD_CHARS: usize = 5;
 
+/// Shortest question word matched: the rarity weight takes the function
+/// words out ("what", "did" are in every piece and weigh nothing), so the
+/// short words that name things ("cat", "race", "Jon") count.
+const MIN_QUESTION_WORD_CHARS: usize = 3;
+
 /// A newest user message this long at most, with a question mark, is a
 /// question the index answers first. Why: a question is a sentence or
 /// two, while an observation or a pasted file, whose words change every
@@ -468,28 +473,43 @@ fn pieces(
     out
 }
 
-/// The pieces' positions, the first to list first: those sharing most of
-/// the question's words, the newest first among equals (newest first
-/// alone without a question).
+/// The pieces' positions, the first to list first: those whose words
+/// match the question's best, each shared word weighing by its rarity
+/// among the pieces (a word every piece holds weighs nothing, a word one
+/// piece holds the most: BM25's inverse document frequency), the newest
+/// first among equals (newest first alone without a question).
 fn ranked(history: &History<'_>, pieces: &[Range<usize>]) -> Vec<usize> {
     let asked = question_words(history);
-    let score = |piece: &Range<usize>| {
-        if asked.is_empty() {
-            return 0;
-        }
-        let mut found = vec![false; asked.len()];
-        for m in &history.messages()[piece.clone()] {
-            for word in words(&m.text()) {
-                if let Some(at) = asked.iter().position(|w| *w == word) {
-                    found[at] = true;
+    let mut scores = vec![0.0; pieces.len()];
+    if !asked.is_empty() {
+        let held: Vec<Vec<bool>> = pieces
+            .iter()
+            .map(|piece| {
+                let mut found = vec![false; asked.len()];
+                for m in &history.messages()[piece.clone()] {
+                    for word in words(&m.text(), MIN_QUESTION_WORD_CHARS) {
+                        if let Some(at) = asked.iter().position(|w| *w == word) {
+                            found[at] = true;
+                        }
+                    }
+                }
+                found
+            })
+            .collect();
+        let n = pieces.len() as f64;
+        for (w, _) in asked.iter().enumerate() {
+            let df = held.iter().filter(|found| found[w]).count() as f64;
+            let weight = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for (score, found) in scores.iter_mut().zip(&held) {
+                if found[w] {
+                    *score += weight;
                 }
             }
         }
-        found.iter().filter(|&&f| f).count()
-    };
-    let mut order: Vec<(usize, usize)> = pieces.iter().map(score).enumerate().collect();
-    order.sort_by_key(|&(k, score)| (std::cmp::Reverse(score), std::cmp::Reverse(k)));
-    order.into_iter().map(|(k, _)| k).collect()
+    }
+    let mut order: Vec<usize> = (0..pieces.len()).collect();
+    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(b.cmp(&a)));
+    order
 }
 
 /// The words of the newest message when it is a short user question;
@@ -507,7 +527,7 @@ fn question_words(history: &History<'_>) -> Vec<String> {
         return Vec::new();
     }
     let mut out: Vec<String> = Vec::new();
-    for word in words(&text) {
+    for word in words(&text, MIN_QUESTION_WORD_CHARS) {
         if !out.contains(&word) {
             out.push(word);
         }
@@ -515,11 +535,10 @@ fn question_words(history: &History<'_>) -> Vec<String> {
     out
 }
 
-/// The lowercased words of `text` of at least [`MIN_WORD_CHARS`]
-/// characters.
-fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+/// The lowercased words of `text` of at least `min` characters.
+fn words(text: &str, min: usize) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= MIN_WORD_CHARS)
+        .filter(move |w| w.chars().count() >= min)
         .map(str::to_lowercase)
 }
 
@@ -620,7 +639,7 @@ fn salient_words(piece: &[Message]) -> Vec<String> {
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
     let mut order = 0;
     for m in piece {
-        for word in words(&m.text()) {
+        for word in words(&m.text(), MIN_WORD_CHARS) {
             let entry = counts.entry(word).or_insert((0, order));
             entry.0 += 1;
             order += 1;
@@ -770,6 +789,37 @@ mod tests {
         for h in handles {
             assert!(h.find(&covered).is_some(), "{h} names covered turns");
         }
+    }
+
+    #[tokio::test]
+    async fn a_rare_short_word_outranks_a_word_every_piece_shares() {
+        let mut m = Vec::new();
+        for k in 0..8 {
+            let pet = if k == 2 { " The cat slept there." } else { "" };
+            m.push(Message::user(format!("What grows in garden bed {k}?")));
+            m.push(Message::assistant(
+                format!("Garden bed {k} grows beans and garden herbs.{pet} ").repeat(12),
+            ));
+        }
+        m.push(Message::user("Which garden bed did the cat sleep in?"));
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let history = History::new(&m, &counts).unwrap().forget_task();
+        let mut kept = Selection::new(&history);
+        kept.keep(m.len() - 1..m.len());
+        let budget = Budget::tokens(1_000);
+        let out = add_index(
+            &history,
+            kept.finish(false, true),
+            &budget,
+            &CharTokenCounter,
+            &IndexSettings::default(),
+        )
+        .await
+        .unwrap();
+        let index = out.messages[0].text();
+        let described = index.lines().find(|l| l.contains(" tokens) ")).unwrap();
+        let range = Handle::all_in(described)[0].find(&m).unwrap();
+        assert!(range.contains(&5), "the piece with the cat first: {index}");
     }
 
     #[tokio::test]

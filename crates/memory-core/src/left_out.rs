@@ -23,9 +23,11 @@
 //! at least that room, changing little but when what is shed changes. A short user
 //! question is the exception: the context is chosen afresh for it anyway,
 //! and the strategy gets the whole budget. When not every piece has
-//! room, the pieces that share most words with the question (the newest
-//! message, when it is a short user question) are listed, and the newest
-//! among equals (the ones the next step most likely needs); the lines
+//! room, the pieces whose words match the question best (the newest
+//! message, when it is a short user question; each word weighed by its
+//! rarity among the pieces) are listed first, and the newest among equals
+//! (the ones the next step most likely needs), the first described and as
+//! many others as fit named by their handle alone; the lines
 //! depend on nothing but the left-out stretches and the question, so the
 //! index changes only when what is shed or what is asked changes, and it
 //! stands where the shedding already broke the cached prefix.

@@ -235,8 +235,9 @@ pub async fn trim_indexed(
 
 /// The budget a strategy is given so that the index keeps its room (see
 /// the [module docs](self)): `budget` less half of `settings.max_share`
-/// of its token limit when `history` does not fit and its newest message
-/// is not a short user question; `budget` as it is otherwise.
+/// of its token limit when `history` does not fit (its view and the
+/// covered originals a stage may show again, together) and its newest
+/// message is not a short user question; `budget` as it is otherwise.
 ///
 /// ```
 /// use memory_core::left_out::{reserve, IndexSettings};
@@ -251,7 +252,7 @@ pub async fn trim_indexed(
 pub fn reserve(history: &History<'_>, budget: &Budget, settings: &IndexSettings) -> Budget {
     let mut reserved = *budget;
     if let Some(limit) = budget.max_tokens
-        && history.total() > limit
+        && history.total() + history.covered().total() > limit
         && question_words(history).is_empty()
     {
         let kept = limit as f64 * settings.max_share * RESERVED_PART;
@@ -589,8 +590,11 @@ async fn index_message(
             let tokens = history.tokens(piece.clone());
             let line = format!("- {}", handle(&messages[piece], tokens, max_tokens));
             let cost = counter.count(&line).await? + 1;
+            // Each one that fits, not only the first ones: the index of a
+            // context with fewer left-out pieces (the context itself,
+            // trimmed again) is then empty whenever this one is.
             if used + cost > room {
-                break;
+                continue;
             }
             used += cost;
             lines.push((k, line));

@@ -235,9 +235,8 @@ pub async fn trim_indexed(
 
 /// The budget a strategy is given so that the index keeps its room (see
 /// the [module docs](self)): `budget` less half of `settings.max_share`
-/// of its token limit when `history` does not fit (its view and the
-/// covered originals a stage may show again, together) and its newest
-/// message is not a short user question; `budget` as it is otherwise.
+/// of its token limit when `history` does not fit and its newest message
+/// is not a short user question; `budget` as it is otherwise.
 ///
 /// ```
 /// use memory_core::left_out::{reserve, IndexSettings};
@@ -252,7 +251,7 @@ pub async fn trim_indexed(
 pub fn reserve(history: &History<'_>, budget: &Budget, settings: &IndexSettings) -> Budget {
     let mut reserved = *budget;
     if let Some(limit) = budget.max_tokens
-        && history.total() + history.covered().total() > limit
+        && history.total() > limit
         && question_words(history).is_empty()
     {
         let kept = limit as f64 * settings.max_share * RESERVED_PART;

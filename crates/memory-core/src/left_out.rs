@@ -68,7 +68,7 @@ use crate::{
 };
 
 /// What every index message starts with.
-pub const PREFIX: &str = "Left out to save room (recall a handle to get it back):\n";
+pub const PREFIX: &str = "Left out (recall a handle to see it):\n";
 
 /// The index's default share of the budget at most: a tenth, so that what
 /// is listed never crowds out what is shown.

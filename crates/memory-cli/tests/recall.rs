@@ -82,4 +82,28 @@ fn a_handle_brings_back_the_original_from_the_store() {
     ]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("names nothing recorded here"));
+
+    // A part of a long message: exactly its characters.
+    use memory_core::recall::{PART_CHARS, part_text};
+    let long = messages
+        .iter()
+        .find(|m| part_text(m).chars().count() > 2 * PART_CHARS)
+        .expect("the example holds a long output");
+    let text: Vec<char> = part_text(long).chars().collect();
+    let second = Handle::for_span(long, PART_CHARS..PART_CHARS + 1, text.len()).to_string();
+    assert!(second.ends_with("#2"), "{second}");
+    let out = memory(&[
+        "recall",
+        "--store",
+        &store,
+        "--session",
+        "s/window",
+        &second,
+    ]);
+    assert!(out.status.success());
+    let expected: String = text[PART_CHARS..2 * PART_CHARS].iter().collect();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end_matches('\n'),
+        expected
+    );
 }

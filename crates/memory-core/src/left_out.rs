@@ -12,6 +12,11 @@
 //! projection: never stored, recognized by [`is_index`] (the audit
 //! accepts it as made, like a summary, but it is not protected).
 //!
+//! The turns a summary stands for are left out too: those of the covered
+//! set are listed like any other, and those earlier compactions folded
+//! away ([`Folded`], which `WindowMemory` keeps) before everything else
+//! ([`add_index_folded`]).
+//!
 //! The index takes only room the strategy left: at most
 //! [`IndexSettings::max_share`] of the budget, and never more than the
 //! context's distance to the limit, so it never makes a context over the
@@ -334,6 +339,46 @@ pub async fn add_index(
     counter: &dyn TokenCounter,
     settings: &IndexSettings,
 ) -> Result<TrimResult, MemoryError> {
+    add_index_folded(
+        history,
+        result,
+        budget,
+        counter,
+        settings,
+        &Folded::default(),
+    )
+    .await
+}
+
+/// [`add_index`], listing also the turns of `folded`: turns a compaction
+/// folded away that the history (its view and covered set) no longer
+/// holds, older than all of it.
+///
+/// ```
+/// use memory_core::left_out::{add_index_folded, Folded, IndexSettings};
+/// use memory_core::{Budget, CharTokenCounter, History, Message, TrimResult};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let gone = [Message::user("Paint the hall sage green."), Message::assistant("Noted.")];
+/// let mut folded = Folded::default();
+/// folded.fold(&gone, &[8, 3], &Budget::tokens(400)).unwrap();
+/// let m = [memory_core::summary::message("Colours chosen."), Message::user("And the door?")];
+/// let history = History::new(&m, &[5, 5]).unwrap().forget_task();
+/// let result = TrimResult::unchanged(&history, &Budget::tokens(400));
+/// let out = add_index_folded(&history, result, &Budget::tokens(400), &CharTokenCounter, &IndexSettings::default(), &folded)
+///     .await
+///     .unwrap();
+/// assert!(out.messages[1].text().contains(&memory_core::recall::Handle::of(&gone).to_string()));
+/// # });
+/// ```
+pub async fn add_index_folded(
+    history: &History<'_>,
+    result: TrimResult,
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    settings: &IndexSettings,
+    folded: &Folded,
+) -> Result<TrimResult, MemoryError> {
     let Some(limit) = budget.max_tokens else {
         return Ok(result);
     };
@@ -347,35 +392,162 @@ pub async fn add_index(
         .as_ref()
         .map_or_else(|| history.clone(), crate::covered::Expanded::history);
     if let Some(old) = history.messages().iter().position(is_index) {
-        // A context indexed before and trimmed again keeps its index
-        // where it stood, when it has room: it lists what that context
-        // left out.
-        let tokens = history.counts()[old];
-        if result.tokens() + tokens > limit {
-            return Ok(result);
-        }
-        let shown = shown_sources(history.messages(), &result.messages);
-        let at = insertion_point(&result.messages, &shown, old);
-        let message = history.messages()[old].clone();
-        return Ok(insert(result, at, message, tokens));
+        return Ok(reinsert(history, result, old, limit));
     }
     let room =
         ((limit as f64 * settings.max_share) as usize).min(limit.saturating_sub(result.tokens()));
     let shown = shown_sources(history.messages(), &result.messages);
     let stretches = left_out(history.messages().len(), &shown);
-    let Some(first) = stretches.first().map(|s| s.start) else {
-        return Ok(result);
+    let at = match stretches.first() {
+        Some(first) => insertion_point(&result.messages, &shown, first.start),
+        // Folded turns only: right after the summary that stands for them.
+        None if !folded.is_empty() => result
+            .messages
+            .iter()
+            .position(crate::summary::is_summary)
+            .map_or(0, |i| i + 1),
+        None => return Ok(result),
     };
     let max_tokens = max_reachable_tokens(budget);
-    let pieces = pieces(history, &stretches, max_tokens);
-    let order = ranked(history, &pieces);
-    let Some((message, tokens)) =
-        index_message(history, &pieces, &order, room, max_tokens, counter).await?
-    else {
-        return Ok(result);
-    };
-    let at = insertion_point(&result.messages, &shown, first);
-    Ok(insert(result, at, message, tokens))
+    let mut entries: Vec<Entry<'_>> = folded.pieces.iter().map(Entry::Folded).collect();
+    entries.extend(
+        pieces(history, &stretches, max_tokens)
+            .into_iter()
+            .map(Entry::Piece),
+    );
+    let order = ranked(history, &entries);
+    Ok(
+        match index_message(history, &entries, &order, room, max_tokens, counter).await? {
+            Some((message, tokens)) => insert(result, at, message, tokens),
+            None => result,
+        },
+    )
+}
+
+/// Turns a compaction folded away that the history a strategy is given
+/// (its view and covered set) no longer holds: kept as the index lines of
+/// their pieces (a few dozen bytes each), so that the index can name
+/// them ([`add_index_folded`]). `WindowMemory` keeps one per session.
+///
+/// ```
+/// use memory_core::{left_out::Folded, Budget, Message};
+/// let mut folded = Folded::default();
+/// folded.fold(&[Message::user("a"), Message::assistant("b")], &[1, 1], &Budget::tokens(100)).unwrap();
+/// assert_eq!(folded.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Folded {
+    pieces: Vec<FoldedPiece>,
+}
+
+/// One folded piece: its index lines and its words.
+#[derive(Debug, Clone)]
+struct FoldedPiece {
+    described: String,
+    bare: String,
+    words: Vec<String>,
+}
+
+impl Folded {
+    /// Adds `messages` (counted `counts`), folded away in this order
+    /// after those added before, as pieces one recall brings back whole
+    /// under `budget`.
+    ///
+    /// # Errors
+    ///
+    /// [`MemoryError`] when `counts` does not match `messages`.
+    pub fn fold(
+        &mut self,
+        messages: &[Message],
+        counts: &[usize],
+        budget: &Budget,
+    ) -> Result<(), MemoryError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let history = History::new(messages, counts)?.forget_task();
+        let max_tokens = max_reachable_tokens(budget);
+        for piece in pieces(
+            &history,
+            std::slice::from_ref(&(0..messages.len())),
+            max_tokens,
+        ) {
+            let tokens = history.tokens(piece.clone());
+            let slice = &messages[piece];
+            let mut words: Vec<String> = Vec::new();
+            for m in slice {
+                for word in self::words(&m.text(), MIN_QUESTION_WORD_CHARS) {
+                    if !words.contains(&word) {
+                        words.push(word);
+                    }
+                }
+            }
+            self.pieces.push(FoldedPiece {
+                described: line(slice, tokens, max_tokens),
+                bare: format!("- {}", handle(slice, tokens, max_tokens)),
+                words,
+            });
+        }
+        Ok(())
+    }
+
+    /// How many pieces it holds.
+    ///
+    /// ```
+    /// assert_eq!(memory_core::left_out::Folded::default().len(), 0);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// Whether it holds none.
+    ///
+    /// ```
+    /// assert!(memory_core::left_out::Folded::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+}
+
+/// A piece the index may list: a stretch of the history, or a folded
+/// piece (older than the whole history).
+enum Entry<'f> {
+    Piece(Range<usize>),
+    Folded(&'f FoldedPiece),
+}
+
+impl Entry<'_> {
+    /// Its described line and its handle-only line.
+    fn lines(&self, history: &History<'_>, max_tokens: usize, described: bool) -> String {
+        match self {
+            Entry::Piece(piece) => {
+                let slice = &history.messages()[piece.clone()];
+                let tokens = history.tokens(piece.clone());
+                if described {
+                    line(slice, tokens, max_tokens)
+                } else {
+                    format!("- {}", handle(slice, tokens, max_tokens))
+                }
+            }
+            Entry::Folded(f) if described => f.described.clone(),
+            Entry::Folded(f) => f.bare.clone(),
+        }
+    }
+}
+
+/// `result` with the index that stood at `old` in `history` (a context
+/// indexed before and trimmed again) where it stood, when it has room
+/// within `limit`: it lists what that context left out.
+fn reinsert(history: &History<'_>, result: TrimResult, old: usize, limit: usize) -> TrimResult {
+    let tokens = history.counts()[old];
+    if result.tokens() + tokens > limit {
+        return result;
+    }
+    let shown = shown_sources(history.messages(), &result.messages);
+    let at = insertion_point(&result.messages, &shown, old);
+    let message = history.messages()[old].clone();
+    insert(result, at, message, tokens)
 }
 
 /// `result` with the index `message` of `tokens` tokens at `at`; what it
@@ -480,7 +652,7 @@ fn pieces(
 /// among the pieces (a word every piece holds weighs nothing, a word one
 /// piece holds the most: BM25's inverse document frequency), the newest
 /// first among equals (newest first alone without a question).
-fn ranked(history: &History<'_>, pieces: &[Range<usize>]) -> Vec<usize> {
+fn ranked(history: &History<'_>, pieces: &[Entry<'_>]) -> Vec<usize> {
     let asked = question_words(history);
     let mut scores = vec![0.0; pieces.len()];
     if !asked.is_empty() {
@@ -488,12 +660,20 @@ fn ranked(history: &History<'_>, pieces: &[Range<usize>]) -> Vec<usize> {
             .iter()
             .map(|piece| {
                 let mut found = vec![false; asked.len()];
-                for m in &history.messages()[piece.clone()] {
-                    for word in words(&m.text(), MIN_QUESTION_WORD_CHARS) {
-                        if let Some(at) = asked.iter().position(|w| *w == word) {
-                            found[at] = true;
+                let mut mark = |word: &str| {
+                    if let Some(at) = asked.iter().position(|w| w == word) {
+                        found[at] = true;
+                    }
+                };
+                match piece {
+                    Entry::Piece(range) => {
+                        for m in &history.messages()[range.clone()] {
+                            for word in words(&m.text(), MIN_QUESTION_WORD_CHARS) {
+                                mark(&word);
+                            }
                         }
                     }
+                    Entry::Folded(f) => f.words.iter().for_each(|w| mark(w)),
                 }
                 found
             })
@@ -551,18 +731,14 @@ fn words(text: &str, min: usize) -> impl Iterator<Item = String> + '_ {
 /// always) and as many of the rest as fit are named by their handle alone.
 async fn index_message(
     history: &History<'_>,
-    pieces: &[Range<usize>],
+    pieces: &[Entry<'_>],
     order: &[usize],
     room: usize,
     max_tokens: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
-    let messages = history.messages();
     let prefix = counter.count_message(&Message::system(PREFIX)).await?;
-    let described = |k: usize| {
-        let piece = pieces[k].clone();
-        line(&messages[piece.clone()], history.tokens(piece), max_tokens)
-    };
+    let described = |k: usize| pieces[k].lines(history, max_tokens, true);
     // Described lines, in order, while they fit in the room.
     let mut lines: Vec<(usize, String)> = Vec::new();
     let mut used = prefix;
@@ -585,9 +761,7 @@ async fn index_message(
             used -= counter.count(&line).await? + 1;
         }
         for &k in &order[lines.len()..] {
-            let piece = pieces[k].clone();
-            let tokens = history.tokens(piece.clone());
-            let line = format!("- {}", handle(&messages[piece], tokens, max_tokens));
+            let line = pieces[k].lines(history, max_tokens, false);
             let cost = counter.count(&line).await? + 1;
             // Each one that fits, not only the first ones: the index of a
             // context with fewer left-out pieces (the context itself,

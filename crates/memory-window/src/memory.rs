@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::covered::{self, Covered};
-use memory_core::left_out::{self, IndexSettings};
+use memory_core::left_out::{self, Folded, IndexSettings};
 use memory_core::recall::{RecallRequest, Recalled};
 use memory_core::{
     Budget, CharTokenCounter, Context, History, Memory, MemoryError, Message, Store, StoreError,
@@ -166,6 +166,10 @@ pub struct WindowMemory {
     index: Option<IndexSettings>,
     /// The covered set of the state last dropped for a reload.
     carried: Option<Carried>,
+    /// The turns compactions folded away that the covered set no longer
+    /// holds, for the index (kept in memory: a session opened again starts
+    /// without them).
+    folded: Folded,
 }
 
 impl std::fmt::Debug for WindowMemory {
@@ -210,6 +214,7 @@ impl WindowMemory {
             index: Some(IndexSettings::default()),
             state: None,
             carried: None,
+            folded: Folded::default(),
         }
     }
 
@@ -463,8 +468,10 @@ impl WindowMemory {
         let Some(stored) = result.to_store() else {
             return Ok(result);
         };
+        let (gone, gone_counts) = folded_away(&history, stored);
         let store = match &mut self.keeping {
             Keeping::Own(own) => {
+                self.folded.fold(&gone, &gone_counts, &budget)?;
                 let old = self.state.take().expect("loaded above");
                 own.compacted(old.messages, stored.messages.len());
                 self.state = Some(State::from_result(stored, version + 1));
@@ -477,9 +484,11 @@ impl WindowMemory {
             .await
         {
             Ok(committed) if committed == version + 1 => {
+                self.folded.fold(&gone, &gone_counts, &budget)?;
                 self.state = Some(State::from_result(stored, committed));
             }
             Ok(_) => {
+                self.folded.fold(&gone, &gone_counts, &budget)?;
                 // It rebased over another writer's appends: read the
                 // session afresh to have them.
                 self.carried = Some(Carried {
@@ -524,7 +533,10 @@ impl WindowMemory {
             result
         };
         match &self.index {
-            Some(settings) => left_out::add_index(history, result, budget, counter, settings).await,
+            Some(settings) => {
+                left_out::add_index_folded(history, result, budget, counter, settings, &self.folded)
+                    .await
+            }
             None => Ok(result),
         }
     }
@@ -713,4 +725,34 @@ impl Memory for WindowMemory {
         let history = self.history().await?;
         memory_core::recall::resolve(&history, request, &*self.counter).await
     }
+}
+
+/// The messages of `before` (a history with its covered set) that
+/// `after`, what a compaction made of it, holds neither in its view nor in
+/// its covered set, with their counts, oldest first: the turns it folded
+/// away. Summaries, protected messages and indexes are not turns.
+fn folded_away(before: &History<'_>, after: &TrimResult) -> (Vec<Message>, Vec<usize>) {
+    let expanded = covered::Expanded::of(before);
+    let all = expanded
+        .as_ref()
+        .map_or_else(|| before.clone(), covered::Expanded::history);
+    let kept: std::collections::HashSet<u64> = after
+        .messages
+        .iter()
+        .chain(after.covered.messages())
+        .map(memory_core::identity::message_key)
+        .collect();
+    let mut out = (Vec::new(), Vec::new());
+    for (i, m) in all.messages().iter().enumerate() {
+        if all.is_protected(i)
+            || summary::is_summary(m)
+            || left_out::is_index(m)
+            || kept.contains(&memory_core::identity::message_key(m))
+        {
+            continue;
+        }
+        out.0.push(m.clone());
+        out.1.push(all.counts()[i]);
+    }
+    out
 }

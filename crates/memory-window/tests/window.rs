@@ -755,3 +755,83 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
     }
     assert!(result.counts[at] > 0);
 }
+
+/// Over budget: everything between the leading protected message and the
+/// newest two becomes one summary, with no covered set (materializes).
+struct FoldAll;
+
+#[async_trait::async_trait]
+impl TrimStrategy for FoldAll {
+    fn name(&self) -> &str {
+        "fold-all"
+    }
+
+    async fn trim_with_counts(
+        &self,
+        history: &History<'_>,
+        budget: &Budget,
+        _counter: &dyn TokenCounter,
+    ) -> Result<TrimResult, MemoryError> {
+        let n = history.len();
+        if budget.admits_tokens(history.total()) || n < 5 {
+            return Ok(TrimResult::unchanged(history, budget));
+        }
+        let mut selection = memory_core::Selection::new(history);
+        selection.keep(0..1);
+        selection.push(memory_core::summary::message("Earlier turns."), 6, true);
+        selection.keep(n - 2..n);
+        let mut result = selection.finish(true, true);
+        result.fits = budget.admits_tokens(result.tokens());
+        Ok(result)
+    }
+}
+
+#[tokio::test]
+async fn the_index_names_the_turns_compactions_folded_away() {
+    use memory_core::left_out;
+    use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
+    let budget = 1_000;
+    let mut memory = WindowMemory::new(budget).with_strategy(FoldAll);
+    memory
+        .record_protected(Message::system("You plan gardens."))
+        .await
+        .unwrap();
+    let mut said = Vec::new();
+    for turn in 0..30 {
+        let question = Message::user(format!("What goes in bed {turn}?"));
+        let answer = Message::assistant(format!("Bed {turn}: tomatoes and basil. ").repeat(8));
+        memory.record(question.clone()).await.unwrap();
+        memory.record(answer.clone()).await.unwrap();
+        said.push(question);
+        said.push(answer);
+        let result = memory.trimmed().await.unwrap();
+        assert!(result.fits && result.tokens() <= budget);
+    }
+    let view = memory.view().await.unwrap();
+    assert!(view.len() + 20 < said.len(), "compactions folded the turns");
+    let result = memory.trimmed().await.unwrap();
+    let at = result
+        .messages
+        .iter()
+        .position(left_out::is_index)
+        .expect("the folded turns are indexed");
+    assert!(memory_core::summary::is_summary(&result.messages[at - 1]));
+    let handles = Handle::all_in(&result.messages[at].text());
+    assert!(handles.len() >= 3, "{}", result.messages[at].text());
+    let max = max_reachable_tokens(&Budget::tokens(budget));
+    for handle in handles {
+        let back = memory
+            .recall(&RecallRequest::new(handle.to_string()))
+            .await
+            .unwrap();
+        assert!(back.whole);
+        let counts = memory_core::count_messages(&memory_core::CharTokenCounter, &back.messages)
+            .await
+            .unwrap();
+        assert!(counts.iter().sum::<usize>() <= max, "{handle}: {counts:?}");
+        // Each names turns said and no longer in the view.
+        for m in &back.messages {
+            assert!(said.contains(m) && !result.messages.contains(m), "{m:?}");
+        }
+    }
+}

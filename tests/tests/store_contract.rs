@@ -7,16 +7,14 @@
 //! body of data, as a restarted process would. A new store joins by adding
 //! one `contract!` line.
 
-use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memory_core::{
-    Budget, CharTokenCounter, ContentBlock, History, ImageContent, InMemoryStore, Memory,
-    MemoryError, Message, Selection, Snapshot, Store, StoreError, StoredMessage, TokenCounter,
-    ToolCall, TrimResult, TrimStrategy, structure, summary, validate,
+    CharTokenCounter, ContentBlock, ImageContent, InMemoryStore, Memory, MemoryError, Message,
+    Snapshot, Store, StoreError, StoredMessage, TokenCounter, ToolCall, summary, validate,
 };
 use memory_postgres::PostgresStore;
 use memory_sqlite::SqliteStore;
@@ -698,52 +696,10 @@ impl TokenCounter for Counting {
     }
 }
 
-/// When over budget, replaces everything between the leading protected
-/// message and the two newest steps by a summary (materializes).
-struct FoldOld;
-
-#[async_trait::async_trait]
-impl TrimStrategy for FoldOld {
-    fn name(&self) -> &str {
-        "fold-old"
-    }
-
-    async fn trim_with_counts(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-        _counter: &dyn TokenCounter,
-    ) -> Result<TrimResult, MemoryError> {
-        let messages = history.messages();
-        let steps: Vec<Range<usize>> = structure::steps(messages).collect();
-        let head = usize::from(
-            history.is_protected(0) && !messages.first().is_some_and(summary::is_summary),
-        );
-        let keep_from = steps
-            .len()
-            .checked_sub(2)
-            .map_or(head, |i| steps[i].start.max(head));
-        if budget.admits_tokens(history.total()) || keep_from <= head + 1 {
-            return Ok(TrimResult::unchanged(history, budget));
-        }
-        let mut selection = Selection::new(history);
-        selection.keep(0..head);
-        selection.push(
-            summary::message(format!("{} earlier messages", keep_from - head)),
-            6,
-            true,
-        );
-        selection.keep(keep_from..messages.len());
-        let mut result = selection.finish(true, true);
-        result.fits = budget.admits_tokens(result.tokens());
-        Ok(result)
-    }
-}
-
 async fn window_memory_reopens_without_recounting(backend: &dyn Backend) {
     let store = backend.open().await;
     let mut memory = WindowMemory::new(60)
-        .with_strategy(FoldOld)
+        .with_strategy(memory_core::test_util::FoldOld)
         .with_store(store.clone(), "agent");
     memory
         .record_protected(Message::system("You are a coding agent."))
@@ -776,7 +732,7 @@ async fn window_memory_reopens_without_recounting(backend: &dyn Backend) {
 
     let counter = Arc::new(Counting::default());
     let mut reopened = WindowMemory::new(60)
-        .with_strategy(FoldOld)
+        .with_strategy(memory_core::test_util::FoldOld)
         .with_token_counter(counter.clone())
         .with_store(backend.open().await, "agent");
     assert_eq!(reopened.context().await.unwrap(), before);

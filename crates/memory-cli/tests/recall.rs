@@ -41,16 +41,13 @@ fn a_handle_brings_back_the_original_from_the_store() {
     );
     let messages = wire::from_json_str(&std::fs::read_to_string(input).unwrap()).unwrap();
     let handle = Handle::of(&messages[2..4]).to_string();
+    let recall = |more: &[&str]| {
+        let mut args = vec!["recall", "--store", &store, "--session", "s/window"];
+        args.extend(more);
+        memory(&args)
+    };
 
-    let out = memory(&[
-        "recall",
-        "--store",
-        &store,
-        "--session",
-        "s/window",
-        &handle,
-        "--json",
-    ]);
+    let out = recall(&[&handle, "--json"]);
     assert!(
         out.status.success(),
         "{}",
@@ -59,27 +56,11 @@ fn a_handle_brings_back_the_original_from_the_store() {
     let back = wire::from_json_str(String::from_utf8_lossy(&out.stdout).trim()).unwrap();
     assert_eq!(back, messages[2..4]);
 
-    let text = memory(&[
-        "recall",
-        "--store",
-        &store,
-        "--session",
-        "s/window",
-        &handle,
-        "--max-tokens",
-        "20",
-    ]);
+    let text = recall(&[&handle, "--max-tokens", "20"]);
     assert!(text.status.success());
     assert!(String::from_utf8_lossy(&text.stdout).len() < 200);
 
-    let missing = memory(&[
-        "recall",
-        "--store",
-        &store,
-        "--session",
-        "s/window",
-        "r:000000000000",
-    ]);
+    let missing = recall(&["r:000000000000"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("names nothing recorded here"));
 
@@ -92,14 +73,7 @@ fn a_handle_brings_back_the_original_from_the_store() {
     let text: Vec<char> = part_text(long).chars().collect();
     let second = Handle::for_span(long, PART_CHARS..PART_CHARS + 1, text.len()).to_string();
     assert!(second.ends_with("#2"), "{second}");
-    let out = memory(&[
-        "recall",
-        "--store",
-        &store,
-        "--session",
-        "s/window",
-        &second,
-    ]);
+    let out = recall(&[&second]);
     assert!(out.status.success());
     let expected: String = text[PART_CHARS..2 * PART_CHARS].iter().collect();
     assert_eq!(

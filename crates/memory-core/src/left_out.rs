@@ -361,7 +361,7 @@ pub async fn add_index(
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let gone = [Message::user("Paint the hall sage green."), Message::assistant("Noted.")];
 /// let mut folded = Folded::default();
-/// folded.fold(&gone, &[8, 3], &Budget::tokens(400)).unwrap();
+/// folded.fold(&History::new(&gone, &[8, 3]).unwrap(), &[0..2], &Budget::tokens(400));
 /// let m = [memory_core::summary::message("Colours chosen."), Message::user("And the door?")];
 /// let history = History::new(&m, &[5, 5]).unwrap().forget_task();
 /// let result = TrimResult::unchanged(&history, &Budget::tokens(400));
@@ -430,9 +430,10 @@ pub async fn add_index_folded(
 /// them ([`add_index_folded`]). `WindowMemory` keeps one per session.
 ///
 /// ```
-/// use memory_core::{left_out::Folded, Budget, Message};
+/// use memory_core::{left_out::Folded, Budget, History, Message};
+/// let m = [Message::user("a"), Message::assistant("b")];
 /// let mut folded = Folded::default();
-/// folded.fold(&[Message::user("a"), Message::assistant("b")], &[1, 1], &Budget::tokens(100)).unwrap();
+/// folded.fold(&History::new(&m, &[1, 1]).unwrap(), &[0..2], &Budget::tokens(100));
 /// assert_eq!(folded.len(), 1);
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -449,46 +450,41 @@ struct FoldedPiece {
 }
 
 impl Folded {
-    /// Adds `messages` (counted `counts`), folded away in this order
-    /// after those added before, as pieces one recall brings back whole
-    /// under `budget`.
-    ///
-    /// # Errors
-    ///
-    /// [`MemoryError`] when `counts` does not match `messages`.
-    pub fn fold(
-        &mut self,
-        messages: &[Message],
-        counts: &[usize],
-        budget: &Budget,
-    ) -> Result<(), MemoryError> {
-        if messages.is_empty() {
-            return Ok(());
-        }
-        let history = History::new(messages, counts)?.forget_task();
+    /// Adds the `stretches` of `history` (in order, after those added
+    /// before), folded away, as pieces one recall brings back whole under
+    /// `budget`.
+    pub fn fold(&mut self, history: &History<'_>, stretches: &[Range<usize>], budget: &Budget) {
         let max_tokens = max_reachable_tokens(budget);
-        for piece in pieces(
-            &history,
-            std::slice::from_ref(&(0..messages.len())),
-            max_tokens,
-        ) {
+        for piece in pieces(history, stretches, max_tokens) {
             let tokens = history.tokens(piece.clone());
-            let slice = &messages[piece];
-            let mut words: Vec<String> = Vec::new();
-            for m in slice {
-                for word in self::words(&m.text(), MIN_QUESTION_WORD_CHARS) {
-                    if !words.contains(&word) {
-                        words.push(word);
-                    }
-                }
-            }
+            let slice = &history.messages()[piece];
+            let mut words: Vec<String> = slice
+                .iter()
+                .flat_map(|m| self::words(&m.text(), MIN_QUESTION_WORD_CHARS).collect::<Vec<_>>())
+                .collect();
+            words.sort_unstable();
+            words.dedup();
             self.pieces.push(FoldedPiece {
                 described: line(slice, tokens, max_tokens),
                 bare: format!("- {}", handle(slice, tokens, max_tokens)),
                 words,
             });
         }
-        Ok(())
+    }
+
+    /// Adds the pieces of `later`, folded after these.
+    ///
+    /// ```
+    /// use memory_core::{left_out::Folded, Budget, History, Message};
+    /// let m = [Message::user("a"), Message::assistant("b")];
+    /// let mut later = Folded::default();
+    /// later.fold(&History::new(&m, &[1, 1]).unwrap(), &[0..2], &Budget::tokens(100));
+    /// let mut folded = Folded::default();
+    /// folded.append(later);
+    /// assert_eq!(folded.len(), 1);
+    /// ```
+    pub fn append(&mut self, later: Folded) {
+        self.pieces.extend(later.pieces);
     }
 
     /// How many pieces it holds.
@@ -518,19 +514,28 @@ enum Entry<'f> {
 }
 
 impl Entry<'_> {
-    /// Its described line and its handle-only line.
-    fn lines(&self, history: &History<'_>, max_tokens: usize, described: bool) -> String {
+    /// Its line with who spoke, its size and a few of its words.
+    fn described(&self, history: &History<'_>, max_tokens: usize) -> String {
+        match self {
+            Entry::Piece(piece) => line(
+                &history.messages()[piece.clone()],
+                history.tokens(piece.clone()),
+                max_tokens,
+            ),
+            Entry::Folded(f) => f.described.clone(),
+        }
+    }
+
+    /// Its line with its handle alone.
+    fn named(&self, history: &History<'_>, max_tokens: usize) -> String {
         match self {
             Entry::Piece(piece) => {
                 let slice = &history.messages()[piece.clone()];
-                let tokens = history.tokens(piece.clone());
-                if described {
-                    line(slice, tokens, max_tokens)
-                } else {
-                    format!("- {}", handle(slice, tokens, max_tokens))
-                }
+                format!(
+                    "- {}",
+                    handle(slice, history.tokens(piece.clone()), max_tokens)
+                )
             }
-            Entry::Folded(f) if described => f.described.clone(),
             Entry::Folded(f) => f.bare.clone(),
         }
     }
@@ -738,7 +743,7 @@ async fn index_message(
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
     let prefix = counter.count_message(&Message::system(PREFIX)).await?;
-    let described = |k: usize| pieces[k].lines(history, max_tokens, true);
+    let described = |k: usize| pieces[k].described(history, max_tokens);
     // Described lines, in order, while they fit in the room.
     let mut lines: Vec<(usize, String)> = Vec::new();
     let mut used = prefix;
@@ -761,7 +766,7 @@ async fn index_message(
             used -= counter.count(&line).await? + 1;
         }
         for &k in &order[lines.len()..] {
-            let line = pieces[k].lines(history, max_tokens, false);
+            let line = pieces[k].named(history, max_tokens);
             let cost = counter.count(&line).await? + 1;
             // Each one that fits, not only the first ones: the index of a
             // context with fewer left-out pieces (the context itself,

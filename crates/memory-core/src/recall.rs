@@ -34,6 +34,7 @@
 //! # });
 //! ```
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
@@ -414,31 +415,52 @@ pub fn reachable(
     context: &[Message],
     max_tokens: usize,
 ) -> Vec<Reached> {
+    let handles = handles_in(context);
+    if handles.is_empty() {
+        return Vec::new();
+    }
+    // Where each key first stands (as `Handle::find` finds it), each
+    // message hashed once for all the handles.
+    let mut first: HashMap<u64, usize> = HashMap::with_capacity(history.len());
+    for (i, m) in history.iter().enumerate() {
+        first.entry(key(m)).or_insert(i);
+    }
     let mut out: Vec<Reached> = Vec::new();
-    for handle in handles_in(context).iter().flat_map(Handle::each_part) {
-        let Some(range) = handle.find(history) else {
+    for handle in handles {
+        let Some(range) = first
+            .get(&handle.key)
+            .map(|&start| start..start + handle.len)
+            .filter(|range| range.end <= history.len())
+        else {
             continue;
         };
         let tokens: usize = counts
             .get(range.clone())
             .map_or(usize::MAX, |c| c.iter().sum());
-        let (chars, tokens) = match handle.parts {
-            None => (None, tokens),
+        let pieces: Vec<(Option<Range<usize>>, usize)> = match handle.parts {
+            None => vec![(None, tokens)],
             Some(_) => {
+                // Each part holds its share of the message's tokens.
                 let total = part_text(&history[range.start]).chars().count();
-                let Some(part) = handle.chars(total).filter(|p| !p.is_empty()) else {
-                    continue;
-                };
-                let share = (tokens as u128 * part.len() as u128).div_ceil(total as u128);
-                (Some(part), usize::try_from(share).unwrap_or(usize::MAX))
+                handle
+                    .each_part()
+                    .iter()
+                    .filter_map(|part| part.chars(total).filter(|p| !p.is_empty()))
+                    .map(|part| {
+                        let share = (tokens as u128 * part.len() as u128).div_ceil(total as u128);
+                        (Some(part), usize::try_from(share).unwrap_or(usize::MAX))
+                    })
+                    .collect()
             }
         };
-        let piece = Reached {
-            messages: range,
-            chars,
-        };
-        if tokens <= max_tokens && !out.contains(&piece) {
-            out.push(piece);
+        for (chars, tokens) in pieces {
+            let piece = Reached {
+                messages: range.clone(),
+                chars,
+            };
+            if tokens <= max_tokens && !out.contains(&piece) {
+                out.push(piece);
+            }
         }
     }
     out

@@ -6,6 +6,7 @@
 //! | [`FakeProvider`], [`FakeReply`] | a scripted model that records every request |
 //! | [`FakeEmbedder`] | a deterministic embedder (words hashed into buckets) that records every request |
 //! | [`PricedImages`] | a counter that prices images and pass-through blocks |
+//! | [`FoldOld`] | a compacting strategy without a model: everything but the newest two steps into one summary |
 //! | [`Needs`], [`POSTGRES`], [`DATA`] | a service or data set found through an environment variable: skipped with a notice when missing, a failure under CI |
 //!
 //! ```toml
@@ -21,10 +22,12 @@
 
 mod fake;
 mod fake_embedder;
+mod fold_old;
 mod needs;
 mod priced_images;
 
 pub use fake::{FakeProvider, FakeReply};
 pub use fake_embedder::FakeEmbedder;
+pub use fold_old::FoldOld;
 pub use needs::{DATA, Needs, POSTGRES};
 pub use priced_images::PricedImages;

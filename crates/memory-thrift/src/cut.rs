@@ -18,6 +18,7 @@
 //! and which keeps its handle).
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use memory_core::recall::Handle;
 
@@ -213,8 +214,9 @@ fn cut(text: &str, keep: usize, handle: Option<Handle>) -> Cow<'_, str> {
             let head = prefix(text, head_keep);
             let tail = suffix(text, tail_keep);
             let (head, tail) = snap(head, head_keep, tail, tail_keep, true, true);
-            let removed = len - head.chars().count() - tail.chars().count();
-            let out = join(head, removed, handle, tail);
+            let start = head.chars().count();
+            let cut = start..len - tail.chars().count();
+            let out = join(head, cut, len, handle, tail);
             return if out.chars().count() < len {
                 Cow::Owned(out)
             } else {
@@ -239,8 +241,15 @@ fn cut(text: &str, keep: usize, handle: Option<Handle>) -> Cow<'_, str> {
         head_keep < h,
         tail_keep < t,
     );
-    let removed = removed + (h - new_head.chars().count()) + (t - new_tail.chars().count());
-    let out = join(new_head, removed, handle, new_tail);
+    let (nh, nt) = (new_head.chars().count(), new_tail.chars().count());
+    let removed = removed + (h - nh) + (t - nt);
+    let out = join(
+        new_head,
+        nh..nh + removed,
+        nh + removed + nt,
+        handle,
+        new_tail,
+    );
     if out.chars().count() < text.chars().count() {
         Cow::Owned(out)
     } else {
@@ -248,15 +257,14 @@ fn cut(text: &str, keep: usize, handle: Option<Handle>) -> Cow<'_, str> {
     }
 }
 
-fn join(head: &str, removed: usize, handle: Option<Handle>, tail: &str) -> String {
+/// `head`, the marker line for the characters `cut` of an original of
+/// `chars` characters (naming the parts of `handle` that hold them), and
+/// `tail`.
+fn join(head: &str, cut: Range<usize>, chars: usize, handle: Option<Handle>, tail: &str) -> String {
     let marker = match handle {
-        Some(handle) => {
-            // The parts of a long original that hold what is cut.
-            let start = head.chars().count();
-            let chars = start + removed + tail.chars().count();
-            marker_with_handle(removed, handle.covering(start..start + removed, chars))
-        }
-        None => marker(removed),
+        // The parts of a long original that hold what is cut.
+        Some(handle) => marker_with_handle(cut.len(), handle.covering(cut, chars)),
+        None => marker(cut.len()),
     };
     let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 2);
     out.push_str(head);

@@ -468,45 +468,53 @@ impl WindowMemory {
         let Some(stored) = result.to_store() else {
             return Ok(result);
         };
-        let (gone, gone_counts) = folded_away(&history, stored);
-        let store = match &mut self.keeping {
+        let folded = folded_away(&history, stored, &budget);
+        if self.land(stored, version).await? {
+            self.folded.append(folded);
+        }
+        Ok(result)
+    }
+
+    /// Stores what a compaction made (`stored`, computed from `version`):
+    /// whether it landed (a conflict with another compaction did not; the
+    /// session is then reloaded).
+    async fn land(&mut self, stored: &TrimResult, version: Version) -> Result<bool, MemoryError> {
+        Ok(match &mut self.keeping {
             Keeping::Own(own) => {
-                self.folded.fold(&gone, &gone_counts, &budget)?;
                 let old = self.state.take().expect("loaded above");
                 own.compacted(old.messages, stored.messages.len());
                 self.state = Some(State::from_result(stored, version + 1));
-                return Ok(result);
+                true
             }
-            Keeping::Store(store) => store,
-        };
-        match store
-            .replace_view(&self.session, version, State::stored_view(stored))
-            .await
-        {
-            Ok(committed) if committed == version + 1 => {
-                self.folded.fold(&gone, &gone_counts, &budget)?;
-                self.state = Some(State::from_result(stored, committed));
-            }
-            Ok(_) => {
-                self.folded.fold(&gone, &gone_counts, &budget)?;
-                // It rebased over another writer's appends: read the
-                // session afresh to have them.
-                self.carried = Some(Carried {
-                    summary: first_summary(&stored.messages).cloned(),
-                    covered: stored.covered.clone(),
-                });
-                self.state = None;
-            }
-            Err(StoreError::Conflict { .. }) => {
-                tracing::warn!(
-                    session = %self.session,
-                    "another compaction of the session came first; reloading the session"
-                );
-                self.forget_state();
-            }
-            Err(other) => return Err(other.into()),
-        }
-        Ok(result)
+            Keeping::Store(store) => match store
+                .replace_view(&self.session, version, State::stored_view(stored))
+                .await
+            {
+                Ok(committed) if committed == version + 1 => {
+                    self.state = Some(State::from_result(stored, committed));
+                    true
+                }
+                Ok(_) => {
+                    // It rebased over another writer's appends: read the
+                    // session afresh to have them.
+                    self.carried = Some(Carried {
+                        summary: first_summary(&stored.messages).cloned(),
+                        covered: stored.covered.clone(),
+                    });
+                    self.state = None;
+                    true
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    tracing::warn!(
+                        session = %self.session,
+                        "another compaction of the session came first; reloading the session"
+                    );
+                    self.forget_state();
+                    false
+                }
+                Err(other) => return Err(other.into()),
+            },
+        })
     }
 
     /// What is shown of `history`: the strategy's result (with room kept
@@ -727,11 +735,11 @@ impl Memory for WindowMemory {
     }
 }
 
-/// The messages of `before` (a history with its covered set) that
-/// `after`, what a compaction made of it, holds neither in its view nor in
-/// its covered set, with their counts, oldest first: the turns it folded
-/// away. Summaries, protected messages and indexes are not turns.
-fn folded_away(before: &History<'_>, after: &TrimResult) -> (Vec<Message>, Vec<usize>) {
+/// The turns of `before` (a history with its covered set) that `after`,
+/// what a compaction made of it, holds neither in its view nor in its
+/// covered set, as folded pieces under `budget`: the turns it folded away.
+/// Summaries, protected messages and indexes are not turns.
+fn folded_away(before: &History<'_>, after: &TrimResult, budget: &Budget) -> Folded {
     let expanded = covered::Expanded::of(before);
     let all = expanded
         .as_ref()
@@ -742,7 +750,7 @@ fn folded_away(before: &History<'_>, after: &TrimResult) -> (Vec<Message>, Vec<u
         .chain(after.covered.messages())
         .map(memory_core::identity::message_key)
         .collect();
-    let mut out = (Vec::new(), Vec::new());
+    let mut stretches: Vec<std::ops::Range<usize>> = Vec::new();
     for (i, m) in all.messages().iter().enumerate() {
         if all.is_protected(i)
             || summary::is_summary(m)
@@ -751,8 +759,12 @@ fn folded_away(before: &History<'_>, after: &TrimResult) -> (Vec<Message>, Vec<u
         {
             continue;
         }
-        out.0.push(m.clone());
-        out.1.push(all.counts()[i]);
+        match stretches.last_mut() {
+            Some(stretch) if stretch.end == i => stretch.end += 1,
+            _ => stretches.push(i..i + 1),
+        }
     }
-    out
+    let mut folded = Folded::default();
+    folded.fold(&all, &stretches, budget);
+    folded
 }

@@ -756,42 +756,12 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
     assert!(result.counts[at] > 0);
 }
 
-/// Over budget: everything between the leading protected message and the
-/// newest two becomes one summary, with no covered set (materializes).
-struct FoldAll;
-
-#[async_trait::async_trait]
-impl TrimStrategy for FoldAll {
-    fn name(&self) -> &str {
-        "fold-all"
-    }
-
-    async fn trim_with_counts(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-        _counter: &dyn TokenCounter,
-    ) -> Result<TrimResult, MemoryError> {
-        let n = history.len();
-        if budget.admits_tokens(history.total()) || n < 5 {
-            return Ok(TrimResult::unchanged(history, budget));
-        }
-        let mut selection = memory_core::Selection::new(history);
-        selection.keep(0..1);
-        selection.push(memory_core::summary::message("Earlier turns."), 6, true);
-        selection.keep(n - 2..n);
-        let mut result = selection.finish(true, true);
-        result.fits = budget.admits_tokens(result.tokens());
-        Ok(result)
-    }
-}
-
 #[tokio::test]
 async fn the_index_names_the_turns_compactions_folded_away() {
     use memory_core::left_out;
     use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
     let budget = 1_000;
-    let mut memory = WindowMemory::new(budget).with_strategy(FoldAll);
+    let mut memory = WindowMemory::new(budget).with_strategy(memory_core::test_util::FoldOld);
     memory
         .record_protected(Message::system("You plan gardens."))
         .await

@@ -838,12 +838,12 @@ async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
 }
 
 /// An agent session recorded into SQLite through a Thrift memory: every
-/// handle any of its contexts carried (placeholders, cut markers, the
-/// index) names recorded messages, and after the store is closed and
+/// handle any of its contexts carried (placeholders of results, images and
+/// reasoning, cut markers, the index) names recorded messages, and after the store is closed and
 /// opened again one recall of it returns exactly those originals.
 #[tokio::test]
 async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() {
-    use memory_core::recall::{Handle, RecallRequest, handles_in};
+    use memory_core::recall::{self, Handle, RecallRequest, handles_in};
     use memory_core::{ContentBlock, ImageContent, Memory, Message, ToolCall};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("handles.db");
@@ -860,14 +860,18 @@ async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() 
     ];
     for step in 0..12 {
         let id = format!("c{step}");
-        recorded.push(Message::assistant_with_tools(
-            "",
-            vec![ToolCall::new(
+        // Every third step thinks aloud at length first.
+        let reasoning = (step % 3 == 0)
+            .then(|| format!("The parser may call f{step} before it is defined. ").repeat(12));
+        recorded.push(Message::Assistant {
+            content: String::new(),
+            reasoning,
+            tool_calls: vec![ToolCall::new(
                 &id,
                 "cat",
                 format!(r#"{{"path":"src/f{step}.rs"}}"#),
             )],
-        ));
+        });
         // Every fourth output is long enough to be cut (over 1,024 tokens).
         let lines = if step % 4 == 3 { 300 } else { 25 };
         let output: String = (0..lines)
@@ -896,7 +900,7 @@ async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() 
                         carried.push(handle);
                     }
                 }
-                texts.extend(context.iter().map(|m| m.text() + "\n"));
+                texts.extend(context.iter().map(|m| recall::part_text(m) + "\n"));
             }
             if i == 0 {
                 memory.record_protected(message.clone()).await.unwrap();
@@ -910,6 +914,7 @@ async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() 
         "[earlier tool result omitted",
         "characters cut; recall r:",
         "[image omitted",
+        "[reasoning omitted",
         memory_core::left_out::PREFIX,
     ] {
         assert!(texts.contains(kind), "no context carried {kind:?}");

@@ -53,7 +53,7 @@ impl KindPositions {
             }
             Message::Assistant {
                 reasoning: Some(r), ..
-            } if !r.is_empty() => self.reasoned.push(i),
+            } if !r.is_empty() && !placeholder::is_placeholder(r) => self.reasoned.push(i),
             Message::User(blocks) if blocks.iter().any(|b| b.as_text().is_none()) => {
                 self.media.push(i);
             }

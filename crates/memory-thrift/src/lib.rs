@@ -42,7 +42,8 @@
 //! the low watermark or the budget). Each runs only while the total is over
 //! the budget, stops at the target, and goes oldest first:
 //!
-//! 1. the **reasoning** of earlier steps is removed;
+//! 1. the **reasoning** of earlier steps is replaced by a [`placeholder`]
+//!    that names its length and handle;
 //! 2. **long tool outputs** (over 1,024 tokens) are cut to head and tail
 //!    around a marker line ([`cut`]), the newest step's last; a text-only
 //!    agent's observations alike;

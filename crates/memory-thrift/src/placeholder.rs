@@ -1,5 +1,5 @@
 //! The short texts that stand in for shed content: an earlier tool result,
-//! an image, a pass-through block.
+//! an earlier step's reasoning, an image, a pass-through block.
 //!
 //! Each says what was there, how large it was and the
 //! [recall handle](memory_core::recall::Handle) of the message it stood in,
@@ -24,6 +24,7 @@ use memory_core::{ImageContent, Message};
 
 const TOOL_RESULT: &str = "[earlier tool result omitted: ";
 const IMAGE: &str = "[image omitted: ";
+const REASONING: &str = "[reasoning omitted: ";
 const ATTACHMENT: &str = "[attachment omitted";
 
 /// A pass-through block's `type` longer than this many bytes is not named
@@ -81,6 +82,42 @@ pub(crate) fn tool_result_message(message: &Message, handle: Handle) -> Message 
     }
 }
 
+/// The placeholder for the reasoning of assistant message `message` (the
+/// history's, with its reasoning): how long the reasoning was and the
+/// handle that brings it back (the parts of the message's
+/// [`part_text`](memory_core::recall::part_text) that hold it, when the
+/// message is too long for one recall); `None` for a message without
+/// reasoning.
+///
+/// ```
+/// use memory_core::{recall::Handle, Message};
+/// let step = Message::Assistant {
+///     content: "Running the tests.".into(),
+///     reasoning: Some("The parser fails on quoted commas.".into()),
+///     tool_calls: vec![],
+/// };
+/// let handle = Handle::of(std::slice::from_ref(&step));
+/// assert_eq!(
+///     memory_thrift::placeholder::reasoning(&step),
+///     Some(format!("[reasoning omitted: 34 characters; recall {handle}]"))
+/// );
+/// assert_eq!(memory_thrift::placeholder::reasoning(&Message::assistant("ok")), None);
+/// ```
+pub fn reasoning(message: &Message) -> Option<String> {
+    let Message::Assistant {
+        reasoning: Some(thought),
+        ..
+    } = message
+    else {
+        return None;
+    };
+    let start = message.text().chars().count() + 1;
+    let chars = thought.chars().count();
+    let total = memory_core::recall::part_text(message).chars().count();
+    let handle = Handle::for_span(message, start..start + chars, total);
+    Some(format!("{REASONING}{chars} characters; recall {handle}]"))
+}
+
 /// The placeholder for an image block of the message with `handle`.
 ///
 /// ```
@@ -134,5 +171,6 @@ pub fn is_placeholder(text: &str) -> bool {
     text.ends_with(']')
         && (text.starts_with(TOOL_RESULT)
             || text.starts_with(IMAGE)
+            || text.starts_with(REASONING)
             || text.starts_with(ATTACHMENT))
 }

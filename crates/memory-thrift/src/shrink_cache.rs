@@ -1,5 +1,5 @@
 //! [`ShrinkCache`]: shrunk messages, made once: a tool output cut head and tail, an
-//! assistant message without its reasoning, each with its count, and the
+//! assistant message with a placeholder for its reasoning, each with its count, and the
 //! count of a tool result's placeholder.
 //!
 //! Replaying a round (see [`calls`](crate::calls)) sheds several
@@ -30,7 +30,7 @@ pub(crate) struct ShrinkCache {
     /// Whether to keep what is made (a single pass gains nothing by it).
     keep: bool,
     cuts: Vec<Option<Made>>,
-    /// Assistant messages without their reasoning.
+    /// Assistant messages with a placeholder for their reasoning.
     bare: Vec<Option<Made>>,
     placeholders: Vec<Option<usize>>,
     /// Placeholder messages written for the results kept replaced.
@@ -133,9 +133,10 @@ impl ShrinkCache {
         once(self.keep, &mut self.cuts, index, counter, make).await
     }
 
-    /// Assistant message `message` (message `index`) without its
-    /// reasoning, and its count, made the first time only; `None` for a
-    /// message without reasoning.
+    /// Assistant message `message` (message `index`, the history's) with
+    /// its reasoning replaced by [its placeholder](placeholder::reasoning),
+    /// and its count, made the first time only; `None` for a message
+    /// without reasoning.
     pub async fn bare(
         &mut self,
         index: usize,
@@ -149,7 +150,7 @@ impl ShrinkCache {
                 tool_calls,
             } => Some(Message::Assistant {
                 content: content.clone(),
-                reasoning: None,
+                reasoning: placeholder::reasoning(message),
                 tool_calls: tool_calls.clone(),
             }),
             _ => None,
@@ -262,7 +263,7 @@ mod tests {
     fn reasoned(content: &str) -> Message {
         Message::Assistant {
             content: content.into(),
-            reasoning: Some("a long thought about it".into()),
+            reasoning: Some("a long thought about it, ".repeat(8)),
             tool_calls: vec![ToolCall::new("c1", "read", "{}")],
         }
     }
@@ -284,6 +285,17 @@ mod tests {
         let (bare, count) = shrunk.bare(3, &new, &counter).await.unwrap().unwrap();
         assert_eq!(bare.text(), "new words");
         assert!(count < counter.count_message(&new).await.unwrap());
+        let Message::Assistant { reasoning, .. } = &*bare else {
+            panic!("an assistant message");
+        };
+        assert_eq!(
+            reasoning.as_deref(),
+            placeholder::reasoning(&new).as_deref()
+        );
+        assert_eq!(
+            memory_core::recall::Handle::all_in(reasoning.as_deref().unwrap()),
+            vec![handle_of(&new)]
+        );
         assert!(
             shrunk
                 .bare(4, &Message::user("q"), &counter)

@@ -205,8 +205,13 @@ impl TermIndex {
     fn changed_terms(&mut self, i: usize, shown: &Message) -> Vec<u32> {
         if let Message::Assistant { reasoning, .. } = shown {
             // Only the reasoning stage changes an assistant message: what
-            // is left is the message without its reasoning.
-            debug_assert!(reasoning.is_none());
+            // is left is the message without its reasoning (its
+            // placeholder says nothing of what it held).
+            debug_assert!(
+                reasoning
+                    .as_deref()
+                    .is_none_or(crate::placeholder::is_placeholder)
+            );
             return self.arena[self.starts[i]..self.body_ends[i]].to_vec();
         }
         let mut texts = Vec::new();

@@ -16,7 +16,11 @@ pub(crate) fn texts_of<'m>(message: &'m Message, out: &mut Vec<&'m str>) {
             tool_calls,
         } => {
             out.push(content);
-            out.extend(reasoning.as_deref());
+            out.extend(
+                reasoning
+                    .as_deref()
+                    .filter(|r| !placeholder::is_placeholder(r)),
+            );
             for call in tool_calls {
                 out.push(&call.name);
                 out.push(&call.arguments);

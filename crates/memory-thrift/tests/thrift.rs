@@ -1,5 +1,6 @@
 //! Thrift's behaviour, stage by stage, and the promises it keeps.
 
+use memory_core::recall::{Handle, RecallRequest, resolve};
 use memory_core::test_util::PricedImages;
 use memory_core::{
     Budget, CharTokenCounter, ContentBlock, History, ImageContent, Message, TokenCounter, ToolCall,
@@ -150,14 +151,21 @@ async fn reasoning_of_earlier_steps_goes_first_and_the_newest_keeps_its_own() {
     assert!(result.fits);
     assert_eq!(result.messages.len(), m.len());
     // The oldest reasoning went (and, the watermark asking for a margin,
-    // the next one too); the newest step's stays.
-    assert!(matches!(
-        &result.messages[1],
-        Message::Assistant {
-            reasoning: None,
-            ..
-        }
-    ));
+    // the next one too), a placeholder with its handle in its stead that
+    // brings it back whole; the newest step's stays.
+    let Message::Assistant {
+        reasoning: Some(placeholder),
+        ..
+    } = &result.messages[1]
+    else {
+        panic!("an assistant step: {:?}", result.messages[1]);
+    };
+    assert!(placeholder.starts_with("[reasoning omitted: ") && placeholder.len() < long.len());
+    let handles = Handle::all_in(placeholder);
+    assert_eq!(handles, vec![Handle::of(&m[1..2])]);
+    let request = RecallRequest::new(handles[0].to_string());
+    let recalled = resolve(&m, &request, &CharTokenCounter).await.unwrap();
+    assert_eq!(recalled.messages, m[1..2]);
     assert_eq!(result.messages[5], m[5]);
     assert!(trace.reasoning.shed() >= 1);
     // Nothing else was touched.

@@ -167,8 +167,8 @@ pub struct WindowMemory {
     /// The covered set of the state last dropped for a reload.
     carried: Option<Carried>,
     /// The turns compactions folded away that the covered set no longer
-    /// holds, for the index (kept in memory: a session opened again starts
-    /// without them).
+    /// holds, for the index (kept in memory; a session opened again from
+    /// its store finds them in the store's history).
     folded: Folded,
 }
 
@@ -574,15 +574,17 @@ impl WindowMemory {
                         // for is in the store's history.
                         let history = store.history(&self.session).await?;
                         let replaced = store.replaced(&self.session).await?;
-                        let horizon = covered::horizon(&self.budget);
-                        crate::recover::covered(
+                        let recovered = crate::recover::recover(
                             &snapshot.messages,
                             &history,
                             &replaced,
                             &*self.counter,
-                            horizon,
+                            covered::horizon(&self.budget),
+                            &self.budget.for_messages(self.counter.framing()),
                         )
-                        .await?
+                        .await?;
+                        self.folded = recovered.folded;
+                        recovered.covered
                     }
                     _ => Covered::default(),
                 };

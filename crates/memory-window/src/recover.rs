@@ -1,34 +1,48 @@
-//! Recovers a view's covered set (see [`memory_core::covered`]) from the
-//! store's history, for a session loaded afresh.
+//! Recovers a view's covered set (see [`memory_core::covered`]) and the
+//! turns folded away beyond it (see [`memory_core::left_out::Folded`])
+//! from the store's history, for a session loaded afresh.
 
 use std::collections::HashMap;
 
 use memory_core::covered::Covered;
 use memory_core::identity::message_key;
-use memory_core::{MemoryError, Message, StoredMessage, TokenCounter, summary};
+use memory_core::left_out::Folded;
+use memory_core::{Budget, History, MemoryError, Message, StoredMessage, TokenCounter, summary};
+
+/// What a view's summary stands for, recovered.
+#[derive(Debug, Default)]
+pub(crate) struct Recovered {
+    /// The covered set.
+    pub covered: Covered,
+    /// The turns older than the covered set, as the index lists them.
+    pub folded: Folded,
+}
 
 /// The covered set of `view` as the history shows it (see
 /// [`memory_core::covered`]): the messages of `history` (everything
 /// appended, oldest first) between the view's messages up to its anchor
 /// (its first summary and the protected messages after it) and its tail
-/// (the rest), the newest whole steps within `horizon` tokens, with the
-/// counts stored with them in the `replaced` views (`counter` counts only
-/// a message found in none). Empty when the view has no summary, or when its head and tail
-/// are not found in the history in that order with its tail at the end:
-/// nothing is placed where it did not stand.
+/// (the rest), the newest whole steps within `horizon` tokens, with
+/// the counts stored with them in the `replaced` views (`counter` counts
+/// only a message found in none); and the older ones folded, in pieces
+/// one recall brings back under `budget`. Empty when the view has no
+/// summary, or when its head and tail are not found in the history in
+/// that order with its tail at the end: nothing is placed where it did
+/// not stand.
 ///
 /// # Errors
 ///
 /// The counter's.
-pub(crate) async fn covered(
+pub(crate) async fn recover(
     view: &[StoredMessage],
     history: &[Message],
     replaced: &[Vec<StoredMessage>],
     counter: &dyn TokenCounter,
     horizon: usize,
-) -> Result<Covered, MemoryError> {
+    budget: &Budget,
+) -> Result<Recovered, MemoryError> {
     let Some(first) = view.iter().position(|s| summary::is_summary(&s.message)) else {
-        return Ok(Covered::default());
+        return Ok(Recovered::default());
     };
     let anchor = (first + 1..view.len())
         .find(|&i| {
@@ -37,11 +51,24 @@ pub(crate) async fn covered(
         })
         .unwrap_or(view.len());
     let Some(span) = covered_span(view, anchor, history) else {
-        return Ok(Covered::default());
+        return Ok(Recovered::default());
     };
-    let picked = newest_within(&history[span], replaced, counter, horizon).await?;
+    let stored = Counts::new(replaced);
+    let picked = newest_within(&history[span.clone()], &stored, counter, horizon).await?;
     let next = view.get(anchor).map(|s| s.message.clone());
-    Ok(Covered::default().extended(picked, horizon).before(next))
+    let covered = Covered::default().extended(picked, horizon).before(next);
+    let older = &history[span.start..span.end - covered.len()];
+    let mut folded = Folded::default();
+    if !older.is_empty() {
+        let mut counts = Vec::with_capacity(older.len());
+        for m in older {
+            counts.push(stored.count(m, counter).await?);
+        }
+        let older = History::new(older, &counts)?.forget_task();
+        let whole = 0..older.len();
+        folded.fold(&older, std::slice::from_ref(&whole), budget);
+    }
+    Ok(Recovered { covered, folded })
 }
 
 /// Where in `history` the messages the summary stands for are: after the
@@ -82,31 +109,47 @@ fn covered_span(
     (matched == head.len()).then_some(from..end)
 }
 
-/// The newest messages of `span` within `horizon` tokens, oldest first,
-/// with the counts stored with them in the `replaced` views (`counter`
-/// counts a message found in none).
-async fn newest_within(
-    span: &[Message],
-    replaced: &[Vec<StoredMessage>],
-    counter: &dyn TokenCounter,
-    horizon: usize,
-) -> Result<Vec<(Message, usize)>, MemoryError> {
-    // The stored counts, by identity: newest views first.
-    let mut stored: HashMap<u64, Vec<&StoredMessage>> = HashMap::new();
-    for s in replaced.iter().rev().flatten() {
-        stored.entry(message_key(&s.message)).or_default().push(s);
+/// The counts stored with messages in the replaced views, by identity.
+struct Counts<'a> {
+    /// Newest views first.
+    stored: HashMap<u64, Vec<&'a StoredMessage>>,
+}
+
+impl<'a> Counts<'a> {
+    fn new(replaced: &'a [Vec<StoredMessage>]) -> Self {
+        let mut stored: HashMap<u64, Vec<&StoredMessage>> = HashMap::new();
+        for s in replaced.iter().rev().flatten() {
+            stored.entry(message_key(&s.message)).or_default().push(s);
+        }
+        Self { stored }
     }
-    let mut picked: Vec<(Message, usize)> = Vec::new();
-    let mut total = 0;
-    for m in span.iter().rev() {
-        let known = stored
+
+    /// `m`'s stored count, or `counter`'s when it is stored nowhere.
+    async fn count(&self, m: &Message, counter: &dyn TokenCounter) -> Result<usize, MemoryError> {
+        let known = self
+            .stored
             .get(&message_key(m))
             .and_then(|same| same.iter().find(|s| s.message == *m))
             .map(|s| s.tokens);
-        let tokens = match known {
-            Some(tokens) => tokens,
-            None => counter.count_message(m).await?,
-        };
+        match known {
+            Some(tokens) => Ok(tokens),
+            None => counter.count_message(m).await,
+        }
+    }
+}
+
+/// The newest messages of `span` within `horizon` tokens, oldest first,
+/// with their `stored` counts (`counter` counts a message found in none).
+async fn newest_within(
+    span: &[Message],
+    stored: &Counts<'_>,
+    counter: &dyn TokenCounter,
+    horizon: usize,
+) -> Result<Vec<(Message, usize)>, MemoryError> {
+    let mut picked: Vec<(Message, usize)> = Vec::new();
+    let mut total = 0;
+    for m in span.iter().rev() {
+        let tokens = stored.count(m, counter).await?;
         if total + tokens > horizon {
             break;
         }
@@ -127,6 +170,20 @@ mod tests {
             .iter()
             .map(|m| StoredMessage::new(m.clone(), 1, false))
             .collect()
+    }
+
+    /// What `recover` gives with no stored counts and a budget of 100.
+    fn recovered(view: &[StoredMessage], history: &[Message], horizon: usize) -> Recovered {
+        let budget = Budget::tokens(100);
+        block_on(recover(
+            view,
+            history,
+            &[],
+            &CharTokenCounter,
+            horizon,
+            &budget,
+        ))
+        .unwrap()
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -155,28 +212,24 @@ mod tests {
         ]);
         // The task, protected, stands after the summary.
         view[2].protected = true;
-        let c = block_on(covered(&view, &history, &[], &CharTokenCounter, 1_000)).unwrap();
-        assert_eq!(c.messages(), &history[2..4]);
-        // Within a horizon that cannot hold the step, nothing.
-        let c = block_on(covered(&view, &history, &[], &CharTokenCounter, 3)).unwrap();
-        assert!(c.is_empty());
+        let r = recovered(&view, &history, 1_000);
+        assert_eq!(r.covered.messages(), &history[2..4]);
+        assert!(r.folded.is_empty());
+        // Within a horizon that cannot hold the step, nothing covered:
+        // the step is folded away, one piece.
+        let r = recovered(&view, &history, 3);
+        assert!(r.covered.is_empty());
+        assert_eq!(r.folded.len(), 1);
     }
 
     #[test]
     fn a_tail_that_is_not_the_end_of_the_history_gives_nothing() {
         let history = vec![Message::user("a"), Message::user("b"), Message::user("c")];
         let view = stored(&[summary::message("a"), Message::user("b")]);
-        let c = block_on(covered(&view, &history, &[], &CharTokenCounter, 1_000)).unwrap();
-        assert!(c.is_empty());
+        let r = recovered(&view, &history, 1_000);
+        assert!(r.covered.is_empty() && r.folded.is_empty());
         let no_summary = stored(&history);
-        let c = block_on(covered(
-            &no_summary,
-            &history,
-            &[],
-            &CharTokenCounter,
-            1_000,
-        ))
-        .unwrap();
-        assert!(c.is_empty());
+        let r = recovered(&no_summary, &history, 1_000);
+        assert!(r.covered.is_empty() && r.folded.is_empty());
     }
 }

@@ -758,10 +758,11 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
 
 #[tokio::test]
 async fn the_index_names_the_turns_compactions_folded_away() {
-    use memory_core::left_out;
-    use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
     let budget = 1_000;
-    let mut memory = WindowMemory::new(budget).with_strategy(memory_core::test_util::FoldOld);
+    let store = Arc::new(InMemoryStore::new());
+    let mut memory = WindowMemory::new(budget)
+        .with_strategy(memory_core::test_util::FoldOld)
+        .with_store(store.clone(), "s");
     memory
         .record_protected(Message::system("You plan gardens."))
         .await
@@ -779,6 +780,74 @@ async fn the_index_names_the_turns_compactions_folded_away() {
     }
     let view = memory.view().await.unwrap();
     assert!(view.len() + 20 < said.len(), "compactions folded the turns");
+    folded_turns_are_indexed(&mut memory, &said, budget).await;
+}
+
+/// A session longer than the covered set's horizon, opened again from its
+/// store: the turns folded beyond the horizon are indexed again, as they
+/// were before it was closed, so a question about one finds its handle.
+#[tokio::test]
+async fn a_session_opened_again_indexes_the_turns_folded_beyond_the_horizon() {
+    let budget = 1_000;
+    let store = Arc::new(InMemoryStore::new());
+    let open = || {
+        WindowMemory::new(budget)
+            .with_strategy(memory_core::test_util::FoldOld)
+            .with_store(store.clone(), "s")
+    };
+    let mut memory = open();
+    memory
+        .record_protected(Message::system("You plan gardens."))
+        .await
+        .unwrap();
+    let mut said = Vec::new();
+    // About 50 tokens a turn: 800 turns hold more than the horizon (32
+    // budgets, 32,000 tokens) by over a hundred turns.
+    for turn in 0..800 {
+        let question = Message::user(format!("What goes in bed {turn}?"));
+        let answer = Message::assistant(format!(
+            "Bed {turn}: {}, code w{turn:04}q.",
+            "tomatoes and basil, ".repeat(7)
+        ));
+        memory.record(question.clone()).await.unwrap();
+        memory.record(answer.clone()).await.unwrap();
+        said.push(question);
+        said.push(answer);
+        memory.trimmed().await.unwrap();
+    }
+    // A question about turn 3, folded long ago.
+    let asked = Message::user("Which bed had the code w0003q?");
+    memory.record(asked.clone()).await.unwrap();
+    said.push(asked);
+    let before = folded_turns_are_indexed(&mut memory, &said, budget).await;
+    assert!(before.contains(&said[7]), "turn 3 is indexed");
+    let mut reopened = open();
+    let after = folded_turns_are_indexed(&mut reopened, &said, budget).await;
+    // The covered set is back, and holds the newest turns only.
+    let covered = reopened.covered();
+    assert!(
+        !covered.is_empty() && covered.len() + 200 < said.len(),
+        "{} covered",
+        covered.len()
+    );
+    assert!(!covered.messages().contains(&said[7]));
+    assert!(
+        after.contains(&said[7]),
+        "turn 3 is indexed again once opened"
+    );
+}
+
+/// Asserts that `memory`'s context has an index right after its summary
+/// naming at least three pieces, each within one recall under `budget`
+/// and made of turns `said` and no longer shown; returns the messages
+/// they name.
+async fn folded_turns_are_indexed(
+    memory: &mut WindowMemory,
+    said: &[Message],
+    budget: usize,
+) -> Vec<Message> {
+    use memory_core::left_out;
+    use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
     let result = memory.trimmed().await.unwrap();
     let at = result
         .messages
@@ -789,6 +858,7 @@ async fn the_index_names_the_turns_compactions_folded_away() {
     let handles = Handle::all_in(&result.messages[at].text());
     assert!(handles.len() >= 3, "{}", result.messages[at].text());
     let max = max_reachable_tokens(&Budget::tokens(budget));
+    let mut named = Vec::new();
     for handle in handles {
         let back = memory
             .recall(&RecallRequest::new(handle.to_string()))
@@ -803,5 +873,7 @@ async fn the_index_names_the_turns_compactions_folded_away() {
         for m in &back.messages {
             assert!(said.contains(m) && !result.messages.contains(m), "{m:?}");
         }
+        named.extend(back.messages);
     }
+    named
 }

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult};
+use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summary};
 
 use crate::call::{self, Job, Outcome};
 use crate::covering::{Covering, Fingerprint};
@@ -89,7 +89,8 @@ impl<'a> Background<'a> {
         let mut ready = ready;
         let text = body::text(&ready.covering.message).unwrap_or_default();
         let cap = self.settings.summary_max_tokens() as usize;
-        match body::fitted(&text, &ready.covering.files, cap, counter).await? {
+        let originals = summary::originals(&work, &ready.covering.region);
+        match body::fitted(&text, &ready.covering.files, originals, cap, counter).await? {
             Ok(message) => ready.covering.message = message,
             Err(rejection) => {
                 settle.failed(Failure::Rejected(rejection), ready.cost);

@@ -1,9 +1,10 @@
 //! The rolling summary as a message: how [`Compact`](crate::Compact) writes
 //! it and recognizes its own.
 //!
-//! The summary is a core summary message ([`memory_core::summary::message`],
-//! so every stage recognizes and keeps it) whose body is [`HEADER`], the
-//! summary text, and the [file sections](crate::files). The header tells
+//! The summary is a core summary message ([`memory_core::summary::message_for`],
+//! so every stage recognizes and keeps it, with the recall handle of the
+//! turns it stands for) whose body is [`HEADER`], the summary text, and
+//! the [file sections](crate::files). The header tells
 //! Compact's own summaries, which it folds into the next one, from other
 //! summaries (another strategy's, an imported one), which it keeps in place
 //! like any protected message.
@@ -21,6 +22,7 @@
 //! assert!(!body::is_compact_summary(&summary::message("someone else's")));
 //! ```
 
+use memory_core::recall::Handle;
 use memory_core::{MemoryError, Message, TokenCounter, summary};
 use memory_summary::{Rejection, cap};
 
@@ -59,7 +61,15 @@ pub fn message(text: &str, files: &FileOps) -> Message {
     summary::message(compose(text, files))
 }
 
-/// The summary message for `text` and `files` within `cap` tokens of
+/// A summary message with everything but a text: the prefix, the line
+/// naming its originals (with a handle of the longest kind) and the
+/// header, for what every summary costs beyond its text.
+pub(crate) fn framing() -> Message {
+    summary::framing_for(compose("", &FileOps::new()))
+}
+
+/// The summary message for `text` and `files`, standing for the turns
+/// `originals` names ([`summary::originals`]), within `cap` tokens of
 /// `counter`, the whole message counted: the file list keeps the most
 /// recently touched paths that fit ([`FileOps::render_newest`]), saying how
 /// many it left out. `Err` when the header and the text alone exceed the
@@ -71,11 +81,17 @@ pub fn message(text: &str, files: &FileOps) -> Message {
 pub(crate) async fn fitted(
     text: &str,
     files: &FileOps,
+    originals: Option<Handle>,
     cap: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Result<Message, Rejection>, MemoryError> {
-    let with = |keep: usize| summary::message(compose_rendered(text, &files.render_newest(keep)));
-    let bare = message(text, &FileOps::new());
+    let with = |keep: usize| {
+        summary::message_for(
+            compose_rendered(text, &files.render_newest(keep)),
+            originals,
+        )
+    };
+    let bare = summary::message_for(compose(text, &FileOps::new()), originals);
     let tokens = counter.count_message(&bare).await?;
     if let Err(over) = cap::within_cap(tokens, cap) {
         return Ok(Err(over));

@@ -212,8 +212,9 @@ impl Compact {
     /// # Errors
     ///
     /// [`CapTooSmall`] when the cap cannot hold the summary message's own
-    /// framing ([`body::HEADER`](crate::body::HEADER) and the summary
-    /// prefix): no summary could ever be accepted.
+    /// framing ([`body::HEADER`](crate::body::HEADER), the summary
+    /// prefix and the line naming what it stands for): no summary could
+    /// ever be accepted.
     ///
     /// ```
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
@@ -223,7 +224,7 @@ impl Compact {
     /// let err = memory_compact::Compact::new(memory_core::FakeProvider::default())
     ///     .with_summary_max_tokens(20)
     ///     .unwrap_err();
-    /// assert_eq!((err.cap, err.framing), (20, 24));
+    /// assert_eq!((err.cap, err.framing), (20, 39));
     /// ```
     pub fn with_summary_max_tokens(self, tokens: u32) -> Result<Self, CapTooSmall> {
         let summary = self
@@ -254,10 +255,7 @@ impl Compact {
     /// ```
     pub fn with_summary(self, summary: SummarySettings) -> Result<Self, CapTooSmall> {
         if let Some(tokens) = summary.summary_max_tokens() {
-            cap::check_cap(
-                tokens,
-                cap::framing_estimate(&body::message("", &FileOps::new())),
-            )?;
+            cap::check_cap(tokens, cap::framing_estimate(&body::framing()))?;
         }
         Ok(self.set(|s| s.set_summary(summary)))
     }

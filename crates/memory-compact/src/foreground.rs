@@ -1,7 +1,7 @@
 //! Compaction in the foreground: the summary is made during the turn that
 //! needs it, and on demand ([`compact_now`](crate::Compact::compact_now)).
 
-use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult};
+use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summary};
 
 use crate::call::{self, Job, Outcome};
 use crate::covering::Covering;
@@ -139,7 +139,8 @@ impl<'a> Foreground<'a> {
         };
         let files = job.preparation.files;
         let cap = self.settings.summary_max_tokens() as usize;
-        let message = match body::fitted(&text, &files, cap, counter).await? {
+        let originals = summary::originals(work, &plan.region);
+        let message = match body::fitted(&text, &files, originals, cap, counter).await? {
             Ok(message) => message,
             Err(rejection) => {
                 settle.failed(Failure::Rejected(rejection), cost);

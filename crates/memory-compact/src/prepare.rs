@@ -101,7 +101,7 @@ pub(crate) async fn prepare(
 }
 
 /// The model's share of the summary cap: the cap holds the whole message,
-/// so it is the cap less the header and prefix every summary carries, and
+/// so it is the cap less the prefix, handle line and header every summary carries, and
 /// less the room of the file list, up to a quarter of the cap.
 async fn reply_share(
     settings: &Settings,
@@ -109,9 +109,7 @@ async fn reply_share(
     counter: &dyn TokenCounter,
 ) -> Result<u32, MemoryError> {
     let cap = settings.summary_max_tokens() as usize;
-    let overhead = counter
-        .count_message(&body::message("", &FileOps::new()))
-        .await?;
+    let overhead = counter.count_message(&body::framing()).await?;
     let listed = match files.is_empty() {
         true => 0,
         false => counter.count(&files.render()).await?.min(cap / FILES_SHARE),

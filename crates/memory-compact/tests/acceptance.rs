@@ -70,13 +70,13 @@ async fn a_custom_check_is_called_and_decides() {
 
 #[test]
 fn a_cap_that_cannot_hold_the_framing_is_refused_when_built() {
-    // The summary prefix and Compact's header: 24 tokens by the character
-    // estimate.
+    // The summary prefix, the line naming the originals and Compact's
+    // header: 39 tokens by the character estimate.
     let err = Compact::new(FakeProvider::default())
-        .with_summary_max_tokens(24)
+        .with_summary_max_tokens(39)
         .unwrap_err();
-    assert_eq!((err.cap, err.framing), (24, 24));
-    assert!(err.to_string().contains("cap of 24 tokens"));
+    assert_eq!((err.cap, err.framing), (39, 39));
+    assert!(err.to_string().contains("cap of 39 tokens"));
     let settings = SummarySettings::new().with_summary_max_tokens(10);
     assert!(
         Compact::new(FakeProvider::default())
@@ -85,7 +85,7 @@ fn a_cap_that_cannot_hold_the_framing_is_refused_when_built() {
     );
     assert!(
         Compact::new(FakeProvider::default())
-            .with_summary_max_tokens(25)
+            .with_summary_max_tokens(40)
             .is_ok()
     );
 }

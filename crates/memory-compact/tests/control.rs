@@ -204,7 +204,9 @@ async fn protected_messages_stay_in_place_and_tool_pairs_stay_whole() {
     let messages = vec![
         Message::system("rules"),
         user(1),
-        reply(1),
+        // Long enough that the summary, with the line naming what it
+        // stands for, is shorter.
+        Message::assistant(common::text("a1", 480)),
         Message::system("Always answer in French."), // protected, mid-history
         user(2),
         parallel,

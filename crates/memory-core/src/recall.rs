@@ -189,6 +189,21 @@ impl Handle {
         Some(start..(last * PART_CHARS).min(chars))
     }
 
+    /// This stretch with `more` messages after it (its parts dropped).
+    ///
+    /// ```
+    /// use memory_core::{recall::Handle, Message};
+    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// assert_eq!(Handle::of(&m[..1]).extended(2), Handle::of(&m));
+    /// ```
+    pub fn extended(self, more: usize) -> Handle {
+        Handle {
+            len: self.len + more,
+            parts: None,
+            ..self
+        }
+    }
+
     /// How many messages the stretch holds.
     ///
     /// ```

@@ -2,8 +2,12 @@
 //! summary of earlier history.
 //!
 //! A summary is a [`Message::System`] whose text starts with [`PREFIX`].
-//! Producers build summaries with [`message`]; every subtractive stage keeps
-//! what [`is_summary`] recognizes. The defaults every summarizing strategy
+//! Producers build summaries with [`message`], or with [`message_for`]
+//! when they know the originals it stands for ([`originals`]): a line
+//! after the prefix then names their [recall handle](crate::recall), so
+//! that what the summary folded stays one recall (with a query, for a
+//! long stretch) away. Every subtractive stage keeps what [`is_summary`]
+//! recognizes. The defaults every summarizing strategy
 //! shares are here too: [`DEFAULT_SUMMARY_MAX_TOKENS`] and
 //! [`DEFAULT_SUMMARY_TEMPERATURE`].
 //!
@@ -16,10 +20,20 @@
 //! assert!(!summary::is_summary(&Message::system("You are terse.")));
 //! ```
 
-use crate::Message;
+use std::ops::Range;
+
+use crate::recall::Handle;
+use crate::{History, Message};
 
 /// What every summary message starts with.
 pub const PREFIX: &str = "Summary of prior context:\n";
+
+/// What the line naming a summary's originals starts with, right after
+/// [`PREFIX`].
+const STANDS_FOR: &str = "[stands for ";
+
+/// How the line naming a summary's originals ends.
+const STANDS_FOR_END: &str = "; recall it with a query]\n";
 
 /// The default cap on a summary, in tokens, for every strategy that asks a
 /// model for one: sent as the request's `max_tokens`, a reply cut off there
@@ -50,6 +64,100 @@ pub fn message(body: impl AsRef<str>) -> Message {
     Message::System(format!("{PREFIX}{}", body.as_ref()))
 }
 
+/// Builds the summary message for `body` standing for the originals
+/// `handle` names (see [`originals`]); [`message`] when `None`.
+///
+/// ```
+/// use memory_core::{recall::Handle, summary, Message};
+/// let m = [Message::user("Lisbon or Porto?"), Message::assistant("Lisbon.")];
+/// let s = summary::message_for("We chose Lisbon.", Some(Handle::of(&m)));
+/// assert_eq!(summary::stands_for(&s), Some(Handle::of(&m)));
+/// assert_eq!(summary::body(&s), Some("We chose Lisbon."));
+/// assert_eq!(summary::message_for("x", None), summary::message("x"));
+/// ```
+pub fn message_for(body: impl AsRef<str>, handle: Option<Handle>) -> Message {
+    match handle {
+        Some(handle) => Message::System(format!(
+            "{PREFIX}{STANDS_FOR}{handle}{STANDS_FOR_END}{}",
+            body.as_ref()
+        )),
+        None => message(body),
+    }
+}
+
+/// The summary message for `body` with the line naming its originals at
+/// its longest (a stretch of 100,000 messages): what a summary costs
+/// beyond its body, for a cap that must hold the whole message.
+///
+/// ```
+/// use memory_core::summary;
+/// let framing = summary::framing_for("");
+/// assert!(summary::stands_for(&framing).is_some());
+/// assert!(framing.text().len() > summary::message("").text().len());
+/// ```
+pub fn framing_for(body: impl AsRef<str>) -> Message {
+    message_for(body, Handle::parse("r:000000000000+100000").ok())
+}
+
+/// The handle of the originals `message` stands for, when it is a summary
+/// that names them ([`message_for`]).
+///
+/// ```
+/// assert_eq!(memory_core::summary::stands_for(&memory_core::summary::message("x")), None);
+/// ```
+pub fn stands_for(message: &Message) -> Option<Handle> {
+    let Message::System(text) = message else {
+        return None;
+    };
+    let line = text.strip_prefix(PREFIX)?.strip_prefix(STANDS_FOR)?;
+    let end = line.find(STANDS_FOR_END)?;
+    Handle::parse(&line[..end]).ok()
+}
+
+/// The handle of what a summary replacing the `region` of `history`
+/// (sorted ranges of its messages) stands for: from its first original to
+/// the region's last message. A summary folded into it that names its
+/// own originals ([`stands_for`]) lends their start, and the stretch runs
+/// on through the messages that followed them (the history after a
+/// summary and the messages kept before its first turn, the protected
+/// ones, is the session's as recorded); else it starts at the region's
+/// first message that is not a summary. `None` for a region without one.
+///
+/// ```
+/// use memory_core::{recall::Handle, summary, History, Message};
+/// let all = [
+///     Message::system("rules"),
+///     Message::user("Lisbon or Porto?"),
+///     Message::assistant("Lisbon."),
+///     Message::user("Which hotel?"),
+///     Message::assistant("The Alfama one."),
+///     Message::user("And dinner?"),
+/// ];
+/// let first = History::new(&all, &[1; 6]).unwrap();
+/// let handle = summary::originals(&first, &[1..3]).unwrap();
+/// assert_eq!(handle, Handle::of(&all[1..3]));
+/// // Folded again with the two turns after it: the stretch runs on.
+/// let view = [all[0].clone(), summary::message_for("Lisbon.", Some(handle)), all[3].clone(), all[4].clone(), all[5].clone()];
+/// let second = History::new(&view, &[1; 5]).unwrap();
+/// assert_eq!(summary::originals(&second, &[1..4]), Some(Handle::of(&all[1..5])));
+/// ```
+pub fn originals(history: &History<'_>, region: &[Range<usize>]) -> Option<Handle> {
+    let m = history.messages();
+    let last = region.iter().rev().find(|r| !r.is_empty())?.end - 1;
+    let mut folded = region.iter().flat_map(Clone::clone);
+    if let Some((at, earlier)) = folded
+        .clone()
+        .find_map(|i| stands_for(&m[i]).map(|h| (i, h)))
+    {
+        let anchor = (at + 1..m.len())
+            .find(|&i| !history.is_protected(i) && !is_summary(&m[i]) && !m[i].is_tool_result())
+            .unwrap_or(m.len());
+        return Some(earlier.extended((last + 1).saturating_sub(anchor)));
+    }
+    let first = folded.find(|&i| !is_summary(&m[i]))?;
+    (first <= last).then(|| Handle::of(&m[first..=last]))
+}
+
 /// Whether `message` is a summary.
 ///
 /// ```
@@ -60,15 +168,24 @@ pub fn is_summary(message: &Message) -> bool {
     matches!(message, Message::System(text) if text.starts_with(PREFIX))
 }
 
-/// The text of a summary without its prefix; `None` for other messages.
+/// The text of a summary without its prefix and the line naming its
+/// originals; `None` for other messages.
 ///
 /// ```
 /// use memory_core::{summary, Message};
 /// assert_eq!(summary::body(&Message::system("x")), None);
 /// ```
 pub fn body(message: &Message) -> Option<&str> {
-    match message {
-        Message::System(text) => text.strip_prefix(PREFIX),
-        _ => None,
-    }
+    let Message::System(text) = message else {
+        return None;
+    };
+    let body = text.strip_prefix(PREFIX)?;
+    Some(
+        body.strip_prefix(STANDS_FOR)
+            .and_then(|line| {
+                line.find(STANDS_FOR_END)
+                    .map(|end| &line[end + STANDS_FOR_END.len()..])
+            })
+            .unwrap_or(body),
+    )
 }

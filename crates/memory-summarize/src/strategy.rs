@@ -51,7 +51,10 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 ///   [`transcript`](memory_core::transcript) (reasoning left out; tool
 ///   calls by name and arguments; tool results; placeholders for images and
 ///   pass-through blocks; the previous summary marked as such) and sent after the prompt. The reply becomes one
-///   [`summary::message`], placed where the first summarized message was,
+///   [`summary::message_for`] (naming the [handle](memory_core::recall) of
+///   the turns it stands for, [`summary::originals`], when the summary
+///   with that line stays within its cap and shorter than what it covers),
+///   placed where the first summarized message was,
 ///   and is materialized (`replace: true`). Tool calls and their results
 ///   are never separated: the cut falls between steps.
 ///
@@ -435,8 +438,9 @@ impl TrimStrategy for SummarizeStrategy {
         let Some(body) = body_of(folded)? else {
             return Ok(fallback());
         };
-        let message = summary::message(&body);
-        let tokens = counter.count_message(&message).await?;
+        let (message, tokens) = self
+            .with_originals(history, &plan, &body, room, counter)
+            .await?;
         if let Err(rejection) = self.admit(history, &plan, tokens) {
             tracing::warn!(
                 %rejection,
@@ -481,6 +485,29 @@ impl SummarizeStrategy {
     /// Whether a summary message of `tokens` may replace what `plan`
     /// summarizes: within the summary cap, and shorter than the messages it
     /// covers.
+    /// The summary message for `body` of `plan`, and its count: naming
+    /// the handle of the turns it stands for ([`summary::originals`]) when
+    /// it is admitted so and fits the `room` the kept turns leave, else
+    /// without that line (a summary that fills its cap or its room, or a
+    /// short history whose summary would not be shorter).
+    async fn with_originals(
+        &self,
+        history: &History<'_>,
+        plan: &Plan,
+        body: &str,
+        room: usize,
+        counter: &dyn TokenCounter,
+    ) -> Result<(Message, usize), MemoryError> {
+        let named = summary::message_for(body, summary::originals(history, &plan.summarized));
+        let tokens = counter.count_message(&named).await?;
+        if tokens <= room && self.admit(history, plan, tokens).is_ok() {
+            return Ok((named, tokens));
+        }
+        let plain = summary::message(body);
+        let tokens = counter.count_message(&plain).await?;
+        Ok((plain, tokens))
+    }
+
     fn admit(&self, history: &History<'_>, plan: &Plan, tokens: usize) -> Result<(), Rejection> {
         cap::within_cap(tokens, self.summary_max_tokens() as usize)?;
         let covered: usize = plan

@@ -55,7 +55,7 @@ async fn with_grounding_off_a_template_summary_is_accepted() {
         .with_summary(settings)
         .unwrap();
     let messages = trimmed(strategy).await;
-    assert!(messages.contains(&summary::message(TEMPLATE)));
+    assert!(messages.iter().any(|m| summary::body(m) == Some(TEMPLATE)));
 }
 
 #[tokio::test]
@@ -72,7 +72,7 @@ async fn a_custom_check_is_called_with_the_transcript_and_decides() {
         .unwrap();
     let messages = trimmed(strategy).await;
     assert_eq!(calls.load(Ordering::Relaxed), 1);
-    assert!(messages.contains(&summary::message(TEMPLATE)));
+    assert!(messages.iter().any(|m| summary::body(m) == Some(TEMPLATE)));
 }
 
 #[tokio::test]

@@ -753,3 +753,46 @@ async fn a_failed_summarizer_falls_back_to_the_task_and_the_newest_history_that_
         .sum();
     assert!(shown + next > budget, "room for more was left unused");
 }
+
+/// The summary names the rounds it stands for, the earlier summary's
+/// included once it is folded again: one recall of its handle brings back
+/// every recorded round from the first to the last it folded, exactly (no
+/// further than the first round shown after it: between two summaries,
+/// the fit may shed the oldest verbatim rounds from view).
+#[tokio::test]
+async fn a_summary_names_the_rounds_it_stands_for_and_recall_brings_them_back() {
+    use memory_core::recall::RecallRequest;
+    let model = fake((1..=8).map(|k| {
+        text(&format!(
+            "Summary {k}: each Question from round N had its Answer from round N."
+        ))
+    }));
+    let mut memory = memory(120, SummarizeStrategy::new(model.clone()));
+    let recorded: Vec<Message> = (1..=30).flat_map(round).collect();
+    let mut folded: Vec<usize> = Vec::new();
+    for k in 1..=30 {
+        record_rounds(&mut memory, k, k).await;
+        let context = memory.context().await.unwrap();
+        let Some(handle) = context.first().and_then(summary::stands_for) else {
+            continue;
+        };
+        let shown = recorded
+            .iter()
+            .position(|m| *m == context[1])
+            .expect("a recorded message after the summary");
+        let back = memory
+            .recall(&RecallRequest::new(handle.to_string()))
+            .await
+            .unwrap()
+            .messages;
+        assert!(!back.is_empty() && back.len() <= shown, "after round {k}");
+        assert_eq!(back, recorded[..back.len()], "after round {k}");
+        if folded.last() != Some(&back.len()) {
+            folded.push(back.len());
+        }
+    }
+    assert!(
+        folded.len() >= 2 && folded.windows(2).all(|w| w[0] < w[1]),
+        "summaries, each standing for more: {folded:?}"
+    );
+}

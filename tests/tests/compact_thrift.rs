@@ -164,3 +164,37 @@ async fn in_a_memory_the_next_turns_build_on_the_stored_summary() {
     assert!(next.iter().any(summary::is_summary));
     assert!(validate(&next).is_empty());
 }
+
+/// Recorded into SQLite through `compact,thrift`: the summary names the
+/// turns it stands for, and after the store is closed and opened again one
+/// recall of its handle returns exactly those originals (rounds 1-6 but
+/// the task, kept verbatim: messages 2 to 24).
+#[tokio::test]
+async fn the_summary_names_its_originals_and_they_come_back_after_a_restart() {
+    use memory_core::recall::RecallRequest;
+    use memory_sqlite::SqliteStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("summary.db");
+    let messages = session();
+    let handle = {
+        let pipeline = Pipeline::new().then(compact(model())).then(Thrift::new());
+        let store = Arc::new(SqliteStore::open(&path).unwrap());
+        let mut memory = WindowMemory::new(BUDGET)
+            .with_strategy(pipeline)
+            .with_store(store, "s");
+        memory.record_protected(messages[0].clone()).await.unwrap();
+        for m in &messages[1..] {
+            memory.record(m.clone()).await.unwrap();
+        }
+        let context = memory.context().await.unwrap();
+        let shown = context.iter().find(|m| summary::is_summary(m)).unwrap();
+        summary::stands_for(shown).expect("the summary names its originals")
+    };
+    let store = Arc::new(SqliteStore::open(&path).unwrap());
+    let memory = WindowMemory::new(BUDGET).with_store(store, "s");
+    let back = memory
+        .recall(&RecallRequest::new(handle.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(back.messages, messages[2..25]);
+}

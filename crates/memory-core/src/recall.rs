@@ -3,7 +3,9 @@
 //! A [`Handle`] names a stretch of the history by the identity of its first
 //! message ([`identity::message_key`](crate::identity::message_key)) and
 //! its length: `r:1a2b3c4d5e6f` for one message, `r:1a2b3c4d5e6f+12` for
-//! twelve; `r:1a2b3c4d5e6f#3` for the third [`PART_CHARS`] characters of
+//! twelve, `r:1a2b3c4d5e6f..6f5e4d3c2b1a` for the messages from the first
+//! through the last named (a summary's originals: [`Handle::through`]);
+//! `r:1a2b3c4d5e6f#3` for the third [`PART_CHARS`] characters of
 //! a long message's text, `r:1a2b3c4d5e6f#2-9` for its parts 2 to 9 (a
 //! long output's cut middle, say: each part is one recall that fits in a
 //! small budget, however long the message). It depends on nothing but the messages, so it is the same in
@@ -68,6 +70,9 @@ pub struct Handle {
     /// The first and last [`PART_CHARS`] parts named (1-based), for a
     /// handle of parts of one message's text.
     parts: Option<(usize, usize)>,
+    /// The key of the stretch's last message, for a stretch named by its
+    /// ends (its length is then what the history says).
+    last: Option<u64>,
 }
 
 /// Characters of a message's text per part that a part handle names
@@ -88,6 +93,34 @@ impl Handle {
             key: messages.first().map_or(0, key),
             len: messages.len().max(1),
             parts: None,
+            last: None,
+        }
+    }
+
+    /// The stretch from this one's first message through `last` (the first
+    /// message like it at or after the start), named by its ends: what a
+    /// summary stands for, whose length the context that shows it does not
+    /// know. This handle when `last` is its own single message.
+    ///
+    /// ```
+    /// use memory_core::{recall::Handle, Message};
+    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// let h = Handle::of(&m[..1]).through(&m[2]);
+    /// assert_eq!(h.find(&m), Some(0..3));
+    /// assert_eq!(Handle::parse(&h.to_string()).unwrap(), h);
+    /// assert!(h.to_string().contains(".."));
+    /// assert_eq!(Handle::of(&m[..1]).through(&m[0]), Handle::of(&m[..1]));
+    /// ```
+    pub fn through(self, last: &Message) -> Handle {
+        let last = key(last);
+        if last == self.key && self.len == 1 && self.last.is_none() {
+            return self.whole();
+        }
+        Handle {
+            len: 1,
+            parts: None,
+            last: Some(last),
+            ..self
         }
     }
 
@@ -120,7 +153,7 @@ impl Handle {
     /// ```
     pub fn covering(self, span: Range<usize>, chars: usize) -> Handle {
         let whole = self.whole();
-        if self.len > 1 || chars <= PART_CHARS || span.is_empty() {
+        if self.len > 1 || self.last.is_some() || chars <= PART_CHARS || span.is_empty() {
             return whole;
         }
         let last = span.end.min(chars).max(span.start + 1);
@@ -189,22 +222,8 @@ impl Handle {
         Some(start..(last * PART_CHARS).min(chars))
     }
 
-    /// This stretch with `more` messages after it (its parts dropped).
-    ///
-    /// ```
-    /// use memory_core::{recall::Handle, Message};
-    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
-    /// assert_eq!(Handle::of(&m[..1]).extended(2), Handle::of(&m));
-    /// ```
-    pub fn extended(self, more: usize) -> Handle {
-        Handle {
-            len: self.len + more,
-            parts: None,
-            ..self
-        }
-    }
-
-    /// How many messages the stretch holds.
+    /// How many messages the stretch holds (1 for a stretch named by its
+    /// ends, [`through`](Self::through): [`find`](Self::find) tells).
     ///
     /// ```
     /// assert_eq!(memory_core::recall::Handle::of(&[memory_core::Message::user("a")]).len(), 1);
@@ -214,7 +233,7 @@ impl Handle {
         self.len
     }
 
-    /// Reads `r:KEY`, `r:KEY+N`, `r:KEY#P` or `r:KEY#P-Q`.
+    /// Reads `r:KEY`, `r:KEY+N`, `r:KEY..KEY`, `r:KEY#P` or `r:KEY#P-Q`.
     ///
     /// # Errors
     ///
@@ -227,6 +246,8 @@ impl Handle {
     /// assert!(Handle::parse("r:zz").is_err());
     /// assert!(Handle::parse("r:00000000002a+0").is_err());
     /// assert!(Handle::parse("r:00000000002a#3-2").is_err());
+    /// assert!(Handle::parse("r:00000000002a..00000000002b").is_ok());
+    /// assert!(Handle::parse("r:00000000002a..2b").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Handle, MemoryError> {
         let text = text.trim();
@@ -248,11 +269,19 @@ impl Handle {
     /// assert_eq!(Handle::of(&[Message::user("z")]).find(&history), None);
     /// ```
     pub fn find(&self, history: &[Message]) -> Option<Range<usize>> {
-        history
-            .iter()
-            .position(|m| key(m) == self.key)
-            .map(|start| start..start + self.len)
-            .filter(|range| range.end <= history.len())
+        let start = history.iter().position(|m| key(m) == self.key)?;
+        self.from(history, start)
+    }
+
+    /// The stretch in `history` when its first message stands at `start`.
+    fn from(&self, history: &[Message], start: usize) -> Option<Range<usize>> {
+        match self.last {
+            Some(last) => history[start..]
+                .iter()
+                .position(|m| key(m) == last)
+                .map(|end| start..start + end + 1),
+            None => Some(start..start + self.len).filter(|range| range.end <= history.len()),
+        }
     }
 
     /// Every handle written in `text`, in order.
@@ -280,7 +309,7 @@ impl Handle {
 /// The error for a handle `text` that is not one, and why.
 fn bad_handle(text: &str, why: &str) -> MemoryError {
     MemoryError::Recall(format!(
-        "handle {text:?} {why}: a handle is r: and {KEY_DIGITS} hex digits, then +N for N messages or #P, #P-Q for parts of one"
+        "handle {text:?} {why}: a handle is r: and {KEY_DIGITS} hex digits, then +N for N messages, ..KEY for the messages through that one, or #P, #P-Q for parts of one"
     ))
 }
 
@@ -302,9 +331,19 @@ fn scan(text: &str) -> Result<(Handle, usize), &'static str> {
         key,
         len: 1,
         parts: None,
+        last: None,
     };
     let mut used = 2 + hex;
-    if let Some(count) = after.strip_prefix('+') {
+    if let Some(end) = after.strip_prefix("..") {
+        let digits = end.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if digits != KEY_DIGITS || end[digits..].starts_with(|c: char| c.is_alphanumeric()) {
+            return Err("has no last key of the right length after ..");
+        }
+        let last = u64::from_str_radix(&end[..digits], 16)
+            .map_err(|_| "has a last key that is not hex")?;
+        handle.last = Some(last);
+        used += 2 + digits;
+    } else if let Some(count) = after.strip_prefix('+') {
         let (n, digits) = number(count);
         handle.len = n.filter(|&n| n > 0).ok_or("has no count after +")?;
         used += 1 + digits;
@@ -330,7 +369,9 @@ fn scan(text: &str) -> Result<(Handle, usize), &'static str> {
 impl fmt::Display for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "r:{:0width$x}", self.key, width = KEY_DIGITS)?;
-        if self.len > 1 {
+        if let Some(last) = self.last {
+            write!(f, "..{last:0width$x}", width = KEY_DIGITS)?;
+        } else if self.len > 1 {
             write!(f, "+{}", self.len)?;
         }
         match self.parts {
@@ -444,8 +485,7 @@ pub fn reachable(
     for handle in handles {
         let Some(range) = first
             .get(&handle.key)
-            .map(|&start| start..start + handle.len)
-            .filter(|range| range.end <= history.len())
+            .and_then(|&start| handle.from(history, start))
         else {
             continue;
         };
@@ -892,6 +932,7 @@ mod tests {
             key: key(&history[1]),
             len: 2,
             parts: None,
+            last: None,
         };
         assert_eq!(stretch.find(&history), None);
         let text = format!(

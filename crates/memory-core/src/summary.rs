@@ -30,10 +30,10 @@ pub const PREFIX: &str = "Summary of prior context:\n";
 
 /// What the line naming a summary's originals starts with, right after
 /// [`PREFIX`].
-const STANDS_FOR: &str = "[stands for ";
+const STANDS_FOR: &str = "[originals: recall ";
 
 /// How the line naming a summary's originals ends.
-const STANDS_FOR_END: &str = "; recall it with a query]\n";
+const STANDS_FOR_END: &str = "]\n";
 
 /// The default cap on a summary, in tokens, for every strategy that asks a
 /// model for one: sent as the request's `max_tokens`, a reply cut off there
@@ -86,7 +86,7 @@ pub fn message_for(body: impl AsRef<str>, handle: Option<Handle>) -> Message {
 }
 
 /// The summary message for `body` with the line naming its originals at
-/// its longest (a stretch of 100,000 messages): what a summary costs
+/// its longest (a stretch named by its ends): what a summary costs
 /// beyond its body, for a cap that must hold the whole message.
 ///
 /// ```
@@ -96,7 +96,7 @@ pub fn message_for(body: impl AsRef<str>, handle: Option<Handle>) -> Message {
 /// assert!(framing.text().len() > summary::message("").text().len());
 /// ```
 pub fn framing_for(body: impl AsRef<str>) -> Message {
-    message_for(body, Handle::parse("r:000000000000+100000").ok())
+    message_for(body, Handle::parse("r:000000000000..000000000000").ok())
 }
 
 /// The handle of the originals `message` stands for, when it is a summary
@@ -115,13 +115,15 @@ pub fn stands_for(message: &Message) -> Option<Handle> {
 }
 
 /// The handle of what a summary replacing the `region` of `history`
-/// (sorted ranges of its messages) stands for: from its first original to
-/// the region's last message. A summary folded into it that names its
-/// own originals ([`stands_for`]) lends their start, and the stretch runs
-/// on through the messages that followed them (the history after a
-/// summary and the messages kept before its first turn, the protected
-/// ones, is the session's as recorded); else it starts at the region's
-/// first message that is not a summary. `None` for a region without one.
+/// (sorted ranges of its messages) stands for, named by its ends
+/// ([`Handle::through`]): from its first original through the region's
+/// last message. A summary folded into it that names its own originals
+/// ([`stands_for`]) lends their start; else the stretch starts at the
+/// region's first message that is not a summary. A region that folds
+/// nothing new keeps the folded summary's handle, so that summarizing a
+/// summarized history again names the same stretch. `None` for a region
+/// without a message that is not a summary, nor a summary that names its
+/// originals.
 ///
 /// ```
 /// use memory_core::{recall::Handle, summary, History, Message};
@@ -135,27 +137,29 @@ pub fn stands_for(message: &Message) -> Option<Handle> {
 /// ];
 /// let first = History::new(&all, &[1; 6]).unwrap();
 /// let handle = summary::originals(&first, &[1..3]).unwrap();
-/// assert_eq!(handle, Handle::of(&all[1..3]));
+/// assert_eq!(handle.find(&all), Some(1..3));
 /// // Folded again with the two turns after it: the stretch runs on.
 /// let view = [all[0].clone(), summary::message_for("Lisbon.", Some(handle)), all[3].clone(), all[4].clone(), all[5].clone()];
 /// let second = History::new(&view, &[1; 5]).unwrap();
-/// assert_eq!(summary::originals(&second, &[1..4]), Some(Handle::of(&all[1..5])));
+/// assert_eq!(summary::originals(&second, &[1..4]).unwrap().find(&all), Some(1..5));
+/// // Folded again alone: the same stretch.
+/// assert_eq!(summary::originals(&second, &[1..2]), Some(handle));
 /// ```
 pub fn originals(history: &History<'_>, region: &[Range<usize>]) -> Option<Handle> {
     let m = history.messages();
-    let last = region.iter().rev().find(|r| !r.is_empty())?.end - 1;
-    let mut folded = region.iter().flat_map(Clone::clone);
-    if let Some((at, earlier)) = folded
-        .clone()
-        .find_map(|i| stands_for(&m[i]).map(|h| (i, h)))
-    {
-        let anchor = (at + 1..m.len())
-            .find(|&i| !history.is_protected(i) && !is_summary(&m[i]) && !m[i].is_tool_result())
-            .unwrap_or(m.len());
-        return Some(earlier.extended((last + 1).saturating_sub(anchor)));
+    let folded = region.iter().flat_map(Clone::clone);
+    let earlier = folded.clone().find_map(|i| stands_for(&m[i]));
+    let mut new = folded.filter(|&i| !is_summary(&m[i]));
+    let first = new.next();
+    let last = new.next_back().or(first);
+    match (earlier, first, last) {
+        (Some(earlier), _, Some(last)) => Some(earlier.through(&m[last])),
+        (Some(earlier), _, None) => Some(earlier),
+        (None, Some(first), Some(last)) => {
+            Some(Handle::of(std::slice::from_ref(&m[first])).through(&m[last]))
+        }
+        _ => None,
     }
-    let first = folded.find(|&i| !is_summary(&m[i]))?;
-    (first <= last).then(|| Handle::of(&m[first..=last]))
 }
 
 /// Whether `message` is a summary.

@@ -568,7 +568,7 @@ pub fn tool_definition() -> Value {
         "type": "function",
         "function": {
             "name": RECALL_TOOL,
-            "description": "Bring back, verbatim, a part of this conversation that was shortened or left out of the context to save room. Pass the handle written where it stood (like r:1a2b3c4d5e6f, r:1a2b3c4d5e6f+12 for twelve messages, or r:1a2b3c4d5e6f#3 for part 3 of a long message: r:1a2b3c4d5e6f#2-9 written in the context means its parts 2 to 9, each one recall). With a query, only the parts most relevant to it come back; max_tokens caps the answer.",
+            "description": "Bring back, verbatim, a part of this conversation that was shortened or left out of the context to save room. Pass the handle written where it stood (like r:1a2b3c4d5e6f, r:1a2b3c4d5e6f+12 for twelve messages, r:1a2b3c4d5e6f..6f5e4d3c2b1a for the messages from one through the other, as a summary names what it stands for, or r:1a2b3c4d5e6f#3 for part 3 of a long message: r:1a2b3c4d5e6f#2-9 written in the context means its parts 2 to 9, each one recall). With a query, only the parts most relevant to it come back; max_tokens caps the answer.",
             "parameters": {
                 "type": "object",
                 "properties": {

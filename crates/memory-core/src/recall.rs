@@ -97,25 +97,23 @@ impl Handle {
         }
     }
 
-    /// The stretch from this one's first message through `last` (the first
-    /// message like it at or after the start), named by its ends: what a
-    /// summary stands for, whose length the context that shows it does not
-    /// know. This handle when `last` is its own single message.
+    /// The stretch from this one's first message through `last`, a later
+    /// message, named by its ends: what a summary stands for, whose length
+    /// the context that shows it does not know. It ends at the first
+    /// message like `last` after the start: when the same text stands
+    /// earlier in the stretch (a short reply said twice), a recall ends
+    /// there.
     ///
     /// ```
     /// use memory_core::{recall::Handle, Message};
-    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// let m = [Message::user("go on"), Message::assistant("b"), Message::user("go on")];
     /// let h = Handle::of(&m[..1]).through(&m[2]);
     /// assert_eq!(h.find(&m), Some(0..3));
     /// assert_eq!(Handle::parse(&h.to_string()).unwrap(), h);
     /// assert!(h.to_string().contains(".."));
-    /// assert_eq!(Handle::of(&m[..1]).through(&m[0]), Handle::of(&m[..1]));
     /// ```
     pub fn through(self, last: &Message) -> Handle {
         let last = key(last);
-        if last == self.key && self.len == 1 && self.last.is_none() {
-            return self.whole();
-        }
         Handle {
             len: 1,
             parts: None,
@@ -248,6 +246,7 @@ impl Handle {
     /// assert!(Handle::parse("r:00000000002a#3-2").is_err());
     /// assert!(Handle::parse("r:00000000002a..00000000002b").is_ok());
     /// assert!(Handle::parse("r:00000000002a..2b").is_err());
+    /// assert_eq!(Handle::all_in("see r:00000000002a... then"), vec![Handle::parse("r:00000000002a").unwrap()]);
     /// ```
     pub fn parse(text: &str) -> Result<Handle, MemoryError> {
         let text = text.trim();
@@ -276,10 +275,12 @@ impl Handle {
     /// The stretch in `history` when its first message stands at `start`.
     fn from(&self, history: &[Message], start: usize) -> Option<Range<usize>> {
         match self.last {
-            Some(last) => history[start..]
+            // A stretch whose ends read alike ends at the next such one.
+            Some(last) => history
+                .get(start + 1..)?
                 .iter()
                 .position(|m| key(m) == last)
-                .map(|end| start..start + end + 1),
+                .map(|end| start..start + end + 2),
             None => Some(start..start + self.len).filter(|range| range.end <= history.len()),
         }
     }
@@ -334,15 +335,19 @@ fn scan(text: &str) -> Result<(Handle, usize), &'static str> {
         last: None,
     };
     let mut used = 2 + hex;
-    if let Some(end) = after.strip_prefix("..") {
+    let last_key = after.strip_prefix("..").and_then(|end| {
         let digits = end.bytes().take_while(u8::is_ascii_hexdigit).count();
-        if digits != KEY_DIGITS || end[digits..].starts_with(|c: char| c.is_alphanumeric()) {
-            return Err("has no last key of the right length after ..");
-        }
-        let last = u64::from_str_radix(&end[..digits], 16)
-            .map_err(|_| "has a last key that is not hex")?;
+        let whole =
+            digits == KEY_DIGITS && !end[digits..].starts_with(|c: char| c.is_alphanumeric());
+        whole
+            .then(|| u64::from_str_radix(&end[..digits], 16).ok())
+            .flatten()
+    });
+    if let Some(last) = last_key {
+        // Two dots without a key after them are prose ("see r:KEY..."):
+        // the handle ends before them.
         handle.last = Some(last);
-        used += 2 + digits;
+        used += 2 + KEY_DIGITS;
     } else if let Some(count) = after.strip_prefix('+') {
         let (n, digits) = number(count);
         handle.len = n.filter(|&n| n > 0).ok_or("has no count after +")?;

@@ -152,12 +152,16 @@ pub fn originals(history: &History<'_>, region: &[Range<usize>]) -> Option<Handl
     let mut new = folded.filter(|&i| !is_summary(&m[i]));
     let first = new.next();
     let last = new.next_back().or(first);
+    let single = |i: usize| Handle::of(std::slice::from_ref(&m[i]));
     match (earlier, first, last) {
+        // A one-message stretch folded again with a message like its own
+        // is taken to be folding it again (a covered original shown after
+        // the summary), not a second message alike.
+        (Some(earlier), _, Some(last)) if earlier == single(last) => Some(earlier),
         (Some(earlier), _, Some(last)) => Some(earlier.through(&m[last])),
         (Some(earlier), _, None) => Some(earlier),
-        (None, Some(first), Some(last)) => {
-            Some(Handle::of(std::slice::from_ref(&m[first])).through(&m[last]))
-        }
+        (None, Some(first), Some(last)) if first == last => Some(single(first)),
+        (None, Some(first), Some(last)) => Some(single(first).through(&m[last])),
         _ => None,
     }
 }
@@ -192,4 +196,37 @@ pub fn body(message: &Message) -> Option<&str> {
             })
             .unwrap_or(body),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A region of one range.
+    fn one(range: Range<usize>) -> Vec<Range<usize>> {
+        vec![range]
+    }
+
+    #[test]
+    fn originals_whose_ends_read_alike_are_found_whole() {
+        let m = [
+            Message::system("rules"),
+            Message::user("go on"),
+            Message::assistant("ok"),
+            Message::user("go on"),
+            Message::assistant("done"),
+        ];
+        let history = History::new(&m, &[1; 5]).unwrap();
+        let handle = originals(&history, &one(1..4)).unwrap();
+        assert_eq!(handle.find(&m), Some(1..4));
+        // Folded once more, with nothing new: the same handle.
+        let view = [
+            m[0].clone(),
+            message_for("so far", Some(handle)),
+            m[4].clone(),
+        ];
+        let again = History::new(&view, &[1; 3]).unwrap();
+        assert_eq!(originals(&again, &one(1..2)), Some(handle));
+        assert_eq!(originals(&again, &one(1..3)).unwrap().find(&m), Some(1..5));
+    }
 }

@@ -518,17 +518,22 @@ fn dropped(messages: &[Message], used: &HashSet<usize>) -> Vec<RepairAction> {
 /// [`is_shrunk_from`]).
 const MAX_MARKER_CHARS: usize = 120;
 
-/// Whether `shown` stands for all of `original` (reasoning, say): one
-/// bracketed marker line, at most [`MAX_MARKER_CHARS`], shorter than it.
-fn is_marker_for(original: &Option<String>, shown: &Option<String>) -> bool {
+/// Whether `shown` stands for all of `original` (the reasoning of
+/// `message`): one bracketed marker line, at most [`MAX_MARKER_CHARS`],
+/// shorter than it, that names `message`'s recall handle.
+fn is_marker_for(message: &Message, original: &Option<String>, shown: &Option<String>) -> bool {
     let (Some(original), Some(shown)) = (original, shown) else {
         return false;
     };
+    let own = crate::recall::Handle::of(std::slice::from_ref(message));
     shown.starts_with('[')
         && shown.ends_with(']')
         && !shown.contains('\n')
         && shown.chars().count() <= MAX_MARKER_CHARS
         && CharTokenCounter::estimate(shown) < CharTokenCounter::estimate(original)
+        && crate::recall::Handle::all_in(shown)
+            .iter()
+            .any(|h| h.whole() == own)
 }
 
 /// Whether `shown` is `original` cut: a beginning of it, a marker line in
@@ -561,7 +566,7 @@ fn is_cut_from(original: &str, shown: &str) -> bool {
 /// "nothing is invented"): the same message (same role, same tool call id
 /// and name, same tool calls, same reply text, same text blocks) whose
 /// reasoning was removed or replaced by a shorter bracketed marker (at most
-/// [`MAX_MARKER_CHARS`]: a placeholder naming its handle), whose image or pass-through blocks were replaced by
+/// [`MAX_MARKER_CHARS`]: a placeholder naming the message's recall handle), whose image or pass-through blocks were replaced by
 /// text placeholders, whose tool result text was replaced by a shorter one
 /// (cut with a truncation marker, or a placeholder), shorter as estimated by
 /// [`CharTokenCounter`], or whose text blocks were cut (the same beginning
@@ -582,19 +587,16 @@ fn is_cut_from(original: &str, shown: &str) -> bool {
 /// let plain = Message::assistant_with_tools("done", vec![ToolCall::new("c1", "ls", "{}")]);
 /// assert!(is_shrunk_from(&thought, &plain));
 /// assert!(!is_shrunk_from(&plain, &thought));
-/// let marked = Message::Assistant {
-///     content: "done".into(),
-///     reasoning: Some("[reasoning omitted]".into()),
-///     tool_calls: vec![ToolCall::new("c1", "ls", "{}")],
-/// };
-/// assert!(!is_shrunk_from(&thought, &marked)); // not shorter than "because"
 /// let with = |thought: String| Message::Assistant {
 ///     content: "done".into(),
 ///     reasoning: Some(thought),
 ///     tool_calls: vec![ToolCall::new("c1", "ls", "{}")],
 /// };
 /// let long = with("because ".repeat(20));
-/// assert!(is_shrunk_from(&long, &with("[reasoning omitted]".into())));
+/// let handle = memory_core::recall::Handle::of(std::slice::from_ref(&long));
+/// assert!(is_shrunk_from(&long, &with(format!("[omitted; recall {handle}]"))));
+/// assert!(!is_shrunk_from(&long, &with("[omitted]".into()))); // names no handle
+/// assert!(!is_shrunk_from(&thought, &with(format!("[omitted; recall {handle}]")))); // not shorter
 /// let output = Message::user(format!("head\n{}\ntail", "x".repeat(500)));
 /// assert!(is_shrunk_from(&output, &Message::user("head\n[... 500 characters cut ...]\ntail")));
 /// assert!(!is_shrunk_from(&output, &Message::user("head\nsomething else entirely\nother tail")));
@@ -620,7 +622,7 @@ pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
                 reasoning: r2,
                 tool_calls: t2,
             },
-        ) => c1 == c2 && t1 == t2 && (r2.is_none() || r1 == r2 || is_marker_for(r1, r2)),
+        ) => c1 == c2 && t1 == t2 && (r2.is_none() || r1 == r2 || is_marker_for(original, r1, r2)),
         (
             Message::ToolResult {
                 tool_call_id: i1,

@@ -8,7 +8,7 @@
 //! drop stage to drop it, so that each shed would cost a pass over the
 //! whole round. The steps are walked back from the newest until their
 //! tokens, each message counted as small as the stages can make it (a
-//! result as its placeholder, a step without its reasoning), are more
+//! result as its placeholder, a step with its reasoning's placeholder), are more
 //! than the budget (by a [`HORIZON_MARGIN`]); the older ones are skipped. The drop
 //! stage keeps fewer than that (it aims at most at the budget, beside the
 //! floor), and the stages cannot bring them under the budget.

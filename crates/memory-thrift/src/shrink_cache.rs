@@ -134,9 +134,10 @@ impl ShrinkCache {
     }
 
     /// Assistant message `message` (message `index`, the history's) with
-    /// its reasoning replaced by [its placeholder](placeholder::reasoning),
-    /// and its count, made the first time only; `None` for a message
-    /// without reasoning.
+    /// its reasoning replaced by [its placeholder](placeholder::reasoning)
+    /// (removed, when the placeholder would not be shorter), and its
+    /// count, made the first time only; `None` for a message without
+    /// reasoning.
     pub async fn bare(
         &mut self,
         index: usize,
@@ -148,11 +149,21 @@ impl ShrinkCache {
                 content,
                 reasoning: Some(_),
                 tool_calls,
-            } => Some(Message::Assistant {
-                content: content.clone(),
-                reasoning: placeholder::reasoning(message),
-                tool_calls: tool_calls.clone(),
-            }),
+            } => {
+                let with = |reasoning| Message::Assistant {
+                    content: content.clone(),
+                    reasoning,
+                    tool_calls: tool_calls.clone(),
+                };
+                // A placeholder no shorter than the reasoning (a short
+                // thought) is no shrinking: the reasoning goes without one.
+                let marked = with(placeholder::reasoning(message));
+                Some(if memory_core::is_shrunk_from(message, &marked) {
+                    marked
+                } else {
+                    with(None)
+                })
+            }
             _ => None,
         };
         once(self.keep, &mut self.bare, index, counter, make).await
@@ -303,6 +314,23 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[tokio::test]
+    async fn a_thought_shorter_than_its_placeholder_goes_without_one() {
+        let counter = CharTokenCounter;
+        let short = Message::Assistant {
+            content: "ok".into(),
+            reasoning: Some("fine".into()),
+            tool_calls: vec![],
+        };
+        let (bare, _) = ShrinkCache::once()
+            .bare(0, &short, &counter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(*bare, Message::assistant("ok"));
+        assert!(memory_core::is_shrunk_from(&short, &bare));
     }
 
     #[test]

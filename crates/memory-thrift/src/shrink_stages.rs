@@ -1,4 +1,4 @@
-//! The subtractive stages that keep every message: reasoning removed, long
+//! The subtractive stages that keep every message: reasoning replaced by its placeholder, long
 //! outputs cut, earlier results and media replaced by placeholders; and the
 //! last resort, the floor's outputs cut.
 //!

@@ -11,7 +11,7 @@
 //! texts: the same terms found, the same document frequencies, the same
 //! weights summed in the same order (see [`TermIndex::score`]).
 //!
-//! A message shown changed (its reasoning removed, its output cut, its
+//! A message shown changed (its reasoning replaced by its placeholder, its output cut, its
 //! media replaced) is scored as shown: without its reasoning's terms, or
 //! by the terms of its changed texts, kept by its position (a changed form
 //! is a function of the message, which the index holds unchanged).

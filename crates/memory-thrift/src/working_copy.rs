@@ -88,7 +88,7 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
         self.dropped[i]
     }
 
-    /// Whether message `i` stands changed (shrunk; its reasoning removed,
+    /// Whether message `i` stands changed (shrunk; its reasoning replaced by its placeholder,
     /// its output cut, its media replaced: only the reasoning stage
     /// changes an assistant message).
     pub fn is_changed(&self, i: usize) -> bool {

@@ -105,6 +105,13 @@ const WORDS_PER_LINE: usize = 4;
 /// piece unnamed but by its handle.
 const DESCRIBED_SHARE: f64 = 0.25;
 
+/// An index line naming a piece by the widest handle it may have (parts
+/// of a message of up to about 12 million characters). No index is made
+/// where it does not fit: a context trimmed again leaves out fewer pieces
+/// with shorter handles, and were the first index to be skipped for want
+/// of room where the second fits, trimming again would add one.
+const WIDEST_LINE: &str = "- r:000000000000#9999-9999";
+
 /// Shortest word listed: shorter ones are mostly function words.
 const MIN_WORD_CHARS: usize = 5;
 
@@ -746,6 +753,13 @@ async fn index_message(
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
     let prefix = counter.count_message(&Message::system(PREFIX)).await?;
+    // Only where the widest line fits: whether there is an index then
+    // depends on the room alone (a context trimmed again is indexed
+    // exactly when the first trim was, see `WIDEST_LINE`).
+    let widest = counter.count(WIDEST_LINE).await? + 1;
+    if prefix + widest > room {
+        return Ok(None);
+    }
     let described = |k: usize| pieces[k].described(history, max_tokens);
     // Described lines, in order, while they fit in the room.
     let mut lines: Vec<(usize, String)> = Vec::new();

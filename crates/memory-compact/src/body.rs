@@ -51,7 +51,9 @@ fn compose_rendered(text: &str, files: &str) -> String {
     }
 }
 
-/// The summary message for `text` and `files`.
+/// The summary message for `text` and `files`, without the line naming the
+/// turns it stands for (which Compact adds when it fits a summary to its
+/// cap, knowing them): a summary to parse or compare bodies with.
 ///
 /// ```
 /// let m = memory_compact::body::message("x", &memory_compact::FileOps::new());
@@ -72,8 +74,8 @@ pub(crate) fn framing() -> Message {
 /// `originals` names ([`summary::originals`]), within `cap` tokens of
 /// `counter`, the whole message counted: the file list keeps the most
 /// recently touched paths that fit ([`FileOps::render_newest`]), saying how
-/// many it left out. `Err` when the header and the text alone exceed the
-/// cap.
+/// many it left out. `Err` when the prefix, the line naming the
+/// originals, the header and the text alone exceed the cap.
 ///
 /// # Errors
 ///

@@ -482,9 +482,6 @@ fn shown(
 }
 
 impl SummarizeStrategy {
-    /// Whether a summary message of `tokens` may replace what `plan`
-    /// summarizes: within the summary cap, and shorter than the messages it
-    /// covers.
     /// The summary message for `body` of `plan`, and its count: naming
     /// the handle of the turns it stands for ([`summary::originals`]) when
     /// it is admitted so and fits the `room` the kept turns leave, else
@@ -508,6 +505,9 @@ impl SummarizeStrategy {
         Ok((plain, tokens))
     }
 
+    /// Whether a summary message of `tokens` may replace what `plan`
+    /// summarizes: within the summary cap, and shorter than the messages it
+    /// covers.
     fn admit(&self, history: &History<'_>, plan: &Plan, tokens: usize) -> Result<(), Rejection> {
         cap::within_cap(tokens, self.summary_max_tokens() as usize)?;
         let covered: usize = plan

@@ -28,7 +28,11 @@ pub(crate) struct Recovered {
 /// one recall brings back under `budget`. Empty when the view has no
 /// summary, or when its head and tail are not found in the history in
 /// that order with its tail at the end: nothing is placed where it did
-/// not stand.
+/// not stand. Every older message is counted once per load (its stored
+/// count when a replaced view holds it), so loading a long session reads
+/// its whole history once. The span starts after the view's head, so the
+/// turns older than a protected message kept after the summary are
+/// neither covered nor folded.
 ///
 /// # Errors
 ///

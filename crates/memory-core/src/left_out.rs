@@ -32,7 +32,9 @@
 //! message, when it is a short user question; each word weighed by its
 //! rarity among the pieces) are listed first, and the newest among equals
 //! (the ones the next step most likely needs), the first described and as
-//! many others as fit named by their handle alone; the lines
+//! many others as fit named by their handle alone (without a question,
+//! from both ends in turn, so that the start of a task stays within reach
+//! too); the lines
 //! depend on nothing but the left-out stretches and the question, so the
 //! index changes only when what is shed or what is asked changes, and it
 //! stands where the shedding already broke the cached prefix.
@@ -782,18 +784,21 @@ async fn index_message(
             let (_, line) = lines.pop().unwrap_or_default();
             used -= counter.count(&line).await? + 1;
         }
-        for &k in &order[lines.len()..] {
-            let line = pieces[k].named(history, max_tokens);
-            let cost = counter.count(&line).await? + 1;
-            // Each one that fits, not only the first ones: the index of a
-            // context with fewer left-out pieces (the context itself,
-            // trimmed again) is then empty whenever this one is.
-            if used + cost > room {
-                continue;
-            }
-            used += cost;
-            lines.push((k, line));
-        }
+        let rest = &order[lines.len()..];
+        let named = match question_words(history).is_empty() {
+            true => both_ends(rest),
+            false => rest.to_vec(),
+        };
+        let more = name_in(
+            history,
+            pieces,
+            &named,
+            room.saturating_sub(used),
+            max_tokens,
+            counter,
+        )
+        .await?;
+        lines.extend(more);
     }
     if lines.is_empty() {
         return Ok(None);
@@ -803,6 +808,52 @@ async fn index_message(
     let message = Message::system(format!("{PREFIX}{}", body.join("\n")));
     let tokens = counter.count_message(&message).await?;
     Ok(Some((message, tokens)))
+}
+
+/// The lines naming the `pieces` taken in `order` by their handle alone,
+/// each that fits in `room` tokens (not only the first ones: the index of
+/// a context with fewer left-out pieces, the context itself trimmed
+/// again, then holds no more than this one).
+async fn name_in(
+    history: &History<'_>,
+    pieces: &[Entry<'_>],
+    order: &[usize],
+    mut room: usize,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Vec<(usize, String)>, MemoryError> {
+    let mut lines = Vec::new();
+    for &k in order {
+        let line = pieces[k].named(history, max_tokens);
+        let cost = counter.count(&line).await? + 1;
+        if cost <= room {
+            room -= cost;
+            lines.push((k, line));
+        }
+    }
+    Ok(lines)
+}
+
+/// `newest_first` taken from both ends in turn: the newest, the oldest,
+/// the next newest, the next oldest... Where no question ranks the pieces,
+/// the lines named by handle alone go so, so that the start of a task
+/// (the files an agent read first, which its later steps edit) stays
+/// within reach beside the steps just shed. Figure (chars counter,
+/// reachable support recall at 2,000 tokens): newest first, thrift 0.957
+/// on SWE-Gym and 0.940 on SWE-smith; oldest first 0.976 and 0.908; from
+/// both ends 0.976 and 0.940.
+fn both_ends(newest_first: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(newest_first.len());
+    let (mut front, mut back) = (0, newest_first.len());
+    while front < back {
+        out.push(newest_first[front]);
+        front += 1;
+        if front < back {
+            back -= 1;
+            out.push(newest_first[back]);
+        }
+    }
+    out
 }
 
 /// One index line: the piece's handle, who spoke, its size and a few of
@@ -872,6 +923,13 @@ fn insertion_point(shown: &[Message], sources: &[Option<usize>], first_left_out:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_ends_alternate_newest_and_oldest() {
+        assert_eq!(both_ends(&[9, 8, 7, 6, 5]), vec![9, 5, 8, 6, 7]);
+        assert_eq!(both_ends(&[2, 1]), vec![2, 1]);
+        assert!(both_ends(&[]).is_empty());
+    }
     use crate::{CharTokenCounter, Selection};
 
     /// Six rounds of 100 tokens each (a long reply naming its topic), and a
@@ -944,6 +1002,8 @@ mod tests {
         let reach = crate::recall::reachable(&m, &counts, &out.messages, 500);
         assert_eq!(reach.len(), described + named);
         assert!(reach.iter().all(|r| r.messages.end <= m.len() - 3));
+        // Without a question, named from both ends: the oldest too.
+        assert!(reach.iter().any(|r| r.messages.start == 0), "{index}");
     }
 
     #[tokio::test]

@@ -565,8 +565,9 @@ fn is_cut_from(original: &str, shown: &str) -> bool {
 /// subtractive stage may show it (the one exception, besides summaries, to
 /// "nothing is invented"): the same message (same role, same tool call id
 /// and name, same tool calls, same reply text, same text blocks) whose
-/// reasoning was removed or replaced by a shorter bracketed marker (at most
-/// [`MAX_MARKER_CHARS`]: a placeholder naming the message's recall handle), whose image or pass-through blocks were replaced by
+/// reasoning was removed or replaced by a shorter bracketed marker line (at
+/// most 120 characters: a placeholder naming the message's recall handle),
+/// whose image or pass-through blocks were replaced by
 /// text placeholders, whose tool result text was replaced by a shorter one
 /// (cut with a truncation marker, or a placeholder), shorter as estimated by
 /// [`CharTokenCounter`], or whose text blocks were cut (the same beginning

@@ -789,16 +789,8 @@ async fn index_message(
             true => both_ends(rest),
             false => rest.to_vec(),
         };
-        let more = name_in(
-            history,
-            pieces,
-            &named,
-            room.saturating_sub(used),
-            max_tokens,
-            counter,
-        )
-        .await?;
-        lines.extend(more);
+        let left = room.saturating_sub(used);
+        lines.extend(name_in(history, pieces, &named, left, max_tokens, counter).await?);
     }
     if lines.is_empty() {
         return Ok(None);

@@ -427,13 +427,16 @@ pub async fn add_index_folded(
             .into_iter()
             .map(Entry::Piece),
     );
-    let order = ranked(history, &entries);
-    Ok(
-        match index_message(history, &entries, &order, room, max_tokens, counter).await? {
-            Some((message, tokens)) => insert(result, at, message, tokens),
-            None => result,
-        },
-    )
+    let asked = question_words(history);
+    let order = ranked(history, &entries, &asked);
+    let both_ends = asked.is_empty();
+    let index = index_message(
+        history, &entries, &order, room, max_tokens, both_ends, counter,
+    );
+    Ok(match index.await? {
+        Some((message, tokens)) => insert(result, at, message, tokens),
+        None => result,
+    })
 }
 
 /// Turns a compaction folded away that the history a strategy is given
@@ -470,18 +473,51 @@ impl Folded {
         for piece in pieces(history, stretches, max_tokens) {
             let tokens = history.tokens(piece.clone());
             let slice = &history.messages()[piece];
-            let mut words: Vec<String> = slice
-                .iter()
-                .flat_map(|m| self::words(&m.text(), MIN_QUESTION_WORD_CHARS).collect::<Vec<_>>())
-                .collect();
-            words.sort_unstable();
-            words.dedup();
             self.pieces.push(FoldedPiece {
                 described: line(slice, tokens, max_tokens),
-                bare: format!("- {}", handle(slice, tokens, max_tokens)),
-                words,
+                bare: named_line(slice, tokens, max_tokens),
+                words: piece_words(slice),
             });
         }
+    }
+
+    /// The turns of `before` (a history with its covered set) that
+    /// `after`, what a compaction made of it, holds neither in its view
+    /// nor in its covered set, folded under `budget`: the turns it folded
+    /// away. Summaries, protected messages and indexes are not turns.
+    ///
+    /// ```
+    /// use memory_core::left_out::Folded;
+    /// use memory_core::{summary, Budget, History, Message, Selection};
+    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// let before = History::new(&m, &[1, 1, 1]).unwrap();
+    /// let mut compacted = Selection::new(&before);
+    /// compacted.push(summary::message("a, b"), 2, true);
+    /// compacted.keep(2..3);
+    /// let after = compacted.finish(true, true);
+    /// assert_eq!(Folded::away(&before, &after, &Budget::tokens(100)).len(), 1);
+    /// ```
+    pub fn away(before: &History<'_>, after: &TrimResult, budget: &Budget) -> Folded {
+        let expanded = crate::covered::Expanded::of(before);
+        let all = expanded
+            .as_ref()
+            .map_or_else(|| before.clone(), crate::covered::Expanded::history);
+        let kept: std::collections::HashSet<u64> = after
+            .messages
+            .iter()
+            .chain(after.covered.messages())
+            .map(crate::identity::message_key)
+            .collect();
+        let messages = all.messages();
+        let stretches = runs(messages.len(), |i| {
+            !(all.is_protected(i)
+                || crate::summary::is_summary(&messages[i])
+                || is_index(&messages[i])
+                || kept.contains(&crate::identity::message_key(&messages[i])))
+        });
+        let mut folded = Folded::default();
+        folded.fold(&all, &stretches, budget);
+        folded
     }
 
     /// Adds the pieces of `later`, folded after these.
@@ -526,6 +562,15 @@ enum Entry<'f> {
 }
 
 impl Entry<'_> {
+    /// Its distinct words of [`MIN_QUESTION_WORD_CHARS`] characters and
+    /// more, sorted.
+    fn words(&self, history: &History<'_>) -> std::borrow::Cow<'_, [String]> {
+        match self {
+            Entry::Piece(piece) => piece_words(&history.messages()[piece.clone()]).into(),
+            Entry::Folded(f) => f.words.as_slice().into(),
+        }
+    }
+
     /// Its line with who spoke, its size and a few of its words.
     fn described(&self, history: &History<'_>, max_tokens: usize) -> String {
         match self {
@@ -541,13 +586,11 @@ impl Entry<'_> {
     /// Its line with its handle alone.
     fn named(&self, history: &History<'_>, max_tokens: usize) -> String {
         match self {
-            Entry::Piece(piece) => {
-                let slice = &history.messages()[piece.clone()];
-                format!(
-                    "- {}",
-                    handle(slice, history.tokens(piece.clone()), max_tokens)
-                )
-            }
+            Entry::Piece(piece) => named_line(
+                &history.messages()[piece.clone()],
+                history.tokens(piece.clone()),
+                max_tokens,
+            ),
             Entry::Folded(f) => f.bare.clone(),
         }
     }
@@ -613,8 +656,14 @@ fn left_out(len: usize, shown: &[Option<usize>]) -> Vec<Range<usize>> {
     let Some(last) = seen.iter().rposition(|&s| s) else {
         return Vec::new();
     };
+    runs(last, |i| !seen[i])
+}
+
+/// The maximal stretches of `0..len` whose positions are `in_run`, in
+/// order.
+fn runs(len: usize, in_run: impl Fn(usize) -> bool) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
-    for i in (0..last).filter(|&i| !seen[i]) {
+    for i in (0..len).filter(|&i| in_run(i)) {
         match out.last_mut() {
             Some(range) if range.end == i => range.end += 1,
             _ => out.push(i..i + 1),
@@ -669,30 +718,17 @@ fn pieces(
 /// among the pieces (a word every piece holds weighs nothing, a word one
 /// piece holds the most: BM25's inverse document frequency), the newest
 /// first among equals (newest first alone without a question).
-fn ranked(history: &History<'_>, pieces: &[Entry<'_>]) -> Vec<usize> {
-    let asked = question_words(history);
+fn ranked(history: &History<'_>, pieces: &[Entry<'_>], asked: &[String]) -> Vec<usize> {
     let mut scores = vec![0.0; pieces.len()];
     if !asked.is_empty() {
         let held: Vec<Vec<bool>> = pieces
             .iter()
             .map(|piece| {
-                let mut found = vec![false; asked.len()];
-                let mut mark = |word: &str| {
-                    if let Some(at) = asked.iter().position(|w| w == word) {
-                        found[at] = true;
-                    }
-                };
-                match piece {
-                    Entry::Piece(range) => {
-                        for m in &history.messages()[range.clone()] {
-                            for word in words(&m.text(), MIN_QUESTION_WORD_CHARS) {
-                                mark(&word);
-                            }
-                        }
-                    }
-                    Entry::Folded(f) => f.words.iter().for_each(|w| mark(w)),
-                }
-                found
+                let words = piece.words(history);
+                asked
+                    .iter()
+                    .map(|w| words.binary_search(w).is_ok())
+                    .collect::<Vec<bool>>()
             })
             .collect();
         let n = pieces.len() as f64;
@@ -745,13 +781,16 @@ fn words(text: &str, min: usize) -> impl Iterator<Item = String> + '_ {
 /// in `order`, in history order, and its count; `None` when not one fits.
 /// When not every piece fits with its description, the first in `order`
 /// are described within [`DESCRIBED_SHARE`] of the room (the first one
-/// always) and as many of the rest as fit are named by their handle alone.
+/// always) and as many of the rest as fit are named by their handle alone
+/// (taken from [`both_ends`] of `order` when `both_ends`: without a
+/// question).
 async fn index_message(
     history: &History<'_>,
     pieces: &[Entry<'_>],
     order: &[usize],
     room: usize,
     max_tokens: usize,
+    both_ends: bool,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
     let prefix = counter.count_message(&Message::system(PREFIX)).await?;
@@ -785,8 +824,8 @@ async fn index_message(
             used -= counter.count(&line).await? + 1;
         }
         let rest = &order[lines.len()..];
-        let named = match question_words(history).is_empty() {
-            true => both_ends(rest),
+        let named = match both_ends {
+            true => self::both_ends(rest),
             false => rest.to_vec(),
         };
         let left = room.saturating_sub(used);
@@ -846,6 +885,23 @@ fn both_ends(newest_first: &[usize]) -> Vec<usize> {
         }
     }
     out
+}
+
+/// The distinct words of `piece` of [`MIN_QUESTION_WORD_CHARS`]
+/// characters and more, sorted: what a question is matched against.
+fn piece_words(piece: &[Message]) -> Vec<String> {
+    let mut out: Vec<String> = piece
+        .iter()
+        .flat_map(|m| words(&m.text(), MIN_QUESTION_WORD_CHARS).collect::<Vec<_>>())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The index line naming `piece` (of `tokens` tokens) by its handle alone.
+fn named_line(piece: &[Message], tokens: usize, max_tokens: usize) -> String {
+    format!("- {}", handle(piece, tokens, max_tokens))
 }
 
 /// One index line: the piece's handle, who spoke, its size and a few of
@@ -915,6 +971,7 @@ fn insertion_point(shown: &[Message], sources: &[Option<usize>], first_left_out:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{CharTokenCounter, Selection};
 
     #[test]
     fn both_ends_alternate_newest_and_oldest() {
@@ -922,7 +979,6 @@ mod tests {
         assert_eq!(both_ends(&[2, 1]), vec![2, 1]);
         assert!(both_ends(&[]).is_empty());
     }
-    use crate::{CharTokenCounter, Selection};
 
     /// Six rounds of 100 tokens each (a long reply naming its topic), and a
     /// newest user message `last`; the context shows only `last`, with room

@@ -1,7 +1,7 @@
 //! Recall: whatever a strategy sheds or shortens stays one call away.
 //!
 //! A [`Handle`] names a stretch of the history by the identity of its first
-//! message ([`identity::message_key`](crate::identity::message_key)) and
+//! message ([`identity::message_key`]) and
 //! its length: `r:1a2b3c4d5e6f` for one message, `r:1a2b3c4d5e6f+12` for
 //! twelve, `r:1a2b3c4d5e6f..6f5e4d3c2b1a` for the messages from the first
 //! through the last named (a summary's originals: [`Handle::through`]);
@@ -729,6 +729,41 @@ pub fn part_text(message: &Message) -> String {
         }
     }
     text
+}
+
+/// Where `message`'s reasoning stands in its [`part_text`], in
+/// characters, and that text's length in characters, without writing it;
+/// `None` for a message without reasoning.
+///
+/// ```
+/// use memory_core::{recall::{part_text, reasoning_span}, Message, ToolCall};
+/// let m = Message::Assistant {
+///     content: "Writing it.".into(),
+///     reasoning: Some("The test wants a.py.".into()),
+///     tool_calls: vec![ToolCall::new("c1", "write", "{}")],
+/// };
+/// let (span, total) = reasoning_span(&m).unwrap();
+/// let text: Vec<char> = part_text(&m).chars().collect();
+/// assert_eq!(text[span].iter().collect::<String>(), "The test wants a.py.");
+/// assert_eq!(total, text.len());
+/// assert_eq!(reasoning_span(&Message::assistant("ok")), None);
+/// ```
+pub fn reasoning_span(message: &Message) -> Option<(Range<usize>, usize)> {
+    let Message::Assistant {
+        reasoning: Some(thought),
+        tool_calls,
+        ..
+    } = message
+    else {
+        return None;
+    };
+    let start = message.text().chars().count() + 1;
+    let end = start + thought.chars().count();
+    let calls: usize = tool_calls
+        .iter()
+        .map(|call| 2 + call.name.chars().count() + call.arguments.chars().count())
+        .sum();
+    Some((start..end, end + calls))
 }
 
 /// The characters of `message`'s [`part_text`] that the parts of `handle`

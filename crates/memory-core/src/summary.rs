@@ -106,12 +106,24 @@ pub fn framing_for(body: impl AsRef<str>) -> Message {
 /// assert_eq!(memory_core::summary::stands_for(&memory_core::summary::message("x")), None);
 /// ```
 pub fn stands_for(message: &Message) -> Option<Handle> {
+    Handle::parse(split(message)?.0?).ok()
+}
+
+/// A summary's text after the prefix, split into the handle its line
+/// names (when it has the line) and the body; `None` for other messages.
+fn split(message: &Message) -> Option<(Option<&str>, &str)> {
     let Message::System(text) = message else {
         return None;
     };
-    let line = text.strip_prefix(PREFIX)?.strip_prefix(STANDS_FOR)?;
-    let end = line.find(STANDS_FOR_END)?;
-    Handle::parse(&line[..end]).ok()
+    let after = text.strip_prefix(PREFIX)?;
+    let named = after.strip_prefix(STANDS_FOR).and_then(|line| {
+        let end = line.find(STANDS_FOR_END)?;
+        Some((&line[..end], &line[end + STANDS_FOR_END.len()..]))
+    });
+    Some(match named {
+        Some((handle, body)) => (Some(handle), body),
+        None => (None, after),
+    })
 }
 
 /// The handle of what a summary replacing the `region` of `history`
@@ -184,18 +196,7 @@ pub fn is_summary(message: &Message) -> bool {
 /// assert_eq!(summary::body(&Message::system("x")), None);
 /// ```
 pub fn body(message: &Message) -> Option<&str> {
-    let Message::System(text) = message else {
-        return None;
-    };
-    let body = text.strip_prefix(PREFIX)?;
-    Some(
-        body.strip_prefix(STANDS_FOR)
-            .and_then(|line| {
-                line.find(STANDS_FOR_END)
-                    .map(|end| &line[end + STANDS_FOR_END.len()..])
-            })
-            .unwrap_or(body),
-    )
+    split(message).map(|(_, body)| body)
 }
 
 #[cfg(test)]

@@ -526,14 +526,20 @@ fn is_marker_for(message: &Message, original: &Option<String>, shown: &Option<St
         return false;
     };
     let own = crate::recall::Handle::of(std::slice::from_ref(message));
-    shown.starts_with('[')
-        && shown.ends_with(']')
-        && !shown.contains('\n')
-        && shown.chars().count() <= MAX_MARKER_CHARS
+    is_marker_line(shown)
         && CharTokenCounter::estimate(shown) < CharTokenCounter::estimate(original)
         && crate::recall::Handle::all_in(shown)
             .iter()
             .any(|h| h.whole() == own)
+}
+
+/// Whether `line` may stand for what a stage removed: one line in
+/// brackets, at most [`MAX_MARKER_CHARS`] bytes.
+fn is_marker_line(line: &str) -> bool {
+    line.starts_with('[')
+        && line.ends_with(']')
+        && !line.contains('\n')
+        && line.len() <= MAX_MARKER_CHARS
 }
 
 /// Whether `shown` is `original` cut: a beginning of it, a marker line in
@@ -552,8 +558,7 @@ fn is_cut_from(original: &str, shown: &str) -> bool {
         };
         let marker = &rest[..end];
         let (head, tail) = (&shown[..at], &rest[end + 1..]);
-        marker.len() <= MAX_MARKER_CHARS
-            && marker.ends_with(']')
+        is_marker_line(marker)
             && !(head.is_empty() && tail.is_empty())
             && head.len() + tail.len() < original.len()
             && original.starts_with(head)

@@ -51,9 +51,9 @@ impl KindPositions {
                     }
                 }
             }
-            Message::Assistant {
-                reasoning: Some(r), ..
-            } if !r.is_empty() && !placeholder::is_placeholder(r) => self.reasoned.push(i),
+            Message::Assistant { .. } if placeholder::thought(message).is_some() => {
+                self.reasoned.push(i);
+            }
             Message::User(blocks) if blocks.iter().any(|b| b.as_text().is_none()) => {
                 self.media.push(i);
             }

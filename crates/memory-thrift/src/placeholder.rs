@@ -104,18 +104,21 @@ pub(crate) fn tool_result_message(message: &Message, handle: Handle) -> Message 
 /// assert_eq!(memory_thrift::placeholder::reasoning(&Message::assistant("ok")), None);
 /// ```
 pub fn reasoning(message: &Message) -> Option<String> {
-    let Message::Assistant {
-        reasoning: Some(thought),
-        ..
-    } = message
-    else {
-        return None;
-    };
-    let start = message.text().chars().count() + 1;
-    let chars = thought.chars().count();
-    let total = memory_core::recall::part_text(message).chars().count();
-    let handle = Handle::for_span(message, start..start + chars, total);
+    let (span, total) = memory_core::recall::reasoning_span(message)?;
+    let chars = span.len();
+    let handle = Handle::for_span(message, span, total);
     Some(format!("{REASONING}{chars} characters; recall {handle}]"))
+}
+
+/// The reasoning of `message` that still stands: not empty, and not a
+/// [placeholder](reasoning) already.
+pub(crate) fn thought(message: &Message) -> Option<&str> {
+    match message {
+        Message::Assistant {
+            reasoning: Some(r), ..
+        } if !r.is_empty() && !is_placeholder(r) => Some(r),
+        _ => None,
+    }
 }
 
 /// The placeholder for an image block of the message with `handle`.

@@ -46,8 +46,7 @@ pub(crate) async fn reasoning(
     let items: Vec<usize> = layout
         .candidates(Kind::Reasoned, 0..layout.newest_step)
         .filter(|&i| {
-            matches!(work.message(i), Message::Assistant { reasoning: Some(r), .. }
-                if !r.is_empty() && !placeholder::is_placeholder(r))
+            placeholder::thought(work.message(i)).is_some()
                 && !work.is_dropped(i)
                 && layout.shrinkable(history, i)
         })

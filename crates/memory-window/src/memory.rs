@@ -468,7 +468,7 @@ impl WindowMemory {
         let Some(stored) = result.to_store() else {
             return Ok(result);
         };
-        let folded = folded_away(&history, stored, &budget);
+        let folded = Folded::away(&history, stored, &budget);
         if self.land(stored, version).await? {
             self.folded.append(folded);
         }
@@ -735,38 +735,4 @@ impl Memory for WindowMemory {
         let history = self.history().await?;
         memory_core::recall::resolve(&history, request, &*self.counter).await
     }
-}
-
-/// The turns of `before` (a history with its covered set) that `after`,
-/// what a compaction made of it, holds neither in its view nor in its
-/// covered set, as folded pieces under `budget`: the turns it folded away.
-/// Summaries, protected messages and indexes are not turns.
-fn folded_away(before: &History<'_>, after: &TrimResult, budget: &Budget) -> Folded {
-    let expanded = covered::Expanded::of(before);
-    let all = expanded
-        .as_ref()
-        .map_or_else(|| before.clone(), covered::Expanded::history);
-    let kept: std::collections::HashSet<u64> = after
-        .messages
-        .iter()
-        .chain(after.covered.messages())
-        .map(memory_core::identity::message_key)
-        .collect();
-    let mut stretches: Vec<std::ops::Range<usize>> = Vec::new();
-    for (i, m) in all.messages().iter().enumerate() {
-        if all.is_protected(i)
-            || summary::is_summary(m)
-            || left_out::is_index(m)
-            || kept.contains(&memory_core::identity::message_key(m))
-        {
-            continue;
-        }
-        match stretches.last_mut() {
-            Some(stretch) if stretch.end == i => stretch.end += 1,
-            _ => stretches.push(i..i + 1),
-        }
-    }
-    let mut folded = Folded::default();
-    folded.fold(&all, &stretches, budget);
-    folded
 }

@@ -759,25 +759,11 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
 #[tokio::test]
 async fn the_index_names_the_turns_compactions_folded_away() {
     let budget = 1_000;
-    let store = Arc::new(InMemoryStore::new());
-    let mut memory = WindowMemory::new(budget)
-        .with_strategy(memory_core::test_util::FoldOld)
-        .with_store(store.clone(), "s");
-    memory
-        .record_protected(Message::system("You plan gardens."))
-        .await
-        .unwrap();
-    let mut said = Vec::new();
-    for turn in 0..30 {
-        let question = Message::user(format!("What goes in bed {turn}?"));
-        let answer = Message::assistant(format!("Bed {turn}: tomatoes and basil. ").repeat(8));
-        memory.record(question.clone()).await.unwrap();
-        memory.record(answer.clone()).await.unwrap();
-        said.push(question);
-        said.push(answer);
-        let result = memory.trimmed().await.unwrap();
-        assert!(result.fits && result.tokens() <= budget);
-    }
+    let mut memory = WindowMemory::new(budget).with_strategy(memory_core::test_util::FoldOld);
+    let said = plan_beds(&mut memory, 30, |turn| {
+        format!("Bed {turn}: tomatoes and basil. ").repeat(8)
+    })
+    .await;
     let view = memory.view().await.unwrap();
     assert!(view.len() + 20 < said.len(), "compactions folded the turns");
     folded_turns_are_indexed(&mut memory, &said, budget).await;
@@ -796,25 +782,15 @@ async fn a_session_opened_again_indexes_the_turns_folded_beyond_the_horizon() {
             .with_store(store.clone(), "s")
     };
     let mut memory = open();
-    memory
-        .record_protected(Message::system("You plan gardens."))
-        .await
-        .unwrap();
-    let mut said = Vec::new();
     // About 50 tokens a turn: 800 turns hold more than the horizon (32
     // budgets, 32,000 tokens) by over a hundred turns.
-    for turn in 0..800 {
-        let question = Message::user(format!("What goes in bed {turn}?"));
-        let answer = Message::assistant(format!(
+    let mut said = plan_beds(&mut memory, 800, |turn| {
+        format!(
             "Bed {turn}: {}, code w{turn:04}q.",
             "tomatoes and basil, ".repeat(7)
-        ));
-        memory.record(question.clone()).await.unwrap();
-        memory.record(answer.clone()).await.unwrap();
-        said.push(question);
-        said.push(answer);
-        memory.trimmed().await.unwrap();
-    }
+        )
+    })
+    .await;
     // A question about turn 3, folded long ago.
     let asked = Message::user("Which bed had the code w0003q?");
     memory.record(asked.clone()).await.unwrap();
@@ -835,6 +811,36 @@ async fn a_session_opened_again_indexes_the_turns_folded_beyond_the_horizon() {
         after.contains(&said[7]),
         "turn 3 is indexed again once opened"
     );
+}
+
+/// Records the system prompt of a garden planner and `turns` turns (a
+/// question about a bed and `answer` of its number) into `memory`, its
+/// context within the budget after each; returns the turns.
+async fn plan_beds(
+    memory: &mut WindowMemory,
+    turns: usize,
+    answer: impl Fn(usize) -> String,
+) -> Vec<Message> {
+    memory
+        .record_protected(Message::system("You plan gardens."))
+        .await
+        .unwrap();
+    let mut said = Vec::new();
+    for turn in 0..turns {
+        let question = Message::user(format!("What goes in bed {turn}?"));
+        let answer = Message::assistant(answer(turn));
+        memory.record(question.clone()).await.unwrap();
+        memory.record(answer.clone()).await.unwrap();
+        said.push(question);
+        said.push(answer);
+        let result = memory.trimmed().await.unwrap();
+        assert!(
+            result.fits && memory.budget().admits_tokens(result.tokens()),
+            "turn {turn}: {} tokens",
+            result.tokens()
+        );
+    }
+    said
 }
 
 /// Asserts that `memory`'s context has an index right after its summary

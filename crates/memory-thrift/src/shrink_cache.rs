@@ -134,10 +134,11 @@ impl ShrinkCache {
     }
 
     /// Assistant message `message` (message `index`, the history's) with
-    /// its reasoning replaced by [its placeholder](placeholder::reasoning)
-    /// (removed, when the placeholder would not be shorter), and its
-    /// count, made the first time only; `None` for a message without
-    /// reasoning.
+    /// its reasoning replaced by [its placeholder](placeholder::reasoning),
+    /// and its count, made the first time only; `None` for a message
+    /// without reasoning, or whose placeholder would not be shorter than
+    /// its reasoning (a short thought, kept: removed, it would leave no
+    /// handle).
     pub async fn bare(
         &mut self,
         index: usize,
@@ -156,13 +157,10 @@ impl ShrinkCache {
                     tool_calls: tool_calls.clone(),
                 };
                 // A placeholder no shorter than the reasoning (a short
-                // thought) is no shrinking: the reasoning goes without one.
+                // thought) is no shrinking, and reasoning removed without
+                // one would leave no handle: a short thought stays.
                 let marked = with(placeholder::reasoning(message));
-                Some(if memory_core::is_shrunk_from(message, &marked) {
-                    marked
-                } else {
-                    with(None)
-                })
+                memory_core::is_shrunk_from(message, &marked).then_some(marked)
             }
             _ => None,
         };
@@ -317,20 +315,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_thought_shorter_than_its_placeholder_goes_without_one() {
+    async fn a_thought_shorter_than_its_placeholder_stays() {
         let counter = CharTokenCounter;
         let short = Message::Assistant {
             content: "ok".into(),
             reasoning: Some("fine".into()),
             tool_calls: vec![],
         };
-        let (bare, _) = ShrinkCache::once()
-            .bare(0, &short, &counter)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(*bare, Message::assistant("ok"));
-        assert!(memory_core::is_shrunk_from(&short, &bare));
+        let made = ShrinkCache::once().bare(0, &short, &counter).await.unwrap();
+        assert!(made.is_none());
     }
 
     #[test]

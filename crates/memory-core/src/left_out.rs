@@ -4,11 +4,12 @@
 //! A strategy that drops whole steps and rounds leaves no trace of them in
 //! the context: the model cannot know they existed, let alone ask for them.
 //! [`add_index`] compares the context with the history it came from, cuts
-//! each left-out stretch into pieces that one recall brings back whole (at
-//! most [`max_reachable_tokens`] each, along step boundaries), and puts
-//! one line per piece (its [handle](crate::recall::Handle), who spoke,
-//! how many messages and tokens, a few of its words) into one system
-//! message where the first left-out stretch stood. The message is a
+//! the span from the first left-out message to the last into pieces that
+//! one recall brings back whole (at most [`max_reachable_tokens`] each,
+//! along step boundaries), keeps those that hold a left-out message, and
+//! puts one line per piece (its [handle](crate::recall::Handle), who
+//! spoke, how many messages and tokens, a few of its words) into one
+//! system message where the first left-out stretch stood. The message is a
 //! projection: never stored, recognized by [`is_index`] (the audit
 //! accepts it as made, like a summary, but it is not protected).
 //!
@@ -69,6 +70,7 @@ use std::ops::Range;
 use async_trait::async_trait;
 
 use crate::recall::{Handle, max_reachable_tokens};
+use crate::stem::stem;
 use crate::{
     Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, is_shrunk_from,
     structure,
@@ -423,7 +425,7 @@ pub async fn add_index_folded(
     let max_tokens = max_reachable_tokens(budget);
     let mut entries: Vec<Entry<'_>> = folded.pieces.iter().map(Entry::Folded).collect();
     entries.extend(
-        pieces(history, &stretches, max_tokens)
+        listed(history, &stretches, max_tokens)
             .into_iter()
             .map(Entry::Piece),
     );
@@ -713,6 +715,40 @@ fn pieces(
     out
 }
 
+/// The pieces the index may list: the span from the first left-out
+/// message through the last, the shown messages between included, cut
+/// into [`pieces`], those that hold a left-out message. Where a strategy
+/// keeps scattered turns (those a question makes relevant), the stretches
+/// between them are short; cut from the span, a piece is as large as one
+/// recall allows instead, so each handle reaches more, and its words
+/// include the shown turns beside what it brings back. Figure (LoCoMo,
+/// chars counter, Thrift's reachable evidence recall): 0.805 -> 0.814 at
+/// 1,000 tokens and 0.897 -> 0.912 at 2,000; the agent trajectories,
+/// whose left-out steps are mostly one stretch, replay alike. Matching
+/// the question against the left-out messages' words alone: 0.809 and
+/// 0.901. Cutting from the history's start instead (the same pieces from
+/// call to call whatever is shown): 0.813 and 0.912, but pieces that hold
+/// the protected head broke the cached prefix more often on SWE-smith
+/// (compact,thrift at 8,000 tokens: 30 -> 35 breaks).
+fn listed(
+    history: &History<'_>,
+    stretches: &[Range<usize>],
+    max_tokens: usize,
+) -> Vec<Range<usize>> {
+    let (Some(first), Some(last)) = (stretches.first(), stretches.last()) else {
+        return Vec::new();
+    };
+    let mut left_out = vec![false; last.end];
+    for i in stretches.iter().flat_map(Range::clone) {
+        left_out[i] = true;
+    }
+    let span = first.start..last.end;
+    pieces(history, std::slice::from_ref(&span), max_tokens)
+        .into_iter()
+        .filter(|piece| piece.clone().any(|i| left_out[i]))
+        .collect()
+}
+
 /// The pieces' positions, the first to list first: those whose words
 /// match the question's best, each shared word weighing by its rarity
 /// among the pieces (a word every piece holds weighs nothing, a word one
@@ -747,8 +783,11 @@ fn ranked(history: &History<'_>, pieces: &[Entry<'_>], asked: &[String]) -> Vec<
     order
 }
 
-/// The words of the newest message when it is a short user question;
-/// none otherwise.
+/// The stems of the words of the newest message when it is a short user
+/// question; none otherwise. Stemmed as Thrift's relevance stems, so that
+/// "painting" asked finds "painted" said. Figure (LoCoMo, chars counter,
+/// Thrift's reachable evidence recall): 0.801 -> 0.805 at 1,000 tokens,
+/// 0.895 -> 0.897 at 2,000.
 fn question_words(history: &History<'_>) -> Vec<String> {
     let messages = history.messages();
     let Some(last) = messages.len().checked_sub(1) else {
@@ -762,7 +801,7 @@ fn question_words(history: &History<'_>) -> Vec<String> {
         return Vec::new();
     }
     let mut out: Vec<String> = Vec::new();
-    for word in words(&text, MIN_QUESTION_WORD_CHARS) {
+    for word in words(&text, MIN_QUESTION_WORD_CHARS).map(|w| stem(&w)) {
         if !out.contains(&word) {
             out.push(word);
         }
@@ -887,12 +926,17 @@ fn both_ends(newest_first: &[usize]) -> Vec<usize> {
     out
 }
 
-/// The distinct words of `piece` of [`MIN_QUESTION_WORD_CHARS`]
-/// characters and more, sorted: what a question is matched against.
+/// The distinct stems of the words of `piece` of
+/// [`MIN_QUESTION_WORD_CHARS`] characters and more, sorted: what a
+/// question is matched against.
 fn piece_words(piece: &[Message]) -> Vec<String> {
     let mut out: Vec<String> = piece
         .iter()
-        .flat_map(|m| words(&m.text(), MIN_QUESTION_WORD_CHARS).collect::<Vec<_>>())
+        .flat_map(|m| {
+            words(&m.text(), MIN_QUESTION_WORD_CHARS)
+                .map(|w| stem(&w))
+                .collect::<Vec<_>>()
+        })
         .collect();
     out.sort_unstable();
     out.dedup();
@@ -1100,35 +1144,100 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_rare_short_word_outranks_a_word_every_piece_shares() {
+    /// Eight garden beds, one reply each (`reply(k)`), and `question`
+    /// newest: the messages the first described line of the index names.
+    async fn first_described(reply: impl Fn(usize) -> String, question: &str) -> Range<usize> {
         let mut m = Vec::new();
         for k in 0..8 {
-            let pet = if k == 2 { " The cat slept there." } else { "" };
             m.push(Message::user(format!("What grows in garden bed {k}?")));
-            m.push(Message::assistant(
-                format!("Garden bed {k} grows beans and garden herbs.{pet} ").repeat(12),
-            ));
+            m.push(Message::assistant(reply(k).repeat(12)));
         }
-        m.push(Message::user("Which garden bed did the cat sleep in?"));
+        m.push(Message::user(question));
         let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
         let history = History::new(&m, &counts).unwrap().forget_task();
         let mut kept = Selection::new(&history);
         kept.keep(m.len() - 1..m.len());
         let budget = Budget::tokens(1_000);
+        let settings = IndexSettings::default();
+        let result = kept.finish(false, true);
+        let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
+            .await
+            .unwrap();
+        let index = out.messages[0].text();
+        let described = index.lines().find(|l| l.contains(" tokens) ")).unwrap();
+        Handle::all_in(described)[0].find(&m).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_rare_short_word_outranks_a_word_every_piece_shares() {
+        let reply = |k: usize| {
+            let pet = if k == 2 { " The cat slept there." } else { "" };
+            format!("Garden bed {k} grows beans and garden herbs.{pet} ")
+        };
+        let range = first_described(reply, "Which garden bed did the cat sleep in?").await;
+        assert!(
+            range.contains(&5),
+            "the piece with the cat first: {range:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_word_asked_in_another_form_still_ranks_its_piece_first() {
+        let reply = |k: usize| {
+            let done = if k == 2 { " We painted it." } else { "" };
+            format!("Garden bed {k} grows the beans and herbs.{done} ")
+        };
+        let range = first_described(reply, "Where was the painting done?").await;
+        assert!(
+            range.contains(&5),
+            "\"painting\" finds \"painted\": {range:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_piece_takes_in_the_turns_kept_between_left_out_ones() {
+        // Twelve short rounds; the strategy keeps rounds 3 and 7 (what a
+        // question made relevant) and the newest message.
+        let mut m = Vec::new();
+        for k in 0..12 {
+            m.push(Message::user(format!("Round {k}: which tile?")));
+            m.push(Message::assistant(format!("Round {k}: slate grey tiles.")));
+        }
+        m.push(Message::user("Carry on."));
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let history = History::new(&m, &counts).unwrap().forget_task();
+        let mut kept = Selection::new(&history);
+        kept.keep(6..8);
+        kept.keep(14..16);
+        kept.keep(m.len() - 1..m.len());
+        let budget = Budget::tokens(2_000);
+        let settings = IndexSettings::default();
         let out = add_index(
             &history,
             kept.finish(false, true),
             &budget,
             &CharTokenCounter,
-            &IndexSettings::default(),
+            &settings,
         )
         .await
         .unwrap();
-        let index = out.messages[0].text();
-        let described = index.lines().find(|l| l.contains(" tokens) ")).unwrap();
-        let range = Handle::all_in(described)[0].find(&m).unwrap();
-        assert!(range.contains(&5), "the piece with the cat first: {index}");
+        let at = out.messages.iter().position(is_index).expect("an index");
+        let reach = crate::recall::reachable(&m, &counts, &out.messages, 500);
+        let shown = |i: usize| (6..8).contains(&i) || (14..16).contains(&i);
+        // One recall brings back the left-out turns on both sides of a
+        // kept round, the kept round with them.
+        assert!(
+            reach
+                .iter()
+                .any(|r| r.messages.start < 6 && r.messages.end > 8),
+            "{}",
+            out.messages[at].text()
+        );
+        // Every left-out turn is reached; no piece holds kept turns alone.
+        for i in (0..m.len() - 1).filter(|&i| !shown(i)) {
+            assert!(reach.iter().any(|r| r.messages.contains(&i)), "turn {i}");
+        }
+        assert!(reach.iter().all(|r| r.messages.clone().any(|i| !shown(i))));
     }
 
     #[tokio::test]

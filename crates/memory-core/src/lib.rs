@@ -70,6 +70,7 @@ mod message;
 mod pipeline;
 mod provider;
 pub mod recall;
+pub mod stem;
 pub mod store;
 mod strategy;
 pub mod structure;

@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use memory_core::identity::WordHasher;
+use memory_core::stem::{MAX_STEM_CUT, stem_ascii};
 
 /// Calls `f` with each term of `text`, in order (repeats included).
 ///
@@ -42,7 +43,7 @@ pub fn for_each_term(text: &str, mut f: impl FnMut(&str)) {
     let mut word = Vec::new();
     for_each_word(text, |run| {
         lower_into(run, &mut word);
-        stem_bytes(&mut word);
+        stem_ascii(&mut word);
         f(as_str(&word));
     });
 }
@@ -134,77 +135,15 @@ fn as_str(word: &[u8]) -> &str {
     std::str::from_utf8(word).unwrap_or_default()
 }
 
-/// Reduces a lowercase word to its stem: plurals (`-s`, `-es`, `-ies`),
-/// `-ing`, `-ed` and `-ly` are removed, a doubled final consonant left by
-/// them is undoubled and a final `e` dropped, so that the forms of one word
-/// meet. It is deliberately light: consistent rather than linguistically
-/// exact.
+/// Reduces a lowercase word to its stem ([`memory_core::stem`], shared
+/// with the index's ranking of left-out pieces).
 ///
 /// ```
 /// use memory_thrift::relevance::stem;
 /// assert_eq!(stem("running"), "run");
-/// assert_eq!(stem("runs"), "run");
 /// assert_eq!(stem("clusters"), stem("cluster"));
-/// assert_eq!(stem("deployed"), stem("deploying"));
-/// assert_eq!(stem("quickly"), "quick");
-/// assert_eq!(stem("replies"), stem("replied"));
-/// assert_eq!(stem("status"), "status");
 /// ```
-pub fn stem(word: &str) -> String {
-    let mut w = word.to_ascii_lowercase().into_bytes();
-    stem_bytes(&mut w);
-    // Stemming only removes ASCII suffixes and appends ASCII letters.
-    String::from_utf8(w).unwrap_or_default()
-}
-
-/// Most bytes [`stem_bytes`] removes from a word. Why: a bound on the
-/// words that may stem to a question's term, so that others are passed
-/// over unstemmed. Figure: none needed (a bound, not a tuning).
-const MAX_STEM_CUT: usize = 8;
-
-fn stem_bytes(w: &mut Vec<u8>) {
-    let n = w.len();
-    if n > 4 && w.ends_with(b"ies") {
-        w.truncate(n - 3);
-        w.push(b'y');
-    } else if w.ends_with(b"sses") {
-        w.truncate(n - 2);
-    } else if n > 3
-        && w.ends_with(b"s")
-        && !w.ends_with(b"ss")
-        && !w.ends_with(b"us")
-        && !w.ends_with(b"is")
-    {
-        w.truncate(n - 1);
-    }
-    let n = w.len();
-    if n >= 6 && w.ends_with(b"ing") {
-        w.truncate(n - 3);
-        undouble(w);
-    } else if n >= 5 && w.ends_with(b"ied") {
-        w.truncate(n - 3);
-        w.push(b'y');
-    } else if n >= 5 && w.ends_with(b"ed") {
-        w.truncate(n - 2);
-        undouble(w);
-    } else if n >= 6 && w.ends_with(b"ly") {
-        w.truncate(n - 2);
-        if w.ends_with(b"i") {
-            w.pop();
-            w.push(b'y');
-        }
-    }
-    if w.len() > 3 && w.ends_with(b"e") {
-        w.pop();
-    }
-}
-
-fn undouble(w: &mut Vec<u8>) {
-    let n = w.len();
-    if n >= 4 && w[n - 1] == w[n - 2] && !b"aeioulsz".contains(&w[n - 1]) {
-        w.pop();
-    }
-}
+pub use memory_core::stem::stem;
 
 /// The baseline: the share of the question's distinct words (`[a-z][a-z0-9]{3,}`,
 /// lowercased, not stemmed) that `text` holds, every word weighing the same.
@@ -427,7 +366,7 @@ impl TermScorer {
                     return;
                 }
                 lower_into(run, word);
-                stem_bytes(word);
+                stem_ascii(word);
                 if let Some(&k) = self.index.get(word.as_slice())
                     && std::mem::replace(&mut self.found_in[k as usize], call) != call
                 {

@@ -158,7 +158,7 @@ impl<'a> Background<'a> {
         let occasion = Occasion::threshold(Mode::Background);
         // The summary cap and input limit of this budget, for the request
         // and for the task that runs it.
-        let settings = match self.settings.for_budget(budget) {
+        let settings = match self.settings.for_budget(budget, stored) {
             Cow::Borrowed(_) => self.settings.clone(),
             Cow::Owned(scaled) => Arc::new(scaled),
         };

@@ -49,7 +49,8 @@ use memory_summary::cap::{self, CapTooSmall};
 /// Until then they stay verbatim or are shed from view only, never
 /// replaced: nothing is summarized on turns that do not call for it. Under
 /// a token budget, the summary cap and the request's input limit follow the
-/// budget unless set (a tenth and a half of it, within bounds). When the
+/// budget unless set (a tenth and a half of it, within bounds; the cap at
+/// most half the room the protected messages leave). When the
 /// newest round is itself cut (a long agent task), its older steps are
 /// summarized by a second request of their own, and the custom instructions
 /// reach both. Paths read and modified by tool calls are listed at the end

@@ -52,7 +52,7 @@ impl<'a> Foreground<'a> {
             }
             if due && hold.is_none() {
                 let occasion = Occasion::threshold(Mode::Foreground);
-                let settings = self.settings.for_budget(budget);
+                let settings = self.settings.for_budget(budget, &work);
                 let scaled = Foreground::new(&settings, self.memo);
                 match scaled
                     .summarize(&base, &work, &plan, occasion, counter)

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Budget, ModelOptions, Provider, summary::DEFAULT_SUMMARY_MAX_TOKENS};
+use memory_core::summary::{self, DEFAULT_SUMMARY_MAX_TOKENS};
+use memory_core::{Budget, History, ModelOptions, Provider};
 use memory_summary::SummarySettings;
 
 use crate::call::Policy;
@@ -256,17 +257,23 @@ impl Settings {
         self.chosen.threshold
     }
 
-    /// These settings for a turn at `budget`: a summary cap and an input
-    /// limit the caller did not set scale with a token budget (see
+    /// These settings for a turn of `history` at `budget`: a summary cap
+    /// and an input limit the caller did not set scale with a token budget
+    /// and the room the history's protected messages leave in it (see
     /// [`scaled`]); borrowed when nothing changes.
-    pub fn for_budget(&self, budget: &Budget) -> Cow<'_, Settings> {
+    pub fn for_budget(&self, budget: &Budget, history: &History<'_>) -> Cow<'_, Settings> {
         let Some(max) = budget.max_tokens else {
             return Cow::Borrowed(self);
         };
         let cap = if self.chosen.cap {
             self.summary_max_tokens
         } else {
-            u32::try_from(scaled::cap(max)).unwrap_or(self.summary_max_tokens)
+            // The summaries it holds are folded into the next one.
+            let held = (history.protected().iter())
+                .filter(|&&i| !summary::is_summary(&history.messages()[i]))
+                .map(|&i| history.tokens(i..i + 1));
+            let cap = scaled::cap_in_room(max, held.sum());
+            u32::try_from(cap).unwrap_or(self.summary_max_tokens)
         };
         let input = if self.chosen.input {
             self.max_input_tokens
@@ -384,12 +391,44 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
-    use memory_core::FakeProvider;
+    use memory_core::{FakeProvider, Message};
 
     use super::*;
 
     fn settings() -> Settings {
         Settings::new(Arc::new(FakeProvider::default()))
+    }
+
+    #[test]
+    fn the_cap_leaves_half_the_room_the_protected_messages_leave() {
+        let m = [
+            Message::system("rules"),
+            memory_core::summary::message("Earlier: the parser."),
+            Message::user("Write the lexer."),
+            Message::assistant("Done."),
+        ];
+        let budget = Budget::tokens(2_000);
+        // A short prompt and task: the budget's cap.
+        let short = History::new(&m, &[100, 400, 100, 50])
+            .unwrap()
+            .protect(&[0, 1, 2]);
+        assert_eq!(
+            settings().for_budget(&budget, &short).summary_max_tokens(),
+            256
+        );
+        // A long prompt and task hold 1,700: half of the 300 they leave,
+        // the summary (protected too) not among them.
+        let long = History::new(&m, &[1_200, 400, 500, 50])
+            .unwrap()
+            .protect(&[0, 1, 2]);
+        assert_eq!(
+            settings().for_budget(&budget, &long).summary_max_tokens(),
+            150
+        );
+        // A cap the caller chose stands.
+        let mut chosen = settings();
+        chosen.set_summary(SummarySettings::new().with_summary_max_tokens(500));
+        assert_eq!(chosen.for_budget(&budget, &long).summary_max_tokens(), 500);
     }
 
     #[test]

@@ -757,6 +757,58 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
 }
 
 #[tokio::test]
+async fn a_floor_within_the_budget_but_over_the_strategy_room_is_cut_for_the_index() {
+    use memory_core::left_out;
+    // A long system prompt, then a text-only agent's steps; the newest
+    // step's observation brings the floor to 1,950 tokens: within the
+    // budget of 2,000, over the 1,900 the strategy has beside the index.
+    let budget = 2_000;
+    let counter = memory_core::CharTokenCounter;
+    let observation = |step: usize| {
+        (0..60)
+            .map(|i| format!("step {step} line {i}: test_parse_{i} ok\n"))
+            .collect::<String>()
+    };
+    let newest = [
+        Message::user("Fix the parser."),
+        Message::assistant("Step 7: run the tests."),
+        Message::user(observation(7)),
+    ];
+    let mut floor = 0;
+    for m in &newest {
+        floor += counter.count_message(m).await.unwrap();
+    }
+    let prompt = Message::system("r".repeat(4 * (1_950 - floor)));
+    floor += counter.count_message(&prompt).await.unwrap();
+    assert!((1_930..=1_970).contains(&floor), "{floor}");
+    let mut memory = WindowMemory::new(budget);
+    memory.record_protected(prompt).await.unwrap();
+    memory.record(newest[0].clone()).await.unwrap();
+    for step in 0..7 {
+        let command = format!("Step {step}: run the tests.");
+        memory.record(Message::assistant(command)).await.unwrap();
+        memory
+            .record(Message::user(observation(step)))
+            .await
+            .unwrap();
+    }
+    memory.record(newest[1].clone()).await.unwrap();
+    memory.record(newest[2].clone()).await.unwrap();
+    let result = memory.trimmed().await.unwrap();
+    assert!(result.fits && result.tokens() <= budget);
+    let at = result
+        .messages
+        .iter()
+        .position(left_out::is_index)
+        .expect("an index in the room kept for it");
+    assert!(result.counts[at] >= 50, "{}", result.messages[at].text());
+    // The newest observation was cut, and names what it left out.
+    let shown = result.messages.last().unwrap().text();
+    assert!(shown.len() < newest[2].text().len());
+    assert!(!memory_core::recall::Handle::all_in(&shown).is_empty());
+}
+
+#[tokio::test]
 async fn the_index_names_the_turns_compactions_folded_away() {
     let budget = 1_000;
     let mut memory = WindowMemory::new(budget).with_strategy(memory_core::test_util::FoldOld);

@@ -702,9 +702,20 @@ async fn the_index_lists_what_is_left_out_and_each_line_recalls_it_whole() {
     );
 }
 
+/// `memory`'s context within `budget`, and where its index stands (the
+/// room kept for it, after a floor cut).
+async fn trimmed_with_index(memory: &mut WindowMemory, budget: usize) -> (TrimResult, usize) {
+    let result = memory.trimmed().await.unwrap();
+    assert!(result.fits && result.tokens() <= budget);
+    let at = result
+        .messages
+        .iter()
+        .position(memory_core::left_out::is_index);
+    (result, at.expect("an index in the room kept for it"))
+}
+
 #[tokio::test]
 async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
-    use memory_core::left_out;
     use memory_core::recall::{RecallRequest, max_reachable_tokens};
     // A text-only agent: each observation comes back as a user message,
     // the newest far over the budget.
@@ -729,13 +740,7 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
             .collect::<String>();
         memory.record(Message::user(observation)).await.unwrap();
     }
-    let result = memory.trimmed().await.unwrap();
-    assert!(result.fits && result.tokens() <= budget);
-    let at = result
-        .messages
-        .iter()
-        .position(left_out::is_index)
-        .expect("the cut left the index the room kept for it");
+    let (result, at) = trimmed_with_index(&mut memory, budget).await;
     // The index's handles and the cut's parts each come back whole, in reach.
     let max = max_reachable_tokens(&Budget::tokens(budget));
     let newest = result.messages.last().unwrap().text();
@@ -758,7 +763,6 @@ async fn a_floor_cut_to_fit_leaves_the_index_its_room() {
 
 #[tokio::test]
 async fn a_floor_within_the_budget_but_over_the_strategy_room_is_cut_for_the_index() {
-    use memory_core::left_out;
     // A long system prompt, then a text-only agent's steps; the newest
     // step's observation brings the floor to 1,950 tokens: within the
     // budget of 2,000, over the 1,900 the strategy has beside the index.
@@ -794,13 +798,7 @@ async fn a_floor_within_the_budget_but_over_the_strategy_room_is_cut_for_the_ind
     }
     memory.record(newest[1].clone()).await.unwrap();
     memory.record(newest[2].clone()).await.unwrap();
-    let result = memory.trimmed().await.unwrap();
-    assert!(result.fits && result.tokens() <= budget);
-    let at = result
-        .messages
-        .iter()
-        .position(left_out::is_index)
-        .expect("an index in the room kept for it");
+    let (result, at) = trimmed_with_index(&mut memory, budget).await;
     assert!(result.counts[at] >= 50, "{}", result.messages[at].text());
     // The newest observation was cut, and names what it left out.
     let shown = result.messages.last().unwrap().text();

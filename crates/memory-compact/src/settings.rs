@@ -269,7 +269,9 @@ impl Settings {
             self.summary_max_tokens
         } else {
             // The summaries it holds are folded into the next one.
-            let held = (history.protected().iter())
+            let held = history
+                .protected()
+                .iter()
                 .filter(|&&i| !summary::is_summary(&history.messages()[i]))
                 .map(|&i| history.tokens(i..i + 1));
             let cap = scaled::cap_in_room(max, held.sum());
@@ -408,27 +410,20 @@ mod tests {
             Message::assistant("Done."),
         ];
         let budget = Budget::tokens(2_000);
+        let cap = |settings: &Settings, counts: &[usize]| {
+            let history = History::new(&m, counts).unwrap().protect(&[0, 1, 2]);
+            settings.for_budget(&budget, &history).summary_max_tokens()
+        };
         // A short prompt and task: the budget's cap.
-        let short = History::new(&m, &[100, 400, 100, 50])
-            .unwrap()
-            .protect(&[0, 1, 2]);
-        assert_eq!(
-            settings().for_budget(&budget, &short).summary_max_tokens(),
-            256
-        );
+        assert_eq!(cap(&settings(), &[100, 400, 100, 50]), 256);
         // A long prompt and task hold 1,700: half of the 300 they leave,
         // the summary (protected too) not among them.
-        let long = History::new(&m, &[1_200, 400, 500, 50])
-            .unwrap()
-            .protect(&[0, 1, 2]);
-        assert_eq!(
-            settings().for_budget(&budget, &long).summary_max_tokens(),
-            150
-        );
+        let long = [1_200, 400, 500, 50];
+        assert_eq!(cap(&settings(), &long), 150);
         // A cap the caller chose stands.
         let mut chosen = settings();
         chosen.set_summary(SummarySettings::new().with_summary_max_tokens(500));
-        assert_eq!(chosen.for_budget(&budget, &long).summary_max_tokens(), 500);
+        assert_eq!(cap(&chosen, &long), 500);
     }
 
     #[test]

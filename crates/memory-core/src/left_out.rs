@@ -7,9 +7,10 @@
 //! the span from the first left-out message to the last into pieces that
 //! one recall brings back whole (at most [`max_reachable_tokens`] each,
 //! along step boundaries), keeps those that hold a left-out message, and
-//! puts one line per piece (its [handle](crate::recall::Handle), who
-//! spoke, how many messages and tokens, a few of its words) into one
-//! system message where the first left-out stretch stood. The message is a
+//! names each piece by its [handle](crate::recall::Handle) (those listed
+//! first on a line of their own with who spoke, how many messages and
+//! tokens, a few of their words; the rest together on one last line) in
+//! one system message where the first left-out stretch stood. The message is a
 //! projection: never stored, recognized by [`is_index`] (the audit
 //! accepts it as made, like a summary, but it is not protected).
 //!
@@ -738,14 +739,14 @@ fn listed(
     let (Some(first), Some(last)) = (stretches.first(), stretches.last()) else {
         return Vec::new();
     };
-    let mut left_out = vec![false; last.end];
+    let mut is_out = vec![false; last.end];
     for i in stretches.iter().flat_map(Range::clone) {
-        left_out[i] = true;
+        is_out[i] = true;
     }
     let span = first.start..last.end;
     pieces(history, std::slice::from_ref(&span), max_tokens)
         .into_iter()
-        .filter(|piece| piece.clone().any(|i| left_out[i]))
+        .filter(|piece| piece.clone().any(|i| is_out[i]))
         .collect()
 }
 
@@ -843,6 +844,7 @@ async fn index_message(
     let described = |k: usize| pieces[k].described(history, max_tokens);
     // Described lines, in order, while they fit in the room.
     let mut lines: Vec<(usize, String)> = Vec::new();
+    let mut handles = Vec::new();
     let mut used = prefix;
     for &k in order {
         let line = described(k);
@@ -870,10 +872,9 @@ async fn index_message(
         // The line of handles: its dash and line break, then a space and
         // a handle each.
         let left = room.saturating_sub(used + counter.count("-").await? + 1);
-        let mut handles = name_in(history, pieces, &named, left, max_tokens, counter).await?;
-        return finish(lines, &mut handles, room, counter).await;
+        handles = name_in(history, pieces, &named, left, max_tokens, counter).await?;
     }
-    finish(lines, &mut Vec::new(), room, counter).await
+    finish(lines, handles, room, counter).await
 }
 
 /// The index message of the described `lines` (in history order) and one
@@ -883,7 +884,7 @@ async fn index_message(
 /// those named last go until it fits in `room`.
 async fn finish(
     mut lines: Vec<(usize, String)>,
-    named: &mut Vec<(usize, String)>,
+    mut named: Vec<(usize, String)>,
     room: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {

@@ -22,7 +22,9 @@
 //! The index takes only room the strategy left: at most
 //! [`IndexSettings::max_share`] of the budget, and never more than the
 //! context's distance to the limit, so it never makes a context over the
-//! budget. Between two sheds an agent's context grows by appends; were
+//! budget (but for one whose floor alone is over it: that context is over
+//! the budget anyway, and the index keeps the room [`reserve`] keeps for
+//! it, so that what it sheds stays named). Between two sheds an agent's context grows by appends; were
 //! the index to take whatever room was left, it would lose a line at
 //! every step, and each change would break the cached prefix from where
 //! it stands. So the strategy is given the budget less half that share
@@ -407,10 +409,10 @@ pub async fn add_index_folded(
         .as_ref()
         .map_or_else(|| history.clone(), crate::covered::Expanded::history);
     if let Some(old) = history.messages().iter().position(is_index) {
-        return Ok(reinsert(history, result, old, limit));
+        let room = room(limit, &result, settings);
+        return Ok(reinsert(history, result, old, room));
     }
-    let room =
-        ((limit as f64 * settings.max_share) as usize).min(limit.saturating_sub(result.tokens()));
+    let room = room(limit, &result, settings);
     let shown = shown_sources(history.messages(), &result.messages);
     let stretches = left_out(history.messages().len(), &shown);
     let at = match stretches.first() {
@@ -599,12 +601,32 @@ impl Entry<'_> {
     }
 }
 
+/// The index's room in `result` under a budget of `limit` tokens: at most
+/// `settings.max_share` of it, and no more than the result leaves free;
+/// but where the result's floor alone is over the budget (`fits` false:
+/// its protected messages and task, with everything else shed), the part
+/// of the share [`reserve`] keeps. Such a context is over the budget
+/// whatever is added, and without an index it names nothing of what it
+/// sheds, although it sheds the most. Figure (chars counter, SWE-Gym at
+/// 2,000 tokens, whose second trajectory's system prompt and task alone
+/// are 2,143 tokens): reachable support recall 0.976 -> 1.000 for thrift
+/// and window drop, 0.976 -> 0.981 for compact,thrift; thrift's cost per
+/// call 737 -> 744 (window drop's 862 -> 869).
+fn room(limit: usize, result: &TrimResult, settings: &IndexSettings) -> usize {
+    let share = (limit as f64 * settings.max_share) as usize;
+    if result.fits {
+        share.min(limit.saturating_sub(result.tokens()))
+    } else {
+        (share as f64 * RESERVED_PART) as usize
+    }
+}
+
 /// `result` with the index that stood at `old` in `history` (a context
-/// indexed before and trimmed again) where it stood, when it has room
-/// within `limit`: it lists what that context left out.
-fn reinsert(history: &History<'_>, result: TrimResult, old: usize, limit: usize) -> TrimResult {
+/// indexed before and trimmed again) where it stood, when it has that
+/// `room`: it lists what that context left out.
+fn reinsert(history: &History<'_>, result: TrimResult, old: usize, room: usize) -> TrimResult {
     let tokens = history.counts()[old];
-    if result.tokens() + tokens > limit {
+    if tokens > room {
         return result;
     }
     let shown = shown_sources(history.messages(), &result.messages);
@@ -631,20 +653,27 @@ fn insert(mut result: TrimResult, at: usize, message: Message, tokens: usize) ->
 }
 
 /// For each result message, the history message it shows (as it was or
-/// shrunk), matched in order; `None` for messages the strategy made.
+/// shrunk), matched in order from the newest back; `None` for messages
+/// the strategy made. From the newest, because an agent's history repeats
+/// itself (the same command run twice prints the same output) and a
+/// strategy keeps its newest steps: matched from the oldest, the newest
+/// observation would stand for an earlier copy of itself, and everything
+/// after that copy would seem shown.
 fn shown_sources(history: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
-    let mut next = 0;
-    shown
+    let mut end = history.len();
+    let mut out: Vec<Option<usize>> = shown
         .iter()
+        .rev()
         .map(|message| {
-            let at = history[next..]
+            let at = history[..end]
                 .iter()
-                .position(|x| is_shrunk_from(x, message))
-                .map(|offset| next + offset)?;
-            next = at + 1;
+                .rposition(|x| is_shrunk_from(x, message))?;
+            end = at;
             Some(at)
         })
-        .collect()
+        .collect();
+    out.reverse();
+    out
 }
 
 /// The stretches of a history of `len` messages that no result message
@@ -1277,6 +1306,94 @@ mod tests {
             assert!(reach.iter().any(|r| r.messages.contains(&i)), "turn {i}");
         }
         assert!(reach.iter().all(|r| r.messages.clone().any(|i| !shown(i))));
+    }
+
+    #[tokio::test]
+    async fn a_newest_observation_that_repeats_an_earlier_one_still_leaves_out_what_came_between() {
+        // A text agent runs the same script twice and gets the same output
+        // back; between the two runs it edits the file. The context keeps
+        // the task and the newest run.
+        let m = [
+            Message::user("Fix the date parser in src/dates.py."),
+            Message::assistant("python repro.py"),
+            Message::user("OBSERVATION: ValueError: month must be in 1..12"),
+            Message::assistant("edit src/dates.py: swap day and month in parse_date"),
+            Message::user("OBSERVATION: The file src/dates.py has been edited."),
+            Message::assistant("python repro.py"),
+            Message::user("OBSERVATION: ValueError: month must be in 1..12"),
+        ];
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let history = History::new(&m, &counts).unwrap();
+        let mut kept = Selection::new(&history);
+        kept.keep(0..1);
+        kept.keep(5..7);
+        let budget = Budget::tokens(1_000);
+        let out = add_index(
+            &history,
+            kept.finish(false, true),
+            &budget,
+            &CharTokenCounter,
+            &IndexSettings::default(),
+        )
+        .await
+        .unwrap();
+        let at = out.messages.iter().position(is_index).expect("an index");
+        assert_eq!(at, 1, "where the first left-out step stood");
+        let reach = crate::recall::reachable(&m, &counts, &out.messages, 250);
+        for i in 1..5 {
+            assert!(
+                reach.iter().any(|r| r.messages.contains(&i)),
+                "turn {i}: {}",
+                out.messages[at].text()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_context_whose_floor_alone_is_over_the_budget_still_names_what_it_sheds() {
+        let m = [
+            Message::system("Follow the house style. ".repeat(200)),
+            Message::user("Paint the hall."),
+            Message::assistant("Sage green, two coats, the ceiling white."),
+            Message::user("And the door?"),
+        ];
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let history = History::new(&m, &counts).unwrap().forget_task();
+        let mut kept = Selection::new(&history);
+        kept.keep(0..1);
+        kept.keep(3..4);
+        let budget = Budget::tokens(1_000);
+        let mut result = kept.finish(false, true);
+        result.fits = budget.admits_tokens(result.tokens());
+        assert!(!result.fits, "the system prompt alone is over the budget");
+        let before = result.tokens();
+        let settings = IndexSettings::default();
+        let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
+            .await
+            .unwrap();
+        let at = out.messages.iter().position(is_index).expect("an index");
+        assert!(
+            out.messages[at]
+                .text()
+                .contains(&Handle::of(&m[1..3]).to_string())
+        );
+        // Within the part of its share kept for it: 5% of 1,000.
+        assert!(out.tokens() - before <= 50, "{}", out.tokens() - before);
+        // Trimmed again, the context keeps its index as it is.
+        let indexed_counts = crate::count_messages(&CharTokenCounter, &out.messages)
+            .await
+            .unwrap();
+        let again = History::new(&out.messages, &indexed_counts)
+            .unwrap()
+            .forget_task();
+        let mut all = Selection::new(&again);
+        all.keep(0..again.len());
+        let mut same = all.finish(false, true);
+        same.fits = false;
+        let twice = add_index(&again, same, &budget, &CharTokenCounter, &settings)
+            .await
+            .unwrap();
+        assert_eq!(twice.messages, out.messages);
     }
 
     #[tokio::test]

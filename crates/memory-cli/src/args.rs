@@ -66,10 +66,10 @@ pub enum Command {
 /// ```
 /// use clap::Parser;
 /// let cli = memory_cli::Cli::try_parse_from([
-///     "memory", "recall", "--store", "sqlite:s.db", "--session", "s1", "r:00000000002a+3",
+///     "memory", "recall", "--store", "sqlite:s.db", "--session", "s1", "r:000000002a+3",
 /// ]).unwrap();
 /// let memory_cli::Command::Recall(args) = cli.command else { unreachable!() };
-/// assert_eq!(args.handle, "r:00000000002a+3");
+/// assert_eq!(args.handle, "r:000000002a+3");
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct RecallArgs {

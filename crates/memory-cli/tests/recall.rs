@@ -60,7 +60,7 @@ fn a_handle_brings_back_the_original_from_the_store() {
     assert!(text.status.success());
     assert!(String::from_utf8_lossy(&text.stdout).len() < 200);
 
-    let missing = recall(&["r:000000000000"]);
+    let missing = recall(&["r:0000000000"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("names nothing recorded here"));
 

@@ -225,7 +225,7 @@ impl Compact {
     /// let err = memory_compact::Compact::new(memory_core::FakeProvider::default())
     ///     .with_summary_max_tokens(20)
     ///     .unwrap_err();
-    /// assert_eq!((err.cap, err.framing), (20, 36));
+    /// assert_eq!((err.cap, err.framing), (20, 35));
     /// ```
     pub fn with_summary_max_tokens(self, tokens: u32) -> Result<Self, CapTooSmall> {
         let summary = self

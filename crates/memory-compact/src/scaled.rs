@@ -43,7 +43,7 @@ pub(crate) fn cap(max: usize) -> usize {
 }
 
 /// The least cap [`cap_in_room`] sets. Why: Compact's framing (prefix,
-/// handle line and header) takes 36 tokens by the character estimate, and
+/// handle line and header) takes 35 tokens by the character estimate, and
 /// a summary needs a few lines of state beside it to say anything.
 /// Figure: none needed (a floor, not a tuning).
 const MIN_CAP_IN_ROOM: usize = 64;

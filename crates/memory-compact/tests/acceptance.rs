@@ -71,12 +71,12 @@ async fn a_custom_check_is_called_and_decides() {
 #[test]
 fn a_cap_that_cannot_hold_the_framing_is_refused_when_built() {
     // The summary prefix, the line naming the originals and Compact's
-    // header: 36 tokens by the character estimate.
+    // header: 35 tokens by the character estimate.
     let err = Compact::new(FakeProvider::default())
-        .with_summary_max_tokens(36)
+        .with_summary_max_tokens(35)
         .unwrap_err();
-    assert_eq!((err.cap, err.framing), (36, 36));
-    assert!(err.to_string().contains("cap of 36 tokens"));
+    assert_eq!((err.cap, err.framing), (35, 35));
+    assert!(err.to_string().contains("cap of 35 tokens"));
     let settings = SummarySettings::new().with_summary_max_tokens(10);
     assert!(
         Compact::new(FakeProvider::default())

@@ -47,8 +47,8 @@ async fn the_cap_is_max_tokens_and_the_temperature_is_zero_by_default() {
     let request = first_request(compact, &fake, &turn_six()).await;
     // Under a budget of 10,000 tokens the default cap is a tenth of it,
     // and it holds the whole message: less the prefix, the line naming
-    // what it stands for and the header (36 tokens of CharTokenCounter).
-    assert_eq!(request.options.max_tokens, Some(1_000 - 36));
+    // what it stands for and the header (35 tokens of CharTokenCounter).
+    assert_eq!(request.options.max_tokens, Some(1_000 - 35));
     assert_eq!(request.options.temperature, Some(0.0));
 }
 
@@ -66,7 +66,7 @@ async fn options_set_the_temperature_but_never_the_cap() {
         .unwrap()
         .with_options(options);
     let request = first_request(compact, &fake, &turn_six()).await;
-    assert_eq!(request.options.max_tokens, Some(300 - 36));
+    assert_eq!(request.options.max_tokens, Some(300 - 35));
     assert_eq!(request.options.temperature, Some(0.3));
 }
 

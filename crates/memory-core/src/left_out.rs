@@ -104,7 +104,7 @@ const WORDS_PER_LINE: usize = 4;
 /// where it does not fit: a context trimmed again leaves out fewer pieces
 /// with shorter handles, and were the first index to be skipped for want
 /// of room where the second fits, trimming again would add one.
-const WIDEST_LINE: &str = "- r:000000000000#9999-9999";
+const WIDEST_LINE: &str = "- r:0000000000#9999-9999";
 
 /// Shortest word listed: shorter ones are mostly function words.
 const MIN_WORD_CHARS: usize = 5;
@@ -322,7 +322,7 @@ pub async fn trim_reserving(
 ///
 /// ```
 /// use memory_core::{left_out, Message};
-/// assert!(left_out::is_index(&Message::system(format!("{}- r:00000000002a", left_out::PREFIX))));
+/// assert!(left_out::is_index(&Message::system(format!("{}- r:000000002a", left_out::PREFIX))));
 /// assert!(!left_out::is_index(&Message::system("You are terse.")));
 /// ```
 pub fn is_index(message: &Message) -> bool {

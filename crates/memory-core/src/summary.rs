@@ -96,7 +96,7 @@ pub fn message_for(body: impl AsRef<str>, handle: Option<Handle>) -> Message {
 /// assert!(framing.text().len() > summary::message("").text().len());
 /// ```
 pub fn framing_for(body: impl AsRef<str>) -> Message {
-    message_for(body, Handle::parse("r:000000000000..000000000000").ok())
+    message_for(body, Handle::parse("r:0000000000..000000000000").ok())
 }
 
 /// The handle of the originals `message` stands for, when it is a summary

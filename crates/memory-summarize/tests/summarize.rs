@@ -417,7 +417,11 @@ async fn one_long_agent_round_has_its_older_steps_summarized() {
         context[0],
         Message::user("Refactor every part of the parser.")
     );
-    assert_eq!(context[1], summary::message(PARTS_READ));
+    assert_eq!(summary::body(&context[1]), Some(PARTS_READ));
+    assert!(
+        summary::stands_for(&context[1]).is_some(),
+        "names its originals"
+    );
     // The newest steps, whole, end the context.
     let tail = &context[2..];
     assert!(tail.len() >= 2 && tail.len() % 2 == 0);
@@ -634,7 +638,9 @@ async fn a_rounds_budget_summarizes_the_rounds_beyond_it() {
         .await
         .unwrap();
     assert!(result.replace);
-    assert_eq!(result.messages[0], summary::message("Rounds 1-2."));
+    assert_eq!(summary::body(&result.messages[0]), Some("Rounds 1-2."));
+    let originals = summary::stands_for(&result.messages[0]).expect("names its originals");
+    assert_eq!(originals.find(&messages), Some(0..4));
     assert_eq!(result.messages[1..], messages[4..]);
     // The default cap less the summary's prefix (7).
     assert_eq!(model.requests()[0].options.max_tokens, Some(1017));

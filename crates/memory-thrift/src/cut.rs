@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! first lines of the output
-//! [... 18234 characters cut; recall r:5dfe0c1a2b3c#1-16 ...]
+//! [... 18234 characters cut; recall r:5dfe0c1a2b#1-16 ...]
 //! last lines of the output
 //! ```
 //!

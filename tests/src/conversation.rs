@@ -493,7 +493,7 @@ fn text() -> impl Strategy<Value = TextPlan> {
     ]
 }
 
-/// Texts of system prompts, reasoning and arguments: never huge.
+/// Texts of system prompts and reasoning: never huge.
 fn short_text() -> impl Strategy<Value = TextPlan> {
     prop_oneof![
         4 => (0usize..80).prop_map(TextPlan::Ascii),
@@ -525,8 +525,16 @@ fn step() -> impl Strategy<Value = StepPlan> {
     ]
 }
 
+/// A call's arguments: short, but now and then a whole file written.
+fn arguments() -> impl Strategy<Value = TextPlan> {
+    prop_oneof![
+        12 => short_text(),
+        1 => (5_000usize..=20_000).prop_map(TextPlan::Huge),
+    ]
+}
+
 fn tool_step() -> impl Strategy<Value = StepPlan> {
-    let call = (short_text(), maybe_empty())
+    let call = (arguments(), maybe_empty())
         .prop_map(|(arguments, result)| CallPlan { arguments, result });
     (
         maybe_empty(),

@@ -4,13 +4,17 @@
 //! the current question and the newest step), so a context is over the
 //! budget whenever one of those messages is larger than the budget allows:
 //! a text-only agent's observation sent back as a user message, the newest
-//! tool output, a file pasted into the question. [`cut_to_fit`] takes such
-//! a result and cuts its largest messages that are not protected (never a
-//! protected message, a summary or the task, never an assistant message),
-//! head and tail kept, the middle replaced by a marker line that carries
-//! the message's [recall handle](crate::recall::Handle), until the context
-//! fits. A context is then over the budget only when its protected
-//! messages and the task alone are.
+//! tool output, a file pasted into the question, the newest step's own
+//! call writing a whole file. [`cut_to_fit`] takes such a result and cuts
+//! its largest messages that are not protected (never a protected message,
+//! a summary or the task), head and tail kept, the middle replaced by a
+//! marker line that carries the message's
+//! [recall handle](crate::recall::Handle), until the context fits: user
+//! messages and tool results first, then, only if they were not enough, the
+//! assistant's (its reply, or the longest string of a call's arguments,
+//! cut inside that string so that the arguments stay JSON). A context is
+//! then over the budget only when its protected messages and the task
+//! alone are.
 //!
 //! The cut is a projection: what a memory stores stays whole, and the
 //! handle brings the original back in one recall.
@@ -42,11 +46,13 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::recall::Handle;
+use crate::recall::{Handle, part_text};
 use crate::{
     Budget, ContentBlock, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy,
     summary,
 };
+
+pub(crate) mod arguments;
 
 /// [`cut_to_fit`] as a stage: put last in a [`Pipeline`](crate::Pipeline),
 /// it cuts what the stages before it could not fit. A projection: it never
@@ -118,8 +124,12 @@ pub async fn cut_to_fit(
     let mut order: Vec<usize> = (0..result.messages.len())
         .filter(|&i| cuttable(&result, i))
         .collect();
-    // Largest first; ties by position, so the cut is the same every call.
-    order.sort_by_key(|&i| (std::cmp::Reverse(result.counts[i]), i));
+    // What came back to the agent before what it said; largest first;
+    // ties by position, so the cut is the same every call.
+    order.sort_by_key(|&i| {
+        let said = result.messages[i].is_assistant();
+        (said, std::cmp::Reverse(result.counts[i]), i)
+    });
     let original = (result.replace && result.write_back.is_none()).then(|| result.clone());
     let mut any = false;
     for i in order {
@@ -144,29 +154,50 @@ pub async fn cut_to_fit(
 }
 
 /// Whether the message at `i` may be cut: not protected, not a summary,
-/// and a user message or a tool result with text to cut.
+/// not cut before, and with text to cut.
 fn cuttable(result: &TrimResult, i: usize) -> bool {
     let message = &result.messages[i];
     result.protected.binary_search(&i).is_err()
         && !summary::is_summary(message)
-        && (message.is_user() || message.is_tool_result())
-        && longest_text(message).is_some_and(|t| !t.is_empty() && !t.contains(MARKER_MIDDLE))
+        && !part_text(message).contains(MARKER_MIDDLE)
+        && site(message).is_some()
 }
 
-/// The text a cut shortens: a tool result's content, or a user message's
-/// longest text block.
-fn longest_text(message: &Message) -> Option<&str> {
-    match message {
-        Message::ToolResult { content, .. } => Some(content),
+/// Where a cut of a message falls.
+enum Site<'m> {
+    /// A text of its own: a tool result's content, a user message's
+    /// longest text block, an assistant's reply.
+    Text(&'m str),
+    /// The inside of the longest string of the arguments of its call
+    /// `call` (a byte range of those arguments).
+    Argument { call: usize, inside: Range<usize> },
+}
+
+/// Where `message` is cut: its longest text, of those a cut may shorten;
+/// `None` when it has none.
+fn site(message: &Message) -> Option<Site<'_>> {
+    let text = match message {
+        Message::ToolResult { content, .. } => Some(content.as_str()),
         Message::User(blocks) => blocks
             .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text(t) => Some(t.as_str()),
-                _ => None,
-            })
+            .filter_map(ContentBlock::as_text)
             .max_by_key(|t| t.len()),
-        _ => None,
+        Message::Assistant { content, .. } => Some(content.as_str()),
+        Message::System(_) => None,
     }
+    .filter(|t| !t.is_empty());
+    let mut best = text.map(|t| (t.len(), Site::Text(t)));
+    if let Message::Assistant { tool_calls, .. } = message {
+        for (call, c) in tool_calls.iter().enumerate() {
+            let Some(inside) = arguments::longest_string(&c.arguments) else {
+                continue;
+            };
+            if best.as_ref().is_none_or(|(len, _)| inside.len() > *len) {
+                best = Some((inside.len(), Site::Argument { call, inside }));
+            }
+        }
+    }
+    best.map(|(_, site)| site)
 }
 
 /// `message` cut to shed at least `over` of its `tokens`, keeping at least
@@ -177,27 +208,27 @@ async fn shorten(
     over: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize)>, MemoryError> {
-    let Some(text) = longest_text(message) else {
+    let Some(site) = site(message) else {
         return Ok(None);
     };
-    let handle = Handle::of(std::slice::from_ref(message));
-    let chars = text.chars().count();
-    // Parts count the characters of the message's whole text, where this
-    // text may be one block of several.
-    let (offset, total) = block_offset(message, text);
-    let name =
-        |span: Range<usize>, _| handle.covering(span.start + offset..span.end + offset, total);
+    let chars = match &site {
+        Site::Text(text) => text.chars().count(),
+        Site::Argument { call, inside } => match message {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls[*call].arguments[inside.clone()].chars().count()
+            }
+            _ => return Ok(None),
+        },
+    };
     let mut target = tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
     let mut best: Option<(Message, usize)> = None;
     for _ in 0..TRIES_PER_MESSAGE {
         // The characters to keep, in proportion to the tokens to keep.
         let keep = chars.saturating_mul(target) / tokens.max(1);
-        let new_text = cut_naming(text, keep, name);
-        if new_text.len() >= text.len() {
+        let Some(shown) = cut_at(message, &site, keep) else {
             // The marker costs more than the cut saves: a short message.
             break;
-        }
-        let shown = with_text(message, text, &new_text);
+        };
         let count = counter.count_message(&shown).await?;
         if count < best.as_ref().map_or(tokens, |b| b.1) {
             best = Some((shown, count));
@@ -212,6 +243,62 @@ async fn shorten(
             .max(MIN_KEPT_TOKENS);
     }
     Ok(best)
+}
+
+/// `message` with about `keep` characters of its `site` kept, the marker
+/// naming the parts cut of the message's whole text ([`part_text`]);
+/// `None` when the cut would not be shorter.
+fn cut_at(message: &Message, site: &Site<'_>, keep: usize) -> Option<Message> {
+    let handle = Handle::of(std::slice::from_ref(message));
+    let total = part_text(message).chars().count();
+    match site {
+        Site::Text(text) => {
+            let offset = text_offset(message, text);
+            let name = |span: Range<usize>, _| {
+                handle.covering(span.start + offset..span.end + offset, total)
+            };
+            let new_text = cut_naming(text, keep, name);
+            (new_text.len() < text.len()).then(|| with_text(message, text, &new_text))
+        }
+        Site::Argument { call, inside } => {
+            let mut shown = message.clone();
+            let Message::Assistant { tool_calls, .. } = &mut shown else {
+                return None;
+            };
+            let offset = arguments_offset(message, *call);
+            let named = |span: Range<usize>| {
+                let handle = handle.covering(span.start + offset..span.end + offset, total);
+                marker(span.len(), handle)
+            };
+            let arguments = &mut tool_calls[*call].arguments;
+            *arguments = arguments::cut_inside(arguments, inside.clone(), keep, named)?;
+            Some(shown)
+        }
+    }
+}
+
+/// Where the arguments of `message`'s call `call` start in its
+/// [`part_text`], in characters: that text ends with each call's line
+/// break, name, space and arguments.
+fn arguments_offset(message: &Message, call: usize) -> usize {
+    let Message::Assistant { tool_calls, .. } = message else {
+        return 0;
+    };
+    let line = |c: &crate::ToolCall| 1 + c.name.chars().count() + 1;
+    let from_call: usize = tool_calls[call..]
+        .iter()
+        .map(|c| line(c) + c.arguments.chars().count())
+        .sum();
+    part_text(message).chars().count() - from_call + line(&tool_calls[call])
+}
+
+/// The inside of a cut's marker line: how many characters were cut and
+/// the handle that brings them back.
+fn marker(removed: usize, handle: Handle) -> String {
+    format!(
+        "{removed}{}{handle} for the whole",
+        MARKER_MIDDLE.trim_end_matches("r:")
+    )
 }
 
 /// `text` with its middle replaced by a marker line naming `handle`:
@@ -244,31 +331,26 @@ fn cut_naming(text: &str, keep: usize, name: impl Fn(Range<usize>, usize) -> Han
     let tail_start = chars[chars.len() - tail].0;
     let removed = chars.len() - head - tail;
     format!(
-        "{}\n[{removed}{}{} for the whole]\n{}",
+        "{}\n[{}]\n{}",
         &text[..head_end],
-        MARKER_MIDDLE.trim_end_matches("r:"),
-        name(head..head + removed, chars.len()),
+        marker(removed, name(head..head + removed, chars.len())),
         &text[tail_start..]
     )
 }
 
-/// Where `text`, one of `message`'s text blocks, starts in the message's
-/// whole text ([`Message::text`], its blocks a line apart), and how many
-/// characters that has.
-fn block_offset(message: &Message, text: &str) -> (usize, usize) {
+/// Where `text`, one of `message`'s texts, starts in the message's
+/// [`part_text`] (a user message's blocks a line apart), in characters.
+fn text_offset(message: &Message, text: &str) -> usize {
     let Message::User(blocks) = message else {
-        return (0, text.chars().count());
+        return 0;
     };
     let texts: Vec<&str> = blocks.iter().filter_map(ContentBlock::as_text).collect();
-    let total =
-        texts.iter().map(|t| t.chars().count()).sum::<usize>() + texts.len().saturating_sub(1);
-    let before = texts
+    texts
         .iter()
         .position(|t| std::ptr::eq(*t, text))
         .map_or(0, |k| {
             texts[..k].iter().map(|t| t.chars().count() + 1).sum()
-        });
-    (before, total)
+        })
 }
 
 /// `message` with `old` (one of its texts) replaced by `new`.
@@ -296,7 +378,16 @@ fn with_text(message: &Message, old: &str, new: &str) -> Message {
                     .collect(),
             )
         }
-        other => other.clone(),
+        Message::Assistant {
+            reasoning,
+            tool_calls,
+            ..
+        } => Message::Assistant {
+            content: new.to_string(),
+            reasoning: reasoning.clone(),
+            tool_calls: tool_calls.clone(),
+        },
+        Message::System(_) => message.clone(),
     }
 }
 
@@ -402,6 +493,103 @@ mod tests {
                 assert_eq!(back.text, original[chars].iter().collect::<String>());
                 assert_eq!(back.messages, m[i..=i]);
             }
+        }
+    }
+
+    #[test]
+    fn the_newest_call_writing_a_whole_file_is_cut_inside_its_arguments_last() {
+        let file: String = (0..200)
+            .map(|i| format!("def f_{i}(x):\n    return \"é\" * x\n"))
+            .collect();
+        let arguments = serde_json::json!({"command": "create", "path": "a.py", "file_text": file});
+        let m = vec![
+            Message::system("You are a coding agent."),
+            Message::user("Add the helpers to a.py."),
+            Message::assistant_with_tools(
+                "Writing them.",
+                vec![ToolCall::new("c1", "editor", arguments.to_string())],
+            ),
+            Message::tool_result("c1", "File created successfully at: a.py\n".repeat(20)),
+        ];
+        let c = counts(&m);
+        let history = History::new(&m, &c).unwrap().protect(&[0]);
+        let budget = 400;
+        let result = cut(&history, budget);
+        assert!(
+            result.fits && result.tokens() <= budget,
+            "{}",
+            result.tokens()
+        );
+        let report = Audit::new(&history, Budget::tokens(budget))
+            .given(Given::View)
+            .check(&result, &result.counts)
+            .unwrap();
+        assert!(report.is_clean(), "{:?}", report.breaches);
+        // The result went first; the call still is one, its arguments JSON.
+        assert!(result.messages[3].text().contains(MARKER_MIDDLE));
+        let Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } = &result.messages[2]
+        else {
+            panic!("{:?}", result.messages[2]);
+        };
+        assert_eq!(content, "Writing them.");
+        assert_eq!(
+            (tool_calls[0].id.as_str(), tool_calls[0].name.as_str()),
+            ("c1", "editor")
+        );
+        let shown: serde_json::Value = serde_json::from_str(&tool_calls[0].arguments).unwrap();
+        assert_eq!(shown["path"], "a.py");
+        let text = shown["file_text"].as_str().unwrap();
+        assert!(text.starts_with("def f_0(x):") && text.ends_with("return \"é\" * x\n"));
+        // Its handle's parts bring back, one after another, the arguments'
+        // characters that were cut, as they were written.
+        let [handle] = Handle::all_in(text)[..] else {
+            panic!("one handle in {text}");
+        };
+        assert_eq!(handle.whole(), Handle::of(&m[2..3]));
+        let mut back = String::new();
+        for part in handle.each_part() {
+            let got = block_on(resolve(
+                &m,
+                &RecallRequest::new(part.to_string()),
+                &CharTokenCounter,
+            ))
+            .unwrap();
+            assert!(got.whole);
+            back.push_str(&got.text);
+        }
+        let raw = &tool_calls[0].arguments;
+        let head = &raw[..raw.find("\\n[").unwrap()];
+        let tail = &raw[raw.rfind("]\\n").unwrap() + 3..];
+        let original = arguments.to_string();
+        let removed = &original[head.len()..original.len() - tail.len()];
+        assert!(
+            back.contains(removed),
+            "the recalled parts hold what was cut"
+        );
+        // Cut once, never again.
+        let again = cut(&result.as_history().unwrap(), budget);
+        assert_eq!(again.messages, result.messages);
+    }
+
+    #[test]
+    fn a_calls_arguments_are_found_where_the_whole_text_holds_them() {
+        let m = Message::Assistant {
+            content: "Réading both.".into(),
+            reasoning: Some("Thé plan.".into()),
+            tool_calls: vec![
+                ToolCall::new("c1", "read", r#"{"path": "é.py"}"#),
+                ToolCall::new("c2", "grep", r#"{"pattern": "fn"}"#),
+            ],
+        };
+        let whole: Vec<char> = part_text(&m).chars().collect();
+        for (k, args) in [(0, r#"{"path": "é.py"}"#), (1, r#"{"pattern": "fn"}"#)] {
+            let at = arguments_offset(&m, k);
+            let found: String = whole[at..at + args.chars().count()].iter().collect();
+            assert_eq!(found, args);
         }
     }
 

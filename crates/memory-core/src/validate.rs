@@ -572,6 +572,8 @@ fn is_cut_from(original: &str, shown: &str) -> bool {
 /// and name, same tool calls, same reply text, same text blocks) whose
 /// reasoning was removed or replaced by a shorter bracketed marker line (at
 /// most 120 characters: a placeholder naming the message's recall handle),
+/// whose reply or a call's arguments were cut as the floor cut cuts them
+/// (the arguments inside one of their strings, JSON still),
 /// whose image or pass-through blocks were replaced by
 /// text placeholders, whose tool result text was replaced by a shorter one
 /// (cut with a truncation marker, or a placeholder), shorter as estimated by
@@ -628,7 +630,21 @@ pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
                 reasoning: r2,
                 tool_calls: t2,
             },
-        ) => c1 == c2 && t1 == t2 && (r2.is_none() || r1 == r2 || is_marker_for(original, r1, r2)),
+        ) => {
+            (c1 == c2 || is_cut_from(c1, c2))
+                && t1.len() == t2.len()
+                && t1.iter().zip(t2).all(|(a, b)| {
+                    a.id == b.id
+                        && a.name == b.name
+                        && (a.arguments == b.arguments
+                            || crate::floor_cut::arguments::is_cut_from(
+                                &a.arguments,
+                                &b.arguments,
+                                is_marker_line,
+                            ))
+                })
+                && (r2.is_none() || r1 == r2 || is_marker_for(original, r1, r2))
+        }
         (
             Message::ToolResult {
                 tool_call_id: i1,

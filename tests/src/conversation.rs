@@ -534,8 +534,8 @@ fn arguments() -> impl Strategy<Value = TextPlan> {
 }
 
 fn tool_step() -> impl Strategy<Value = StepPlan> {
-    let call = (arguments(), maybe_empty())
-        .prop_map(|(arguments, result)| CallPlan { arguments, result });
+    let call =
+        (arguments(), maybe_empty()).prop_map(|(arguments, result)| CallPlan { arguments, result });
     (
         maybe_empty(),
         option::weighted(0.3, short_text()),

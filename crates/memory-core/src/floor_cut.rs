@@ -11,8 +11,9 @@
 //! marker line that carries the message's
 //! [recall handle](crate::recall::Handle), until the context fits: user
 //! messages and tool results first, then, only if they were not enough, the
-//! assistant's (its reply, or the longest string of a call's arguments,
-//! cut inside that string so that the arguments stay JSON). A context is
+//! assistant's that show no reasoning (its reply, or a call's arguments,
+//! cut from inside one string value to inside the same or a later one, so
+//! that they stay JSON). A context is
 //! then over the budget only when its protected messages and the task
 //! alone are.
 //!
@@ -154,11 +155,17 @@ pub async fn cut_to_fit(
 }
 
 /// Whether the message at `i` may be cut: not protected, not a summary,
-/// not cut before, and with text to cut.
+/// not cut before, and with text to cut; an assistant message only without
+/// its reasoning (a stage may still replace a thought by a placeholder
+/// naming the message, whose handle would then name the cut one, and
+/// trimming the cut context again would change it).
 fn cuttable(result: &TrimResult, i: usize) -> bool {
     let message = &result.messages[i];
+    let thinking =
+        matches!(message, Message::Assistant { reasoning: Some(r), .. } if !r.is_empty());
     result.protected.binary_search(&i).is_err()
         && !summary::is_summary(message)
+        && !thinking
         && !part_text(message).contains(MARKER_MIDDLE)
         && site(message).is_some()
 }
@@ -168,9 +175,8 @@ enum Site<'m> {
     /// A text of its own: a tool result's content, a user message's
     /// longest text block, an assistant's reply.
     Text(&'m str),
-    /// The inside of the longest string of the arguments of its call
-    /// `call` (a byte range of those arguments).
-    Argument { call: usize, inside: Range<usize> },
+    /// The arguments of its call `call`, cut inside their string values.
+    Argument { call: usize },
 }
 
 /// Where `message` is cut: its longest text, of those a cut may shorten;
@@ -189,11 +195,9 @@ fn site(message: &Message) -> Option<Site<'_>> {
     let mut best = text.map(|t| (t.len(), Site::Text(t)));
     if let Message::Assistant { tool_calls, .. } = message {
         for (call, c) in tool_calls.iter().enumerate() {
-            let Some(inside) = arguments::longest_string(&c.arguments) else {
-                continue;
-            };
-            if best.as_ref().is_none_or(|(len, _)| inside.len() > *len) {
-                best = Some((inside.len(), Site::Argument { call, inside }));
+            let len = c.arguments.len();
+            if arguments::has_values(&c.arguments) && best.as_ref().is_none_or(|(l, _)| len > *l) {
+                best = Some((len, Site::Argument { call }));
             }
         }
     }
@@ -201,7 +205,8 @@ fn site(message: &Message) -> Option<Site<'_>> {
 }
 
 /// `message` cut to shed at least `over` of its `tokens`, keeping at least
-/// [`MIN_KEPT_TOKENS`]; `None` when no cut makes it smaller.
+/// [`MIN_KEPT_TOKENS`] of the text it cuts; `None` when no cut makes it
+/// smaller.
 async fn shorten(
     message: &Message,
     tokens: usize,
@@ -213,18 +218,21 @@ async fn shorten(
     };
     let chars = match &site {
         Site::Text(text) => text.chars().count(),
-        Site::Argument { call, inside } => match message {
-            Message::Assistant { tool_calls, .. } => {
-                tool_calls[*call].arguments[inside.clone()].chars().count()
-            }
+        Site::Argument { call } => match message {
+            Message::Assistant { tool_calls, .. } => tool_calls[*call].arguments.chars().count(),
             _ => return Ok(None),
         },
     };
-    let mut target = tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
+    // The site's share of the message's tokens, by its share of the
+    // message's characters (all of them for a tool result or a one-block
+    // message; a call's arguments may be a part of a step's).
+    let total = part_text(message).chars().count().max(chars).max(1);
+    let site_tokens = (tokens.saturating_mul(chars) / total).max(1);
+    let mut target = site_tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
     let mut best: Option<(Message, usize)> = None;
     for _ in 0..TRIES_PER_MESSAGE {
         // The characters to keep, in proportion to the tokens to keep.
-        let keep = chars.saturating_mul(target) / tokens.max(1);
+        let keep = chars.saturating_mul(target) / site_tokens;
         let Some(shown) = cut_at(message, &site, keep) else {
             // The marker costs more than the cut saves: a short message.
             break;
@@ -260,7 +268,7 @@ fn cut_at(message: &Message, site: &Site<'_>, keep: usize) -> Option<Message> {
             let new_text = cut_naming(text, keep, name);
             (new_text.len() < text.len()).then(|| with_text(message, text, &new_text))
         }
-        Site::Argument { call, inside } => {
+        Site::Argument { call } => {
             let mut shown = message.clone();
             let Message::Assistant { tool_calls, .. } = &mut shown else {
                 return None;
@@ -271,7 +279,7 @@ fn cut_at(message: &Message, site: &Site<'_>, keep: usize) -> Option<Message> {
                 marker(span.len(), handle)
             };
             let arguments = &mut tool_calls[*call].arguments;
-            *arguments = arguments::cut_inside(arguments, inside.clone(), keep, named)?;
+            *arguments = arguments::cut(arguments, keep, named)?;
             Some(shown)
         }
     }
@@ -573,6 +581,26 @@ mod tests {
         // Cut once, never again.
         let again = cut(&result.as_history().unwrap(), budget);
         assert_eq!(again.messages, result.messages);
+    }
+
+    #[test]
+    fn an_assistant_message_showing_its_reasoning_is_not_cut() {
+        let file = "x = 1\n".repeat(2_000);
+        let arguments = serde_json::json!({"path": "a.py", "file_text": file}).to_string();
+        let m = vec![
+            Message::user("Write a.py."),
+            Message::Assistant {
+                content: String::new(),
+                reasoning: Some("It needs a thousand lines.".into()),
+                tool_calls: vec![ToolCall::new("c1", "write", arguments)],
+            },
+            Message::tool_result("c1", "ok"),
+        ];
+        let c = counts(&m);
+        let history = History::new(&m, &c).unwrap();
+        let result = cut(&history, 400);
+        assert!(!result.fits);
+        assert_eq!(result.messages, m);
     }
 
     #[test]

@@ -62,9 +62,9 @@ fn cut_points(inside: &str) -> Vec<usize> {
 /// escapes: about `keep` characters kept, two thirds from the head and a
 /// third from the tail, the cut starting and ending inside string values
 /// (never within an escape), the marker made by `marker(cut characters of
-/// raw)`. Where a cut across values would not be JSON (values in different
-/// arrays or objects), the cut stays inside the longest value. `None` when
-/// nothing would be cut.
+/// raw)`. Where a cut across values would not be JSON (values at
+/// different depths), the cut stays inside the longest value. `None` when
+/// the cut would not be shorter.
 pub(super) fn cut(
     raw: &str,
     keep: usize,
@@ -104,7 +104,8 @@ fn points(raw: &str, values: &[Range<usize>]) -> Vec<(usize, usize)> {
 
 /// `raw` cut from one of `points` to a later one: the last that keeps at
 /// most two thirds of `keep` characters before it, the first that keeps
-/// at most the rest after it; `None` when those are the same or cross.
+/// at most the rest after it; `None` when those are the same or cross, or
+/// the marker is longer than what it stands for.
 fn cut_between(
     raw: &str,
     points: &[(usize, usize)],
@@ -123,15 +124,16 @@ fn cut_between(
         return None;
     }
     let ((start, first), (end, last)) = (points[from], points[to]);
-    Some(format!(
+    let cut = format!(
         "{}\\n[{}]\\n{}",
         &raw[..start],
         marker(first..last),
         &raw[end..]
-    ))
+    );
+    (cut.len() < raw.len()).then_some(cut)
 }
 
-/// Whether `shown` is the JSON text `original` cut by [`cut_inside`]: a
+/// Whether `shown` is the JSON text `original` cut by [`cut`]: a
 /// beginning of it, a bracketed `marker` line written with escaped line
 /// breaks, and an end of it; shorter, and JSON still when `original` is.
 pub(crate) fn is_cut_from(

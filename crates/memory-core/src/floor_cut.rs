@@ -558,6 +558,7 @@ mod tests {
             panic!("one handle in {text}");
         };
         assert_eq!(handle.whole(), Handle::of(&m[2..3]));
+        assert!(crate::recall::handles_in(&result.messages).contains(&handle));
         let mut back = String::new();
         for part in handle.each_part() {
             let got = block_on(resolve(

@@ -297,23 +297,26 @@ impl Handle {
         }
     }
 
-    /// Every handle written in `text`, in order.
+    /// Every handle written in `text`, in order: `r:` and a key, not
+    /// inside a word (`color:darkorange` holds none).
     ///
     /// ```
     /// use memory_core::{recall::Handle, Message};
     /// let h = Handle::of(&[Message::user("a")]);
     /// let text = format!("[12 lines omitted; recall {h}]");
     /// assert_eq!(Handle::all_in(&text), vec![h]);
+    /// assert!(Handle::all_in("color:darkorange").is_empty());
     /// ```
     pub fn all_in(text: &str) -> Vec<Handle> {
         let mut found = Vec::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("r:") {
-            let candidate = &rest[at..];
-            if let Ok((handle, _)) = scan(candidate) {
+        for (at, _) in text.match_indices("r:") {
+            let in_word = text[..at]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric);
+            if let (false, Ok((handle, _))) = (in_word, scan(&text[at..])) {
                 found.push(handle);
             }
-            rest = &candidate[2..];
         }
         found
     }
@@ -563,8 +566,8 @@ pub fn reachable(
     out
 }
 
-/// Every handle written in `context` (in text, reasoning, tool results),
-/// in order, each once.
+/// Every handle written in `context` (in text, reasoning, a call's
+/// arguments, tool results), in order, each once.
 ///
 /// ```
 /// use memory_core::{recall::{handles_in, Handle}, Message};
@@ -575,16 +578,7 @@ pub fn reachable(
 pub fn handles_in(context: &[Message]) -> Vec<Handle> {
     let mut out = Vec::new();
     for message in context {
-        let mut text = message.text();
-        if let Message::Assistant {
-            reasoning: Some(reasoning),
-            ..
-        } = message
-        {
-            text.push('\n');
-            text.push_str(reasoning);
-        }
-        for handle in Handle::all_in(&text) {
+        for handle in Handle::all_in(&part_text(message)) {
             if !out.contains(&handle) {
                 out.push(handle);
             }

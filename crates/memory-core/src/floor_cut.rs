@@ -175,8 +175,18 @@ enum Site<'m> {
     /// A text of its own: a tool result's content, a user message's
     /// longest text block, an assistant's reply.
     Text(&'m str),
-    /// The arguments of its call `call`, cut inside their string values.
-    Argument { call: usize },
+    /// The arguments `raw` of its call `call`, cut inside their string
+    /// values.
+    Argument { call: usize, raw: &'m str },
+}
+
+impl Site<'_> {
+    /// The text the cut shortens.
+    fn text(&self) -> &str {
+        match self {
+            Site::Text(text) | Site::Argument { raw: text, .. } => text,
+        }
+    }
 }
 
 /// Where `message` is cut: its longest text, of those a cut may shorten;
@@ -197,7 +207,8 @@ fn site(message: &Message) -> Option<Site<'_>> {
         for (call, c) in tool_calls.iter().enumerate() {
             let len = c.arguments.len();
             if arguments::has_values(&c.arguments) && best.as_ref().is_none_or(|(l, _)| len > *l) {
-                best = Some((len, Site::Argument { call }));
+                let raw = c.arguments.as_str();
+                best = Some((len, Site::Argument { call, raw }));
             }
         }
     }
@@ -216,24 +227,21 @@ async fn shorten(
     let Some(site) = site(message) else {
         return Ok(None);
     };
-    let chars = match &site {
-        Site::Text(text) => text.chars().count(),
-        Site::Argument { call } => match message {
-            Message::Assistant { tool_calls, .. } => tool_calls[*call].arguments.chars().count(),
-            _ => return Ok(None),
-        },
-    };
+    let chars = site.text().chars().count();
+    // The parts a marker names count the characters of the message's
+    // whole text; the handle and that count are the same for every try.
+    let handle = Handle::of(std::slice::from_ref(message));
+    let total = part_text(message).chars().count();
     // The site's share of the message's tokens, by its share of the
     // message's characters (all of them for a tool result or a one-block
     // message; a call's arguments may be a part of a step's).
-    let total = part_text(message).chars().count().max(chars).max(1);
-    let site_tokens = (tokens.saturating_mul(chars) / total).max(1);
+    let site_tokens = (tokens.saturating_mul(chars) / total.max(chars).max(1)).max(1);
     let mut target = site_tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
     let mut best: Option<(Message, usize)> = None;
     for _ in 0..TRIES_PER_MESSAGE {
         // The characters to keep, in proportion to the tokens to keep.
         let keep = chars.saturating_mul(target) / site_tokens;
-        let Some(shown) = cut_at(message, &site, keep) else {
+        let Some(shown) = cut_at(message, &site, keep, handle, total) else {
             // The marker costs more than the cut saves: a short message.
             break;
         };
@@ -254,11 +262,16 @@ async fn shorten(
 }
 
 /// `message` with about `keep` characters of its `site` kept, the marker
-/// naming the parts cut of the message's whole text ([`part_text`]);
-/// `None` when the cut would not be shorter.
-fn cut_at(message: &Message, site: &Site<'_>, keep: usize) -> Option<Message> {
-    let handle = Handle::of(std::slice::from_ref(message));
-    let total = part_text(message).chars().count();
+/// naming by `handle` the parts cut of the message's whole text
+/// ([`part_text`], `total` characters); `None` when the cut would not be
+/// shorter.
+fn cut_at(
+    message: &Message,
+    site: &Site<'_>,
+    keep: usize,
+    handle: Handle,
+    total: usize,
+) -> Option<Message> {
     match site {
         Site::Text(text) => {
             let offset = text_offset(message, text);
@@ -268,36 +281,20 @@ fn cut_at(message: &Message, site: &Site<'_>, keep: usize) -> Option<Message> {
             let new_text = cut_naming(text, keep, name);
             (new_text.len() < text.len()).then(|| with_text(message, text, &new_text))
         }
-        Site::Argument { call } => {
-            let mut shown = message.clone();
-            let Message::Assistant { tool_calls, .. } = &mut shown else {
-                return None;
-            };
-            let offset = arguments_offset(message, *call);
+        Site::Argument { call, raw } => {
+            let offset = crate::recall::arguments_start(message, *call, total);
             let named = |span: Range<usize>| {
                 let handle = handle.covering(span.start + offset..span.end + offset, total);
                 marker(span.len(), handle)
             };
-            let arguments = &mut tool_calls[*call].arguments;
-            *arguments = arguments::cut(arguments, keep, named)?;
+            let cut = arguments::cut(raw, keep, named)?;
+            let mut shown = message.clone();
+            if let Message::Assistant { tool_calls, .. } = &mut shown {
+                tool_calls[*call].arguments = cut;
+            }
             Some(shown)
         }
     }
-}
-
-/// Where the arguments of `message`'s call `call` start in its
-/// [`part_text`], in characters: that text ends with each call's line
-/// break, name, space and arguments.
-fn arguments_offset(message: &Message, call: usize) -> usize {
-    let Message::Assistant { tool_calls, .. } = message else {
-        return 0;
-    };
-    let line = |c: &crate::ToolCall| 1 + c.name.chars().count() + 1;
-    let from_call: usize = tool_calls[call..]
-        .iter()
-        .map(|c| line(c) + c.arguments.chars().count())
-        .sum();
-    part_text(message).chars().count() - from_call + line(&tool_calls[call])
 }
 
 /// The inside of a cut's marker line: how many characters were cut and
@@ -602,24 +599,6 @@ mod tests {
         let result = cut(&history, 400);
         assert!(!result.fits);
         assert_eq!(result.messages, m);
-    }
-
-    #[test]
-    fn a_calls_arguments_are_found_where_the_whole_text_holds_them() {
-        let m = Message::Assistant {
-            content: "Réading both.".into(),
-            reasoning: Some("Thé plan.".into()),
-            tool_calls: vec![
-                ToolCall::new("c1", "read", r#"{"path": "é.py"}"#),
-                ToolCall::new("c2", "grep", r#"{"pattern": "fn"}"#),
-            ],
-        };
-        let whole: Vec<char> = part_text(&m).chars().collect();
-        for (k, args) in [(0, r#"{"path": "é.py"}"#), (1, r#"{"pattern": "fn"}"#)] {
-            let at = arguments_offset(&m, k);
-            let found: String = whole[at..at + args.chars().count()].iter().collect();
-            assert_eq!(found, args);
-        }
     }
 
     #[test]

@@ -797,6 +797,21 @@ pub fn reasoning_span(message: &Message) -> Option<(Range<usize>, usize)> {
     Some((start..end, end + calls))
 }
 
+/// Where the arguments of `message`'s call `call` start in its
+/// [`part_text`] of `total` characters, in characters, without writing it:
+/// that text ends with each call's line break, name, space and arguments.
+pub(crate) fn arguments_start(message: &Message, call: usize, total: usize) -> usize {
+    let Message::Assistant { tool_calls, .. } = message else {
+        return 0;
+    };
+    let line = |c: &crate::ToolCall| 1 + c.name.chars().count() + 1;
+    let from_call: usize = tool_calls[call..]
+        .iter()
+        .map(|c| line(c) + c.arguments.chars().count())
+        .sum();
+    total - from_call + line(&tool_calls[call])
+}
+
 /// The characters of `message`'s [`part_text`] that the parts of `handle`
 /// name.
 fn parts_text(message: &Message, handle: Handle) -> Result<String, MemoryError> {
@@ -873,7 +888,7 @@ async fn best_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CharTokenCounter;
+    use crate::{CharTokenCounter, ToolCall};
 
     #[tokio::test]
     async fn a_cap_is_never_exceeded_and_the_query_picks_the_lines() {
@@ -1011,6 +1026,24 @@ mod tests {
             "0".repeat(10)
         );
         assert_eq!(Handle::all_in(&text).len(), 2);
+    }
+
+    #[test]
+    fn a_calls_arguments_are_found_where_the_whole_text_holds_them() {
+        let m = Message::Assistant {
+            content: "Réading both.".into(),
+            reasoning: Some("Thé plan.".into()),
+            tool_calls: vec![
+                ToolCall::new("c1", "read", r#"{"path": "é.py"}"#),
+                ToolCall::new("c2", "grep", r#"{"pattern": "fn"}"#),
+            ],
+        };
+        let whole: Vec<char> = part_text(&m).chars().collect();
+        for (k, args) in [(0, r#"{"path": "é.py"}"#), (1, r#"{"pattern": "fn"}"#)] {
+            let at = arguments_start(&m, k, whole.len());
+            let found: String = whole[at..at + args.chars().count()].iter().collect();
+            assert_eq!(found, args);
+        }
     }
 
     #[test]

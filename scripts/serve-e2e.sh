@@ -12,7 +12,8 @@
 # The client holds a 12-turn chat whose turns build on each other, sending
 # its whole history every call (streamed on every other turn, max_tokens
 # 64), then one exchange that offers a tool (answered with a result when
-# the 135M model calls it). It prints, per call: the status, the session,
+# the 135M model calls it), and with SERVE_E2E_RECALL set, one question
+# about the chat's first turn that asks the model to use `recall`. It prints, per call: the status, the session,
 # the tokens sent upstream, whether they fit, the history's tokens, how the
 # session was found and the start of the reply. It checks:
 #   - every call answered 200;
@@ -20,7 +21,12 @@
 #   - x-memory-tokens never above the budget, x-memory-fits true;
 #   - the history outgrew the budget (so the server shed or summarized);
 #   - GET /v1/memory/sessions/ID holds every message of the chat;
-#   - GET /metrics counts the requests.
+#   - GET /metrics counts the requests;
+#   - with SERVE_E2E_RECALL=server, no `recall` call reaches the client
+#     (the server answers them; /metrics counts them as
+#     memory_serve_recalls_total); with client, each `recall` call the
+#     model makes is answered through POST /v1/memory/sessions/ID/recall
+#     and the answer is a 200.
 #
 # Options:
 #   --setup-only  prepare the virtual environment and the model, then exit
@@ -32,6 +38,8 @@
 #   SERVE_E2E_SUMMARIZER   extractive (default) or model: summarize with the
 #                          same llama.cpp server (30-75 s a summary)
 #   SERVE_E2E_TURNS        chat turns (default 12)
+#   SERVE_E2E_RECALL       off (default), server or client: memory serve's
+#                          --recall
 #   SERVE_E2E_DIR          work directory (default: .e2e in the repository)
 #   SERVE_E2E_SERVER_WAIT_S  how long to wait for a server (default 180)
 #   PYTHON                 the Python that creates the venv (default python3)
@@ -59,6 +67,7 @@ pipeline="${SERVE_E2E_PIPELINE:-compact,thrift}"
 budget="${SERVE_E2E_BUDGET:-600}"
 summarizer="${SERVE_E2E_SUMMARIZER:-extractive}"
 turns="${SERVE_E2E_TURNS:-12}"
+recall="${SERVE_E2E_RECALL:-off}"
 server_wait_s="${SERVE_E2E_SERVER_WAIT_S:-180}"
 model_file="SmolLM2-135M-Instruct.Q4_1.gguf"
 model_alias="smollm2"
@@ -116,7 +125,7 @@ stop_memory() {
 trap 'stop_memory; stop_server' EXIT
 "$memory" serve --upstream "$upstream" --listen "127.0.0.1:$serve_port" \
     --store "sqlite:$run_dir/serve.db" --pipeline "$pipeline" --counter chars \
-    --budget "$budget" "${summarize[@]}" >"$run_dir/serve.log" 2>&1 &
+    --budget "$budget" --recall "$recall" "${summarize[@]}" >"$run_dir/serve.log" 2>&1 &
 memory_pid=$!
 deadline=$(($(date +%s) + server_wait_s))
 until curl -fsS --max-time 5 "http://127.0.0.1:$serve_port/healthz" >/dev/null 2>&1; do
@@ -127,7 +136,7 @@ until curl -fsS --max-time 5 "http://127.0.0.1:$serve_port/healthz" >/dev/null 2
     fi
     sleep 0.2
 done
-log "memory serve at $serve_url: pipeline $pipeline, budget $budget (chars), summarizer $summarizer"
+log "memory serve at $serve_url: pipeline $pipeline, budget $budget (chars), summarizer $summarizer, recall $recall"
 
 # 5. The client.
 cat >"$run_dir/client.py" <<'EOF'
@@ -135,11 +144,12 @@ cat >"$run_dir/client.py" <<'EOF'
 import json
 import sys
 import time
+import urllib.error
 import urllib.request
 
 from openai import OpenAI
 
-base_url, budget, turns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+base_url, budget, turns, recall = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 root = base_url.rsplit("/v1", 1)[0]
 client = OpenAI(base_url=base_url, api_key="sk-unused", max_retries=0, timeout=600)
 TOPICS = ["a red bicycle named Comet", "a lighthouse keeper called Ada", "a garden on a roof",
@@ -205,6 +215,37 @@ if called:
     messages.append(call(stream=True, tools=tools))
 print(f"the model {'called' if called else 'did not call'} the tool")
 
+
+def recall_calls(message):
+    return [c for c in message.get("tool_calls") or [] if c["function"]["name"] == "recall"]
+
+
+session_id = rows[0][1]["x-memory-session"]
+if recall != "off":
+    messages.append({"role": "user", "content": (
+        f"What did you first say about {TOPICS[0]}? If that turn is not shown, call the recall "
+        "tool with the handle (r:...) the 'Left out' list gives for it, then answer.")})
+    reply = call(stream=False)
+    messages.append(reply)
+    asked = recall_calls(reply)
+    if recall == "server" and asked:
+        failures.append("a recall call reached the client under --recall server")
+    for c in asked:
+        request = urllib.request.Request(
+            f"{root}/v1/memory/sessions/{session_id}/recall",
+            data=c["function"]["arguments"].encode(), method="POST")
+        try:
+            with urllib.request.urlopen(request) as r:
+                text = json.load(r)["text"]
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            failures.append(f"the recall of {c['function']['arguments']} answered {e.code}: {text[:200]}")
+        print(f"recall {c['function']['arguments']} -> {text[:120]!r}")
+        messages.append({"role": "tool", "tool_call_id": c["id"], "content": text})
+    if asked:
+        messages.append(call(stream=False))
+    print(f"the model {'called' if asked else 'did not call'} recall where the client sees it")
+
 sessions = {h["x-memory-session"] for _, h, _, _, _ in rows}
 if any(status != 200 for status, _, _, _, _ in rows):
     failures.append("a call did not answer 200")
@@ -229,13 +270,13 @@ print(f"calls {len(rows)}, one session {session}, history {history_tokens} token
       f"last call: {json.dumps(inspected['last_call'])[:300]}")
 print("metrics:", " ".join(line for line in metrics.splitlines()
                            if line.startswith(("memory_serve_tokens_", "memory_serve_compactions_total",
-                                               "memory_serve_cache_breaks_total"))))
+                                               "memory_serve_cache_breaks_total", "memory_serve_recalls_total"))))
 for failure in failures:
     print("FAILED:", failure)
 sys.exit(1 if failures else 0)
 EOF
 status=0
-"$py" "$run_dir/client.py" "$serve_url" "$budget" "$turns" 2>&1 | tee "$run_dir/client.log" || status=$?
+"$py" "$run_dir/client.py" "$serve_url" "$budget" "$turns" "$recall" 2>&1 | tee "$run_dir/client.log" || status=$?
 log "done in $(elapsed "$started"); logs in ${run_dir#"$repo/"}"
 if [[ "$status" != 0 ]]; then
     log "FAILED (the client's checks, above)"

@@ -33,6 +33,7 @@ pub struct Metrics {
     compactions: Counter,
     summarizer_calls: Counter,
     summarizer_failures: Family<Labels, Counter>,
+    recalls: Family<Labels, Counter>,
     own_seconds: Histogram,
     upstream_seconds: Histogram,
     stats: Option<StatsSource>,
@@ -65,6 +66,7 @@ impl Metrics {
             compactions: Counter::default(),
             summarizer_calls: Counter::default(),
             summarizer_failures: Family::default(),
+            recalls: Family::default(),
             // From 50 us to about 26 s, doubling.
             own_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 20)),
             // From 1 ms to about 131 s, doubling.
@@ -95,6 +97,11 @@ impl Metrics {
                 "memory_serve_summarizer_failures",
                 "Failed summarizer requests, by class",
                 &self.summarizer_failures,
+            ),
+            (
+                "memory_serve_recalls",
+                "The model's recall calls the server answered (--recall server), by outcome: returned, or refused (a handle the session does not hold, bad arguments)",
+                &self.recalls,
             ),
         ];
         for (name, help, family) in families {
@@ -190,6 +197,24 @@ impl Metrics {
         self.cache_breaks.inc_by(u64::from(report.cache_break));
         self.over_budget.inc_by(u64::from(!report.fits));
         self.compactions.inc_by(u64::from(report.compacted));
+    }
+
+    /// Counts one recall call the server answered under `--recall server`:
+    /// `returned` when the handle brought something back, else refused.
+    ///
+    /// ```
+    /// let metrics = memory_serve::Metrics::new(None);
+    /// metrics.count_recall(true);
+    /// metrics.count_recall(false);
+    /// let text = metrics.render();
+    /// assert!(text.contains("memory_serve_recalls_total{outcome=\"returned\"} 1"));
+    /// assert!(text.contains("memory_serve_recalls_total{outcome=\"refused\"} 1"));
+    /// ```
+    pub fn count_recall(&self, returned: bool) {
+        let outcome = if returned { "returned" } else { "refused" };
+        self.recalls
+            .get_or_create(&vec![("outcome", outcome.to_string())])
+            .inc();
     }
 
     /// Records the server's own time for one chat request.

@@ -6,7 +6,7 @@ use memory_core::recall::{self, RECALL_TOOL, RecallRequest};
 use memory_core::{Message, TokenCounter};
 use serde_json::Value;
 
-use crate::ChatCall;
+use crate::{ChatCall, Metrics};
 
 /// Whether the model is offered the `recall` tool, and who answers it.
 ///
@@ -92,20 +92,24 @@ pub(crate) fn wants_recall(reply: &Message) -> bool {
 }
 
 /// The results of the reply's calls: each recall answered from `history`
-/// (or with why it could not be), any other call not run.
+/// (or with why it could not be), any other call not run; each recall
+/// counted in `metrics`.
 pub(crate) async fn answers(
     history: &[Message],
     reply: &Message,
     counter: &dyn TokenCounter,
+    metrics: &Metrics,
 ) -> Vec<Message> {
     let mut results = Vec::with_capacity(reply.tool_calls().len());
     for call in reply.tool_calls() {
         let text = if call.name == RECALL_TOOL {
-            match RecallRequest::from_arguments(&call.arguments) {
-                Ok(request) => match recall::resolve(history, &request, counter).await {
-                    Ok(recalled) => recalled.text,
-                    Err(e) => e.to_string(),
-                },
+            let answered = match RecallRequest::from_arguments(&call.arguments) {
+                Ok(request) => recall::resolve(history, &request, counter).await,
+                Err(e) => Err(e),
+            };
+            metrics.count_recall(answered.is_ok());
+            match answered {
+                Ok(recalled) => recalled.text,
                 Err(e) => e.to_string(),
             }
         } else {
@@ -134,12 +138,22 @@ mod tests {
             vec![
                 ToolCall::new("r1", RECALL_TOOL, format!(r#"{{"handle":"{handle}"}}"#)),
                 ToolCall::new("s1", "shell", "{}"),
+                ToolCall::new("r2", RECALL_TOOL, r#"{"handle":"r:vvvvvvvvvv"}"#),
             ],
         );
         assert!(wants_recall(&reply));
-        let results = answers(&history, &reply, &CharTokenCounter).await;
+        let metrics = Metrics::new(None);
+        let results = answers(&history, &reply, &CharTokenCounter, &metrics).await;
         assert!(results[0].text().contains("the old output"));
         assert!(results[1].text().starts_with("[not run"));
+        assert!(
+            results[2].text().contains("r:vvvvvvvvvv"),
+            "{}",
+            results[2].text()
+        );
+        let text = metrics.render();
+        assert!(text.contains(r#"memory_serve_recalls_total{outcome="returned"} 1"#));
+        assert!(text.contains(r#"memory_serve_recalls_total{outcome="refused"} 1"#));
     }
 
     #[test]

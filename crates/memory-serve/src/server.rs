@@ -335,7 +335,8 @@ async fn recall_round(
         return Ok(None);
     };
     let history = state.sessions.history(slot).await?;
-    let results = crate::recall::answers(&history, &reply, &*state.config.counter).await;
+    let results =
+        crate::recall::answers(&history, &reply, &*state.config.counter, &state.metrics).await;
     let mut exchange = vec![reply];
     exchange.extend(results);
     Ok(Some(exchange))

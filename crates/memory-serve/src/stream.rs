@@ -84,7 +84,8 @@ async fn relay(
                 break;
             }
         };
-        let results = crate::recall::answers(&history, &reply, &*state.config.counter).await;
+        let results =
+            crate::recall::answers(&history, &reply, &*state.config.counter, &state.metrics).await;
         again.hidden.push(reply);
         again.hidden.extend(results);
         again.round += 1;

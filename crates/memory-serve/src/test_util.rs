@@ -55,6 +55,33 @@ pub async fn spawn_server(config: crate::ServeConfig) -> String {
     format!("http://{addr}")
 }
 
+/// What `GET /metrics` of the server at `root` answers.
+///
+/// # Panics
+///
+/// The metrics could not be read.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// let config = memory_serve::ServeConfig::new(
+///     "http://127.0.0.1:9/v1",
+///     Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>),
+///     Arc::new(memory_core::InMemoryStore::new()),
+/// );
+/// let root = memory_serve::test_util::spawn_server(config).await;
+/// assert!(memory_serve::test_util::metrics(&root).await.contains("memory_serve_tokens_sent_total 0"));
+/// # });
+/// ```
+pub async fn metrics(root: &str) -> String {
+    reqwest::get(format!("{root}/metrics"))
+        .await
+        .expect("the metrics answer")
+        .text()
+        .await
+        .expect("the metrics' text")
+}
+
 /// A request the upstream received.
 #[derive(Debug, Clone)]
 pub struct Received {

@@ -171,6 +171,12 @@ async fn through_the_server_answering_recalls_itself() {
         let mut expected = session();
         expected.push(reply);
         assert_eq!(store.history(&id).await.unwrap(), expected);
+        // The operator sees the recall the server answered.
+        let metrics = memory_serve::test_util::metrics(&server).await;
+        assert!(
+            metrics.contains(r#"memory_serve_recalls_total{outcome="returned"} 1"#),
+            "{metrics}"
+        );
     }
 }
 

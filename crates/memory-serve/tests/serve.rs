@@ -412,12 +412,7 @@ async fn models_health_and_metrics_answer() {
         &json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
     )
     .await;
-    let metrics = reqwest::get(format!("{server}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = memory_serve::test_util::metrics(&server).await;
     for line in [
         "memory_serve_requests_total{route=\"chat\",status=\"200\"} 1",
         "memory_serve_requests_total{route=\"models\",status=\"200\"} 1",

@@ -109,7 +109,18 @@ pub(crate) async fn long_outputs(
 /// `max_tokens` (the newest step's too: cut now to the length they will
 /// have once the step is no longer the newest, so that its aging leaves
 /// the prompt's prefix as it is), and a text-only agent's observations
-/// over it but for the newest and what the floor holds.
+/// over it, the newest among them for the same reason (but for what else
+/// the floor holds).
+///
+/// Figure (chars counter, anthropic pricing; thrift's cost per call
+/// against window drop's, and its support recall): cutting the newest
+/// observation only as the floor's last resort, to whatever length fit,
+/// rewrote it on the next call, and the context shed afresh around it;
+/// on SWE-smith 0.942 and 0.742 at 4,000 tokens, 0.883 and 0.919 at 8,000,
+/// and on the same trajectories with a third of the observations 1,000 to
+/// 6,000 characters longer and one of 30,000, 1.058 and 0.659, 1.096 and
+/// 0.885. Cut here: 0.828 and 0.809, 0.861 and 0.930; 0.872 and 0.728,
+/// 0.918 and 0.903.
 fn long_items(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, max_tokens: usize) -> Vec<usize> {
     let history = work.history();
     // Tool results are unchanged until this stage: the listed ones need
@@ -136,6 +147,17 @@ fn long_items(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, max_tokens: usize
                 && (listed || !cut::is_cut(&work.message(i).text()))
         });
     items.extend(observations);
+    // The newest observation (the current question of a text-only loop)
+    // too, last: cut now to the length it will have once it is an earlier
+    // observation, as the newest step's tool results are.
+    let newest = layout.question.filter(|&q| {
+        work.count(q) > max_tokens
+            && !work.is_dropped(q)
+            && !history.is_protected(q)
+            && observation::is_observation(history.messages(), q)
+            && (listed || !cut::is_cut(&work.message(q).text()))
+    });
+    items.extend(newest);
     items.sort_unstable();
     items.dedup();
     items

@@ -33,10 +33,10 @@ use crate::{calls, observation, reach};
 ///    cut to their head and tail around a marker line
 ///    (see [`cut`](crate::cut)); the newest step's last, and to the same
 ///    length as the earlier ones, so that it reads the same once it is no
-///    longer the newest. A text-only agent's earlier observations (a user
+///    longer the newest. A text-only agent's observations (a user
 ///    message of text right after a step that wrote its command in its
 ///    text, as a function tag or a closing fenced block of shell) are its tool
-///    outputs and are cut alike;
+///    outputs and are cut alike, the newest last;
 /// 3. **earlier tool results** are replaced by a short
 ///    [placeholder](crate::placeholder) that keeps their `tool_call_id`:
 ///    all of earlier rounds, and of the newest round all but the newest

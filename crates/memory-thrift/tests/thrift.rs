@@ -1590,6 +1590,40 @@ async fn a_text_only_agent_s_long_observation_is_cut_like_a_tool_output() {
 }
 
 #[tokio::test]
+async fn a_text_only_agent_s_newest_long_observation_is_cut_as_it_will_stay() {
+    let mut m = agent_start();
+    for i in 0..6 {
+        m.push(Message::assistant(bash_step(i)));
+        let output = format!("line {i} of the test log\n").repeat(3);
+        m.push(Message::user(format!("OBSERVATION:\n{output}")));
+    }
+    m.push(Message::assistant(bash_step(6)));
+    let output = "line 6 of the test log\n".repeat(300);
+    m.push(Message::user(format!("OBSERVATION:\n{output}")));
+    let newest = m.len() - 1;
+    let budget = Budget::tokens(1_000);
+    let thrift = Thrift::new().with_max_tool_output_tokens(256);
+    let (first, trace) = trim(&thrift, &m, &[0], budget).await;
+    assert!(first.fits && validate(&first.messages).is_empty());
+    // Cut to the length an earlier observation is cut to, and nothing else
+    // had to go (shown whole, it would have left room for nothing else).
+    assert_eq!(trace.tool_outputs_cut.before.count, 1);
+    assert_eq!(trace.rounds_dropped.shed(), 0);
+    assert_eq!(first.messages[..newest], m[..newest]);
+    let shown = &first.messages[newest];
+    assert!(cut::is_cut(&shown.text()), "{}", shown.text());
+    assert!(memory_core::is_shrunk_from(&m[newest], shown));
+    trims_to_itself(&thrift, &first, budget, "").await;
+    // The next step appends to it: the observation, no longer the newest,
+    // reads as it did, and the prompt's prefix is kept.
+    m.push(Message::assistant(bash_step(7)));
+    m.push(Message::user("OBSERVATION:\nall tests pass"));
+    let (next, _) = trim(&thrift, &m, &[0], budget).await;
+    assert!(next.fits);
+    assert_eq!(next.messages[..first.messages.len()], first.messages[..]);
+}
+
+#[tokio::test]
 async fn in_a_text_only_agent_s_loop_recency_counts_more() {
     // Two earlier observations bear on the newest one: an old one that
     // names all it names, and a recent one that lacks only a word half the

@@ -42,29 +42,18 @@ pub(crate) fn cap(max: usize) -> usize {
     (max / 10).clamp(MIN_CAP, DEFAULT_SUMMARY_MAX_TOKENS as usize)
 }
 
-/// The least cap [`cap_in_room`] sets. Why: Compact's framing (prefix,
-/// handle line and header) takes 35 tokens by the character estimate, and
-/// a summary needs a few lines of state beside it to say anything.
-/// Figure: none needed (a floor, not a tuning).
-const MIN_CAP_IN_ROOM: usize = 64;
-
 /// The summary cap at a budget of `max` tokens whose protected messages
 /// (the task included) hold `held`: [`cap`], and at most half the room
-/// they leave (not below [`MIN_CAP_IN_ROOM`]). When they alone fill the
-/// budget no summary leaves room beside them, and [`cap`] stands.
-/// Summaries are not among `held` (the next one folds them in). Figure (SWE-smith trajectories, chars counter, 2,000 tokens,
-/// whose system prompt and task hold 1,550 to 1,750 of them): compact and
-/// compact,thrift over the budget on 0 calls instead of 43 (2 of them
-/// where the protected messages fit), reachable support recall 0.725 ->
-/// 0.944, cost per call 1,172 -> 1,006, plain support recall 0.527 ->
-/// 0.522; SWE-Gym, budgets of 4,000 and 8,000 and LoCoMo unchanged.
-/// Counting earlier summaries among `held`: plain support 0.473.
+/// they leave ([`memory_summary::cap::in_room`]). Figure (SWE-smith
+/// trajectories, chars counter, 2,000 tokens, whose system prompt and task
+/// hold 1,550 to 1,750 of them): compact and compact,thrift over the
+/// budget on 0 calls instead of 43 (2 of them where the protected messages
+/// fit), reachable support recall 0.725 -> 0.944, cost per call 1,172 ->
+/// 1,006, plain support recall 0.527 -> 0.522; SWE-Gym, budgets of 4,000
+/// and 8,000 and LoCoMo unchanged. Counting earlier summaries among
+/// `held`: plain support 0.473.
 pub(crate) fn cap_in_room(max: usize, held: usize) -> usize {
-    let cap = cap(max);
-    match max.checked_sub(held) {
-        Some(room) if room > 0 => cap.min((room / 2).max(MIN_CAP_IN_ROOM)),
-        _ => cap,
-    }
+    memory_summary::cap::in_room(cap(max), max, held)
 }
 
 /// The request input limit at a budget of `max` tokens: half of it, within
@@ -99,7 +88,10 @@ mod tests {
         // A long prompt and task: half of the 300 tokens they leave.
         assert_eq!(cap_in_room(2_000, 1_700), 150);
         // Almost nothing left: the floor.
-        assert_eq!(cap_in_room(2_000, 1_990), MIN_CAP_IN_ROOM);
+        assert_eq!(
+            cap_in_room(2_000, 1_990),
+            memory_summary::cap::MIN_CAP_IN_ROOM
+        );
         // Over the budget alone: no room to leave, the budget's cap.
         assert_eq!(cap_in_room(2_000, 2_000), 256);
         assert_eq!(cap_in_room(2_000, 2_143), 256);

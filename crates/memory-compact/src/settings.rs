@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::summary::{self, DEFAULT_SUMMARY_MAX_TOKENS};
+use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
 use memory_core::{Budget, History, ModelOptions, Provider};
 use memory_summary::SummarySettings;
 
@@ -268,13 +268,7 @@ impl Settings {
         let cap = if self.chosen.cap {
             self.summary_max_tokens
         } else {
-            // The summaries it holds are folded into the next one.
-            let held = history
-                .protected()
-                .iter()
-                .filter(|&&i| !summary::is_summary(&history.messages()[i]))
-                .map(|&i| history.tokens(i..i + 1));
-            let cap = scaled::cap_in_room(max, held.sum());
+            let cap = scaled::cap_in_room(max, memory_summary::cap::held(history));
             u32::try_from(cap).unwrap_or(self.summary_max_tokens)
         };
         let input = if self.chosen.input {

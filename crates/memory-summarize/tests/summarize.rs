@@ -802,3 +802,69 @@ async fn a_summary_names_the_rounds_it_stands_for_and_recall_brings_them_back() 
         "summaries, each standing for more: {folded:?}"
     );
 }
+
+#[tokio::test]
+async fn a_summary_too_large_beside_a_huge_newest_step_is_replaced_by_a_smaller_one() {
+    // The prompt (protected) is 240 tokens of a budget of 400: half the
+    // room it leaves is 80. A summary made earlier holds 130 tokens; then
+    // a text-only agent's newest observation alone is 2,000 tokens.
+    let model = fake([text(
+        "Earlier work: read a file; answered round 1 and round 2.",
+    )]);
+    let mut memory = tasked(400, SummarizeStrategy::new(model.clone())).with_task(false);
+    let prompt = format!(
+        "You are a coding agent. {}",
+        "Keep to the rules. ".repeat(49)
+    );
+    memory
+        .record_protected(Message::system(prompt))
+        .await
+        .unwrap();
+    let earlier = summary::message(format!("Earlier work: {}", "read a file. ".repeat(39)));
+    memory.record(earlier.clone()).await.unwrap();
+    record_rounds(&mut memory, 1, 2).await;
+    let command = "<function=bash>\n<parameter=command>cat big.log</parameter>\n</function>";
+    memory.record(Message::assistant(command)).await.unwrap();
+    let output = "line of the build log\n".repeat(360);
+    memory
+        .record(Message::user(format!("OBSERVATION:\n{output}")))
+        .await
+        .unwrap();
+    assert!(tokens_of(&earlier).await > 80);
+
+    let result = memory.fitted().await.unwrap();
+    // One call, for at most the 80 tokens less the summary's framing; the
+    // context fits, the earlier summary replaced by the new one, the
+    // observation cut beside it.
+    assert_eq!(model.requests().len(), 1);
+    assert!(model.requests()[0].options.max_tokens.unwrap() < 80);
+    assert!(result.fits && result.tokens <= 400, "{}", result.tokens);
+    assert!(validate(&result.messages).is_empty());
+    let summaries: Vec<&Message> = (result.messages.iter())
+        .filter(|m| summary::is_summary(m))
+        .collect();
+    assert_eq!(summaries.len(), 1);
+    assert!(
+        summary::body(summaries[0])
+            .unwrap()
+            .contains("answered round 1")
+    );
+    assert!(tokens_of(summaries[0]).await <= 80);
+    let last = result.messages.last().unwrap();
+    assert!(
+        last.text()
+            .starts_with("OBSERVATION:\nline of the build log")
+    );
+    assert!(last.text().len() < output.len());
+    // Stored in its place: the next call keeps the smaller summary.
+    let view = memory.view().await.unwrap();
+    assert!(view.iter().any(|s| &s.message == summaries[0]));
+    assert!(!view.iter().any(|s| s.message == earlier));
+}
+
+/// Tokens of `message` by the character estimate.
+async fn tokens_of(message: &Message) -> usize {
+    count_messages(&CharTokenCounter, std::slice::from_ref(message))
+        .await
+        .unwrap()[0]
+}

@@ -21,7 +21,7 @@
 //! assert_eq!((err.cap, err.framing), (7, 7));
 //! ```
 
-use memory_core::{CharTokenCounter, Message};
+use memory_core::{CharTokenCounter, History, Message, summary};
 
 use crate::Rejection;
 
@@ -121,4 +121,51 @@ pub fn shorter(tokens: usize, covered: usize) -> Result<(), Rejection> {
     } else {
         Ok(())
     }
+}
+
+/// The least cap [`in_room`] sets. Why: a summary's framing (prefix,
+/// handle line and header) takes up to 35 tokens by the character
+/// estimate, and a summary needs a few lines of state beside it to say
+/// anything. Figure: none needed (a floor, not a tuning).
+pub const MIN_CAP_IN_ROOM: usize = 64;
+
+/// A summary `cap` under a budget of `max` tokens whose protected messages
+/// hold `held` of them ([`held`]): at most half the room they leave (not
+/// below [`MIN_CAP_IN_ROOM`]), so that beside the summary, which is never
+/// shed, the newest step still fits however long it grows (the floor cut
+/// shortens it, not the summary). When they alone fill the budget no
+/// summary leaves room beside them, and `cap` stands.
+///
+/// ```
+/// use memory_summary::cap;
+/// assert_eq!(cap::in_room(1024, 2_000, 1_500), 250);
+/// assert_eq!(cap::in_room(1024, 2_000, 1_950), cap::MIN_CAP_IN_ROOM);
+/// assert_eq!(cap::in_room(1024, 2_000, 2_500), 1024);
+/// assert_eq!(cap::in_room(200, 8_000, 1_500), 200);
+/// ```
+pub fn in_room(cap: usize, max: usize, held: usize) -> usize {
+    match max.checked_sub(held) {
+        Some(room) if room > 0 => cap.min((room / 2).max(MIN_CAP_IN_ROOM)),
+        _ => cap,
+    }
+}
+
+/// Tokens of `history`'s protected messages (the task among them), its
+/// summaries left out: the next summary folds those in.
+///
+/// ```
+/// use memory_core::{summary, History, Message};
+/// let m = [Message::system("rules"), summary::message("so far"), Message::user("go")];
+/// // The prompt, protected here, counts; the summary does not.
+/// let history = History::new(&m, &[5, 9, 2]).unwrap().protect(&[0]);
+/// assert!(history.is_protected(1));
+/// assert_eq!(memory_summary::cap::held(&history), 5);
+/// ```
+pub fn held(history: &History<'_>) -> usize {
+    history
+        .protected()
+        .iter()
+        .filter(|&&i| !summary::is_summary(&history.messages()[i]))
+        .map(|&i| history.tokens(i..i + 1))
+        .sum()
 }

@@ -28,10 +28,11 @@
 //! the index to take whatever room was left, it would lose a line at
 //! every step, and each change would break the cached prefix from where
 //! it stands. So the strategy is given the budget less half that share
-//! ([`reserve`]) whenever the history does not fit, and the index keeps
-//! at least that room, changing little but when what is shed changes. A short user
-//! question is the exception: the context is chosen afresh for it anyway,
-//! and the strategy gets the whole budget. When not every piece has
+//! ([`reserve`]) whenever the history does not fit, and the index takes
+//! that room and no more (where it is free), changing little but when
+//! what is shed changes. A short user question is the exception: the
+//! context is chosen afresh for it anyway, the strategy gets the whole
+//! budget, and the index whatever it leaves, up to the whole share. When not every piece has
 //! room, the pieces whose words match the question best (the newest
 //! message, when it is a short user question; each word weighed by its
 //! rarity among the pieces) are listed first, and the newest among equals
@@ -395,11 +396,11 @@ pub async fn add_index_folded(
     let history = &expanded
         .as_ref()
         .map_or_else(|| history.clone(), crate::covered::Expanded::history);
+    let asked = question_words(history);
+    let room = room(limit, &result, settings, !asked.is_empty());
     if let Some(old) = history.messages().iter().position(is_index) {
-        let room = room(limit, &result, settings);
         return Ok(reinsert(history, result, old, room));
     }
-    let room = room(limit, &result, settings);
     let shown = shown_sources(history.messages(), &result.messages);
     let stretches = left_out(history.messages().len(), &shown);
     let at = match stretches.first() {
@@ -419,7 +420,6 @@ pub async fn add_index_folded(
             .into_iter()
             .map(Entry::Piece),
     );
-    let asked = question_words(history);
     let order = ranked(history, &entries, &asked);
     let both_ends = asked.is_empty();
     let index = index_message(
@@ -588,23 +588,38 @@ impl Entry<'_> {
     }
 }
 
-/// The index's room in `result` under a budget of `limit` tokens: at most
-/// `settings.max_share` of it, and no more than the result leaves free;
-/// but where the result's floor alone is over the budget (`fits` false:
-/// its protected messages and task, with everything else shed), the part
-/// of the share [`reserve`] keeps. Such a context is over the budget
-/// whatever is added, and without an index it names nothing of what it
-/// sheds, although it sheds the most. Figure (chars counter, SWE-Gym at
-/// 2,000 tokens, whose second trajectory's system prompt and task alone
-/// are 2,143 tokens): reachable support recall 0.976 -> 1.000 for thrift
-/// and window drop, 0.976 -> 0.981 for compact,thrift; thrift's cost per
-/// call 737 -> 744 (window drop's 862 -> 869).
-fn room(limit: usize, result: &TrimResult, settings: &IndexSettings) -> usize {
+/// The index's room in `result` under a budget of `limit` tokens, for a
+/// history whose newest message is a short question (`asked`) or not: at
+/// a question at most `settings.max_share` of the budget, and no more than
+/// the result leaves free; between questions the part of the share
+/// [`reserve`] keeps for it, and no more than is free. Between questions
+/// the room does not follow what the shown turns leave free: it changed
+/// from call to call as they grew, and the index with it (a handle more
+/// or fewer), each change a break of the cached prefix where the index
+/// stands. Figure (chars counter, anthropic pricing; the whole free room
+/// up to the share before): on a chat of 8,052 calls (the LoCoMo
+/// conversations four times over, 8,000 tokens) thrift's cost per call
+/// 5,177 -> 4,621 and its cache breaks 4,145 -> 3,692; on the agent
+/// trajectories reach unchanged and cost per call lower or the same (SWE-Gym at
+/// 2,000 tokens 735 -> 714, SWE-smith at 4,000 1,334 -> 1,302); LoCoMo
+/// unchanged (its contexts are taken at questions).
+///
+/// Where the result's floor alone is over the budget (`fits` false: its
+/// protected messages and task, with everything else shed), the reserved
+/// part too. Such a context is over the budget whatever is added, and
+/// without an index it names nothing of what it sheds, although it sheds
+/// the most. Figure (chars counter, SWE-Gym at 2,000 tokens, whose second
+/// trajectory's system prompt and task alone are 2,143 tokens): reachable
+/// support recall 0.976 -> 1.000 for thrift and window drop, 0.976 ->
+/// 0.981 for compact,thrift; thrift's cost per call 737 -> 744 (window
+/// drop's 862 -> 869).
+fn room(limit: usize, result: &TrimResult, settings: &IndexSettings, asked: bool) -> usize {
     let share = (limit as f64 * settings.max_share) as usize;
-    if result.fits {
-        share.min(limit.saturating_sub(result.tokens()))
-    } else {
-        (share as f64 * RESERVED_PART) as usize
+    let reserved = (share as f64 * RESERVED_PART) as usize;
+    match (result.fits, asked) {
+        (false, _) => reserved,
+        (true, true) => share.min(limit.saturating_sub(result.tokens())),
+        (true, false) => reserved.min(limit.saturating_sub(result.tokens())),
     }
 }
 
@@ -1081,7 +1096,8 @@ mod tests {
 
     /// Six rounds of 100 tokens each (a long reply naming its topic), and a
     /// newest user message `last`; the context shows only `last`, with room
-    /// for one index line.
+    /// for one index line (of 400 tokens, a tenth at a question, half of
+    /// a fifth otherwise).
     async fn indexed(last: &str) -> String {
         let topics = ["garden", "boiler", "roof", "garage", "cellar", "attic"];
         let mut m = Vec::new();
@@ -1095,17 +1111,16 @@ mod tests {
         let mut kept = Selection::new(&history);
         kept.keep(m.len() - 1..m.len());
         let result = kept.finish(false, true);
-        // 10% of 400: the prefix and one line.
+        // 40 tokens: the prefix and one line.
         let budget = Budget::tokens(400);
-        let out = add_index(
-            &history,
-            result,
-            &budget,
-            &CharTokenCounter,
-            &IndexSettings::default(),
-        )
-        .await
-        .unwrap();
+        let max_share = match question_words(&history).is_empty() {
+            true => 0.2,
+            false => 0.1,
+        };
+        let settings = IndexSettings { max_share };
+        let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
+            .await
+            .unwrap();
         assert!(is_index(&out.messages[0]));
         assert!(out.tokens() <= 400);
         out.messages[0].text()
@@ -1130,16 +1145,7 @@ mod tests {
             ));
         }
         m.push(Message::user("Carry on."));
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
-        let history = History::new(&m, &counts).unwrap().forget_task();
-        let mut kept = Selection::new(&history);
-        kept.keep(m.len() - 3..m.len());
-        let result = kept.finish(false, true);
-        let budget = Budget::tokens(2_000);
-        let settings = IndexSettings::default();
-        let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
-            .await
-            .unwrap();
+        let (out, _) = index_of(&m, m.len() - 3).await;
         let index = out.messages[0].text();
         assert!(out.counts[0] <= 200, "{}", out.counts[0]);
         let described = index.lines().filter(|l| l.contains(" tokens) ")).count();
@@ -1151,6 +1157,7 @@ mod tests {
         // The first alone described.
         assert!(described == 1 && named > described, "{index}");
         // Every handle is one recall of left-out messages, within reach.
+        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
         let reach = crate::recall::reachable(&m, &counts, &out.messages, 500);
         assert_eq!(reach.len(), described + named);
         assert!(reach.iter().all(|r| r.messages.end <= m.len() - 3));
@@ -1386,6 +1393,50 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(twice.messages, out.messages);
+    }
+
+    /// `m` shown from `from` on under a budget of 2,000 tokens, with the
+    /// index of what it leaves out (default settings), and the tokens of
+    /// what it shows.
+    async fn index_of(m: &[Message], from: usize) -> (TrimResult, usize) {
+        let counts = crate::count_messages(&CharTokenCounter, m).await.unwrap();
+        let history = History::new(m, &counts).unwrap().forget_task();
+        let mut kept = Selection::new(&history);
+        kept.keep(from..m.len());
+        let result = kept.finish(false, true);
+        let shown = result.tokens();
+        let budget = Budget::tokens(2_000);
+        let settings = IndexSettings::default();
+        let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
+            .await
+            .unwrap();
+        (out, shown)
+    }
+
+    #[tokio::test]
+    async fn between_questions_the_index_takes_only_its_reserved_room() {
+        // Forty rounds of about 100 tokens; the context shows the last
+        // message, and more than the index's share is free.
+        let mut m = Vec::new();
+        for k in 0..40 {
+            m.push(Message::user(format!("Step {k}: check valve {k}.")));
+            m.push(Message::assistant(
+                format!("Valve {k} checked. ").repeat(20),
+            ));
+        }
+        m.push(Message::user("Carry on."));
+        let (out, shown) = index_of(&m, m.len() - 1).await;
+        // Half of a tenth (what `reserve` keeps), though a tenth is free
+        // and more pieces are left out than that names.
+        let tokens = out.tokens() - shown;
+        assert!(tokens <= 100 && 2_000 - shown > 200, "{tokens} of {shown}");
+        let named = crate::recall::handles_in(&out.messages).len();
+        assert!(named < 40 / 2, "{named}");
+        // At a question, the whole tenth where it is free.
+        *m.last_mut().unwrap() = Message::user("Which valve leaked?");
+        let (out, shown) = index_of(&m, m.len() - 1).await;
+        let tokens = out.tokens() - shown;
+        assert!(tokens > 100 && tokens <= 200, "{tokens}");
     }
 
     #[tokio::test]

@@ -816,7 +816,9 @@ fn ranked(history: &History<'_>, pieces: &[Entry<'_>], asked: &[String]) -> Vec<
 }
 
 /// The stems of the words of the newest message when it is a short user
-/// question; none otherwise. Stemmed as Thrift's relevance stems, so that
+/// question (not a text-only agent's observation, whatever it prints:
+/// ranked by its words, the index would change, and break the cached
+/// prefix, at each short output with a question mark); none otherwise. Stemmed as Thrift's relevance stems, so that
 /// "painting" asked finds "painted" said. Figure (LoCoMo, chars counter,
 /// Thrift's reachable evidence recall): 0.801 -> 0.805 at 1,000 tokens,
 /// 0.895 -> 0.897 at 2,000.
@@ -829,6 +831,7 @@ fn question_words(history: &History<'_>) -> Vec<String> {
     if !messages[last].is_user()
         || !text.contains('?')
         || history.tokens(last..last + 1) > MAX_QUESTION_TOKENS
+        || crate::observation::is_observation(messages, last)
     {
         return Vec::new();
     }
@@ -1437,6 +1440,21 @@ mod tests {
         let (out, shown) = index_of(&m, m.len() - 1).await;
         let tokens = out.tokens() - shown;
         assert!(tokens > 100 && tokens <= 200, "{tokens}");
+    }
+
+    #[test]
+    fn a_text_only_agents_observation_is_no_question_however_it_ends() {
+        let asked = |step: &str| {
+            let m = [
+                Message::user("Fix the parser."),
+                Message::assistant(step),
+                Message::user("Overwrite config.yaml? [y/N]"),
+            ];
+            question_words(&History::new(&m, &[4, 12, 7]).unwrap())
+        };
+        let command = "<function=bash>\n<parameter=command>./setup.sh</parameter>\n</function>";
+        assert!(asked(command).is_empty());
+        assert!(!asked("I will ask you first.").is_empty());
     }
 
     #[tokio::test]

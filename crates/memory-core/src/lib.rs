@@ -25,6 +25,7 @@
 //! | [`Memory`], [`Context`] | what an agent loop records into, and the fitted context it gets back |
 //! | [`recall`] | handles of shed pieces, the `recall` tool and its answer |
 //! | [`structure`] | steps, rounds, the current question, the floor |
+//! | [`observation`] | a text-only agent's command in its text, and its output as the next user message |
 //! | [`validate`], [`Violation`], [`repair`], [`Repaired`], [`RepairAction`], [`MISSING_RESULT`], [`is_shrunk_from`] | tool pairing and order: checked, repaired, and what a shrunk message is |
 //! | [`summary`] | the one recognizer of summary messages |
 //! | [`audit`] | the checker of a trim result against its history and budget |
@@ -67,6 +68,7 @@ mod in_memory_store;
 pub mod left_out;
 mod memory;
 mod message;
+pub mod observation;
 mod pipeline;
 mod provider;
 pub mod recall;

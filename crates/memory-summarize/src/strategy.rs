@@ -522,9 +522,9 @@ impl SummarizeStrategy {
     /// that the step, cut, fits beside the new summary, which is never
     /// shed. (Without a larger summary to replace, a summary would only
     /// take room from the step.) Figure (chars counter; SWE-smith's
-    /// trajectories with a third of the observations 1,000 to 6,000
-    /// characters longer and a fifth 30,000 long, 2,000 tokens, whose
-    /// system prompt and task hold 1,550 to 1,750): the summary made
+    /// trajectories with a fifth of the observations 30,000 characters
+    /// long, 2,000 tokens, whose system prompt and task hold 1,550 to
+    /// 1,750): the summary made
     /// before such a step (424 tokens) stood, no summary could be made
     /// beside the step, and 4 calls were over the budget with their
     /// protected messages within it; none with this room. Always taking

@@ -264,8 +264,7 @@ pub fn reserve(history: &History<'_>, budget: &Budget, settings: &IndexSettings)
         && history.total() > limit
         && question_words(history).is_empty()
     {
-        let kept = limit as f64 * settings.max_share * RESERVED_PART;
-        reserved.max_tokens = Some(limit - kept as usize);
+        reserved.max_tokens = Some(limit - reserved_room(limit, settings));
     }
     reserved
 }
@@ -615,12 +614,19 @@ impl Entry<'_> {
 /// drop's 862 -> 869).
 fn room(limit: usize, result: &TrimResult, settings: &IndexSettings, asked: bool) -> usize {
     let share = (limit as f64 * settings.max_share) as usize;
-    let reserved = (share as f64 * RESERVED_PART) as usize;
+    let reserved = reserved_room(limit, settings);
     match (result.fits, asked) {
         (false, _) => reserved,
         (true, true) => share.min(limit.saturating_sub(result.tokens())),
         (true, false) => reserved.min(limit.saturating_sub(result.tokens())),
     }
+}
+
+/// The part of the index's share of a budget of `limit` tokens that
+/// [`reserve`] keeps from the strategies, in tokens: what the index takes
+/// between questions.
+fn reserved_room(limit: usize, settings: &IndexSettings) -> usize {
+    (limit as f64 * settings.max_share * RESERVED_PART) as usize
 }
 
 /// `result` with the index that stood at `old` in `history` (a context

@@ -535,17 +535,12 @@ impl SummarizeStrategy {
             return usize::MAX;
         };
         let room = max.saturating_sub(plan.kept_tokens);
+        if room > overhead || self.summary.summary_max_tokens().is_some() {
+            return room;
+        }
         let held = cap::held(history);
         let in_room = cap::in_room(self.summary_max_tokens() as usize, max, held);
-        let summaries: usize = (history.protected().iter())
-            .filter(|&&i| summary::is_summary(&history.messages()[i]))
-            .map(|&i| history.tokens(i..i + 1))
-            .sum();
-        if room > overhead
-            || self.summary.summary_max_tokens().is_some()
-            || held + in_room >= max
-            || summaries <= in_room
-        {
+        if held + in_room >= max || cap::summaries(history) <= in_room {
             return room;
         }
         in_room

@@ -162,10 +162,29 @@ pub fn in_room(cap: usize, max: usize, held: usize) -> usize {
 /// assert_eq!(memory_summary::cap::held(&history), 5);
 /// ```
 pub fn held(history: &History<'_>) -> usize {
+    protected_tokens(history, false)
+}
+
+/// Tokens of `history`'s summaries (the protected messages [`held`]
+/// leaves out).
+///
+/// ```
+/// use memory_core::{summary, History, Message};
+/// let m = [Message::system("rules"), summary::message("so far"), Message::user("go")];
+/// let history = History::new(&m, &[5, 9, 2]).unwrap();
+/// assert_eq!(memory_summary::cap::summaries(&history), 9);
+/// ```
+pub fn summaries(history: &History<'_>) -> usize {
+    protected_tokens(history, true)
+}
+
+/// Tokens of `history`'s protected messages that are summaries, or that
+/// are not.
+fn protected_tokens(history: &History<'_>, summaries: bool) -> usize {
     history
         .protected()
         .iter()
-        .filter(|&&i| !summary::is_summary(&history.messages()[i]))
+        .filter(|&&i| summary::is_summary(&history.messages()[i]) == summaries)
         .map(|&i| history.tokens(i..i + 1))
         .sum()
 }

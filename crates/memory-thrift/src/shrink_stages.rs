@@ -136,28 +136,21 @@ fn long_items(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, max_tokens: usize
                 && (listed || is_uncut_result(work.message(i)))
         })
         .collect();
-    let observations = layout
+    let long_observation = |i: usize| {
+        work.count(i) > max_tokens
+            && !work.is_dropped(i)
+            && !history.is_protected(i)
+            && observation::is_observation(history.messages(), i)
+            && (listed || !cut::is_cut(&work.message(i).text()))
+    };
+    let earlier = layout
         .candidates(Kind::Observations, 0..layout.newest_step)
-        .filter(|&i| {
-            work.count(i) > max_tokens
-                && !work.is_dropped(i)
-                && layout.shrinkable(history, i)
-                && !layout.in_floor(i)
-                && observation::is_observation(history.messages(), i)
-                && (listed || !cut::is_cut(&work.message(i).text()))
-        });
-    items.extend(observations);
+        .filter(|&i| Some(i) != layout.question && !layout.in_floor(i) && long_observation(i));
+    items.extend(earlier);
     // The newest observation (the current question of a text-only loop)
     // too, last: cut now to the length it will have once it is an earlier
     // observation, as the newest step's tool results are.
-    let newest = layout.question.filter(|&q| {
-        work.count(q) > max_tokens
-            && !work.is_dropped(q)
-            && !history.is_protected(q)
-            && observation::is_observation(history.messages(), q)
-            && (listed || !cut::is_cut(&work.message(q).text()))
-    });
-    items.extend(newest);
+    items.extend(layout.question.filter(|&q| long_observation(q)));
     items.sort_unstable();
     items.dedup();
     items

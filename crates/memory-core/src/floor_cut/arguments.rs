@@ -75,14 +75,18 @@ pub(super) fn cut(
         .filter_map(|(inside, value)| value.then_some(inside))
         .collect();
     let across = cut_between(raw, &points(raw, &values), keep, &marker)?;
-    let parses = |text: &str| serde_json::from_str::<serde_json::Value>(text).is_ok();
-    if parses(&across) || !parses(raw) {
+    if is_json(&across) || !is_json(raw) {
         return Some(across);
     }
     let longest = values
         .into_iter()
         .max_by_key(|v| (v.len(), std::cmp::Reverse(v.start)))?;
     cut_between(raw, &points(raw, &[longest]), keep, &marker)
+}
+
+/// Whether `text` is JSON.
+fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok()
 }
 
 /// The points a cut may start or end at inside the `values` of `raw`: each
@@ -144,7 +148,6 @@ pub(crate) fn is_cut_from(
     if shown.len() >= original.len() {
         return false;
     }
-    let parses = |text: &str| serde_json::from_str::<serde_json::Value>(text).is_ok();
     shown.match_indices("\\n[").any(|(at, _)| {
         let rest = &shown[at + 2..];
         let Some(end) = rest.find("]\\n") else {
@@ -156,7 +159,7 @@ pub(crate) fn is_cut_from(
             && original.starts_with(head)
             && original.ends_with(tail)
             && head.len() + tail.len() < original.len()
-            && (parses(shown) || !parses(original))
+            && (is_json(shown) || !is_json(original))
     })
 }
 

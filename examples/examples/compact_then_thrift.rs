@@ -15,8 +15,8 @@ use memory_core::{
     ChatRequest, ChatResponse, Memory, MemoryError, Message, Pipeline, Provider, ProviderError,
     StopReason, ToolCall, Usage, count_messages, summary,
 };
+use memory_session::WindowMemory;
 use memory_thrift::Thrift;
-use memory_window::WindowMemory;
 
 /// Writes a "summary" listing every user request it sees, the previous
 /// summary's list included: deterministic, and enough to show the flow.

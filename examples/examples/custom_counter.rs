@@ -4,7 +4,7 @@
 //! `cargo run -p memory-examples --example custom_counter`
 
 use memory_core::{Memory, MemoryError, Message, TokenCounter};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 /// About 4/3 tokens a word, plus 4 tokens of framing per message.
 struct Words;

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use memory_core::{Memory, MemoryError, Message, TokenCounter};
+use memory_session::WindowMemory;
 use memory_tokenizers::{CachedCounter, Cl100k};
-use memory_window::WindowMemory;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), MemoryError> {

@@ -7,7 +7,8 @@ use memory_core::{
     Budget, History, Memory, MemoryError, Pipeline, Selection, TokenCounter, TrimResult,
     TrimStrategy,
 };
-use memory_window::{WindowDrop, WindowMemory};
+use memory_session::WindowMemory;
+use memory_window::WindowDrop;
 
 /// Drops empty assistant acknowledgements ("ok") from the view.
 struct DropAcks;

@@ -15,8 +15,8 @@ use std::time::Duration;
 use memory_core::{Memory, Message, Provider, summary};
 use memory_layer::{ProviderExt, RetryPolicy};
 use memory_openai::OpenAiProvider;
+use memory_session::WindowMemory;
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-use memory_window::WindowMemory;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), memory_core::MemoryError> {

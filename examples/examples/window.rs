@@ -4,7 +4,7 @@
 //! `cargo run -p memory-examples --example window`
 
 use memory_core::{Memory, Message, ToolCall, validate};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), memory_core::MemoryError> {

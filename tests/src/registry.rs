@@ -8,12 +8,12 @@ use std::sync::Arc;
 use memory_cli::registry::{STAGES, StageConfig};
 use memory_cli::summarizer::Summarizer;
 use memory_compact::Compact;
-use memory_core::floor_cut::FloorCut;
-use memory_core::left_out::{IndexSettings, Indexed};
 use memory_core::{
     Budget, CharTokenCounter, ChatResponse, FakeProvider, FakeReply, Message, Pipeline,
     ProviderError, StopReason, TrimStrategy, Usage,
 };
+use memory_session::floor_cut::FloorCut;
+use memory_session::left_out::{IndexSettings, Indexed};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
 use memory_thrift::Thrift;
 use memory_window::WindowDrop;

@@ -17,8 +17,8 @@ use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, History, Memory, Message, Pipeline,
     ToolCall, TrimStrategy, count_messages, summary, validate,
 };
+use memory_session::WindowMemory;
 use memory_thrift::Thrift;
-use memory_window::WindowMemory;
 
 const BUDGET: usize = 600;
 const SUMMARY: &str = "## Goals\nPort every module to the new API.\n## State\nModules 1-6 ported.";

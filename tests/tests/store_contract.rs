@@ -17,8 +17,8 @@ use memory_core::{
     Snapshot, Store, StoreError, StoredMessage, TokenCounter, ToolCall, summary, validate,
 };
 use memory_postgres::PostgresStore;
+use memory_session::WindowMemory;
 use memory_sqlite::SqliteStore;
-use memory_window::WindowMemory;
 use serde_json::json;
 
 /// Where a store's data lives.
@@ -689,7 +689,7 @@ impl TokenCounter for Counting {
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
         // The index of what a context leaves out is made at every call (a
         // projection, never stored): counting it recounts nothing.
-        if !memory_core::left_out::is_index(message) {
+        if !memory_session::left_out::is_index(message) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
         CharTokenCounter.count_message(message).await
@@ -806,7 +806,7 @@ async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
     let output = Message::tool_result("c1", "fn main() {\n    println!(\"hi\");\n}\n".repeat(40));
     {
         let store = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
-        let mut memory = memory_window::WindowMemory::new(50).with_store(store, "s1");
+        let mut memory = memory_session::WindowMemory::new(50).with_store(store, "s1");
         memory.record(Message::user("Read a.rs.")).await.unwrap();
         memory.record(call.clone()).await.unwrap();
         memory.record(output.clone()).await.unwrap();
@@ -815,7 +815,7 @@ async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
         assert!(!memory.context().await.unwrap().contains(&output));
     }
     let store = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
-    let memory = memory_window::WindowMemory::new(50).with_store(store.clone(), "s1");
+    let memory = memory_session::WindowMemory::new(50).with_store(store.clone(), "s1");
     // ... and one recall away after the restart, exactly.
     let one = memory
         .recall(&RecallRequest::new(
@@ -833,7 +833,7 @@ async fn a_recall_returns_the_original_across_a_restart_of_a_sqlite_store() {
             .messages,
         vec![call, output]
     );
-    let other = memory_window::WindowMemory::new(50).with_store(store, "s2");
+    let other = memory_session::WindowMemory::new(50).with_store(store, "s2");
     assert!(other.recall(&RecallRequest::new(both)).await.is_err());
 }
 
@@ -915,7 +915,7 @@ async fn every_handle_a_context_carried_recalls_its_originals_after_a_restart() 
         "characters cut; recall r:",
         "[image omitted",
         "[reasoning omitted",
-        memory_core::left_out::PREFIX,
+        memory_session::left_out::PREFIX,
     ] {
         assert!(texts.contains(kind), "no context carried {kind:?}");
     }

@@ -249,7 +249,7 @@ pub struct StageArgs {
     /// The most of the budget the index of what a context leaves out may
     /// take (one line per left-out piece, with its recall handle), half of
     /// it kept for it; 0 turns the index off.
-    #[arg(long, value_name = "SHARE", default_value_t = memory_core::left_out::DEFAULT_MAX_SHARE, value_parser = parse_share)]
+    #[arg(long, value_name = "SHARE", default_value_t = memory_session::left_out::DEFAULT_MAX_SHARE, value_parser = parse_share)]
     pub index_share: f64,
 
     /// How `thrift` scores older turns against the current question.

@@ -50,9 +50,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::left_out;
 use memory_core::{History, MemoryError, Message, Pipeline, TokenCounter, TrimStrategy};
 use memory_layer::ProviderStats;
+use memory_session::left_out;
 
 use crate::input::{Locomo, Sample};
 use crate::registry::{self, StageConfig};

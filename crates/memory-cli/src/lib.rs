@@ -109,7 +109,7 @@ fn stage_config(
     config.turn_delay = std::time::Duration::from_millis(model.turn_delay_ms);
     config.relevance = relevance::build(&stages.relevance)?;
     config.task_floor = !stages.no_task_floor;
-    config.index = (stages.index_share > 0.0).then_some(memory_core::left_out::IndexSettings {
+    config.index = (stages.index_share > 0.0).then_some(memory_session::left_out::IndexSettings {
         max_share: stages.index_share,
     });
     for spec in &stages.pipeline {

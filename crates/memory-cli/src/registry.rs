@@ -48,7 +48,7 @@ pub struct StageConfig {
     pub task_floor: bool,
     /// How contexts index what they leave out (`--index-share`); `None`:
     /// no index.
-    pub index: Option<memory_core::left_out::IndexSettings>,
+    pub index: Option<memory_session::left_out::IndexSettings>,
     /// Whether each replayed call's context is kept in its row
     /// (`--contexts`).
     pub keep_contexts: bool,
@@ -78,7 +78,7 @@ impl StageConfig {
             pricing: Pricing::default(),
             relevance: Arc::new(memory_thrift::Lexical),
             task_floor: true,
-            index: Some(memory_core::left_out::IndexSettings::default()),
+            index: Some(memory_session::left_out::IndexSettings::default()),
             keep_contexts: false,
         }
     }

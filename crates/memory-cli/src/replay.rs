@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memory_core::audit::{Audit, Given, Report};
 use memory_core::{History, MemoryError, Message, Pipeline, Store, TokenCounter};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 use crate::input::Input;
 use crate::registry::{self, StageConfig};
@@ -286,7 +286,7 @@ impl<'c> TrajectoryReplay<'c> {
         row.reachable_support_recall = reachable.recall();
         row.handles = memory_core::recall::handles_in(context).len();
         row.index_tokens = (context.iter().zip(&result.counts))
-            .filter(|(m, _)| memory_core::left_out::is_index(m))
+            .filter(|(m, _)| memory_session::left_out::is_index(m))
             .map(|(_, &n)| n)
             .sum();
         row.protected_tokens = result.protected.iter().map(|&i| result.counts[i]).sum();

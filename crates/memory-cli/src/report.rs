@@ -74,7 +74,7 @@ pub struct Row {
     #[serde(default)]
     pub handles: usize,
     /// Tokens of the context's index of what it leaves out
-    /// ([`memory_core::left_out`]); 0 without one.
+    /// ([`memory_session::left_out`]); 0 without one.
     #[serde(default)]
     pub index_tokens: usize,
     /// Tokens of the context's protected messages and summaries (the task

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, criterion_main};
 use memory_compact::Compact;
 use memory_core::{Memory, Message, Pipeline};
+use memory_session::WindowMemory;
 use memory_summarize::ExtractiveSummarizer;
 use memory_thrift::Thrift;
-use memory_window::WindowMemory;
 
 const BUDGET: usize = 8_000;
 const SIZES: [usize; 2] = [10_000, 100_000];

@@ -91,7 +91,7 @@ use memory_summary::cap::{self, CapTooSmall};
 /// use std::sync::Arc;
 /// use memory_compact::{Compact, EventLog};
 /// use memory_core::{summary, FakeProvider, FakeReply, Memory, Message};
-/// use memory_window::WindowMemory;
+/// use memory_session::WindowMemory;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let model = Arc::new(FakeProvider::new([FakeReply::Text("## Goals\nRename the fields.".into())]));

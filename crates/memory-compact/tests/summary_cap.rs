@@ -8,9 +8,9 @@ use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, Memory, Message, TokenCounter, ToolCall,
     TrimStrategy, summary,
 };
+use memory_session::WindowMemory;
 use memory_summarize::ExtractiveSummarizer;
 use memory_summary::Rejection;
-use memory_window::WindowMemory;
 
 /// Turn `i` of a session that writes one new file a turn.
 fn turn(i: usize) -> [Message; 4] {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use common::{reply, said, sent, text, user};
 use memory_compact::{Compact, CompactEvent, DEFAULT_SUMMARIZE_AT_TOKENS, EventLog, body};
 use memory_core::{FakeProvider, FakeReply, Memory, Message, summary};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 /// Records question `i`, takes the context, records reply `i`.
 async fn turn(memory: &mut WindowMemory, i: usize) -> Vec<Message> {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use common::{reply, user};
 use memory_compact::{Compact, DEFAULT_SUMMARY_MAX_TOKENS};
 use memory_core::{Budget, CharTokenCounter, FakeProvider, Memory, Message, TrimStrategy, summary};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 const BUDGET: usize = 500;
 

@@ -69,10 +69,14 @@ mod sources;
 pub use breach::{Breach, Rule};
 pub use report::Report;
 
+use crate::budget::Budget;
+use crate::counter::{TokenCounter, count_messages};
 use crate::covered::Expanded;
-use crate::{
-    Budget, History, MemoryError, TokenCounter, TrimResult, count_messages, structure, validate,
-};
+use crate::error::MemoryError;
+use crate::history::History;
+use crate::strategy::TrimResult;
+use crate::structure;
+use crate::validate::validate;
 use fit::Fit;
 use sources::Source;
 
@@ -294,7 +298,8 @@ impl<'a> Audit<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Message, ToolCall, summary};
+    use crate::message::{Message, ToolCall};
+    use crate::summary;
 
     fn transcript() -> Vec<Message> {
         vec![

@@ -1,6 +1,7 @@
 //! [`Budget`]: how much context a trim may keep.
 
-use crate::{Framing, Message};
+use crate::framing::Framing;
+use crate::message::Message;
 
 /// The limits a trimmed context must respect.
 ///

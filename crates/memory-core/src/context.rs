@@ -1,6 +1,7 @@
 //! [`Context`]: what a [`Memory`](crate::Memory) hands the model on one call.
 
-use crate::{Message, TrimResult};
+use crate::message::Message;
+use crate::strategy::TrimResult;
 
 /// The context for one model call: the messages, their tokens under the
 /// memory's counter, and whether they fit the budget.

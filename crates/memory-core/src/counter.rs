@@ -1,6 +1,8 @@
 //! Token counting: the [`TokenCounter`] trait and [`CharTokenCounter`].
 
-use crate::{ContentBlock, Framing, MemoryError, Message};
+use crate::error::MemoryError;
+use crate::framing::Framing;
+use crate::message::{ContentBlock, Message};
 
 /// Counts tokens of text, and of whole messages.
 ///
@@ -215,7 +217,7 @@ fn is_cjk_ideograph(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
+    use crate::message::ToolCall;
 
     #[test]
     fn quarter_tokens_round_up_per_text() {

@@ -66,7 +66,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::{Budget, History, MemoryError, Message, summary};
+use crate::budget::Budget;
+use crate::error::MemoryError;
+use crate::history::History;
+use crate::message::Message;
+use crate::summary;
 
 /// How many budgets' worth of tokens the covered set keeps at most.
 ///
@@ -585,7 +589,8 @@ impl Expanded {
 mod tests {
     use super::*;
     use crate::audit::{Audit, Rule};
-    use crate::{Selection, ToolCall};
+    use crate::message::ToolCall;
+    use crate::strategy::Selection;
 
     #[test]
     fn a_moved_set_is_not_placed_where_an_equal_message_would_be_found_first() {

@@ -2,7 +2,7 @@
 //! alike two vectors are; [`check_embeddings`]: whether a reply holds what
 //! was asked.
 
-use crate::ProviderError;
+use crate::provider::ProviderError;
 
 /// A text-embedding model behind some API: one vector per text.
 ///

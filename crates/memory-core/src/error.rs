@@ -1,6 +1,7 @@
 //! [`MemoryError`], the one error type of the memory contracts.
 
-use crate::{ProviderError, StoreError};
+use crate::provider::ProviderError;
+use crate::store::StoreError;
 
 /// What went wrong while recording, counting, trimming or storing.
 ///

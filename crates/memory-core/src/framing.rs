@@ -1,7 +1,7 @@
 //! [`Framing`]: the tokens a provider's chat format adds around the
 //! messages, which no message text shows.
 
-use crate::Message;
+use crate::message::Message;
 
 /// The tokens a chat format adds to a request on top of the message texts:
 /// each message's start and end markers and role, each tool call's

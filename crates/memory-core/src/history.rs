@@ -3,7 +3,10 @@
 use std::borrow::Cow;
 
 use crate::covered::Covered;
-use crate::{MemoryError, Message, structure, summary};
+use crate::error::MemoryError;
+use crate::message::Message;
+use crate::structure;
+use crate::summary;
 
 /// Messages with their token counts and the indices that must never be shed
 /// (protected messages, summaries and the [task](crate::structure::task)),
@@ -328,7 +331,7 @@ impl<'a> History<'a> {
     /// assert!(h.fits(&Budget::tokens(7)));
     /// assert!(!h.fits(&Budget::both(7, 1)));
     /// ```
-    pub fn fits(&self, budget: &crate::Budget) -> bool {
+    pub fn fits(&self, budget: &crate::budget::Budget) -> bool {
         budget.admits_tokens(self.total) && budget.admits_rounds(self.messages)
     }
 

@@ -18,7 +18,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use crate::{ContentBlock, Message};
+use crate::message::{ContentBlock, Message};
 
 /// A multiplicative hash, eight bytes at a time: fast for short words
 /// (a term index's keys), the same in every run.
@@ -157,7 +157,7 @@ fn avalanche(mut k: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolCall;
+    use crate::message::ToolCall;
 
     #[test]
     fn every_field_tells_messages_apart() {

@@ -3,8 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use crate::message::Message;
 use crate::store::check_session;
-use crate::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
+use crate::store::{Snapshot, Store, StoreError, StoredMessage, Version};
 
 /// A session as the SQL stores keep it, so that each message is held once:
 /// the log of everything appended, and the views compactions committed;

@@ -57,22 +57,23 @@ mod budget;
 mod context;
 mod counter;
 pub mod covered;
+mod deprecated;
 pub mod diagnostics;
 mod embedder;
 mod error;
-pub mod floor_cut;
 mod framing;
+mod handle;
 mod history;
 pub mod identity;
 mod in_memory_store;
-pub mod left_out;
+pub mod index;
 mod memory;
 mod message;
-pub mod observation;
 mod pipeline;
 mod provider;
+mod reach;
 pub mod recall;
-pub mod stem;
+pub mod shrunk;
 pub mod store;
 mod strategy;
 pub mod structure;
@@ -85,6 +86,8 @@ mod validate;
 pub use budget::Budget;
 pub use context::Context;
 pub use counter::{CharTokenCounter, TokenCounter, count_messages};
+#[allow(deprecated)]
+pub use deprecated::{observation, stem};
 pub use diagnostics::Diagnostics;
 pub use embedder::{Embedder, check_embeddings, cosine};
 pub use error::MemoryError;
@@ -97,10 +100,9 @@ pub use pipeline::Pipeline;
 pub use provider::{
     ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
 };
+pub use shrunk::is_shrunk_from;
 pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 #[cfg(feature = "test-util")]
 pub use test_util::{FakeEmbedder, FakeProvider, FakeReply};
-pub use validate::{
-    MISSING_RESULT, RepairAction, Repaired, Violation, is_shrunk_from, repair, validate,
-};
+pub use validate::{MISSING_RESULT, RepairAction, Repaired, Violation, repair, validate};

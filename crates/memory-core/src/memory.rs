@@ -1,7 +1,11 @@
 //! [`Memory`]: what an agent loop records into and reads its context from.
 
+use crate::context::Context;
+use crate::counter::CharTokenCounter;
+use crate::error::MemoryError;
+use crate::message::Message;
 use crate::recall::{RecallRequest, Recalled};
-use crate::{CharTokenCounter, Context, MemoryError, Message, StoredMessage};
+use crate::store::StoredMessage;
 
 /// Records a conversation and hands back the context to send to the model.
 ///

@@ -2,7 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::{Budget, History, MemoryError, TokenCounter, TrimResult, TrimStrategy};
+use crate::budget::Budget;
+use crate::counter::TokenCounter;
+use crate::error::MemoryError;
+use crate::history::History;
+use crate::strategy::{TrimResult, TrimStrategy};
 
 /// Stages run in order; stage `b` sees stage `a`'s output. A pipeline is
 /// itself a [`TrimStrategy`].
@@ -152,7 +156,7 @@ fn absorb(
     stored: &mut Option<TrimResult>,
     run_open: &mut bool,
     output: &mut TrimResult,
-    input: &[crate::Message],
+    input: &[crate::message::Message],
 ) {
     if !*run_open {
         output.write_back = None;

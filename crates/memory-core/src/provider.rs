@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Message;
+use crate::message::Message;
 
 /// Options of one request: sampling, limits, headers, vendor extras.
 ///

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Message;
+use crate::message::Message;
 
 /// A recorded message with what the memory knows about it.
 ///

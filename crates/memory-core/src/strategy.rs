@@ -2,8 +2,13 @@
 
 use std::ops::Range;
 
+use crate::budget::Budget;
+use crate::counter::{TokenCounter, count_messages};
 use crate::covered::Covered;
-use crate::{Budget, Diagnostics, History, MemoryError, Message, TokenCounter, count_messages};
+use crate::diagnostics::Diagnostics;
+use crate::error::MemoryError;
+use crate::history::History;
+use crate::message::Message;
 
 /// Fits a history into a [`Budget`].
 ///

@@ -15,6 +15,9 @@
 //! - The **floor** is what a strategy may never shed: protected messages and
 //!   summaries (with their steps; the task among them), the current question
 //!   (the newest user message) and the newest step.
+//! - An **observation** is a text-only agent's tool output: the user message
+//!   after a step that wrote its command in its text
+//!   ([`is_observation`], [`issues_a_command`]).
 //!
 //! ```
 //! use memory_core::{structure, Message, ToolCall};
@@ -39,7 +42,12 @@
 
 use std::ops::Range;
 
-use crate::{History, Message};
+use crate::history::History;
+use crate::message::Message;
+
+mod observation;
+
+pub use observation::{is_observation, issues_a_command};
 
 /// Whether the tool result at `index` belongs to the step of an earlier
 /// assistant message (rather than standing alone as an orphan).
@@ -376,7 +384,8 @@ pub fn merge(mut ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ToolCall, summary};
+    use crate::message::ToolCall;
+    use crate::summary;
 
     fn user(text: &str) -> Message {
         Message::user(text)

@@ -22,8 +22,9 @@
 
 use std::ops::Range;
 
-use crate::recall::Handle;
-use crate::{History, Message};
+use crate::handle::Handle;
+use crate::history::History;
+use crate::message::Message;
 
 /// What every summary message starts with.
 pub const PREFIX: &str = "Summary of prior context:\n";

@@ -28,7 +28,8 @@
 //! );
 //! ```
 
-use crate::{ContentBlock, Message, summary};
+use crate::message::{ContentBlock, Message};
+use crate::summary;
 
 /// Renders `messages` as text, one entry per message, joined by newlines.
 pub fn to_text(messages: &[Message]) -> String {

@@ -15,7 +15,7 @@
 //! use std::sync::Arc;
 //! use memory_core::{Memory, Message, Store};
 //! use memory_postgres::PostgresStore;
-//! use memory_window::WindowMemory;
+//! use memory_session::WindowMemory;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let url = std::env::var("MEMORY_POSTGRES_URL")?;

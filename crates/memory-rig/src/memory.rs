@@ -1,13 +1,13 @@
 //! [`RigMemory`]: a Rig [`ConversationMemory`] over our stores and strategies.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use memory_core::{
     Budget, CharTokenCounter, Context, InMemoryStore, Memory, Message, Store, StoredMessage,
     TokenCounter, TrimStrategy,
 };
-use memory_window::{WindowDrop, WindowMemory};
+use memory_session::{SessionPool, WindowMemory};
+use memory_window::WindowDrop;
 use rig_core::completion::Message as RigMessage;
 use rig_core::id::ConversationId;
 use rig_core::memory::{ConversationMemory, MemoryError as RigError};
@@ -55,7 +55,7 @@ pub struct RigMemory {
     strategy: Arc<dyn TrimStrategy>,
     counter: Arc<dyn TokenCounter>,
     store: Arc<dyn Store>,
-    sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Session>>>>,
+    sessions: SessionPool<Session>,
 }
 
 impl std::fmt::Debug for RigMemory {
@@ -90,8 +90,22 @@ impl RigMemory {
             strategy: Arc::new(WindowDrop::new()),
             counter: Arc::new(CharTokenCounter),
             store: Arc::new(InMemoryStore::new()),
-            sessions: Mutex::new(HashMap::new()),
+            sessions: SessionPool::default(),
         }
+    }
+
+    /// Keeps at most `sessions` idle conversations open (default
+    /// [`DEFAULT_OPEN_SESSIONS`](memory_session::DEFAULT_OPEN_SESSIONS)),
+    /// least recently used closed first; a closed conversation is read
+    /// back from the store when it returns.
+    ///
+    /// ```
+    /// let memory = memory_rig::RigMemory::new(4_096).with_max_open_sessions(64);
+    /// # let _ = memory;
+    /// ```
+    pub fn with_max_open_sessions(mut self, sessions: usize) -> Self {
+        self.sessions = SessionPool::new(sessions);
+        self
     }
 
     /// Trims with `strategy` (a `Pipeline` too).
@@ -200,16 +214,10 @@ impl RigMemory {
     }
 
     fn session(&self, conversation: &str) -> Arc<tokio::sync::Mutex<Session>> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        sessions
-            .entry(conversation.to_owned())
-            .or_insert_with(|| {
-                Arc::new(tokio::sync::Mutex::new(Session {
-                    memory: self.window(conversation),
-                    recorded: None,
-                }))
-            })
-            .clone()
+        self.sessions.open(conversation, || Session {
+            memory: self.window(conversation),
+            recorded: None,
+        })
     }
 
     fn window(&self, conversation: &str) -> WindowMemory {

@@ -17,7 +17,7 @@ use memory_core::{MemoryError, Store, TokenCounter};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = std::sync::Arc::new(memory_core::InMemoryStore::new());
 /// let output = Message::tool_result("c1", "a long listing");
-/// let mut window = memory_window::WindowMemory::new(100).with_store(store.clone(), "ticket-42");
+/// let mut window = memory_session::WindowMemory::new(100).with_store(store.clone(), "ticket-42");
 /// window.record(output.clone()).await.unwrap();
 ///
 /// let tool = memory_rig::RigMemory::new(100).with_store(store).recall_tool("ticket-42");

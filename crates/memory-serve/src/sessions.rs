@@ -21,7 +21,7 @@ use memory_core::{
     Memory as _, Message, Store, StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy,
     Version,
 };
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::ledger::{Head, Ledger, RESERVED_PREFIX};

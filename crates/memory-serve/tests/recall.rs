@@ -36,7 +36,7 @@ fn session() -> Vec<Message> {
 
 #[tokio::test]
 async fn through_window_memory() {
-    let mut memory = memory_window::WindowMemory::new(300);
+    let mut memory = memory_session::WindowMemory::new(300);
     for m in session() {
         memory.record(m).await.unwrap();
     }
@@ -69,7 +69,7 @@ async fn through_window_memory_with_the_handle_found_in_the_context() {
     // The question names no handle: the model finds one where the memory
     // put it (the index of what the context leaves out) and recalls each
     // handle it sees until it has what it needs.
-    let mut memory = memory_window::WindowMemory::new(600);
+    let mut memory = memory_session::WindowMemory::new(600);
     let mut messages = session();
     messages.pop();
     for m in messages {

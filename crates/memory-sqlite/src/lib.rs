@@ -14,7 +14,7 @@
 //! use std::sync::Arc;
 //! use memory_core::{Memory, Message, Store};
 //! use memory_sqlite::SqliteStore;
-//! use memory_window::WindowMemory;
+//! use memory_session::WindowMemory;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let dir = tempfile::tempdir().unwrap();

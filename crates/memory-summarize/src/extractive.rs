@@ -292,10 +292,7 @@ fn score(line: &str) -> u32 {
     if line.chars().any(|c| c.is_ascii_digit()) {
         score += 2;
     }
-    let lower_words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let lower_words: Vec<&str> = memory_text::words(&lower).collect();
     if lower_words.iter().any(|w| DECISION_WORDS.contains(w)) {
         score += 3;
     }

@@ -16,7 +16,7 @@
 //! ```
 //! use memory_core::{summary, Memory, Message};
 //! use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-//! use memory_window::WindowMemory;
+//! use memory_session::WindowMemory;
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary_max_tokens(40).unwrap();

@@ -115,7 +115,7 @@ pub const DEFAULT_MAX_INPUT_TOKENS: usize = 100_000;
 /// use std::sync::Arc;
 /// use memory_core::{summary, FakeProvider, FakeReply, Memory, Message};
 /// use memory_summarize::SummarizeStrategy;
-/// use memory_window::WindowMemory;
+/// use memory_session::WindowMemory;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let model = Arc::new(FakeProvider::new([FakeReply::Text("Rounds 1-3: setup done.".into())]));

@@ -16,8 +16,8 @@ use memory_core::{
     ModelOptions, Provider, ProviderError, count_messages, summary, validate,
 };
 use memory_layer::BreakerPolicy;
+use memory_session::WindowMemory;
 use memory_summarize::SummarizeStrategy;
-use memory_window::WindowMemory;
 
 async fn record_round(memory: &mut WindowMemory, i: usize) {
     memory

@@ -15,8 +15,8 @@ use memory_core::{
     Message, ModelOptions, ProviderError, StopReason, ToolCall, TrimStrategy, Usage,
     count_messages, structure, summary, validate,
 };
+use memory_session::WindowMemory;
 use memory_summarize::{DEFAULT_SUMMARIZE_PROMPT, ExtractiveSummarizer, SummarizeStrategy};
-use memory_window::WindowMemory;
 
 async fn record_rounds(memory: &mut WindowMemory, from: usize, to: usize) {
     for i in from..=to {

@@ -3,4 +3,4 @@
 //! `memory_core::observation`'s, shared with the index of what a context
 //! leaves out).
 
-pub(crate) use memory_core::observation::{is_observation, issues_a_command};
+pub(crate) use memory_core::structure::{is_observation, issues_a_command};

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use memory_core::identity::WordHasher;
-use memory_core::stem::{MAX_STEM_CUT, stem_ascii};
+use memory_text::{MAX_STEM_CUT, stem_ascii};
 
 /// Calls `f` with each term of `text`, in order (repeats included).
 ///
@@ -143,7 +143,7 @@ fn as_str(word: &[u8]) -> &str {
 /// assert_eq!(stem("running"), "run");
 /// assert_eq!(stem("clusters"), stem("cluster"));
 /// ```
-pub use memory_core::stem::stem;
+pub use memory_text::stem;
 
 /// The baseline: the share of the question's distinct words (`[a-z][a-z0-9]{3,}`,
 /// lowercased, not stemmed) that `text` holds, every word weighing the same.

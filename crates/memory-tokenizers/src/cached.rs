@@ -25,7 +25,7 @@ use memory_core::{MemoryError, Message, TokenCounter};
 /// ```
 /// use memory_core::{Memory, Message};
 /// use memory_tokenizers::{CachedCounter, Cl100k};
-/// use memory_window::WindowMemory;
+/// use memory_session::WindowMemory;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let counter = std::sync::Arc::new(CachedCounter::with_capacity(Cl100k, 4_096));

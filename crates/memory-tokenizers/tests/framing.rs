@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use memory_core::test_util::DATA;
 use memory_core::{Memory, MemoryError, Message, TokenCounter};
 use memory_openai::wire;
+use memory_session::WindowMemory;
 use memory_tokenizers::{Cl100k, O200k};
-use memory_window::WindowMemory;
 use serde_json::Value;
 use tiktoken_rs::{ChatCompletionRequestMessage, FunctionCall, num_tokens_from_messages};
 

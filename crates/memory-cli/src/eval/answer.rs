@@ -62,9 +62,7 @@ pub fn is_stop_word(word: &str) -> bool {
 /// assert_eq!(all, ["tomas", "s", "bike", "7", "may", "2023"]);
 /// ```
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+    memory_text::lowercase_words(text, 1)
 }
 
 /// The distinct content words of `answer`, in order of first appearance:

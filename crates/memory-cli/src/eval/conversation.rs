@@ -16,7 +16,7 @@ use std::time::Instant;
 use memory_core::covered::Covered;
 use memory_core::{History, InMemoryStore, Memory, MemoryError, Message, Pipeline, Store, summary};
 use memory_layer::ProviderStats;
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 use crate::registry::StageConfig;
 

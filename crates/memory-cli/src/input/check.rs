@@ -131,15 +131,11 @@ pub fn check(trajectory: &mut Trajectory, repair_it: bool) -> Result<Verdict, Lo
         return Ok(Verdict::Valid);
     };
     if !repair_it {
-        let (position, problem) = match violation_index(first) {
-            Some(index) => {
-                let text = first.to_string();
-                let prefix = format!("message {index}: ");
-                let problem = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
-                (trajectory.position(index), problem)
-            }
-            None => (trajectory.name(), first.to_string()),
-        };
+        let index = first.index();
+        let text = first.to_string();
+        let prefix = format!("message {index}: ");
+        let problem = text.strip_prefix(&prefix).unwrap_or(&text).to_string();
+        let position = trajectory.position(index);
         let more = match violations.len() - 1 {
             0 => String::new(),
             1 => " (and 1 more problem)".to_string(),
@@ -179,18 +175,6 @@ fn pending_step(messages: &[Message]) -> Option<usize> {
     }
     let start = structure::step_start(messages, messages.len());
     (!messages[start].tool_calls().is_empty()).then_some(start)
-}
-
-fn violation_index(v: &Violation) -> Option<usize> {
-    match v {
-        Violation::OrphanResult { index, .. }
-        | Violation::UnansweredCall { index, .. }
-        | Violation::ResultBeforeCall { index, .. }
-        | Violation::DetachedResult { index, .. }
-        | Violation::DuplicateResult { index, .. }
-        | Violation::DuplicateCallId { index, .. } => Some(*index),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::Violation;
+use crate::validate::Violation;
 
 /// The rules an [`Audit`](crate::audit::Audit) checks, each part of one of
 /// the workspace's invariants.

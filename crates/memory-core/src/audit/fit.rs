@@ -1,8 +1,8 @@
 //! Invariant 3: the result fits whenever the floor fits, `fits` says so
 //! honestly, and the counts are the counter's.
 
-use crate::TrimResult;
 use crate::audit::{Breach, Given};
+use crate::strategy::TrimResult;
 
 /// What the fit rules look at.
 pub(crate) struct Fit {

@@ -3,8 +3,12 @@
 
 use crate::audit::Breach;
 use crate::audit::sources::Source;
+use crate::history::History;
+use crate::message::Message;
+use crate::shrunk::is_shrunk_from;
+use crate::strategy::TrimResult;
 use crate::structure::{self, Floor};
-use crate::{History, Message, TrimResult, is_shrunk_from, summary};
+use crate::summary;
 
 /// Each protected history message is in the result unchanged, or (for an
 /// earlier summary) merged into a summary the strategy made; the result

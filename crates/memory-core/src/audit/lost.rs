@@ -1,9 +1,9 @@
 //! Invariant 5 after a bad model reply: nothing written back, no summary
 //! made.
 
-use crate::TrimResult;
 use crate::audit::Breach;
 use crate::audit::sources::Source;
+use crate::strategy::TrimResult;
 
 /// After a failed, empty, truncated or refused reply: the result writes
 /// nothing back and holds no summary the history did not.

@@ -1,7 +1,10 @@
 //! Where each result message comes from in the history.
 
 use crate::audit::Breach;
-use crate::{Message, is_shrunk_from, left_out, summary};
+use crate::index;
+use crate::message::Message;
+use crate::shrunk::is_shrunk_from;
+use crate::summary;
 
 /// Where one result message comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,7 +15,7 @@ pub(crate) enum Source {
     /// A message the strategy made (or an earlier compaction's summary the
     /// history does not hold): a summary.
     Made,
-    /// An [index](crate::left_out) of what the result leaves out: made,
+    /// An [index](crate::index) of what the result leaves out: made,
     /// but neither a summary nor protected.
     Index,
     /// Neither: out of order or invented.
@@ -40,7 +43,7 @@ pub(crate) fn trace(input: &[Message], output: &[Message]) -> (Vec<Source>, Opti
                 next += offset + 1;
             }
             None if summary::is_summary(message) => sources.push(Source::Made),
-            None if left_out::is_index(message) => sources.push(Source::Index),
+            None if index::is_index(message) => sources.push(Source::Index),
             None => {
                 sources.push(Source::Stray);
                 let role = message.role();

@@ -3,7 +3,8 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use crate::{ChatRequest, ChatResponse, Message, Provider, ProviderError, StopReason, Usage};
+use crate::message::Message;
+use crate::provider::{ChatRequest, ChatResponse, Provider, ProviderError, StopReason, Usage};
 
 /// One scripted reply.
 ///

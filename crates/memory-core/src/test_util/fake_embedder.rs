@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::{Embedder, ProviderError};
+use crate::embedder::Embedder;
+use crate::provider::ProviderError;
 
 /// Embeds each text as its words counted into `dimensions` buckets (a
 /// word's bucket is a hash of it, lowercased), so that texts sharing words
@@ -51,10 +52,7 @@ impl FakeEmbedder {
     /// ```
     pub fn vector(&self, text: &str) -> Vec<f32> {
         let mut vector = vec![0.0; self.dimensions];
-        for word in text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-        {
+        for word in memory_text::words(text) {
             // FNV-1a: stable across runs and platforms.
             let hash = word
                 .to_lowercase()

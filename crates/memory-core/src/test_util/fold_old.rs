@@ -4,10 +4,13 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::{
-    Budget, History, MemoryError, Selection, TokenCounter, TrimResult, TrimStrategy, structure,
-    summary,
-};
+use crate::budget::Budget;
+use crate::counter::TokenCounter;
+use crate::error::MemoryError;
+use crate::history::History;
+use crate::strategy::{Selection, TrimResult, TrimStrategy};
+use crate::structure;
+use crate::summary;
 
 /// When the history is over budget, replaces everything between the
 /// leading protected message and the two newest steps by one summary

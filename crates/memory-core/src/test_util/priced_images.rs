@@ -3,7 +3,9 @@
 
 use async_trait::async_trait;
 
-use crate::{CharTokenCounter, ContentBlock, MemoryError, Message, TokenCounter};
+use crate::counter::{CharTokenCounter, TokenCounter};
+use crate::error::MemoryError;
+use crate::message::{ContentBlock, Message};
 
 /// Counts text as [`CharTokenCounter`] does, and each image or
 /// pass-through block of a user message at the number of tokens it holds

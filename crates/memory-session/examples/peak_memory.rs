@@ -5,7 +5,7 @@
 //! `cargo run --release -p memory-window --example peak_memory -- 1000000`
 
 use memory_core::{Memory, Message};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 
 fn text(i: usize) -> String {
     format!("message {i:>7}: the quick brown fox jumps over the lazy dog")

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_main};
 use memory_core::{Memory, Message};
-use memory_window::WindowMemory;
+use memory_session::WindowMemory;
 use molo_agent::memory::Memory as _;
 
 const BUDGET: usize = 8_000;

@@ -7,7 +7,8 @@ use memory_core::{
     Budget, History, InMemoryStore, Memory, MemoryError, Message, Pipeline, Selection, Store,
     TokenCounter, ToolCall, TrimResult, TrimStrategy, summary,
 };
-use memory_window::{WindowDrop, WindowMemory};
+use memory_session::WindowMemory;
+use memory_window::WindowDrop;
 
 async fn rounds(memory: &mut WindowMemory, range: std::ops::RangeInclusive<usize>) {
     for i in range {
@@ -645,8 +646,8 @@ async fn a_summary_s_covered_turns_stand_before_the_oldest_turn_kept() {
 
 #[tokio::test]
 async fn the_index_lists_what_is_left_out_and_each_line_recalls_it_whole() {
-    use memory_core::left_out;
     use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
+    use memory_session::left_out;
     let budget = 600;
     let mut memory = WindowMemory::new(budget);
     memory
@@ -710,7 +711,7 @@ async fn trimmed_with_index(memory: &mut WindowMemory, budget: usize) -> (TrimRe
     let at = result
         .messages
         .iter()
-        .position(memory_core::left_out::is_index);
+        .position(memory_session::left_out::is_index);
     (result, at.expect("an index in the room kept for it"))
 }
 
@@ -916,8 +917,8 @@ async fn folded_turns_are_indexed(
     said: &[Message],
     budget: usize,
 ) -> Vec<Message> {
-    use memory_core::left_out;
     use memory_core::recall::{Handle, RecallRequest, max_reachable_tokens};
+    use memory_session::left_out;
     let result = memory.trimmed().await.unwrap();
     let at = result
         .messages

@@ -8,7 +8,7 @@
 //! linguistically exact, and only ASCII suffixes are touched.
 //!
 //! ```
-//! use memory_core::stem::stem;
+//! use memory_text::stem;
 //! assert_eq!(stem("painting"), stem("painted"));
 //! assert_eq!(stem("activities"), "activity");
 //! ```
@@ -21,7 +21,7 @@ pub const MAX_STEM_CUT: usize = 8;
 /// Reduces a word to its stem (lowercased first).
 ///
 /// ```
-/// use memory_core::stem::stem;
+/// use memory_text::stem;
 /// assert_eq!(stem("running"), "run");
 /// assert_eq!(stem("runs"), "run");
 /// assert_eq!(stem("clusters"), stem("cluster"));
@@ -49,7 +49,7 @@ pub fn stem(word: &str) -> String {
 ///
 /// ```
 /// let mut w = b"flies".to_vec();
-/// memory_core::stem::stem_ascii(&mut w);
+/// memory_text::stem_ascii(&mut w);
 /// assert_eq!(w, b"fly");
 /// ```
 pub fn stem_ascii(w: &mut Vec<u8>) {

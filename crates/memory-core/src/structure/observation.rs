@@ -1,7 +1,7 @@
 //! A text-only agent's observations: the user message after a step that
 //! wrote its command in its text is that command's output.
 
-use crate::Message;
+use crate::message::Message;
 
 /// Whether assistant message `step` writes a command in its text for the
 /// agent's harness to run, as text-only agents do: a function tag, or a
@@ -11,7 +11,7 @@ use crate::Message;
 /// an answer, not a command.)
 ///
 /// ```
-/// use memory_core::{observation::issues_a_command, Message};
+/// use memory_core::{structure::issues_a_command, Message};
 /// assert!(issues_a_command(&Message::assistant("Listing.\n```bash\nls\n```")));
 /// assert!(!issues_a_command(&Message::assistant("Here:\n```python\nprint(1)\n```")));
 /// ```
@@ -38,7 +38,7 @@ pub fn issues_a_command(step: &Message) -> bool {
 /// result's, and it is not a question however it ends.
 ///
 /// ```
-/// use memory_core::{observation::is_observation, Message};
+/// use memory_core::{structure::is_observation, Message};
 /// let m = [Message::assistant("<function=bash>ls</function>"), Message::user("a.txt b.txt")];
 /// assert!(is_observation(&m, 1));
 /// assert!(!is_observation(&m, 0));

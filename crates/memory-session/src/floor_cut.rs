@@ -9,7 +9,7 @@
 //! its largest messages that are not protected (never a protected message,
 //! a summary or the task), head and tail kept, the middle replaced by a
 //! marker line that carries the message's
-//! [recall handle](crate::recall::Handle), until the context fits: user
+//! [recall handle](memory_core::recall::Handle), until the context fits: user
 //! messages and tool results first, then, only if they were not enough, the
 //! assistant's that show no reasoning (its reply, or a call's arguments,
 //! cut from inside one string value to inside the same or a later one, so
@@ -21,7 +21,8 @@
 //! handle brings the original back in one recall.
 //!
 //! ```
-//! use memory_core::{floor_cut::cut_to_fit, Budget, CharTokenCounter, History, Message, TrimResult};
+//! use memory_session::floor_cut::cut_to_fit;
+//! use memory_core::{Budget, CharTokenCounter, History, Message, TrimResult};
 //! use memory_core::recall::Handle;
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -47,20 +48,21 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::recall::{Handle, part_text};
-use crate::{
+use memory_core::recall::{Handle, part_text};
+use memory_core::{
     Budget, ContentBlock, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy,
     summary,
 };
 
 pub(crate) mod arguments;
 
-/// [`cut_to_fit`] as a stage: put last in a [`Pipeline`](crate::Pipeline),
+/// [`cut_to_fit`] as a stage: put last in a [`Pipeline`](memory_core::Pipeline),
 /// it cuts what the stages before it could not fit. A projection: it never
 /// changes what is stored.
 ///
 /// ```
-/// use memory_core::{floor_cut::FloorCut, Budget, CharTokenCounter, Message, TrimStrategy};
+/// use memory_session::floor_cut::FloorCut;
+/// use memory_core::{Budget, CharTokenCounter, Message, TrimStrategy};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let m = [Message::user("task"), Message::user("y".repeat(4_000))];
 /// let r = FloorCut.trim(&m, &Budget::tokens(100), &CharTokenCounter).await.unwrap();
@@ -282,7 +284,7 @@ fn cut_at(
             (new_text.len() < text.len()).then(|| with_text(message, text, &new_text))
         }
         Site::Argument { call, raw } => {
-            let offset = crate::recall::arguments_start(message, *call, total);
+            let offset = memory_core::recall::arguments_start(message, *call, total);
             let named = |span: Range<usize>| {
                 let handle = handle.covering(span.start + offset..span.end + offset, total);
                 marker(span.len(), handle)
@@ -312,7 +314,8 @@ fn marker(removed: usize, handle: Handle) -> String {
 /// ended at its end; the head is usually the longer story).
 ///
 /// ```
-/// # use memory_core::{floor_cut::cut_text, recall::Handle, Message};
+/// # use memory_session::floor_cut::cut_text;
+/// # use memory_core::{recall::Handle, Message};
 /// let text = "a\n".repeat(100);
 /// let h = Handle::of(&[Message::user(text.clone())]);
 /// let cut = cut_text(&text, 20, h);
@@ -399,9 +402,9 @@ fn with_text(message: &Message, old: &str, new: &str) -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{Audit, Given};
-    use crate::recall::{RecallRequest, resolve};
-    use crate::{CharTokenCounter, Selection, ToolCall};
+    use memory_core::audit::{Audit, Given};
+    use memory_core::recall::{RecallRequest, resolve};
+    use memory_core::{CharTokenCounter, Selection, ToolCall};
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
@@ -411,7 +414,7 @@ mod tests {
     }
 
     fn counts(m: &[Message]) -> Vec<usize> {
-        block_on(crate::count_messages(&CharTokenCounter, m)).unwrap()
+        block_on(memory_core::count_messages(&CharTokenCounter, m)).unwrap()
     }
 
     fn cut(history: &History<'_>, budget: usize) -> TrimResult {
@@ -494,7 +497,7 @@ mod tests {
             for part in handle.each_part() {
                 let back = recall(part);
                 let chars = part.chars(original.len()).unwrap();
-                assert!(back.whole && chars.len() <= crate::recall::PART_CHARS);
+                assert!(back.whole && chars.len() <= memory_core::recall::PART_CHARS);
                 assert_eq!(back.text, original[chars].iter().collect::<String>());
                 assert_eq!(back.messages, m[i..=i]);
             }
@@ -555,7 +558,7 @@ mod tests {
             panic!("one handle in {text}");
         };
         assert_eq!(handle.whole(), Handle::of(&m[2..3]));
-        assert!(crate::recall::handles_in(&result.messages).contains(&handle));
+        assert!(memory_core::recall::handles_in(&result.messages).contains(&handle));
         let mut back = String::new();
         for part in handle.each_part() {
             let got = block_on(resolve(

@@ -1,12 +1,12 @@
 //! Recovers a view's covered set (see [`memory_core::covered`]) and the
-//! turns folded away beyond it (see [`memory_core::left_out::Folded`])
+//! turns folded away beyond it (see [`crate::left_out::Folded`])
 //! from the store's history, for a session loaded afresh.
 
 use std::collections::HashMap;
 
+use crate::left_out::Folded;
 use memory_core::covered::Covered;
 use memory_core::identity::message_key;
-use memory_core::left_out::Folded;
 use memory_core::{Budget, History, MemoryError, Message, StoredMessage, TokenCounter, summary};
 
 /// What a view's summary stands for, recovered.

@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
+use crate::left_out::{self, Folded, IndexSettings};
 use memory_core::covered::{self, Covered};
-use memory_core::left_out::{self, Folded, IndexSettings};
 use memory_core::recall::{RecallRequest, Recalled};
 use memory_core::{
     Budget, CharTokenCounter, Context, History, Memory, MemoryError, Message, Store, StoreError,
     StoredMessage, TokenCounter, TrimResult, TrimStrategy, Version, summary,
 };
 
-use crate::WindowDrop;
 use crate::own::OwnHistory;
+use memory_window::WindowDrop;
 
 /// Where the session is kept.
 enum Keeping {
@@ -135,7 +135,7 @@ fn stored(messages: &[Message], counts: &[usize], protected: &[usize]) -> Vec<St
 /// ```
 /// use std::sync::Arc;
 /// use memory_core::{InMemoryStore, Memory, Message};
-/// use memory_window::WindowMemory;
+/// use memory_session::WindowMemory;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let store = Arc::new(InMemoryStore::new());
@@ -188,7 +188,7 @@ impl WindowMemory {
     /// keeping its session in itself.
     ///
     /// ```
-    /// let memory = memory_window::WindowMemory::new(4096);
+    /// let memory = memory_session::WindowMemory::new(4096);
     /// assert_eq!(memory.budget().max_tokens, Some(4096));
     /// ```
     pub fn new(max_tokens: usize) -> Self {
@@ -199,7 +199,7 @@ impl WindowMemory {
     ///
     /// ```
     /// use memory_core::Budget;
-    /// let memory = memory_window::WindowMemory::with_budget(Budget::rounds(5));
+    /// let memory = memory_session::WindowMemory::with_budget(Budget::rounds(5));
     /// assert_eq!(memory.budget().max_rounds, Some(5));
     /// ```
     pub fn with_budget(budget: Budget) -> Self {
@@ -221,7 +221,7 @@ impl WindowMemory {
     /// Also limits the number of rounds kept.
     ///
     /// ```
-    /// let memory = memory_window::WindowMemory::new(100).with_max_rounds(2);
+    /// let memory = memory_session::WindowMemory::new(100).with_max_rounds(2);
     /// assert_eq!(memory.budget().max_rounds, Some(2));
     /// ```
     pub fn with_max_rounds(mut self, max_rounds: usize) -> Self {
@@ -237,7 +237,7 @@ impl WindowMemory {
     /// use memory_core::{Memory, Message};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// // "the first request" is 5 tokens, "now" 1: over a budget of 3.
-    /// let mut memory = memory_window::WindowMemory::new(3);
+    /// let mut memory = memory_session::WindowMemory::new(3);
     /// memory.record(Message::user("the first request")).await.unwrap();
     /// memory.record(Message::user("now")).await.unwrap();
     /// let kept = memory.fitted().await.unwrap();
@@ -256,14 +256,14 @@ impl WindowMemory {
     /// of a context the strategy could not fit (a text-only agent's long
     /// observation, the newest tool output), head and tail kept around a
     /// marker with the message's recall handle
-    /// ([`floor_cut`](memory_core::floor_cut)); on by default. Off, such a
+    /// ([`floor_cut`](crate::floor_cut)); on by default. Off, such a
     /// context goes out over the budget.
     ///
     /// ```
     /// use memory_core::{Memory, Message};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// for (on, fits) in [(true, true), (false, false)] {
-    ///     let mut memory = memory_window::WindowMemory::new(100).with_floor_cut(on);
+    ///     let mut memory = memory_session::WindowMemory::new(100).with_floor_cut(on);
     ///     memory.record(Message::user("fix the build")).await.unwrap();
     ///     memory.record(Message::user("x".repeat(2_000))).await.unwrap();
     ///     assert_eq!(memory.trimmed().await.unwrap().fits, fits);
@@ -275,17 +275,18 @@ impl WindowMemory {
         self
     }
 
-    /// How to index what a context leaves out ([`left_out`](memory_core::left_out)):
+    /// How to index what a context leaves out ([`left_out`](crate::left_out)):
     /// one line per left-out piece, with its recall handle, in the room
     /// the strategy left, half of it kept (a tenth of the budget at most by
     /// default); `None`
     /// turns the index off.
     ///
     /// ```
-    /// use memory_core::{left_out, Memory, Message};
+    /// use memory_core::{Memory, Message};
+    /// use memory_session::left_out;
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// for (settings, indexed) in [(Some(left_out::IndexSettings::default()), true), (None, false)] {
-    ///     let mut memory = memory_window::WindowMemory::new(400).with_index(settings);
+    ///     let mut memory = memory_session::WindowMemory::new(400).with_index(settings);
     ///     memory.record(Message::user("Plan the garden.")).await.unwrap();
     ///     memory.record(Message::assistant("tomatoes and basil, ".repeat(100))).await.unwrap();
     ///     for turn in 0..3 {
@@ -306,7 +307,8 @@ impl WindowMemory {
     ///
     /// ```
     /// use memory_core::Pipeline;
-    /// use memory_window::{WindowDrop, WindowMemory};
+    /// use memory_session::WindowMemory;
+    /// use memory_window::WindowDrop;
     /// let memory = WindowMemory::new(100).with_strategy(Pipeline::new().then(WindowDrop::new()));
     /// # let _ = memory;
     /// ```
@@ -319,7 +321,7 @@ impl WindowMemory {
     /// kept as they are.
     ///
     /// ```
-    /// let memory = memory_window::WindowMemory::new(100)
+    /// let memory = memory_session::WindowMemory::new(100)
     ///     .with_token_counter(memory_core::CharTokenCounter);
     /// # let _ = memory;
     /// ```
@@ -333,7 +335,7 @@ impl WindowMemory {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// let memory = memory_window::WindowMemory::new(100)
+    /// let memory = memory_session::WindowMemory::new(100)
     ///     .with_store(Arc::new(memory_core::InMemoryStore::new()), "user-42");
     /// assert_eq!(memory.session(), "user-42");
     /// ```
@@ -348,7 +350,7 @@ impl WindowMemory {
     /// The budget.
     ///
     /// ```
-    /// assert_eq!(memory_window::WindowMemory::new(7).budget().max_tokens, Some(7));
+    /// assert_eq!(memory_session::WindowMemory::new(7).budget().max_tokens, Some(7));
     /// ```
     pub fn budget(&self) -> Budget {
         self.budget
@@ -357,7 +359,7 @@ impl WindowMemory {
     /// Changes the budget; a larger one brings projected history back.
     ///
     /// ```
-    /// let mut memory = memory_window::WindowMemory::new(7);
+    /// let mut memory = memory_session::WindowMemory::new(7);
     /// memory.set_budget(memory_core::Budget::both(10, 2));
     /// assert_eq!(memory.budget().max_rounds, Some(2));
     /// ```
@@ -368,7 +370,7 @@ impl WindowMemory {
     /// Changes the token limit.
     ///
     /// ```
-    /// let mut memory = memory_window::WindowMemory::new(7);
+    /// let mut memory = memory_session::WindowMemory::new(7);
     /// memory.set_max_tokens(1000);
     /// assert_eq!(memory.budget().max_tokens, Some(1000));
     /// ```
@@ -379,7 +381,7 @@ impl WindowMemory {
     /// The session id.
     ///
     /// ```
-    /// assert_eq!(memory_window::WindowMemory::new(1).session(), "default");
+    /// assert_eq!(memory_session::WindowMemory::new(1).session(), "default");
     /// ```
     pub fn session(&self) -> &str {
         &self.session
@@ -388,7 +390,7 @@ impl WindowMemory {
     /// Tokens of the stored view (everything the strategy starts from).
     ///
     /// ```
-    /// assert_eq!(memory_window::WindowMemory::new(1).total_tokens(), 0);
+    /// assert_eq!(memory_session::WindowMemory::new(1).total_tokens(), 0);
     /// ```
     pub fn total_tokens(&self) -> usize {
         self.state.as_ref().map_or(0, |s| s.total)
@@ -397,7 +399,7 @@ impl WindowMemory {
     /// Number of messages in the stored view.
     ///
     /// ```
-    /// assert_eq!(memory_window::WindowMemory::new(1).len(), 0);
+    /// assert_eq!(memory_session::WindowMemory::new(1).len(), 0);
     /// ```
     pub fn len(&self) -> usize {
         self.state.as_ref().map_or(0, |s| s.messages.len())
@@ -406,7 +408,7 @@ impl WindowMemory {
     /// Whether nothing is recorded (or the session is not loaded yet).
     ///
     /// ```
-    /// assert!(memory_window::WindowMemory::new(1).is_empty());
+    /// assert!(memory_session::WindowMemory::new(1).is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -418,7 +420,7 @@ impl WindowMemory {
     /// loaded. Empty before the session is loaded or compacted.
     ///
     /// ```
-    /// assert!(memory_window::WindowMemory::new(1).covered().is_empty());
+    /// assert!(memory_session::WindowMemory::new(1).covered().is_empty());
     /// ```
     pub fn covered(&self) -> Covered {
         self.state
@@ -442,7 +444,7 @@ impl WindowMemory {
     /// ```
     /// use memory_core::{Memory, Message};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let mut memory = memory_window::WindowMemory::new(1);
+    /// let mut memory = memory_session::WindowMemory::new(1);
     /// memory.record(Message::user("a long question")).await.unwrap();
     /// let result = memory.trimmed().await.unwrap();
     /// assert!(!result.fits);
@@ -545,7 +547,7 @@ impl WindowMemory {
         let result = if self.floor_cut && !room.admits_tokens(result.tokens()) {
             // Cut to that room, so that the index keeps the room kept for
             // it.
-            let mut cut = memory_core::floor_cut::cut_to_fit(result, &room, counter).await?;
+            let mut cut = crate::floor_cut::cut_to_fit(result, &room, counter).await?;
             cut.fits = budget.admits_tokens(cut.tokens());
             cut
         } else {
@@ -620,7 +622,7 @@ impl WindowMemory {
     /// ```
     /// use memory_core::{Memory, Message, TokenCounter};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// let mut memory = memory_window::WindowMemory::new(100);
+    /// let mut memory = memory_session::WindowMemory::new(100);
     /// let message = Message::user("hello there");
     /// let tokens = memory_core::CharTokenCounter.count_message(&message).await.unwrap();
     /// memory.record_counted(message, tokens, false).await.unwrap();
@@ -649,7 +651,7 @@ impl WindowMemory {
     /// use memory_core::{Memory, Message, StoredMessage};
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
     /// let store = std::sync::Arc::new(memory_core::InMemoryStore::new());
-    /// let mut memory = memory_window::WindowMemory::new(100).with_store(store, "s1");
+    /// let mut memory = memory_session::WindowMemory::new(100).with_store(store, "s1");
     /// memory.record_all_counted(vec![
     ///     StoredMessage::new(Message::system("rules"), 2, true),
     ///     StoredMessage::new(Message::user("hi"), 1, false),

@@ -7,7 +7,7 @@
 //! the span from the first left-out message to the last into pieces that
 //! one recall brings back whole (at most [`max_reachable_tokens`] each,
 //! along step boundaries), keeps those that hold a left-out message, and
-//! names each piece by its [handle](crate::recall::Handle) (those listed
+//! names each piece by its [handle](memory_core::recall::Handle) (those listed
 //! first on a line of their own with who spoke, how many messages and
 //! tokens, a few of their words; the rest together on one last line) in
 //! one system message where the first left-out stretch stood. The message is a
@@ -45,7 +45,7 @@
 //! stands where the shedding already broke the cached prefix.
 //!
 //! ```
-//! use memory_core::left_out::{add_index, is_index, IndexSettings};
+//! use memory_session::left_out::{add_index, is_index, IndexSettings};
 //! use memory_core::{Budget, CharTokenCounter, History, Message, TrimResult, Selection};
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -73,15 +73,14 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 
-use crate::recall::{Handle, max_reachable_tokens};
-use crate::stem::stem;
-use crate::{
+use memory_core::recall::{Handle, max_reachable_tokens};
+use memory_core::{
     Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, is_shrunk_from,
     structure,
 };
+use memory_text::{lowercase_words, stem};
 
-/// What every index message starts with.
-pub const PREFIX: &str = "Left out (recall a handle to see it):\n";
+pub use memory_core::index::{PREFIX, is_index};
 
 /// The index's default share of the budget at most: a tenth, so that what
 /// is listed never crowds out what is shown.
@@ -125,7 +124,7 @@ const MAX_QUESTION_TOKENS: usize = 128;
 /// How the index is made.
 ///
 /// ```
-/// let s = memory_core::left_out::IndexSettings::default();
+/// let s = memory_session::left_out::IndexSettings::default();
 /// assert_eq!(s.max_share, 0.1);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,7 +147,7 @@ impl Default for IndexSettings {
 /// the strategy (a pipeline too) rather than follow it as a stage.
 ///
 /// ```
-/// use memory_core::left_out::{is_index, IndexSettings, Indexed};
+/// use memory_session::left_out::{is_index, IndexSettings, Indexed};
 /// use memory_core::{Budget, CharTokenCounter, Message, Pipeline, TrimStrategy};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// // A strategy that keeps the newest message only.
@@ -188,7 +187,7 @@ impl<S> Indexed<S> {
     /// `strategy`, indexed as `settings` say.
     ///
     /// ```
-    /// use memory_core::left_out::{IndexSettings, Indexed};
+    /// use memory_session::left_out::{IndexSettings, Indexed};
     /// let _ = Indexed::new(memory_core::Pipeline::new(), IndexSettings::default());
     /// ```
     pub fn new(strategy: S, settings: IndexSettings) -> Self {
@@ -220,7 +219,7 @@ impl<S: TrimStrategy> TrimStrategy for Indexed<S> {
 /// The strategy's; counting errors.
 ///
 /// ```
-/// use memory_core::left_out::{is_index, trim_indexed, IndexSettings};
+/// use memory_session::left_out::{is_index, trim_indexed, IndexSettings};
 /// use memory_core::{Budget, CharTokenCounter, History, Message, Pipeline};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let m = [Message::user("fix it")];
@@ -249,7 +248,7 @@ pub async fn trim_indexed(
 /// is not a short user question; `budget` as it is otherwise.
 ///
 /// ```
-/// use memory_core::left_out::{reserve, IndexSettings};
+/// use memory_session::left_out::{reserve, IndexSettings};
 /// use memory_core::{Budget, History, Message};
 /// let m = [Message::user("fix it"), Message::tool_result("c", "x".repeat(4_000))];
 /// let long = History::new(&m, &[2, 1_000]).unwrap();
@@ -279,7 +278,7 @@ pub fn reserve(history: &History<'_>, budget: &Budget, settings: &IndexSettings)
 /// The strategy's.
 ///
 /// ```
-/// use memory_core::left_out::{trim_reserving, IndexSettings};
+/// use memory_session::left_out::{trim_reserving, IndexSettings};
 /// use memory_core::{Budget, CharTokenCounter, History, Message, Pipeline};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let m = [Message::user("fix it"), Message::tool_result("c", "x".repeat(1_960))];
@@ -318,17 +317,6 @@ pub async fn trim_reserving(
     Ok(result)
 }
 
-/// Whether `message` is an index of what a context leaves out.
-///
-/// ```
-/// use memory_core::{left_out, Message};
-/// assert!(left_out::is_index(&Message::system(format!("{}- r:000000002a", left_out::PREFIX))));
-/// assert!(!left_out::is_index(&Message::system("You are terse.")));
-/// ```
-pub fn is_index(message: &Message) -> bool {
-    matches!(message, Message::System(text) if text.starts_with(PREFIX))
-}
-
 /// `result` with an index of what it leaves out of `history` (see the
 /// [module docs](self)); as it is when nothing is left out, when there is
 /// no room, or when it already holds an index.
@@ -359,7 +347,7 @@ pub async fn add_index(
 /// holds, older than all of it.
 ///
 /// ```
-/// use memory_core::left_out::{add_index_folded, Folded, IndexSettings};
+/// use memory_session::left_out::{add_index_folded, Folded, IndexSettings};
 /// use memory_core::{Budget, CharTokenCounter, History, Message, TrimResult};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -391,10 +379,10 @@ pub async fn add_index_folded(
     }
     // The messages a summary stands for are left out too: with the
     // covered set in place, they are listed like any other.
-    let expanded = crate::covered::Expanded::of(history);
+    let expanded = memory_core::covered::Expanded::of(history);
     let history = &expanded
         .as_ref()
-        .map_or_else(|| history.clone(), crate::covered::Expanded::history);
+        .map_or_else(|| history.clone(), memory_core::covered::Expanded::history);
     let asked = question_words(history);
     let room = room(limit, &result, settings, !asked.is_empty());
     if let Some(old) = history.messages().iter().position(is_index) {
@@ -408,7 +396,7 @@ pub async fn add_index_folded(
         None if !folded.is_empty() => result
             .messages
             .iter()
-            .position(crate::summary::is_summary)
+            .position(memory_core::summary::is_summary)
             .map_or(0, |i| i + 1),
         None => return Ok(result),
     };
@@ -436,7 +424,8 @@ pub async fn add_index_folded(
 /// them ([`add_index_folded`]). `WindowMemory` keeps one per session.
 ///
 /// ```
-/// use memory_core::{left_out::Folded, Budget, History, Message};
+/// use memory_core::{Budget, History, Message};
+/// use memory_session::left_out::Folded;
 /// let m = [Message::user("a"), Message::assistant("b")];
 /// let mut folded = Folded::default();
 /// folded.fold(&History::new(&m, &[1, 1]).unwrap(), &[0..2], &Budget::tokens(100));
@@ -478,7 +467,7 @@ impl Folded {
     /// away. Summaries, protected messages and indexes are not turns.
     ///
     /// ```
-    /// use memory_core::left_out::Folded;
+    /// use memory_session::left_out::Folded;
     /// use memory_core::{summary, Budget, History, Message, Selection};
     /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
     /// let before = History::new(&m, &[1, 1, 1]).unwrap();
@@ -489,22 +478,22 @@ impl Folded {
     /// assert_eq!(Folded::away(&before, &after, &Budget::tokens(100)).len(), 1);
     /// ```
     pub fn away(before: &History<'_>, after: &TrimResult, budget: &Budget) -> Folded {
-        let expanded = crate::covered::Expanded::of(before);
+        let expanded = memory_core::covered::Expanded::of(before);
         let all = expanded
             .as_ref()
-            .map_or_else(|| before.clone(), crate::covered::Expanded::history);
+            .map_or_else(|| before.clone(), memory_core::covered::Expanded::history);
         let kept: std::collections::HashSet<u64> = after
             .messages
             .iter()
             .chain(after.covered.messages())
-            .map(crate::identity::message_key)
+            .map(memory_core::identity::message_key)
             .collect();
         let messages = all.messages();
         let stretches = runs(messages.len(), |i| {
             !(all.is_protected(i)
-                || crate::summary::is_summary(&messages[i])
+                || memory_core::summary::is_summary(&messages[i])
                 || is_index(&messages[i])
-                || kept.contains(&crate::identity::message_key(&messages[i])))
+                || kept.contains(&memory_core::identity::message_key(&messages[i])))
         });
         let mut folded = Folded::default();
         folded.fold(&all, &stretches, budget);
@@ -514,7 +503,8 @@ impl Folded {
     /// Adds the pieces of `later`, folded after these.
     ///
     /// ```
-    /// use memory_core::{left_out::Folded, Budget, History, Message};
+    /// use memory_core::{Budget, History, Message};
+    /// use memory_session::left_out::Folded;
     /// let m = [Message::user("a"), Message::assistant("b")];
     /// let mut later = Folded::default();
     /// later.fold(&History::new(&m, &[1, 1]).unwrap(), &[0..2], &Budget::tokens(100));
@@ -529,7 +519,7 @@ impl Folded {
     /// How many pieces it holds.
     ///
     /// ```
-    /// assert_eq!(memory_core::left_out::Folded::default().len(), 0);
+    /// assert_eq!(memory_session::left_out::Folded::default().len(), 0);
     /// ```
     pub fn len(&self) -> usize {
         self.pieces.len()
@@ -538,7 +528,7 @@ impl Folded {
     /// Whether it holds none.
     ///
     /// ```
-    /// assert!(memory_core::left_out::Folded::default().is_empty());
+    /// assert!(memory_session::left_out::Folded::default().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.pieces.is_empty()
@@ -837,24 +827,17 @@ fn question_words(history: &History<'_>) -> Vec<String> {
     if !messages[last].is_user()
         || !text.contains('?')
         || history.tokens(last..last + 1) > MAX_QUESTION_TOKENS
-        || crate::observation::is_observation(messages, last)
+        || memory_core::structure::is_observation(messages, last)
     {
         return Vec::new();
     }
     let mut out: Vec<String> = Vec::new();
-    for word in words(&text, MIN_QUESTION_WORD_CHARS).map(|w| stem(&w)) {
+    for word in lowercase_words(&text, MIN_QUESTION_WORD_CHARS).map(|w| stem(&w)) {
         if !out.contains(&word) {
             out.push(word);
         }
     }
     out
-}
-
-/// The lowercased words of `text` of at least `min` characters.
-fn words(text: &str, min: usize) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(move |w| w.chars().count() >= min)
-        .map(str::to_lowercase)
 }
 
 /// The index message listing the `pieces` that fit in `room` tokens, taken
@@ -1011,7 +994,7 @@ fn piece_words(piece: &[Message]) -> Vec<String> {
     let mut out: Vec<String> = piece
         .iter()
         .flat_map(|m| {
-            words(&m.text(), MIN_QUESTION_WORD_CHARS)
+            lowercase_words(&m.text(), MIN_QUESTION_WORD_CHARS)
                 .map(|w| stem(&w))
                 .collect::<Vec<_>>()
         })
@@ -1049,7 +1032,7 @@ fn line(piece: &[Message], tokens: usize, max_tokens: usize) -> String {
 fn handle(piece: &[Message], tokens: usize, max_tokens: usize) -> Handle {
     match piece {
         [message] if tokens > max_tokens => {
-            let chars = crate::recall::part_text(message).chars().count();
+            let chars = memory_core::recall::part_text(message).chars().count();
             Handle::for_span(message, 0..chars, chars)
         }
         _ => Handle::of(piece),
@@ -1062,7 +1045,7 @@ fn salient_words(piece: &[Message]) -> Vec<String> {
     let mut counts: HashMap<String, (usize, usize)> = HashMap::new();
     let mut order = 0;
     for m in piece {
-        for word in words(&m.text(), MIN_WORD_CHARS) {
+        for word in lowercase_words(&m.text(), MIN_WORD_CHARS) {
             let entry = counts.entry(word).or_insert((0, order));
             entry.0 += 1;
             order += 1;
@@ -1094,7 +1077,7 @@ fn insertion_point(shown: &[Message], sources: &[Option<usize>], first_left_out:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CharTokenCounter, Selection};
+    use memory_core::{CharTokenCounter, Selection};
 
     #[test]
     fn both_ends_alternate_newest_and_oldest() {
@@ -1115,7 +1098,9 @@ mod tests {
             m.push(Message::assistant(format!("{topic} notes. ").repeat(25)));
         }
         m.push(Message::user(last));
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
         let history = History::new(&m, &counts).unwrap().forget_task();
         let mut kept = Selection::new(&history);
         kept.keep(m.len() - 1..m.len());
@@ -1166,8 +1151,10 @@ mod tests {
         // The first alone described.
         assert!(described == 1 && named > described, "{index}");
         // Every handle is one recall of left-out messages, within reach.
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
-        let reach = crate::recall::reachable(&m, &counts, &out.messages, 500);
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
+        let reach = memory_core::recall::reachable(&m, &counts, &out.messages, 500);
         assert_eq!(reach.len(), described + named);
         assert!(reach.iter().all(|r| r.messages.end <= m.len() - 3));
         // Without a question, named from both ends: the oldest too.
@@ -1184,17 +1171,17 @@ mod tests {
                 ]
             })
             .collect();
-        let covered_counts = crate::count_messages(&CharTokenCounter, &covered)
+        let covered_counts = memory_core::count_messages(&CharTokenCounter, &covered)
             .await
             .unwrap();
         let view = [
-            crate::summary::message("We chose colours for six rooms."),
+            memory_core::summary::message("We chose colours for six rooms."),
             Message::user("And the hall?"),
         ];
-        let view_counts = crate::count_messages(&CharTokenCounter, &view)
+        let view_counts = memory_core::count_messages(&CharTokenCounter, &view)
             .await
             .unwrap();
-        let set = crate::covered::Covered::new(covered.clone(), covered_counts)
+        let set = memory_core::covered::Covered::new(covered.clone(), covered_counts)
             .unwrap()
             .before(Some(view[1].clone()));
         let history = History::new(&view, &view_counts)
@@ -1229,7 +1216,9 @@ mod tests {
             m.push(Message::assistant(reply(k).repeat(12)));
         }
         m.push(Message::user(question));
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
         let history = History::new(&m, &counts).unwrap().forget_task();
         let mut kept = Selection::new(&history);
         kept.keep(m.len() - 1..m.len());
@@ -1280,7 +1269,9 @@ mod tests {
             m.push(Message::assistant(format!("Round {k}: slate grey tiles.")));
         }
         m.push(Message::user("Carry on."));
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
         let history = History::new(&m, &counts).unwrap().forget_task();
         let mut kept = Selection::new(&history);
         kept.keep(6..8);
@@ -1298,7 +1289,7 @@ mod tests {
         .await
         .unwrap();
         let at = out.messages.iter().position(is_index).expect("an index");
-        let reach = crate::recall::reachable(&m, &counts, &out.messages, 500);
+        let reach = memory_core::recall::reachable(&m, &counts, &out.messages, 500);
         let shown = |i: usize| (6..8).contains(&i) || (14..16).contains(&i);
         // One recall brings back the left-out turns on both sides of a
         // kept round, the kept round with them.
@@ -1330,7 +1321,9 @@ mod tests {
             Message::assistant("python repro.py"),
             Message::user("OBSERVATION: ValueError: month must be in 1..12"),
         ];
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
         let history = History::new(&m, &counts).unwrap();
         let mut kept = Selection::new(&history);
         kept.keep(0..1);
@@ -1347,7 +1340,7 @@ mod tests {
         .unwrap();
         let at = out.messages.iter().position(is_index).expect("an index");
         assert_eq!(at, 1, "where the first left-out step stood");
-        let reach = crate::recall::reachable(&m, &counts, &out.messages, 250);
+        let reach = memory_core::recall::reachable(&m, &counts, &out.messages, 250);
         for i in 1..5 {
             assert!(
                 reach.iter().any(|r| r.messages.contains(&i)),
@@ -1365,7 +1358,9 @@ mod tests {
             Message::assistant("Sage green, two coats, the ceiling white."),
             Message::user("And the door?"),
         ];
-        let counts = crate::count_messages(&CharTokenCounter, &m).await.unwrap();
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
         let history = History::new(&m, &counts).unwrap().forget_task();
         let mut kept = Selection::new(&history);
         kept.keep(0..1);
@@ -1388,7 +1383,7 @@ mod tests {
         // Within the part of its share kept for it: 5% of 1,000.
         assert!(out.tokens() - before <= 50, "{}", out.tokens() - before);
         // Trimmed again, the context keeps its index as it is.
-        let indexed_counts = crate::count_messages(&CharTokenCounter, &out.messages)
+        let indexed_counts = memory_core::count_messages(&CharTokenCounter, &out.messages)
             .await
             .unwrap();
         let again = History::new(&out.messages, &indexed_counts)
@@ -1408,7 +1403,9 @@ mod tests {
     /// index of what it leaves out (default settings), and the tokens of
     /// what it shows.
     async fn index_of(m: &[Message], from: usize) -> (TrimResult, usize) {
-        let counts = crate::count_messages(&CharTokenCounter, m).await.unwrap();
+        let counts = memory_core::count_messages(&CharTokenCounter, m)
+            .await
+            .unwrap();
         let history = History::new(m, &counts).unwrap().forget_task();
         let mut kept = Selection::new(&history);
         kept.keep(from..m.len());
@@ -1439,7 +1436,7 @@ mod tests {
         // and more pieces are left out than that names.
         let tokens = out.tokens() - shown;
         assert!(tokens <= 100 && 2_000 - shown > 200, "{tokens} of {shown}");
-        let named = crate::recall::handles_in(&out.messages).len();
+        let named = memory_core::recall::handles_in(&out.messages).len();
         assert!(named < 40 / 2, "{named}");
         // At a question, the whole tenth where it is free.
         *m.last_mut().unwrap() = Message::user("Which valve leaked?");

@@ -29,9 +29,61 @@ fn stock(work: &WorkingCopy<'_, '_>, items: &[usize], count: impl Fn(usize) -> u
     }
 }
 
+/// Records in `shed` that `items` of the things it counts went, and the
+/// tokens saved going from `before` to `after`.
 fn record(shed: &mut Shed, items: usize, (before, after): (usize, usize)) {
     shed.after.count -= items;
     shed.after.tokens -= before - after;
+}
+
+/// What shrinking one item shed, when it did: how many of the stage's
+/// things went (a reasoning, an output, a message's media blocks), and the
+/// item's count before and after.
+type Shrunk = (usize, (usize, usize));
+
+/// What a stage does to each of its items, for [`shrink_each`].
+trait Shrink {
+    /// How many of the things the stage sheds message `i` holds.
+    fn things(&self, _work: &WorkingCopy<'_, '_>, _i: usize) -> usize {
+        1
+    }
+
+    /// Whether the stage stops before message `i`, `done` saying whether
+    /// the total is down to its target.
+    fn stops(&mut self, _i: usize, done: bool) -> bool {
+        done
+    }
+
+    /// Shrinks message `i` where that saves tokens, and says what it shed.
+    async fn shrink(
+        &mut self,
+        work: &mut WorkingCopy<'_, '_>,
+        i: usize,
+    ) -> Result<Option<Shrunk>, MemoryError>;
+}
+
+/// One stage over `items` (message indices, oldest first): its stock, and
+/// given `stop_at`, each item in turn shrunk by `stage` until the stage
+/// [stops](Shrink::stops).
+async fn shrink_each(
+    work: &mut WorkingCopy<'_, '_>,
+    items: Vec<usize>,
+    stop_at: Option<usize>,
+    mut stage: impl Shrink,
+) -> Result<Shed, MemoryError> {
+    let mut shed = stock(work, &items, |i| stage.things(work, i));
+    let Some(stop_at) = stop_at else {
+        return Ok(shed);
+    };
+    for i in items {
+        if stage.stops(i, work.total() <= stop_at) {
+            break;
+        }
+        if let Some((gone, change)) = stage.shrink(work, i).await? {
+            record(&mut shed, gone, change);
+        }
+    }
+    Ok(shed)
 }
 
 /// Reasoning of earlier steps (the newest step's stays).
@@ -51,25 +103,33 @@ pub(crate) async fn reasoning(
                 && layout.shrinkable(history, i)
         })
         .collect();
-    let mut shed = stock(work, &items, |_| 1);
-    let Some(stop_at) = stop_at else {
-        return Ok(shed);
-    };
-    for i in items {
-        if work.total() <= stop_at {
-            break;
-        }
+    shrink_each(work, items, stop_at, Bare { counter, shrunk }).await
+}
+
+/// [`reasoning`]'s shrinking: an assistant message's reasoning replaced by
+/// its placeholder.
+struct Bare<'s> {
+    counter: &'s dyn TokenCounter,
+    shrunk: &'s mut ShrinkCache,
+}
+
+impl Shrink for Bare<'_> {
+    async fn shrink(
+        &mut self,
+        work: &mut WorkingCopy<'_, '_>,
+        i: usize,
+    ) -> Result<Option<Shrunk>, MemoryError> {
         // Only this stage changes an assistant message: it is the
         // history's.
         let (message, tokens) = (work.message(i), work.count(i));
-        if let Some((without, count)) = shrunk.bare(i, message, counter).await?
+        if let Some((without, count)) = self.shrunk.bare(i, message, self.counter).await?
             && count < tokens
         {
             work.set(i, without, count);
-            record(&mut shed, 1, (tokens, count));
+            return Ok(Some((1, (tokens, count))));
         }
+        Ok(None)
     }
-    Ok(shed)
 }
 
 /// Tool results over `max_tokens`, cut to about that many tokens, head and
@@ -83,26 +143,42 @@ pub(crate) async fn long_outputs(
     shrunk: &mut ShrinkCache,
 ) -> Result<Shed, MemoryError> {
     let items = long_items(work, layout, max_tokens);
-    let mut shed = stock(work, &items, |_| 1);
-    let Some(stop_at) = stop_at else {
-        return Ok(shed);
+    let cut = Cut {
+        max_tokens,
+        counter,
+        shrunk,
     };
-    for i in items {
-        if work.total() <= stop_at {
-            break;
-        }
+    shrink_each(work, items, stop_at, cut).await
+}
+
+/// [`long_outputs`]' shrinking: an output cut to about `max_tokens`, head
+/// and tail.
+struct Cut<'s> {
+    max_tokens: usize,
+    counter: &'s dyn TokenCounter,
+    shrunk: &'s mut ShrinkCache,
+}
+
+impl Shrink for Cut<'_> {
+    async fn shrink(
+        &mut self,
+        work: &mut WorkingCopy<'_, '_>,
+        i: usize,
+    ) -> Result<Option<Shrunk>, MemoryError> {
         let (message, tokens) = (work.message(i), work.count(i));
-        let made = shrunk
-            .cut(i, counter, || cut_result(message, tokens, max_tokens))
+        let max_tokens = self.max_tokens;
+        let made = self
+            .shrunk
+            .cut(i, self.counter, || cut_result(message, tokens, max_tokens))
             .await?;
         if let Some((shorter, count)) = made
             && count < tokens
         {
             work.set(i, shorter, count);
-            record(&mut shed, 1, (tokens, count));
+            return Ok(Some((1, (tokens, count))));
         }
+        Ok(None)
     }
-    Ok(shed)
 }
 
 /// The messages [`long_outputs`] may cut, in order: tool results over
@@ -189,35 +265,61 @@ pub(crate) async fn earlier_results(
                 && Some(i) != layout.newest_result
         })
         .collect();
-    let mut shed = stock(work, &items, |_| 1);
-    let Some(stop_at) = stop_at else {
-        return Ok(shed);
+    let replace = Replace {
+        counter,
+        shrunk,
+        batch: None,
+        batch_of: layout.result_batches(),
     };
-    // The newest round's results go a whole batch at a time, so that the
-    // turns of an agent loop, whose results each exceed the sticky step,
-    // move this frontier once per batch rather than once per turn.
-    let mut batch = None;
-    let mut batch_of = layout.result_batches();
-    for i in items {
-        let this = batch_of(i);
-        if work.total() <= stop_at && (this.is_none() || this != batch) {
-            break;
+    shrink_each(work, items, stop_at, replace).await
+}
+
+/// [`earlier_results`]' shrinking: a tool result replaced by its
+/// placeholder.
+///
+/// The newest round's results go a whole batch at a time, so that the
+/// turns of an agent loop, whose results each exceed the sticky step, move
+/// this frontier once per batch rather than once per turn.
+struct Replace<'s, B> {
+    counter: &'s dyn TokenCounter,
+    shrunk: &'s mut ShrinkCache,
+    /// The batch of the last result replaced.
+    batch: Option<usize>,
+    /// The batch of each result, asked in ascending order.
+    batch_of: B,
+}
+
+impl<B: FnMut(usize) -> Option<usize>> Shrink for Replace<'_, B> {
+    /// Past the target, the batch under way is finished.
+    fn stops(&mut self, i: usize, done: bool) -> bool {
+        let this = (self.batch_of)(i);
+        if done && (this.is_none() || this != self.batch) {
+            return true;
         }
-        batch = this;
+        self.batch = this;
+        false
+    }
+
+    async fn shrink(
+        &mut self,
+        work: &mut WorkingCopy<'_, '_>,
+        i: usize,
+    ) -> Result<Option<Shrunk>, MemoryError> {
         let (message, tokens) = (work.message(i), work.count(i));
         // Counted now, written at the end for the messages kept.
-        let original = &history.messages()[i];
-        let made = shrunk
-            .placeholder_tokens(i, message, original, counter)
+        let original = &work.history().messages()[i];
+        let made = self
+            .shrunk
+            .placeholder_tokens(i, message, original, self.counter)
             .await?;
         if let Some(count) = made
             && count < tokens
         {
             work.replace_with_placeholder(i, count);
-            record(&mut shed, 1, (tokens, count));
+            return Ok(Some((1, (tokens, count))));
         }
+        Ok(None)
     }
-    Ok(shed)
 }
 
 /// Image and pass-through blocks of earlier user messages, replaced by text
@@ -229,32 +331,50 @@ pub(crate) async fn media(
     counter: &dyn TokenCounter,
 ) -> Result<Shed, MemoryError> {
     let history = work.history();
-    let blocks = |m: &Message| match m {
+    let items: Vec<usize> = layout
+        .candidates(Kind::Media, 0..layout.newest_step)
+        .filter(|&i| {
+            media_blocks(work.message(i)) > 0
+                && !work.is_dropped(i)
+                && layout.shrinkable(history, i)
+        })
+        .collect();
+    shrink_each(work, items, stop_at, Media { counter }).await
+}
+
+/// The image and pass-through blocks of `message` (a user message's).
+fn media_blocks(message: &Message) -> usize {
+    match message {
         Message::User(blocks) => blocks
             .iter()
             .filter(|b| !matches!(b, ContentBlock::Text(_)))
             .count(),
         _ => 0,
-    };
-    let items: Vec<usize> = layout
-        .candidates(Kind::Media, 0..layout.newest_step)
-        .filter(|&i| {
-            blocks(work.message(i)) > 0 && !work.is_dropped(i) && layout.shrinkable(history, i)
-        })
-        .collect();
-    let mut shed = stock(work, &items, |i| blocks(work.message(i)));
-    let Some(stop_at) = stop_at else {
-        return Ok(shed);
-    };
-    for i in items {
-        if work.total() <= stop_at {
-            break;
-        }
+    }
+}
+
+/// [`media`]'s shrinking: a user message's image and pass-through blocks
+/// replaced by text placeholders.
+struct Media<'s> {
+    counter: &'s dyn TokenCounter,
+}
+
+impl Shrink for Media<'_> {
+    /// Its media blocks.
+    fn things(&self, work: &WorkingCopy<'_, '_>, i: usize) -> usize {
+        media_blocks(work.message(i))
+    }
+
+    async fn shrink(
+        &mut self,
+        work: &mut WorkingCopy<'_, '_>,
+        i: usize,
+    ) -> Result<Option<Shrunk>, MemoryError> {
         let Message::User(original) = work.message(i) else {
-            continue;
+            return Ok(None);
         };
-        let n = blocks(work.message(i));
-        let handle = Handle::of(&history.messages()[i..=i]);
+        let n = media_blocks(work.message(i));
+        let handle = Handle::of(&work.history().messages()[i..=i]);
         let replaced = Message::User(
             original
                 .iter()
@@ -269,11 +389,9 @@ pub(crate) async fn media(
                 })
                 .collect(),
         );
-        if let Some(change) = work.shrink(i, replaced, counter).await? {
-            record(&mut shed, n, change);
-        }
+        let change = work.shrink(i, replaced, self.counter).await?;
+        Ok(change.map(|change| (n, change)))
     }
-    Ok(shed)
 }
 
 /// The last resort: the tool results of the floor that are not protected

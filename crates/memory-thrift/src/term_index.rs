@@ -23,7 +23,7 @@ use std::ops::Range;
 use memory_core::Message;
 
 use crate::relevance::{TermScorer, for_each_term, share};
-use crate::texts::texts_of;
+use crate::texts::{texts_and_reasoning, texts_of};
 use memory_core::identity::WordHasher;
 
 /// No unit: the message is not scored.
@@ -143,7 +143,7 @@ impl TermIndex {
         let i = u32::try_from(self.len()).unwrap_or(NONE);
         let start = self.arena.len();
         let mut texts = Vec::new();
-        let reasoning = parts(message, &mut texts);
+        let reasoning = texts_and_reasoning(message, &mut texts);
         let mut body = Vec::new();
         for text in texts {
             self.intern_terms(text, &mut body);
@@ -344,29 +344,6 @@ impl Found<'_> {
             for &unit in &self.extra[k] {
                 mark(unit);
             }
-        }
-    }
-}
-
-/// The texts of `message` that [`texts_of`] gives, but its reasoning,
-/// which is returned apart.
-fn parts<'m>(message: &'m Message, out: &mut Vec<&'m str>) -> Option<&'m str> {
-    match message {
-        Message::Assistant {
-            content,
-            reasoning,
-            tool_calls,
-        } => {
-            out.push(content);
-            for call in tool_calls {
-                out.push(&call.name);
-                out.push(&call.arguments);
-            }
-            reasoning.as_deref()
-        }
-        other => {
-            texts_of(other, out);
-            None
         }
     }
 }

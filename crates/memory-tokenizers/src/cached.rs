@@ -263,18 +263,20 @@ impl Hasher for KeyHasher {
     }
 }
 
-struct Slot {
+/// A count the cache keeps: the count of the text or message whose hash is
+/// `key`, and whether it was read since the clock's hand last passed it.
+struct KeyedCount {
     key: u64,
     count: usize,
     referenced: bool,
 }
 
-/// A fixed-size table with CLOCK eviction: a hand sweeps the slots, giving
-/// each entry read since the last pass a second chance and evicting the
-/// first that was not.
+/// A fixed-size table with CLOCK eviction: a hand sweeps the counts kept,
+/// giving each entry read since the last pass a second chance and evicting
+/// the first that was not.
 struct Clock {
     index: HashMap<u64, usize, BuildHasherDefault<KeyHasher>>,
-    slots: Vec<Slot>,
+    counts: Vec<KeyedCount>,
     hand: usize,
     capacity: usize,
     hits: u64,
@@ -285,7 +287,7 @@ impl Clock {
     fn new(capacity: usize) -> Self {
         Self {
             index: HashMap::default(),
-            slots: Vec::new(),
+            counts: Vec::new(),
             hand: 0,
             capacity,
             hits: 0,
@@ -297,9 +299,9 @@ impl Clock {
         match self.index.get(&key) {
             Some(&i) => {
                 self.hits += 1;
-                let slot = &mut self.slots[i];
-                slot.referenced = true;
-                Some(slot.count)
+                let kept = &mut self.counts[i];
+                kept.referenced = true;
+                Some(kept.count)
             }
             None => {
                 self.misses += 1;
@@ -311,15 +313,15 @@ impl Clock {
     fn insert(&mut self, key: u64, count: usize) {
         if let Some(&i) = self.index.get(&key) {
             // Counted concurrently by another caller: same answer.
-            self.slots[i].count = count;
+            self.counts[i].count = count;
             return;
         }
         if self.capacity == 0 {
             return;
         }
-        if self.slots.len() < self.capacity {
-            self.index.insert(key, self.slots.len());
-            self.slots.push(Slot {
+        if self.counts.len() < self.capacity {
+            self.index.insert(key, self.counts.len());
+            self.counts.push(KeyedCount {
                 key,
                 count,
                 referenced: false,
@@ -327,15 +329,15 @@ impl Clock {
             return;
         }
         loop {
-            let slot = &mut self.slots[self.hand];
-            if slot.referenced {
-                slot.referenced = false;
+            let kept = &mut self.counts[self.hand];
+            if kept.referenced {
+                kept.referenced = false;
                 self.hand = (self.hand + 1) % self.capacity;
                 continue;
             }
-            self.index.remove(&slot.key);
+            self.index.remove(&kept.key);
             self.index.insert(key, self.hand);
-            *slot = Slot {
+            *kept = KeyedCount {
                 key,
                 count,
                 referenced: false,
@@ -347,7 +349,7 @@ impl Clock {
 
     fn clear(&mut self) {
         self.index.clear();
-        self.slots.clear();
+        self.counts.clear();
         self.hand = 0;
     }
 }
@@ -410,7 +412,7 @@ mod tests {
         assert_eq!(stats.hits + stats.misses, 2_000);
         // The five hot texts survive the cold stream.
         assert!(stats.hits >= 600, "{stats:?}");
-        assert!(counter.lock().slots.len() <= capacity);
+        assert!(counter.lock().counts.len() <= capacity);
     }
 
     #[tokio::test]

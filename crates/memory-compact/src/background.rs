@@ -17,11 +17,11 @@ use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summar
 use crate::call::{self, Job, Outcome};
 use crate::covering::{Covering, Fingerprint};
 use crate::engine::Engine;
-use crate::memo::{Base, FailedAt, Memo};
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings};
 use crate::settle::{Compacted, Report, Settle};
 use crate::slot::{Claim, Ready, Taken};
+use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::turns::Plan;
 use crate::{CompactEvent, Failure, FallbackReason, body};
 
@@ -45,7 +45,7 @@ impl<'a> Background<'a> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(raw, self.engine.memo(), counter).await?;
+        let base = Base::new(raw, self.engine.summary_state(), counter).await?;
         let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut spliced = None;
@@ -95,7 +95,9 @@ impl<'a> Background<'a> {
             Err(rejection) => {
                 settle.failed(Failure::Rejected(rejection), ready.cost);
                 let plan = self.settings.plan(&work);
-                self.engine.memo().back_off(FailedAt::of(&work, &plan));
+                self.engine
+                    .summary_state()
+                    .back_off(FailedAt::of(&work, &plan));
                 return Ok(None);
             }
         }
@@ -104,7 +106,9 @@ impl<'a> Background<'a> {
             // Not asked again until the threshold is passed again; the
             // turn falls back.
             let plan = self.settings.plan(&work);
-            self.engine.memo().back_off(FailedAt::of(&work, &plan));
+            self.engine
+                .summary_state()
+                .back_off(FailedAt::of(&work, &plan));
             return Ok(None);
         }
         let report = Report {
@@ -117,7 +121,9 @@ impl<'a> Background<'a> {
             report,
             covering: base.restate(ready.covering),
         };
-        settle.land(compacted, self.engine.memo()).map(Some)
+        settle
+            .land(compacted, self.engine.summary_state())
+            .map(Some)
     }
 
     /// Arms the next request on what will be stored: the compacted history
@@ -133,7 +139,7 @@ impl<'a> Background<'a> {
         if let Some(stored) = result.to_store() {
             return self.arm(&stored.as_history()?, budget, counter).await;
         }
-        match self.engine.memo().known(raw, counter).await? {
+        match self.engine.summary_state().known(raw, counter).await? {
             Some(known) => self.arm(&known.work()?, budget, counter).await,
             None => self.arm(raw, budget, counter).await,
         }
@@ -154,7 +160,7 @@ impl<'a> Background<'a> {
             self.warn_without_runtime();
             return Ok(());
         };
-        let (memo, slot) = (self.engine.memo(), self.engine.slot());
+        let (summary_state, slot) = (self.engine.summary_state(), self.engine.slot());
         let occasion = Occasion::threshold(Mode::Background);
         // The summary cap and input limit of this budget, for the request
         // and for the task that runs it.
@@ -162,7 +168,7 @@ impl<'a> Background<'a> {
             Cow::Borrowed(_) => self.settings.clone(),
             Cow::Owned(scaled) => Arc::new(scaled),
         };
-        let job = prepare(&settings, memo, stored, &plan, occasion, counter).await?;
+        let job = prepare(&settings, summary_state, stored, &plan, occasion, counter).await?;
         let Some(last) = plan.region.last() else {
             return Ok(());
         };
@@ -182,7 +188,7 @@ impl<'a> Background<'a> {
             split: target.plan.is_split(),
             background: true,
         });
-        slot.hold(runtime.spawn(run(settings, memo.clone(), job, target, claim)));
+        slot.hold(runtime.spawn(run(settings, summary_state.clone(), job, target, claim)));
         Ok(())
     }
 
@@ -199,7 +205,7 @@ impl<'a> Background<'a> {
         let least = threshold.min(max / 4).max(1);
         let backed_off = self
             .engine
-            .memo()
+            .summary_state()
             .backed_off(stored, &plan, threshold)
             .is_some();
         (plan.has_new() && plan.new_tokens >= least && !backed_off).then_some(plan)
@@ -226,7 +232,13 @@ struct Target {
 
 /// The background task: runs `job` and fills the slot with its summary, or
 /// reports why there is none.
-async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, claim: Claim) {
+async fn run(
+    settings: Arc<Settings>,
+    summary_state: SummaryState,
+    job: Job,
+    target: Target,
+    claim: Claim,
+) {
     let policy = settings.policy(Mode::Background);
     let caller = call::Caller {
         provider: settings.provider(),
@@ -257,7 +269,7 @@ async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, clai
             tokens_before: target.tokens_before,
         }),
         Outcome::Failed { failure, cost } => {
-            memo.back_off(target.failed);
+            summary_state.back_off(target.failed);
             settings.emit(CompactEvent::Failed {
                 tokens_before: target.tokens_before,
                 failure,

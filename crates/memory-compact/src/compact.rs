@@ -548,7 +548,7 @@ impl Compact {
     /// assert!(memory_compact::Compact::new(memory_core::FakeProvider::default()).file_ops().is_empty());
     /// ```
     pub fn file_ops(&self) -> FileOps {
-        self.engine.memo().files()
+        self.engine.summary_state().files()
     }
 
     /// Where the background summary stands.
@@ -611,7 +611,7 @@ impl Compact {
         counter: &dyn TokenCounter,
         instructions: Option<&str>,
     ) -> Result<TrimResult, MemoryError> {
-        Foreground::new(&self.settings, self.engine.memo())
+        Foreground::new(&self.settings, self.engine.summary_state())
             .compact_now(history, counter, instructions)
             .await
     }
@@ -631,7 +631,7 @@ impl TrimStrategy for Compact {
     ) -> Result<TrimResult, MemoryError> {
         let mut result = match self.settings.mode() {
             Mode::Foreground => {
-                Foreground::new(&self.settings, self.engine.memo())
+                Foreground::new(&self.settings, self.engine.summary_state())
                     .trim(history, budget, counter)
                     .await?
             }

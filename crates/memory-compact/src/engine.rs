@@ -1,22 +1,22 @@
 //! The state a [`Compact`](crate::Compact) changes from turn to turn, apart
-//! from its settings: the summary state ([`Memo`]) and the background slot
-//! ([`Slot`]). The foreground and background types work on it; dropping it
+//! from its settings: the summary state ([`SummaryState`]) and the
+//! background slot ([`Slot`]). The foreground and background types work on it; dropping it
 //! cancels a background request still running.
 
-use crate::memo::Memo;
 use crate::slot::Slot;
+use crate::summary_state::SummaryState;
 
 /// The summary state and the background slot.
 #[derive(Debug, Default)]
 pub(crate) struct Engine {
-    memo: Memo,
+    summary_state: SummaryState,
     slot: Slot,
 }
 
 impl Engine {
     /// What is remembered of the summaries.
-    pub fn memo(&self) -> &Memo {
-        &self.memo
+    pub fn summary_state(&self) -> &SummaryState {
+        &self.summary_state
     }
 
     /// The background slot.

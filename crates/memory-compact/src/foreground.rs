@@ -5,10 +5,10 @@ use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summar
 
 use crate::call::{self, Job, Outcome};
 use crate::covering::Covering;
-use crate::memo::{Base, FailedAt, Memo};
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings, Trigger};
 use crate::settle::{Compacted, Report, Settle};
+use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::timing;
 use crate::turns::Plan;
 use crate::{CompactCost, CompactEvent, Failure, FallbackReason, body};
@@ -20,15 +20,18 @@ enum Made {
     Failed,
 }
 
-/// The foreground engine: `settings` and the summary state in `memo`.
+/// The foreground engine: `settings` and the summary state in `summary_state`.
 pub(crate) struct Foreground<'a> {
     settings: &'a Settings,
-    memo: &'a Memo,
+    summary_state: &'a SummaryState,
 }
 
 impl<'a> Foreground<'a> {
-    pub fn new(settings: &'a Settings, memo: &'a Memo) -> Self {
-        Foreground { settings, memo }
+    pub fn new(settings: &'a Settings, summary_state: &'a SummaryState) -> Self {
+        Foreground {
+            settings,
+            summary_state,
+        }
     }
 
     /// One turn: a summary when one is due (see [`timing`]), then the fit.
@@ -38,7 +41,7 @@ impl<'a> Foreground<'a> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(raw, self.memo, counter).await?;
+        let base = Base::new(raw, self.summary_state, counter).await?;
         let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut hold = None;
@@ -48,29 +51,29 @@ impl<'a> Foreground<'a> {
             let threshold = self.settings.summarize_at_tokens();
             let due = timing::due(self.settings, &work, &plan, budget);
             if due {
-                hold = self.memo.backed_off(&work, &plan, threshold);
+                hold = self.summary_state.backed_off(&work, &plan, threshold);
             }
             if due && hold.is_none() {
                 let occasion = Occasion::threshold(Mode::Foreground);
                 let settings = self.settings.for_budget(budget, &work);
-                let scaled = Foreground::new(&settings, self.memo);
+                let scaled = Foreground::new(&settings, self.summary_state);
                 match scaled
                     .summarize(&base, &work, &plan, occasion, counter)
                     .await?
                 {
-                    Made::Compacted(made) => return settle.land(*made, self.memo),
+                    Made::Compacted(made) => return settle.land(*made, self.summary_state),
                     Made::Declined => reason = FallbackReason::Declined,
                     Made::Failed => {
                         reason = FallbackReason::Failed;
                         // The failure just recorded holds for this history.
-                        hold = self.memo.backed_off(&work, &plan, threshold);
+                        hold = self.summary_state.backed_off(&work, &plan, threshold);
                     }
                 }
             }
         }
         let result = settle.without_new(base.into_known(), reason)?;
         if let Some(hold) = hold {
-            self.memo.shown_while_backed_off(&result, hold)?;
+            self.summary_state.shown_while_backed_off(&result, hold)?;
         }
         Ok(result)
     }
@@ -82,7 +85,7 @@ impl<'a> Foreground<'a> {
         counter: &dyn TokenCounter,
         instructions: Option<&str>,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(history, self.memo, counter).await?;
+        let base = Base::new(history, self.summary_state, counter).await?;
         let unlimited = Budget::default();
         let settle = Settle::new(self.settings, history, &unlimited);
         {
@@ -98,7 +101,7 @@ impl<'a> Foreground<'a> {
                     .summarize(&base, &work, &plan, occasion, counter)
                     .await?
             {
-                return settle.land(*made, self.memo);
+                return settle.land(*made, self.summary_state);
             }
         }
         Ok(match base.into_known() {
@@ -117,7 +120,15 @@ impl<'a> Foreground<'a> {
         occasion: Occasion<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Made, MemoryError> {
-        let job = prepare(self.settings, self.memo, work, plan, occasion, counter).await?;
+        let job = prepare(
+            self.settings,
+            self.summary_state,
+            work,
+            plan,
+            occasion,
+            counter,
+        )
+        .await?;
         self.settings.emit(CompactEvent::Started {
             tokens_before: base.raw().total(),
             messages: plan.folded(),
@@ -144,7 +155,7 @@ impl<'a> Foreground<'a> {
             Ok(message) => message,
             Err(rejection) => {
                 settle.failed(Failure::Rejected(rejection), cost);
-                self.memo.back_off(FailedAt::of(work, plan));
+                self.summary_state.back_off(FailedAt::of(work, plan));
                 return Ok(Made::Failed);
             }
         };
@@ -152,7 +163,7 @@ impl<'a> Foreground<'a> {
         let applied = covering.apply(work, counter).await?;
         // A summary no shorter than what it covers replaces nothing.
         if !settle.shrinks(work.total(), &applied.result, cost) {
-            self.memo.back_off(FailedAt::of(work, plan));
+            self.summary_state.back_off(FailedAt::of(work, plan));
             return Ok(Made::Failed);
         }
         Ok(Made::Compacted(Box::new(Compacted {
@@ -163,7 +174,7 @@ impl<'a> Foreground<'a> {
     }
 
     /// What a call that made no summary comes to: declined by the hook,
-    /// or failed (settled, and the memo backs off from `failed`).
+    /// or failed (settled, and the summary state backs off from `failed`).
     fn no_summary(
         &self,
         outcome: Outcome,
@@ -174,7 +185,7 @@ impl<'a> Foreground<'a> {
         match outcome {
             Outcome::Failed { failure, cost } => {
                 settle.failed(failure, cost);
-                self.memo.back_off(failed);
+                self.summary_state.back_off(failed);
                 Made::Failed
             }
             _ => {

@@ -57,7 +57,6 @@ mod failure;
 pub mod files;
 mod foreground;
 mod hook;
-mod memo;
 mod prepare;
 mod prompt;
 mod scaled;
@@ -65,6 +64,7 @@ mod settings;
 mod settle;
 mod slot;
 mod split;
+mod summary_state;
 mod timing;
 mod turns;
 

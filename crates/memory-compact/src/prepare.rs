@@ -5,10 +5,10 @@ use memory_core::{History, MemoryError, Message, TokenCounter};
 use memory_summary::cap;
 
 use crate::call::Job;
-use crate::memo::Memo;
 use crate::prompt::Part;
 use crate::settings::{Mode, Settings, Trigger};
 use crate::split::Piece;
+use crate::summary_state::SummaryState;
 use crate::turns::Plan;
 use crate::{FileOps, Preparation, body};
 
@@ -46,7 +46,7 @@ impl Occasion<'_> {
 /// Counting the requests failed.
 pub(crate) async fn prepare(
     settings: &Settings,
-    memo: &Memo,
+    summary_state: &SummaryState,
     work: &History<'_>,
     plan: &Plan,
     occasion: Occasion<'_>,
@@ -58,7 +58,12 @@ pub(crate) async fn prepare(
     };
     let (earlier, current) = (pick(&plan.earlier), pick(&plan.current));
     let previous = previous_summary(messages, plan);
-    let files = files(memo, messages, plan, earlier.iter().chain(&current));
+    let files = files(
+        summary_state,
+        messages,
+        plan,
+        earlier.iter().chain(&current),
+    );
     let instructions = settings.instructions(occasion.extra);
     let question = plan.question.map(|q| messages[q].text());
     let (requests, pieces) = {
@@ -134,7 +139,7 @@ fn previous_summary(messages: &[Message], plan: &Plan) -> Option<String> {
 /// The files the earlier summaries list (those of the last summary made
 /// included, when it is one of them) and those `new` messages touch.
 fn files<'m>(
-    memo: &Memo,
+    summary_state: &SummaryState,
     messages: &[Message],
     plan: &Plan,
     new: impl Iterator<Item = &'m Message>,
@@ -145,7 +150,7 @@ fn files<'m>(
             files.merge(&listed);
         }
     }
-    if let Some(remembered) = memo.files_of(plan.previous.iter().map(|&i| &messages[i])) {
+    if let Some(remembered) = summary_state.files_of(plan.previous.iter().map(|&i| &messages[i])) {
         files.merge(&remembered);
     }
     files.record_messages(new);

@@ -7,8 +7,8 @@ use memory_core::{Budget, History, MemoryError, TrimResult, structure};
 use memory_window::WindowDrop;
 
 use crate::covering::Covering;
-use crate::memo::{Known, Memo};
 use crate::settings::Settings;
+use crate::summary_state::{Known, SummaryState};
 use crate::{CompactCost, CompactEvent, Failure, FallbackReason};
 
 /// What a compacted history cost, for its `Completed` event.
@@ -65,15 +65,19 @@ impl<'a, 'h> Settle<'a, 'h> {
         false
     }
 
-    /// Shows `compacted` and remembers its summary in `memo`, even when it
-    /// cannot be shown at this budget: it is not paid for again.
+    /// Shows `compacted` and remembers its summary in `summary_state`, even
+    /// when it cannot be shown at this budget: it is not paid for again.
     ///
     /// # Errors
     ///
     /// Never for results built by this crate.
-    pub fn land(&self, compacted: Compacted, memo: &Memo) -> Result<TrimResult, MemoryError> {
+    pub fn land(
+        &self,
+        compacted: Compacted,
+        summary_state: &SummaryState,
+    ) -> Result<TrimResult, MemoryError> {
         let accepted = self.accept(compacted.result, Some(compacted.report))?;
-        memo.remember(compacted.covering);
+        summary_state.remember(compacted.covering);
         match accepted {
             Some(result) => Ok(result),
             None => self.unsummarized(),

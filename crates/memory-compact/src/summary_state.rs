@@ -3,7 +3,8 @@
 //! written back), the attempt that last failed (not repeated until the
 //! threshold is passed again), and the files of its last summary.
 //!
-//! [`Memo`] is shared with the background task; each method locks it once.
+//! [`SummaryState`] is shared with the background task; each method locks
+//! it once.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -55,7 +56,8 @@ impl FailedAt {
 
 /// A failed attempt holding for a turn: how many more tokens the turn's
 /// history may grow by before an attempt is made, and the attempt (to
-/// remember the view shown with it, see [`Memo::shown_while_backed_off`]).
+/// remember the view shown with it, see
+/// [`SummaryState::shown_while_backed_off`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hold {
     allowance: usize,
@@ -88,17 +90,17 @@ pub(crate) struct Base<'r, 'h> {
 }
 
 impl<'r, 'h> Base<'r, 'h> {
-    /// `raw` with what `memo` knows of it.
+    /// `raw` with what `summary_state` knows of it.
     ///
     /// # Errors
     ///
     /// Counting the summary failed.
     pub async fn new(
         raw: &'r History<'h>,
-        memo: &Memo,
+        summary_state: &SummaryState,
         counter: &dyn TokenCounter,
     ) -> Result<Self, MemoryError> {
-        let known = memo.known(raw, counter).await?;
+        let known = summary_state.known(raw, counter).await?;
         Ok(Base { raw, known })
     }
 
@@ -139,13 +141,14 @@ struct Inner {
     files: Option<(u64, FileOps)>,
 }
 
-/// The summary state, shared with the background task.
+/// What is remembered of the summaries between turns, shared with the
+/// background task.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Memo {
+pub(crate) struct SummaryState {
     inner: Arc<Mutex<Inner>>,
 }
 
-impl Memo {
+impl SummaryState {
     /// A panic elsewhere while the lock was held leaves nothing half-written
     /// that matters (each field is replaced whole), so a poisoned lock is
     /// used as it is rather than wedging every later turn.

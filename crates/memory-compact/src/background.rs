@@ -97,7 +97,7 @@ impl<'a> Background<'a> {
                 let plan = self.settings.plan(&work);
                 self.engine
                     .summary_state()
-                    .back_off(FailedAt::of(&work, &plan));
+                    .record_failure(FailedAt::of(&work, &plan));
                 return Ok(None);
             }
         }
@@ -108,7 +108,7 @@ impl<'a> Background<'a> {
             let plan = self.settings.plan(&work);
             self.engine
                 .summary_state()
-                .back_off(FailedAt::of(&work, &plan));
+                .record_failure(FailedAt::of(&work, &plan));
             return Ok(None);
         }
         let report = Report {
@@ -193,7 +193,7 @@ impl<'a> Background<'a> {
     }
 
     /// The plan for `stored` when a request is due: past the trigger, the
-    /// slot free, enough new material, and not backed off.
+    /// slot free, enough new material, and no cooldown in force.
     fn due(&self, stored: &History<'_>, budget: &Budget) -> Option<Plan> {
         let max = budget.max_tokens?;
         let ratio = f64::from(self.settings.trigger_ratio());
@@ -203,12 +203,12 @@ impl<'a> Background<'a> {
         let plan = self.settings.plan(stored);
         let threshold = self.settings.summarize_at_tokens();
         let least = threshold.min(max / 4).max(1);
-        let backed_off = self
+        let cooling_down = self
             .engine
             .summary_state()
-            .backed_off(stored, &plan, threshold)
+            .cooldown(stored, &plan, threshold)
             .is_some();
-        (plan.has_new() && plan.new_tokens >= least && !backed_off).then_some(plan)
+        (plan.has_new() && plan.new_tokens >= least && !cooling_down).then_some(plan)
     }
 
     /// Says once that background mode needs a runtime.
@@ -269,7 +269,7 @@ async fn run(
             tokens_before: target.tokens_before,
         }),
         Outcome::Failed { failure, cost } => {
-            summary_state.back_off(target.failed);
+            summary_state.record_failure(target.failed);
             settings.emit(CompactEvent::Failed {
                 tokens_before: target.tokens_before,
                 failure,

@@ -44,16 +44,16 @@ impl<'a> Foreground<'a> {
         let base = Base::new(raw, self.summary_state, counter).await?;
         let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
-        let mut hold = None;
+        let mut cooldown = None;
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
             let threshold = self.settings.summarize_at_tokens();
             let due = timing::due(self.settings, &work, &plan, budget);
             if due {
-                hold = self.summary_state.backed_off(&work, &plan, threshold);
+                cooldown = self.summary_state.cooldown(&work, &plan, threshold);
             }
-            if due && hold.is_none() {
+            if due && cooldown.is_none() {
                 let occasion = Occasion::threshold(Mode::Foreground);
                 let settings = self.settings.for_budget(budget, &work);
                 let scaled = Foreground::new(&settings, self.summary_state);
@@ -66,14 +66,15 @@ impl<'a> Foreground<'a> {
                     Made::Failed => {
                         reason = FallbackReason::Failed;
                         // The failure just recorded holds for this history.
-                        hold = self.summary_state.backed_off(&work, &plan, threshold);
+                        cooldown = self.summary_state.cooldown(&work, &plan, threshold);
                     }
                 }
             }
         }
         let result = settle.without_new(base.into_known(), reason)?;
-        if let Some(hold) = hold {
-            self.summary_state.shown_while_backed_off(&result, hold)?;
+        if let Some(cooldown) = cooldown {
+            self.summary_state
+                .shown_during_cooldown(&result, cooldown)?;
         }
         Ok(result)
     }
@@ -155,7 +156,7 @@ impl<'a> Foreground<'a> {
             Ok(message) => message,
             Err(rejection) => {
                 settle.failed(Failure::Rejected(rejection), cost);
-                self.summary_state.back_off(FailedAt::of(work, plan));
+                self.summary_state.record_failure(FailedAt::of(work, plan));
                 return Ok(Made::Failed);
             }
         };
@@ -163,7 +164,7 @@ impl<'a> Foreground<'a> {
         let applied = covering.apply(work, counter).await?;
         // A summary no shorter than what it covers replaces nothing.
         if !settle.shrinks(work.total(), &applied.result, cost) {
-            self.summary_state.back_off(FailedAt::of(work, plan));
+            self.summary_state.record_failure(FailedAt::of(work, plan));
             return Ok(Made::Failed);
         }
         Ok(Made::Compacted(Box::new(Compacted {
@@ -174,7 +175,7 @@ impl<'a> Foreground<'a> {
     }
 
     /// What a call that made no summary comes to: declined by the hook,
-    /// or failed (settled, and the summary state backs off from `failed`).
+    /// or failed (settled, and `failed` recorded in the summary state).
     fn no_summary(
         &self,
         outcome: Outcome,
@@ -185,7 +186,7 @@ impl<'a> Foreground<'a> {
         match outcome {
             Outcome::Failed { failure, cost } => {
                 settle.failed(failure, cost);
-                self.summary_state.back_off(failed);
+                self.summary_state.record_failure(failed);
                 Made::Failed
             }
             _ => {

@@ -24,7 +24,7 @@ pub(crate) struct FailedAt {
     fingerprint: Fingerprint,
     /// Tokens of its new material.
     new_tokens: usize,
-    /// The newest view shown of that history while backed off.
+    /// The newest view shown of that history during its cooldown.
     shown: Option<Shown>,
 }
 
@@ -54,12 +54,12 @@ impl FailedAt {
     }
 }
 
-/// A failed attempt holding for a turn: how many more tokens the turn's
-/// history may grow by before an attempt is made, and the attempt (to
-/// remember the view shown with it, see
-/// [`SummaryState::shown_while_backed_off`]).
+/// The cooldown a failed attempt puts on a turn: how many more tokens the
+/// turn's history may grow by before an attempt is made, and the attempt
+/// (to remember the view shown with it, see
+/// [`SummaryState::shown_during_cooldown`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Hold {
+pub(crate) struct Cooldown {
     allowance: usize,
     failed: Fingerprint,
 }
@@ -191,29 +191,33 @@ impl SummaryState {
     /// failed, for the same messages, and the new material has not grown
     /// by `threshold` since; or `work` goes on from a view shown while it
     /// waited, by fewer tokens than that view was allowed.
-    pub fn backed_off(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> Option<Hold> {
+    pub fn cooldown(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> Option<Cooldown> {
         let f = self.lock().failed?;
-        let hold = |allowance| Hold {
+        let cooldown = |allowance| Cooldown {
             allowance,
             failed: f.fingerprint,
         };
         let wanted = f.new_tokens.saturating_add(threshold);
         if plan.new_tokens < wanted && f.fingerprint.matches(work) {
-            return Some(hold(wanted - plan.new_tokens));
+            return Some(cooldown(wanted - plan.new_tokens));
         }
         let shown = f.shown.filter(|s| s.fingerprint.matches(work))?;
         let grown = work.total().saturating_sub(shown.total);
-        (grown < shown.allowance).then(|| hold(shown.allowance - grown))
+        (grown < shown.allowance).then(|| cooldown(shown.allowance - grown))
     }
 
-    /// Remembers `view`, shown under `hold`, so that a history that starts
-    /// with it waits too, for the growth `hold` still allows. Nothing is
-    /// remembered when another attempt has failed since.
+    /// Remembers `view`, shown during `cooldown`, so that a history that
+    /// starts with it waits too, for the growth `cooldown` still allows.
+    /// Nothing is remembered when another attempt has failed since.
     ///
     /// # Errors
     ///
     /// `view` is not a history (never for results built by this crate).
-    pub fn shown_while_backed_off(&self, view: &TrimResult, hold: Hold) -> Result<(), MemoryError> {
+    pub fn shown_during_cooldown(
+        &self,
+        view: &TrimResult,
+        cooldown: Cooldown,
+    ) -> Result<(), MemoryError> {
         if view.messages.is_empty() {
             return Ok(());
         }
@@ -221,18 +225,18 @@ impl SummaryState {
         let shown = Shown {
             fingerprint: Fingerprint::of(&history, view.messages.len()),
             total: history.total(),
-            allowance: hold.allowance,
+            allowance: cooldown.allowance,
         };
         if let Some(failed) = self.lock().failed.as_mut()
-            && failed.fingerprint == hold.failed
+            && failed.fingerprint == cooldown.failed
         {
             failed.shown = Some(shown);
         }
         Ok(())
     }
 
-    /// Records a failed attempt.
-    pub fn back_off(&self, failed: Option<FailedAt>) {
+    /// Records a failed attempt, whose cooldown then starts.
+    pub fn record_failure(&self, failed: Option<FailedAt>) {
         if let Some(failed) = failed {
             self.lock().failed = Some(failed);
         }

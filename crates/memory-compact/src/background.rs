@@ -14,13 +14,13 @@ use std::sync::Arc;
 
 use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summary};
 
+use crate::background_summary::{Permit, Ready, Taken};
 use crate::call::{self, Job, Outcome};
 use crate::covering::{Covering, Fingerprint};
 use crate::engine::Engine;
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings};
 use crate::settle::{Compacted, Report, Settle};
-use crate::slot::{Claim, Ready, Taken};
 use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::turns::Plan;
 use crate::{CompactEvent, Failure, FallbackReason, body};
@@ -51,7 +51,7 @@ impl<'a> Background<'a> {
         let mut spliced = None;
         let over = !budget.admits_tokens(base.work()?.total());
         if over {
-            match self.engine.slot().take() {
+            match self.engine.background_summary().take() {
                 Taken::Ready(ready) => {
                     reason = FallbackReason::Failed;
                     spliced = self.splice(&base, &settle, *ready, counter).await?;
@@ -145,8 +145,8 @@ impl<'a> Background<'a> {
         }
     }
 
-    /// Starts a background summary of `stored` when it is due and the slot
-    /// is free.
+    /// Starts a background summary of `stored` when it is due and none is
+    /// running or waiting.
     async fn arm(
         &self,
         stored: &History<'_>,
@@ -160,7 +160,10 @@ impl<'a> Background<'a> {
             self.warn_without_runtime();
             return Ok(());
         };
-        let (summary_state, slot) = (self.engine.summary_state(), self.engine.slot());
+        let (summary_state, background) = (
+            self.engine.summary_state(),
+            self.engine.background_summary(),
+        );
         let occasion = Occasion::threshold(Mode::Background);
         // The summary cap and input limit of this budget, for the request
         // and for the task that runs it.
@@ -178,7 +181,7 @@ impl<'a> Background<'a> {
             plan,
             tokens_before: stored.total(),
         };
-        let Some(claim) = slot.claim() else {
+        let Some(permit) = background.start() else {
             return Ok(());
         };
         self.settings.emit(CompactEvent::Started {
@@ -188,16 +191,25 @@ impl<'a> Background<'a> {
             split: target.plan.is_split(),
             background: true,
         });
-        slot.hold(runtime.spawn(run(settings, summary_state.clone(), job, target, claim)));
+        background.keep_task(runtime.spawn(run(
+            settings,
+            summary_state.clone(),
+            job,
+            target,
+            permit,
+        )));
         Ok(())
     }
 
     /// The plan for `stored` when a request is due: past the trigger, the
-    /// slot free, enough new material, and no cooldown in force.
+    /// background summary idle, enough new material, and no cooldown in
+    /// force.
     fn due(&self, stored: &History<'_>, budget: &Budget) -> Option<Plan> {
         let max = budget.max_tokens?;
         let ratio = f64::from(self.settings.trigger_ratio());
-        if (stored.total() as f64) <= ratio * max as f64 || !self.engine.slot().is_idle() {
+        if (stored.total() as f64) <= ratio * max as f64
+            || !self.engine.background_summary().is_idle()
+        {
             return None;
         }
         let plan = self.settings.plan(stored);
@@ -213,7 +225,7 @@ impl<'a> Background<'a> {
 
     /// Says once that background mode needs a runtime.
     fn warn_without_runtime(&self) {
-        if self.engine.slot().first_without_runtime() {
+        if self.engine.background_summary().first_without_runtime() {
             tracing::warn!(
                 target: "memory_compact",
                 "background compaction needs a tokio runtime and there is none here: every turn over the budget drops its oldest history from view instead; trim inside a runtime, or turn background mode off"
@@ -230,14 +242,14 @@ struct Target {
     tokens_before: usize,
 }
 
-/// The background task: runs `job` and fills the slot with its summary, or
-/// reports why there is none.
+/// The background task: runs `job` and delivers its summary with `permit`,
+/// or reports why there is none.
 async fn run(
     settings: Arc<Settings>,
     summary_state: SummaryState,
     job: Job,
     target: Target,
-    claim: Claim,
+    permit: Permit,
 ) {
     let policy = settings.policy(Mode::Background);
     let caller = call::Caller {
@@ -259,7 +271,7 @@ async fn run(
                 message: body::message(&text, &files),
                 files,
             };
-            claim.fill(Ready {
+            permit.fill(Ready {
                 covering,
                 cost,
                 from_hook,

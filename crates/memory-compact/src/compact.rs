@@ -363,8 +363,9 @@ impl Compact {
     ///   unchanged, byte for byte; a stale summary is discarded (and
     ///   reported). A cut-off, refused or empty summary is never spliced.
     /// - Each attempt has a timeout (default 120 s) and retryable failures are
-    ///   tried again (default 3 times, backoff from 1 s, doubling); the slot
-    ///   is freed however the task ends (a panic included).
+    ///   tried again (default 3 times, backoff from 1 s, doubling); the
+    ///   [status](Compact::background_status) is idle again however the task
+    ///   ends (a panic included).
     /// - While the summary is pending, or without a tokio runtime, a crossed
     ///   budget is met by `WindowDrop`'s projection, which leaves storage,
     ///   and so the pending summary, intact.
@@ -558,7 +559,7 @@ impl Compact {
     /// assert_eq!(Compact::new(memory_core::FakeProvider::default()).background_status(), BackgroundStatus::Idle);
     /// ```
     pub fn background_status(&self) -> BackgroundStatus {
-        self.engine.slot().status()
+        self.engine.background_summary().status()
     }
 
     /// Compacts `history` now, whatever its size, adding `instructions` to

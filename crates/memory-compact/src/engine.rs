@@ -1,16 +1,16 @@
 //! The state a [`Compact`](crate::Compact) changes from turn to turn, apart
 //! from its settings: the summary state ([`SummaryState`]) and the
-//! background slot ([`Slot`]). The foreground and background types work on it; dropping it
+//! background summary ([`BackgroundSummary`]). The foreground and background types work on it; dropping it
 //! cancels a background request still running.
 
-use crate::slot::Slot;
+use crate::background_summary::BackgroundSummary;
 use crate::summary_state::SummaryState;
 
-/// The summary state and the background slot.
+/// The summary state and the background summary.
 #[derive(Debug, Default)]
 pub(crate) struct Engine {
     summary_state: SummaryState,
-    slot: Slot,
+    background_summary: BackgroundSummary,
 }
 
 impl Engine {
@@ -19,15 +19,15 @@ impl Engine {
         &self.summary_state
     }
 
-    /// The background slot.
-    pub fn slot(&self) -> &Slot {
-        &self.slot
+    /// The background summary.
+    pub fn background_summary(&self) -> &BackgroundSummary {
+        &self.background_summary
     }
 }
 
 impl Drop for Engine {
     /// Cancels a background request still running.
     fn drop(&mut self) {
-        self.slot.abort();
+        self.background_summary.abort();
     }
 }

@@ -47,6 +47,7 @@
 //! ```
 
 mod background;
+mod background_summary;
 pub mod body;
 mod call;
 mod compact;
@@ -62,12 +63,12 @@ mod prompt;
 mod scaled;
 mod settings;
 mod settle;
-mod slot;
 mod split;
 mod summary_state;
 mod timing;
 mod turns;
 
+pub use background_summary::BackgroundStatus;
 pub use compact::Compact;
 pub use event::{
     CompactCost, CompactEvent, CompactEvents, CompactObserver, EventLog, FallbackReason,
@@ -81,4 +82,3 @@ pub use settings::{
     DEFAULT_BACKOFF, DEFAULT_DEPTH_RATIO, DEFAULT_KEEP_VERBATIM, DEFAULT_RETRIES,
     DEFAULT_SUMMARIZE_AT_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
 };
-pub use slot::BackgroundStatus;

@@ -16,8 +16,8 @@ use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summar
 
 use crate::background_summary::{Permit, Ready, Taken};
 use crate::call::{self, Job, Outcome};
+use crate::compact_state::CompactState;
 use crate::covering::{Covering, Fingerprint};
-use crate::engine::Engine;
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings};
 use crate::settle::{Compacted, Report, Settle};
@@ -25,16 +25,16 @@ use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::turns::Plan;
 use crate::{CompactEvent, Failure, FallbackReason, body};
 
-/// The background engine: `settings`, shared with the task it spawns, and
-/// the state in `engine`.
+/// Background compaction: `settings`, shared with the task it spawns, and
+/// the state that changes from turn to turn.
 pub(crate) struct Background<'a> {
     settings: &'a Arc<Settings>,
-    engine: &'a Engine,
+    state: &'a CompactState,
 }
 
 impl<'a> Background<'a> {
-    pub fn new(settings: &'a Arc<Settings>, engine: &'a Engine) -> Self {
-        Background { settings, engine }
+    pub fn new(settings: &'a Arc<Settings>, state: &'a CompactState) -> Self {
+        Background { settings, state }
     }
 
     /// One turn: over the budget, a ready summary is spliced when it still
@@ -45,13 +45,13 @@ impl<'a> Background<'a> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(raw, self.engine.summary_state(), counter).await?;
+        let base = Base::new(raw, self.state.summary_state(), counter).await?;
         let settle = Settle::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut spliced = None;
         let over = !budget.admits_tokens(base.work()?.total());
         if over {
-            match self.engine.background_summary().take() {
+            match self.state.background_summary().take() {
                 Taken::Ready(ready) => {
                     reason = FallbackReason::Failed;
                     spliced = self.splice(&base, &settle, *ready, counter).await?;
@@ -95,7 +95,7 @@ impl<'a> Background<'a> {
             Err(rejection) => {
                 settle.failed(Failure::Rejected(rejection), ready.cost);
                 let plan = self.settings.plan(&work);
-                self.engine
+                self.state
                     .summary_state()
                     .record_failure(FailedAt::of(&work, &plan));
                 return Ok(None);
@@ -106,7 +106,7 @@ impl<'a> Background<'a> {
             // Not asked again until the threshold is passed again; the
             // turn falls back.
             let plan = self.settings.plan(&work);
-            self.engine
+            self.state
                 .summary_state()
                 .record_failure(FailedAt::of(&work, &plan));
             return Ok(None);
@@ -121,9 +121,7 @@ impl<'a> Background<'a> {
             report,
             covering: base.restate(ready.covering),
         };
-        settle
-            .land(compacted, self.engine.summary_state())
-            .map(Some)
+        settle.land(compacted, self.state.summary_state()).map(Some)
     }
 
     /// Arms the next request on what will be stored: the compacted history
@@ -139,7 +137,7 @@ impl<'a> Background<'a> {
         if let Some(stored) = result.to_store() {
             return self.arm(&stored.as_history()?, budget, counter).await;
         }
-        match self.engine.summary_state().known(raw, counter).await? {
+        match self.state.summary_state().known(raw, counter).await? {
             Some(known) => self.arm(&known.work()?, budget, counter).await,
             None => self.arm(raw, budget, counter).await,
         }
@@ -160,10 +158,8 @@ impl<'a> Background<'a> {
             self.warn_without_runtime();
             return Ok(());
         };
-        let (summary_state, background) = (
-            self.engine.summary_state(),
-            self.engine.background_summary(),
-        );
+        let (summary_state, background) =
+            (self.state.summary_state(), self.state.background_summary());
         let occasion = Occasion::threshold(Mode::Background);
         // The summary cap and input limit of this budget, for the request
         // and for the task that runs it.
@@ -208,7 +204,7 @@ impl<'a> Background<'a> {
         let max = budget.max_tokens?;
         let ratio = f64::from(self.settings.trigger_ratio());
         if (stored.total() as f64) <= ratio * max as f64
-            || !self.engine.background_summary().is_idle()
+            || !self.state.background_summary().is_idle()
         {
             return None;
         }
@@ -216,7 +212,7 @@ impl<'a> Background<'a> {
         let threshold = self.settings.summarize_at_tokens();
         let least = threshold.min(max / 4).max(1);
         let cooling_down = self
-            .engine
+            .state
             .summary_state()
             .cooldown(stored, &plan, threshold)
             .is_some();
@@ -225,7 +221,7 @@ impl<'a> Background<'a> {
 
     /// Says once that background mode needs a runtime.
     fn warn_without_runtime(&self) {
-        if self.engine.background_summary().first_without_runtime() {
+        if self.state.background_summary().first_without_runtime() {
             tracing::warn!(
                 target: "memory_compact",
                 "background compaction needs a tokio runtime and there is none here: every turn over the budget drops its oldest history from view instead; trim inside a runtime, or turn background mode off"

@@ -20,7 +20,7 @@ enum Made {
     Failed,
 }
 
-/// The foreground engine: `settings` and the summary state in `summary_state`.
+/// Foreground compaction: `settings` and the summary state.
 pub(crate) struct Foreground<'a> {
     settings: &'a Settings,
     summary_state: &'a SummaryState,

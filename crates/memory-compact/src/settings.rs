@@ -3,9 +3,9 @@
 //! input limit, are the [prompt's](crate::prompt)).
 //!
 //! [`Settings`] is the builder's product: the provider, thresholds, request
-//! options, observer and hook. The foreground and background engines read it
+//! options, observer and hook. Foreground and background compaction read it
 //! and never change it; what changes from turn to turn lives in the
-//! [engine](crate::engine).
+//! [`CompactState`](crate::compact_state).
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -20,8 +20,8 @@ use crate::compact_state::CompactState;
 use crate::covering::{Covering, Fingerprint};
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings};
-use crate::settle::{Compacted, Report, Settle};
 use crate::summary_state::{Base, FailedAt, SummaryState};
+use crate::turn_fit::{Compacted, Report, TurnFit};
 use crate::turns::Plan;
 use crate::{CompactEvent, Failure, FallbackReason, body};
 
@@ -46,7 +46,7 @@ impl<'a> Background<'a> {
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
         let base = Base::new(raw, self.state.summary_state(), counter).await?;
-        let settle = Settle::new(self.settings, raw, budget);
+        let fit = TurnFit::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut spliced = None;
         let over = !budget.admits_tokens(base.work()?.total());
@@ -54,7 +54,7 @@ impl<'a> Background<'a> {
             match self.state.background_summary().take() {
                 Taken::Ready(ready) => {
                     reason = FallbackReason::Failed;
-                    spliced = self.splice(&base, &settle, *ready, counter).await?;
+                    spliced = self.splice(&base, &fit, *ready, counter).await?;
                 }
                 Taken::InFlight => reason = FallbackReason::Pending,
                 Taken::Idle if tokio::runtime::Handle::try_current().is_err() => {
@@ -65,7 +65,7 @@ impl<'a> Background<'a> {
         }
         let result = match spliced {
             Some(result) => result,
-            None => settle.without_new(base.into_known(), reason)?,
+            None => fit.without_new(base.into_known(), reason)?,
         };
         self.arm_after(&result, raw, budget, counter).await?;
         Ok(result)
@@ -76,13 +76,13 @@ impl<'a> Background<'a> {
     async fn splice(
         &self,
         base: &Base<'_, '_>,
-        settle: &Settle<'_, '_>,
+        fit: &TurnFit<'_, '_>,
         ready: Ready,
         counter: &dyn TokenCounter,
     ) -> Result<Option<TrimResult>, MemoryError> {
         let work = base.work()?;
         if !ready.covering.fingerprint.matches(&work) {
-            settle.failed(Failure::Stale, ready.cost);
+            fit.failed(Failure::Stale, ready.cost);
             return Ok(None);
         }
         // Fitted to the cap here, where the turn's counter is.
@@ -93,7 +93,7 @@ impl<'a> Background<'a> {
         match body::fitted(&text, &ready.covering.files, originals, cap, counter).await? {
             Ok(message) => ready.covering.message = message,
             Err(rejection) => {
-                settle.failed(Failure::Rejected(rejection), ready.cost);
+                fit.failed(Failure::Rejected(rejection), ready.cost);
                 let plan = self.settings.plan(&work);
                 self.state
                     .summary_state()
@@ -102,7 +102,7 @@ impl<'a> Background<'a> {
             }
         }
         let applied = ready.covering.apply(&work, counter).await?;
-        if !settle.shrinks(work.total(), &applied.result, ready.cost) {
+        if !fit.shrinks(work.total(), &applied.result, ready.cost) {
             // Not asked again until the threshold is passed again; the
             // turn falls back.
             let plan = self.settings.plan(&work);
@@ -121,7 +121,7 @@ impl<'a> Background<'a> {
             report,
             covering: base.restate(ready.covering),
         };
-        settle.land(compacted, self.state.summary_state()).map(Some)
+        fit.land(compacted, self.state.summary_state()).map(Some)
     }
 
     /// Arms the next request on what will be stored: the compacted history

@@ -7,9 +7,9 @@ use crate::call::{self, Job, Outcome};
 use crate::covering::Covering;
 use crate::prepare::{Occasion, prepare};
 use crate::settings::{Mode, Settings, Trigger};
-use crate::settle::{Compacted, Report, Settle};
 use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::timing;
+use crate::turn_fit::{Compacted, Report, TurnFit};
 use crate::turns::Plan;
 use crate::{CompactCost, CompactEvent, Failure, FallbackReason, body};
 
@@ -42,7 +42,7 @@ impl<'a> Foreground<'a> {
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
         let base = Base::new(raw, self.summary_state, counter).await?;
-        let settle = Settle::new(self.settings, raw, budget);
+        let fit = TurnFit::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut cooldown = None;
         {
@@ -61,7 +61,7 @@ impl<'a> Foreground<'a> {
                     .summarize(&base, &work, &plan, occasion, counter)
                     .await?
                 {
-                    Made::Compacted(made) => return settle.land(*made, self.summary_state),
+                    Made::Compacted(made) => return fit.land(*made, self.summary_state),
                     Made::Declined => reason = FallbackReason::Declined,
                     Made::Failed => {
                         reason = FallbackReason::Failed;
@@ -71,7 +71,7 @@ impl<'a> Foreground<'a> {
                 }
             }
         }
-        let result = settle.without_new(base.into_known(), reason)?;
+        let result = fit.without_new(base.into_known(), reason)?;
         if let Some(cooldown) = cooldown {
             self.summary_state
                 .shown_during_cooldown(&result, cooldown)?;
@@ -88,7 +88,7 @@ impl<'a> Foreground<'a> {
     ) -> Result<TrimResult, MemoryError> {
         let base = Base::new(history, self.summary_state, counter).await?;
         let unlimited = Budget::default();
-        let settle = Settle::new(self.settings, history, &unlimited);
+        let fit = TurnFit::new(self.settings, history, &unlimited);
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
@@ -102,7 +102,7 @@ impl<'a> Foreground<'a> {
                     .summarize(&base, &work, &plan, occasion, counter)
                     .await?
             {
-                return settle.land(*made, self.summary_state);
+                return fit.land(*made, self.summary_state);
             }
         }
         Ok(match base.into_known() {
@@ -140,14 +140,14 @@ impl<'a> Foreground<'a> {
         let outcome = self.call(&job).await;
         // Only reports here: no budget applies.
         let unlimited = Budget::default();
-        let settle = Settle::new(self.settings, base.raw(), &unlimited);
+        let fit = TurnFit::new(self.settings, base.raw(), &unlimited);
         let (text, cost, from_hook) = match outcome {
             Outcome::Summary {
                 text,
                 cost,
                 from_hook,
             } => (text, cost, from_hook),
-            other => return Ok(self.no_summary(other, base, &settle, FailedAt::of(work, plan))),
+            other => return Ok(self.no_summary(other, base, &fit, FailedAt::of(work, plan))),
         };
         let files = job.preparation.files;
         let cap = self.settings.summary_max_tokens() as usize;
@@ -155,7 +155,7 @@ impl<'a> Foreground<'a> {
         let message = match body::fitted(&text, &files, originals, cap, counter).await? {
             Ok(message) => message,
             Err(rejection) => {
-                settle.failed(Failure::Rejected(rejection), cost);
+                fit.failed(Failure::Rejected(rejection), cost);
                 self.summary_state.record_failure(FailedAt::of(work, plan));
                 return Ok(Made::Failed);
             }
@@ -163,7 +163,7 @@ impl<'a> Foreground<'a> {
         let covering = Covering::new(work, plan.region.clone(), message, files);
         let applied = covering.apply(work, counter).await?;
         // A summary no shorter than what it covers replaces nothing.
-        if !settle.shrinks(work.total(), &applied.result, cost) {
+        if !fit.shrinks(work.total(), &applied.result, cost) {
             self.summary_state.record_failure(FailedAt::of(work, plan));
             return Ok(Made::Failed);
         }
@@ -175,17 +175,17 @@ impl<'a> Foreground<'a> {
     }
 
     /// What a call that made no summary comes to: declined by the hook,
-    /// or failed (settled, and `failed` recorded in the summary state).
+    /// or failed (reported, and `failed` recorded in the summary state).
     fn no_summary(
         &self,
         outcome: Outcome,
         base: &Base<'_, '_>,
-        settle: &Settle<'_, '_>,
+        fit: &TurnFit<'_, '_>,
         failed: Option<FailedAt>,
     ) -> Made {
         match outcome {
             Outcome::Failed { failure, cost } => {
-                settle.failed(failure, cost);
+                fit.failed(failure, cost);
                 self.summary_state.record_failure(failed);
                 Made::Failed
             }

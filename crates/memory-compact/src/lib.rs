@@ -62,10 +62,10 @@ mod prepare;
 mod prompt;
 mod scaled;
 mod settings;
-mod settle;
 mod split;
 mod summary_state;
 mod timing;
+mod turn_fit;
 mod turns;
 
 pub use background_summary::BackgroundStatus;

@@ -1,7 +1,7 @@
-//! How a turn's result is settled and reported: a compacted history is
-//! fitted to the budget (or refused when the summary itself cannot fit),
-//! a history without a summary falls back to `WindowDrop`'s projection,
-//! and every step is told to the observer and to `tracing`.
+//! How a turn's result is fitted to the budget and reported: a compacted
+//! history is fitted (or refused when the summary itself cannot fit), a
+//! history without a summary falls back to `WindowDrop`'s projection, and
+//! every step is told to the observer and to `tracing`.
 
 use memory_core::{Budget, History, MemoryError, TrimResult, structure};
 use memory_window::WindowDrop;
@@ -28,16 +28,16 @@ pub(crate) struct Compacted {
     pub covering: Option<Covering>,
 }
 
-/// Settles one turn: `raw` (the history as given) at `budget`.
-pub(crate) struct Settle<'a, 'h> {
+/// Fits one turn's result: `raw` (the history as given) at `budget`.
+pub(crate) struct TurnFit<'a, 'h> {
     settings: &'a Settings,
     raw: &'a History<'h>,
     budget: &'a Budget,
 }
 
-impl<'a, 'h> Settle<'a, 'h> {
+impl<'a, 'h> TurnFit<'a, 'h> {
     pub fn new(settings: &'a Settings, raw: &'a History<'h>, budget: &'a Budget) -> Self {
-        Settle {
+        TurnFit {
             settings,
             raw,
             budget,

@@ -18,7 +18,7 @@ use crate::background_summary::{Permit, Ready, Taken};
 use crate::call::{self, Job, Outcome};
 use crate::compact_state::CompactState;
 use crate::covering::{Covering, Fingerprint};
-use crate::prepare::{Occasion, prepare};
+use crate::prepare::{Compaction, prepare};
 use crate::settings::{Mode, Settings};
 use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::turn_fit::{Compacted, Report, TurnFit};
@@ -160,14 +160,14 @@ impl<'a> Background<'a> {
         };
         let (summary_state, background) =
             (self.state.summary_state(), self.state.background_summary());
-        let occasion = Occasion::threshold(Mode::Background);
+        let compaction = Compaction::threshold(Mode::Background);
         // The summary cap and input limit of this budget, for the request
         // and for the task that runs it.
         let settings = match self.settings.for_budget(budget, stored) {
             Cow::Borrowed(_) => self.settings.clone(),
             Cow::Owned(scaled) => Arc::new(scaled),
         };
-        let job = prepare(&settings, summary_state, stored, &plan, occasion, counter).await?;
+        let job = prepare(&settings, summary_state, stored, &plan, compaction, counter).await?;
         let Some(last) = plan.region.last() else {
             return Ok(());
         };

@@ -5,7 +5,7 @@ use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summar
 
 use crate::call::{self, Job, Outcome};
 use crate::covering::Covering;
-use crate::prepare::{Occasion, prepare};
+use crate::prepare::{Compaction, prepare};
 use crate::settings::{Mode, Settings, Trigger};
 use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::timing;
@@ -54,11 +54,11 @@ impl<'a> Foreground<'a> {
                 cooldown = self.summary_state.cooldown(&work, &plan, threshold);
             }
             if due && cooldown.is_none() {
-                let occasion = Occasion::threshold(Mode::Foreground);
+                let compaction = Compaction::threshold(Mode::Foreground);
                 let settings = self.settings.for_budget(budget, &work);
                 let scaled = Foreground::new(&settings, self.summary_state);
                 match scaled
-                    .summarize(&base, &work, &plan, occasion, counter)
+                    .summarize(&base, &work, &plan, compaction, counter)
                     .await?
                 {
                     Made::Compacted(made) => return fit.land(*made, self.summary_state),
@@ -92,14 +92,14 @@ impl<'a> Foreground<'a> {
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
-            let occasion = Occasion {
+            let compaction = Compaction {
                 mode: Mode::Foreground,
                 trigger: Trigger::Manual,
                 extra: instructions,
             };
             if plan.has_new()
                 && let Made::Compacted(made) = self
-                    .summarize(&base, &work, &plan, occasion, counter)
+                    .summarize(&base, &work, &plan, compaction, counter)
                     .await?
             {
                 return fit.land(*made, self.summary_state);
@@ -118,7 +118,7 @@ impl<'a> Foreground<'a> {
         base: &Base<'_, '_>,
         work: &History<'_>,
         plan: &Plan,
-        occasion: Occasion<'_>,
+        compaction: Compaction<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Made, MemoryError> {
         let job = prepare(
@@ -126,7 +126,7 @@ impl<'a> Foreground<'a> {
             self.summary_state,
             work,
             plan,
-            occasion,
+            compaction,
             counter,
         )
         .await?;

@@ -17,9 +17,10 @@ use crate::{FileOps, Preparation, body};
 /// less.
 const FILES_SHARE: usize = 4;
 
-/// Why and where a compaction runs, and the instructions added for it.
+/// One compaction as it was asked for: where it runs, what asked for it,
+/// and the instructions added for it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Occasion<'a> {
+pub(crate) struct Compaction<'a> {
     /// Foreground or background.
     pub mode: Mode,
     /// The threshold, or a caller.
@@ -28,10 +29,10 @@ pub(crate) struct Occasion<'a> {
     pub extra: Option<&'a str>,
 }
 
-impl Occasion<'_> {
+impl Compaction<'_> {
     /// A compaction the threshold asked for, in `mode`.
     pub fn threshold(mode: Mode) -> Self {
-        Occasion {
+        Compaction {
             mode,
             trigger: Trigger::Threshold,
             extra: None,
@@ -49,7 +50,7 @@ pub(crate) async fn prepare(
     summary_state: &SummaryState,
     work: &History<'_>,
     plan: &Plan,
-    occasion: Occasion<'_>,
+    compaction: Compaction<'_>,
     counter: &dyn TokenCounter,
 ) -> Result<Job, MemoryError> {
     let messages = work.messages();
@@ -64,7 +65,7 @@ pub(crate) async fn prepare(
         plan,
         earlier.iter().chain(&current),
     );
-    let instructions = settings.instructions(occasion.extra);
+    let instructions = settings.instructions(compaction.extra);
     let question = plan.question.map(|q| messages[q].text());
     let (requests, pieces) = {
         let mut template = settings.template(instructions.as_deref());
@@ -97,8 +98,8 @@ pub(crate) async fn prepare(
             instructions,
             tokens: plan.new_tokens,
             tokens_before: work.total(),
-            background: occasion.mode == Mode::Background,
-            manual: occasion.trigger == Trigger::Manual,
+            background: compaction.mode == Mode::Background,
+            manual: compaction.trigger == Trigger::Manual,
         },
         requests,
         pieces,

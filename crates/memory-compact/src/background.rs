@@ -14,27 +14,27 @@ use std::sync::Arc;
 
 use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summary};
 
+use crate::background_summary::{Permit, Ready, Taken};
 use crate::call::{self, Job, Outcome};
+use crate::compact_state::CompactState;
 use crate::covering::{Covering, Fingerprint};
-use crate::engine::Engine;
-use crate::memo::{Base, FailedAt, Memo};
-use crate::prepare::{Occasion, prepare};
+use crate::prepare::{Compaction, prepare};
 use crate::settings::{Mode, Settings};
-use crate::settle::{Compacted, Report, Settle};
-use crate::slot::{Claim, Ready, Taken};
+use crate::summary_state::{Base, FailedAt, SummaryState};
+use crate::turn_fit::{Compacted, Report, TurnFit};
 use crate::turns::Plan;
 use crate::{CompactEvent, Failure, FallbackReason, body};
 
-/// The background engine: `settings`, shared with the task it spawns, and
-/// the state in `engine`.
+/// Background compaction: `settings`, shared with the task it spawns, and
+/// the state that changes from turn to turn.
 pub(crate) struct Background<'a> {
     settings: &'a Arc<Settings>,
-    engine: &'a Engine,
+    state: &'a CompactState,
 }
 
 impl<'a> Background<'a> {
-    pub fn new(settings: &'a Arc<Settings>, engine: &'a Engine) -> Self {
-        Background { settings, engine }
+    pub fn new(settings: &'a Arc<Settings>, state: &'a CompactState) -> Self {
+        Background { settings, state }
     }
 
     /// One turn: over the budget, a ready summary is spliced when it still
@@ -45,16 +45,16 @@ impl<'a> Background<'a> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(raw, self.engine.memo(), counter).await?;
-        let settle = Settle::new(self.settings, raw, budget);
+        let base = Base::new(raw, self.state.summary_state(), counter).await?;
+        let fit = TurnFit::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
         let mut spliced = None;
         let over = !budget.admits_tokens(base.work()?.total());
         if over {
-            match self.engine.slot().take() {
+            match self.state.background_summary().take() {
                 Taken::Ready(ready) => {
                     reason = FallbackReason::Failed;
-                    spliced = self.splice(&base, &settle, *ready, counter).await?;
+                    spliced = self.splice(&base, &fit, *ready, counter).await?;
                 }
                 Taken::InFlight => reason = FallbackReason::Pending,
                 Taken::Idle if tokio::runtime::Handle::try_current().is_err() => {
@@ -65,7 +65,7 @@ impl<'a> Background<'a> {
         }
         let result = match spliced {
             Some(result) => result,
-            None => settle.without_new(base.into_known(), reason)?,
+            None => fit.without_new(base.into_known(), reason)?,
         };
         self.arm_after(&result, raw, budget, counter).await?;
         Ok(result)
@@ -76,13 +76,13 @@ impl<'a> Background<'a> {
     async fn splice(
         &self,
         base: &Base<'_, '_>,
-        settle: &Settle<'_, '_>,
+        fit: &TurnFit<'_, '_>,
         ready: Ready,
         counter: &dyn TokenCounter,
     ) -> Result<Option<TrimResult>, MemoryError> {
         let work = base.work()?;
         if !ready.covering.fingerprint.matches(&work) {
-            settle.failed(Failure::Stale, ready.cost);
+            fit.failed(Failure::Stale, ready.cost);
             return Ok(None);
         }
         // Fitted to the cap here, where the turn's counter is.
@@ -93,18 +93,22 @@ impl<'a> Background<'a> {
         match body::fitted(&text, &ready.covering.files, originals, cap, counter).await? {
             Ok(message) => ready.covering.message = message,
             Err(rejection) => {
-                settle.failed(Failure::Rejected(rejection), ready.cost);
+                fit.failed(Failure::Rejected(rejection), ready.cost);
                 let plan = self.settings.plan(&work);
-                self.engine.memo().back_off(FailedAt::of(&work, &plan));
+                self.state
+                    .summary_state()
+                    .record_failure(FailedAt::of(&work, &plan));
                 return Ok(None);
             }
         }
         let applied = ready.covering.apply(&work, counter).await?;
-        if !settle.shrinks(work.total(), &applied.result, ready.cost) {
+        if !fit.shrinks(work.total(), &applied.result, ready.cost) {
             // Not asked again until the threshold is passed again; the
             // turn falls back.
             let plan = self.settings.plan(&work);
-            self.engine.memo().back_off(FailedAt::of(&work, &plan));
+            self.state
+                .summary_state()
+                .record_failure(FailedAt::of(&work, &plan));
             return Ok(None);
         }
         let report = Report {
@@ -117,7 +121,7 @@ impl<'a> Background<'a> {
             report,
             covering: base.restate(ready.covering),
         };
-        settle.land(compacted, self.engine.memo()).map(Some)
+        fit.land(compacted, self.state.summary_state()).map(Some)
     }
 
     /// Arms the next request on what will be stored: the compacted history
@@ -133,14 +137,14 @@ impl<'a> Background<'a> {
         if let Some(stored) = result.to_store() {
             return self.arm(&stored.as_history()?, budget, counter).await;
         }
-        match self.engine.memo().known(raw, counter).await? {
+        match self.state.summary_state().known(raw, counter).await? {
             Some(known) => self.arm(&known.work()?, budget, counter).await,
             None => self.arm(raw, budget, counter).await,
         }
     }
 
-    /// Starts a background summary of `stored` when it is due and the slot
-    /// is free.
+    /// Starts a background summary of `stored` when it is due and none is
+    /// running or waiting.
     async fn arm(
         &self,
         stored: &History<'_>,
@@ -154,15 +158,16 @@ impl<'a> Background<'a> {
             self.warn_without_runtime();
             return Ok(());
         };
-        let (memo, slot) = (self.engine.memo(), self.engine.slot());
-        let occasion = Occasion::threshold(Mode::Background);
+        let (summary_state, background) =
+            (self.state.summary_state(), self.state.background_summary());
+        let compaction = Compaction::threshold(Mode::Background);
         // The summary cap and input limit of this budget, for the request
         // and for the task that runs it.
         let settings = match self.settings.for_budget(budget, stored) {
             Cow::Borrowed(_) => self.settings.clone(),
             Cow::Owned(scaled) => Arc::new(scaled),
         };
-        let job = prepare(&settings, memo, stored, &plan, occasion, counter).await?;
+        let job = prepare(&settings, summary_state, stored, &plan, compaction, counter).await?;
         let Some(last) = plan.region.last() else {
             return Ok(());
         };
@@ -172,7 +177,7 @@ impl<'a> Background<'a> {
             plan,
             tokens_before: stored.total(),
         };
-        let Some(claim) = slot.claim() else {
+        let Some(permit) = background.start() else {
             return Ok(());
         };
         self.settings.emit(CompactEvent::Started {
@@ -182,32 +187,41 @@ impl<'a> Background<'a> {
             split: target.plan.is_split(),
             background: true,
         });
-        slot.hold(runtime.spawn(run(settings, memo.clone(), job, target, claim)));
+        background.keep_task(runtime.spawn(run(
+            settings,
+            summary_state.clone(),
+            job,
+            target,
+            permit,
+        )));
         Ok(())
     }
 
     /// The plan for `stored` when a request is due: past the trigger, the
-    /// slot free, enough new material, and not backed off.
+    /// background summary idle, enough new material, and no cooldown in
+    /// force.
     fn due(&self, stored: &History<'_>, budget: &Budget) -> Option<Plan> {
         let max = budget.max_tokens?;
         let ratio = f64::from(self.settings.trigger_ratio());
-        if (stored.total() as f64) <= ratio * max as f64 || !self.engine.slot().is_idle() {
+        if (stored.total() as f64) <= ratio * max as f64
+            || !self.state.background_summary().is_idle()
+        {
             return None;
         }
         let plan = self.settings.plan(stored);
         let threshold = self.settings.summarize_at_tokens();
         let least = threshold.min(max / 4).max(1);
-        let backed_off = self
-            .engine
-            .memo()
-            .backed_off(stored, &plan, threshold)
+        let cooling_down = self
+            .state
+            .summary_state()
+            .cooldown(stored, &plan, threshold)
             .is_some();
-        (plan.has_new() && plan.new_tokens >= least && !backed_off).then_some(plan)
+        (plan.has_new() && plan.new_tokens >= least && !cooling_down).then_some(plan)
     }
 
     /// Says once that background mode needs a runtime.
     fn warn_without_runtime(&self) {
-        if self.engine.slot().first_without_runtime() {
+        if self.state.background_summary().first_without_runtime() {
             tracing::warn!(
                 target: "memory_compact",
                 "background compaction needs a tokio runtime and there is none here: every turn over the budget drops its oldest history from view instead; trim inside a runtime, or turn background mode off"
@@ -224,9 +238,15 @@ struct Target {
     tokens_before: usize,
 }
 
-/// The background task: runs `job` and fills the slot with its summary, or
-/// reports why there is none.
-async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, claim: Claim) {
+/// The background task: runs `job` and delivers its summary with `permit`,
+/// or reports why there is none.
+async fn run(
+    settings: Arc<Settings>,
+    summary_state: SummaryState,
+    job: Job,
+    target: Target,
+    permit: Permit,
+) {
     let policy = settings.policy(Mode::Background);
     let caller = call::Caller {
         provider: settings.provider(),
@@ -247,7 +267,7 @@ async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, clai
                 message: body::message(&text, &files),
                 files,
             };
-            claim.fill(Ready {
+            permit.fill(Ready {
                 covering,
                 cost,
                 from_hook,
@@ -257,7 +277,7 @@ async fn run(settings: Arc<Settings>, memo: Memo, job: Job, target: Target, clai
             tokens_before: target.tokens_before,
         }),
         Outcome::Failed { failure, cost } => {
-            memo.back_off(target.failed);
+            summary_state.record_failure(target.failed);
             settings.emit(CompactEvent::Failed {
                 tokens_before: target.tokens_before,
                 failure,

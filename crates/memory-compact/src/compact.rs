@@ -1,8 +1,8 @@
 //! [`Compact`]: the strategy, its builder and its getters. It holds
-//! [`Settings`](crate::settings) (fixed once built) and an
-//! [`Engine`](crate::engine) (the state that changes), and hands each turn
-//! to the [foreground](crate::foreground) or [background](crate::background)
-//! engine.
+//! [`Settings`](crate::settings) (fixed once built) and a
+//! [`CompactState`](crate::compact_state) (the state that changes), and
+//! hands each turn to [foreground](crate::foreground) or
+//! [background](crate::background) compaction.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use memory_core::{
 };
 
 use crate::background::Background;
-use crate::engine::Engine;
+use crate::compact_state::CompactState;
 use crate::foreground::Foreground;
 use crate::settings::{Mode, Settings};
 use crate::{BackgroundStatus, CompactEvents, CompactHook, CompactObserver, FileOps, body};
@@ -119,7 +119,7 @@ use memory_summary::cap::{self, CapTooSmall};
 /// ```
 pub struct Compact {
     settings: Arc<Settings>,
-    engine: Engine,
+    state: CompactState,
 }
 
 impl std::fmt::Debug for Compact {
@@ -156,7 +156,7 @@ impl Compact {
     pub fn from_arc(provider: Arc<dyn Provider>) -> Self {
         Self {
             settings: Arc::new(Settings::new(provider)),
-            engine: Engine::default(),
+            state: CompactState::default(),
         }
     }
 
@@ -363,8 +363,9 @@ impl Compact {
     ///   unchanged, byte for byte; a stale summary is discarded (and
     ///   reported). A cut-off, refused or empty summary is never spliced.
     /// - Each attempt has a timeout (default 120 s) and retryable failures are
-    ///   tried again (default 3 times, backoff from 1 s, doubling); the slot
-    ///   is freed however the task ends (a panic included).
+    ///   tried again (default 3 times, backoff from 1 s, doubling); the
+    ///   [status](Compact::background_status) is idle again however the task
+    ///   ends (a panic included).
     /// - While the summary is pending, or without a tokio runtime, a crossed
     ///   budget is met by `WindowDrop`'s projection, which leaves storage,
     ///   and so the pending summary, intact.
@@ -548,7 +549,7 @@ impl Compact {
     /// assert!(memory_compact::Compact::new(memory_core::FakeProvider::default()).file_ops().is_empty());
     /// ```
     pub fn file_ops(&self) -> FileOps {
-        self.engine.memo().files()
+        self.state.summary_state().files()
     }
 
     /// Where the background summary stands.
@@ -558,7 +559,7 @@ impl Compact {
     /// assert_eq!(Compact::new(memory_core::FakeProvider::default()).background_status(), BackgroundStatus::Idle);
     /// ```
     pub fn background_status(&self) -> BackgroundStatus {
-        self.engine.slot().status()
+        self.state.background_summary().status()
     }
 
     /// Compacts `history` now, whatever its size, adding `instructions` to
@@ -611,7 +612,7 @@ impl Compact {
         counter: &dyn TokenCounter,
         instructions: Option<&str>,
     ) -> Result<TrimResult, MemoryError> {
-        Foreground::new(&self.settings, self.engine.memo())
+        Foreground::new(&self.settings, self.state.summary_state())
             .compact_now(history, counter, instructions)
             .await
     }
@@ -631,12 +632,12 @@ impl TrimStrategy for Compact {
     ) -> Result<TrimResult, MemoryError> {
         let mut result = match self.settings.mode() {
             Mode::Foreground => {
-                Foreground::new(&self.settings, self.engine.memo())
+                Foreground::new(&self.settings, self.state.summary_state())
                     .trim(history, budget, counter)
                     .await?
             }
             Mode::Background => {
-                Background::new(&self.settings, &self.engine)
+                Background::new(&self.settings, &self.state)
                     .trim(history, budget, counter)
                     .await?
             }

@@ -5,11 +5,11 @@ use memory_core::{Budget, History, MemoryError, TokenCounter, TrimResult, summar
 
 use crate::call::{self, Job, Outcome};
 use crate::covering::Covering;
-use crate::memo::{Base, FailedAt, Memo};
-use crate::prepare::{Occasion, prepare};
+use crate::prepare::{Compaction, prepare};
 use crate::settings::{Mode, Settings, Trigger};
-use crate::settle::{Compacted, Report, Settle};
+use crate::summary_state::{Base, FailedAt, SummaryState};
 use crate::timing;
+use crate::turn_fit::{Compacted, Report, TurnFit};
 use crate::turns::Plan;
 use crate::{CompactCost, CompactEvent, Failure, FallbackReason, body};
 
@@ -20,15 +20,18 @@ enum Made {
     Failed,
 }
 
-/// The foreground engine: `settings` and the summary state in `memo`.
+/// Foreground compaction: `settings` and the summary state.
 pub(crate) struct Foreground<'a> {
     settings: &'a Settings,
-    memo: &'a Memo,
+    summary_state: &'a SummaryState,
 }
 
 impl<'a> Foreground<'a> {
-    pub fn new(settings: &'a Settings, memo: &'a Memo) -> Self {
-        Foreground { settings, memo }
+    pub fn new(settings: &'a Settings, summary_state: &'a SummaryState) -> Self {
+        Foreground {
+            settings,
+            summary_state,
+        }
     }
 
     /// One turn: a summary when one is due (see [`timing`]), then the fit.
@@ -38,39 +41,40 @@ impl<'a> Foreground<'a> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(raw, self.memo, counter).await?;
-        let settle = Settle::new(self.settings, raw, budget);
+        let base = Base::new(raw, self.summary_state, counter).await?;
+        let fit = TurnFit::new(self.settings, raw, budget);
         let mut reason = FallbackReason::NotDue;
-        let mut hold = None;
+        let mut cooldown = None;
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
             let threshold = self.settings.summarize_at_tokens();
             let due = timing::due(self.settings, &work, &plan, budget);
             if due {
-                hold = self.memo.backed_off(&work, &plan, threshold);
+                cooldown = self.summary_state.cooldown(&work, &plan, threshold);
             }
-            if due && hold.is_none() {
-                let occasion = Occasion::threshold(Mode::Foreground);
+            if due && cooldown.is_none() {
+                let compaction = Compaction::threshold(Mode::Foreground);
                 let settings = self.settings.for_budget(budget, &work);
-                let scaled = Foreground::new(&settings, self.memo);
+                let scaled = Foreground::new(&settings, self.summary_state);
                 match scaled
-                    .summarize(&base, &work, &plan, occasion, counter)
+                    .summarize(&base, &work, &plan, compaction, counter)
                     .await?
                 {
-                    Made::Compacted(made) => return settle.land(*made, self.memo),
+                    Made::Compacted(made) => return fit.land(*made, self.summary_state),
                     Made::Declined => reason = FallbackReason::Declined,
                     Made::Failed => {
                         reason = FallbackReason::Failed;
                         // The failure just recorded holds for this history.
-                        hold = self.memo.backed_off(&work, &plan, threshold);
+                        cooldown = self.summary_state.cooldown(&work, &plan, threshold);
                     }
                 }
             }
         }
-        let result = settle.without_new(base.into_known(), reason)?;
-        if let Some(hold) = hold {
-            self.memo.shown_while_backed_off(&result, hold)?;
+        let result = fit.without_new(base.into_known(), reason)?;
+        if let Some(cooldown) = cooldown {
+            self.summary_state
+                .shown_during_cooldown(&result, cooldown)?;
         }
         Ok(result)
     }
@@ -82,23 +86,23 @@ impl<'a> Foreground<'a> {
         counter: &dyn TokenCounter,
         instructions: Option<&str>,
     ) -> Result<TrimResult, MemoryError> {
-        let base = Base::new(history, self.memo, counter).await?;
+        let base = Base::new(history, self.summary_state, counter).await?;
         let unlimited = Budget::default();
-        let settle = Settle::new(self.settings, history, &unlimited);
+        let fit = TurnFit::new(self.settings, history, &unlimited);
         {
             let work = base.work()?;
             let plan = self.settings.plan(&work);
-            let occasion = Occasion {
+            let compaction = Compaction {
                 mode: Mode::Foreground,
                 trigger: Trigger::Manual,
                 extra: instructions,
             };
             if plan.has_new()
                 && let Made::Compacted(made) = self
-                    .summarize(&base, &work, &plan, occasion, counter)
+                    .summarize(&base, &work, &plan, compaction, counter)
                     .await?
             {
-                return settle.land(*made, self.memo);
+                return fit.land(*made, self.summary_state);
             }
         }
         Ok(match base.into_known() {
@@ -114,10 +118,18 @@ impl<'a> Foreground<'a> {
         base: &Base<'_, '_>,
         work: &History<'_>,
         plan: &Plan,
-        occasion: Occasion<'_>,
+        compaction: Compaction<'_>,
         counter: &dyn TokenCounter,
     ) -> Result<Made, MemoryError> {
-        let job = prepare(self.settings, self.memo, work, plan, occasion, counter).await?;
+        let job = prepare(
+            self.settings,
+            self.summary_state,
+            work,
+            plan,
+            compaction,
+            counter,
+        )
+        .await?;
         self.settings.emit(CompactEvent::Started {
             tokens_before: base.raw().total(),
             messages: plan.folded(),
@@ -128,14 +140,14 @@ impl<'a> Foreground<'a> {
         let outcome = self.call(&job).await;
         // Only reports here: no budget applies.
         let unlimited = Budget::default();
-        let settle = Settle::new(self.settings, base.raw(), &unlimited);
+        let fit = TurnFit::new(self.settings, base.raw(), &unlimited);
         let (text, cost, from_hook) = match outcome {
             Outcome::Summary {
                 text,
                 cost,
                 from_hook,
             } => (text, cost, from_hook),
-            other => return Ok(self.no_summary(other, base, &settle, FailedAt::of(work, plan))),
+            other => return Ok(self.no_summary(other, base, &fit, FailedAt::of(work, plan))),
         };
         let files = job.preparation.files;
         let cap = self.settings.summary_max_tokens() as usize;
@@ -143,16 +155,16 @@ impl<'a> Foreground<'a> {
         let message = match body::fitted(&text, &files, originals, cap, counter).await? {
             Ok(message) => message,
             Err(rejection) => {
-                settle.failed(Failure::Rejected(rejection), cost);
-                self.memo.back_off(FailedAt::of(work, plan));
+                fit.failed(Failure::Rejected(rejection), cost);
+                self.summary_state.record_failure(FailedAt::of(work, plan));
                 return Ok(Made::Failed);
             }
         };
         let covering = Covering::new(work, plan.region.clone(), message, files);
         let applied = covering.apply(work, counter).await?;
         // A summary no shorter than what it covers replaces nothing.
-        if !settle.shrinks(work.total(), &applied.result, cost) {
-            self.memo.back_off(FailedAt::of(work, plan));
+        if !fit.shrinks(work.total(), &applied.result, cost) {
+            self.summary_state.record_failure(FailedAt::of(work, plan));
             return Ok(Made::Failed);
         }
         Ok(Made::Compacted(Box::new(Compacted {
@@ -163,18 +175,18 @@ impl<'a> Foreground<'a> {
     }
 
     /// What a call that made no summary comes to: declined by the hook,
-    /// or failed (settled, and the memo backs off from `failed`).
+    /// or failed (reported, and `failed` recorded in the summary state).
     fn no_summary(
         &self,
         outcome: Outcome,
         base: &Base<'_, '_>,
-        settle: &Settle<'_, '_>,
+        fit: &TurnFit<'_, '_>,
         failed: Option<FailedAt>,
     ) -> Made {
         match outcome {
             Outcome::Failed { failure, cost } => {
-                settle.failed(failure, cost);
-                self.memo.back_off(failed);
+                fit.failed(failure, cost);
+                self.summary_state.record_failure(failed);
                 Made::Failed
             }
             _ => {

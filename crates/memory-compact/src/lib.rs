@@ -47,27 +47,28 @@
 //! ```
 
 mod background;
+mod background_summary;
 pub mod body;
 mod call;
 mod compact;
+mod compact_state;
 mod covering;
-mod engine;
 mod event;
 mod failure;
 pub mod files;
 mod foreground;
 mod hook;
-mod memo;
 mod prepare;
 mod prompt;
 mod scaled;
 mod settings;
-mod settle;
-mod slot;
 mod split;
+mod summary_state;
 mod timing;
+mod turn_fit;
 mod turns;
 
+pub use background_summary::BackgroundStatus;
 pub use compact::Compact;
 pub use event::{
     CompactCost, CompactEvent, CompactEvents, CompactObserver, EventLog, FallbackReason,
@@ -76,9 +77,8 @@ pub use failure::Failure;
 pub use files::FileOps;
 pub use hook::{CompactHook, HookDecision, Preparation};
 pub use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
-pub use prompt::DEFAULT_COMPACT_PROMPT;
+pub use prompt::{DEFAULT_COMPACT_PROMPT, DEFAULT_MAX_INPUT_TOKENS};
 pub use settings::{
-    DEFAULT_BACKOFF, DEFAULT_DEPTH_RATIO, DEFAULT_KEEP_VERBATIM, DEFAULT_MAX_INPUT_TOKENS,
-    DEFAULT_RETRIES, DEFAULT_SUMMARIZE_AT_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
+    DEFAULT_BACKOFF, DEFAULT_DEPTH_RATIO, DEFAULT_KEEP_VERBATIM, DEFAULT_RETRIES,
+    DEFAULT_SUMMARIZE_AT_TOKENS, DEFAULT_TIMEOUT, DEFAULT_TRIGGER_RATIO,
 };
-pub use slot::BackgroundStatus;

@@ -5,10 +5,10 @@ use memory_core::{History, MemoryError, Message, TokenCounter};
 use memory_summary::cap;
 
 use crate::call::Job;
-use crate::memo::Memo;
 use crate::prompt::Part;
 use crate::settings::{Mode, Settings, Trigger};
 use crate::split::Piece;
+use crate::summary_state::SummaryState;
 use crate::turns::Plan;
 use crate::{FileOps, Preparation, body};
 
@@ -17,9 +17,10 @@ use crate::{FileOps, Preparation, body};
 /// less.
 const FILES_SHARE: usize = 4;
 
-/// Why and where a compaction runs, and the instructions added for it.
+/// One compaction as it was asked for: where it runs, what asked for it,
+/// and the instructions added for it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Occasion<'a> {
+pub(crate) struct Compaction<'a> {
     /// Foreground or background.
     pub mode: Mode,
     /// The threshold, or a caller.
@@ -28,10 +29,10 @@ pub(crate) struct Occasion<'a> {
     pub extra: Option<&'a str>,
 }
 
-impl Occasion<'_> {
+impl Compaction<'_> {
     /// A compaction the threshold asked for, in `mode`.
     pub fn threshold(mode: Mode) -> Self {
-        Occasion {
+        Compaction {
             mode,
             trigger: Trigger::Threshold,
             extra: None,
@@ -46,10 +47,10 @@ impl Occasion<'_> {
 /// Counting the requests failed.
 pub(crate) async fn prepare(
     settings: &Settings,
-    memo: &Memo,
+    summary_state: &SummaryState,
     work: &History<'_>,
     plan: &Plan,
-    occasion: Occasion<'_>,
+    compaction: Compaction<'_>,
     counter: &dyn TokenCounter,
 ) -> Result<Job, MemoryError> {
     let messages = work.messages();
@@ -58,8 +59,13 @@ pub(crate) async fn prepare(
     };
     let (earlier, current) = (pick(&plan.earlier), pick(&plan.current));
     let previous = previous_summary(messages, plan);
-    let files = files(memo, messages, plan, earlier.iter().chain(&current));
-    let instructions = settings.instructions(occasion.extra);
+    let files = files(
+        summary_state,
+        messages,
+        plan,
+        earlier.iter().chain(&current),
+    );
+    let instructions = settings.instructions(compaction.extra);
     let question = plan.question.map(|q| messages[q].text());
     let (requests, pieces) = {
         let mut template = settings.template(instructions.as_deref());
@@ -92,8 +98,8 @@ pub(crate) async fn prepare(
             instructions,
             tokens: plan.new_tokens,
             tokens_before: work.total(),
-            background: occasion.mode == Mode::Background,
-            manual: occasion.trigger == Trigger::Manual,
+            background: compaction.mode == Mode::Background,
+            manual: compaction.trigger == Trigger::Manual,
         },
         requests,
         pieces,
@@ -134,7 +140,7 @@ fn previous_summary(messages: &[Message], plan: &Plan) -> Option<String> {
 /// The files the earlier summaries list (those of the last summary made
 /// included, when it is one of them) and those `new` messages touch.
 fn files<'m>(
-    memo: &Memo,
+    summary_state: &SummaryState,
     messages: &[Message],
     plan: &Plan,
     new: impl Iterator<Item = &'m Message>,
@@ -145,7 +151,7 @@ fn files<'m>(
             files.merge(&listed);
         }
     }
-    if let Some(remembered) = memo.files_of(plan.previous.iter().map(|&i| &messages[i])) {
+    if let Some(remembered) = summary_state.files_of(plan.previous.iter().map(|&i| &messages[i])) {
         files.merge(&remembered);
     }
     files.record_messages(new);

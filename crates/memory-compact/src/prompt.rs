@@ -1,5 +1,6 @@
-//! The summarization request: [`DEFAULT_COMPACT_PROMPT`] and how the
-//! messages to summarize are sent.
+//! The summarization request: [`DEFAULT_COMPACT_PROMPT`], the default
+//! input limit [`DEFAULT_MAX_INPUT_TOKENS`], and how the messages to
+//! summarize are sent.
 //!
 //! A request is standalone: the prompt as a system message, then one user
 //! message holding the previous summary (to merge), the current request
@@ -48,6 +49,21 @@ Keep exact names, paths and values: copy them, never paraphrase them. Prefer sho
 When a previous summary is given, merge it with the new material into one summary: keep what \
 still holds, update what changed, and drop nothing that may matter later. Reply with the summary \
 only.";
+
+/// The default limit on one summary request's input (prompt, previous
+/// summary, instructions and transcript), in tokens of the strategy's
+/// counter: about 48,000 characters of English text.
+///
+/// Lower than the default of `memory-summarize`'s strategy on purpose: a
+/// compaction sends all its material in one request (two for a split turn),
+/// shortening long messages to fit, where that strategy folds a long
+/// transcript in chunks; so this limit must stay below the summarizer's
+/// context window less the summary cap.
+///
+/// ```
+/// assert_eq!(memory_compact::DEFAULT_MAX_INPUT_TOKENS, 12_000);
+/// ```
+pub const DEFAULT_MAX_INPUT_TOKENS: usize = 12_000;
 
 /// What one request summarizes.
 #[derive(Debug, Clone, Copy)]

@@ -28,7 +28,7 @@
 
 use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
 
-use crate::settings::DEFAULT_MAX_INPUT_TOKENS;
+use crate::prompt::DEFAULT_MAX_INPUT_TOKENS;
 
 /// The smallest cap a budget scales to.
 const MIN_CAP: usize = 256;

@@ -1,10 +1,11 @@
 //! What a [`Compact`](crate::Compact) is configured with, fixed once it is
-//! built, and the defaults.
+//! built, and the defaults (those of the request itself, the prompt and the
+//! input limit, are the [prompt's](crate::prompt)).
 //!
 //! [`Settings`] is the builder's product: the provider, thresholds, request
-//! options, observer and hook. The foreground and background engines read it
+//! options, observer and hook. Foreground and background compaction read it
 //! and never change it; what changes from turn to turn lives in the
-//! [engine](crate::engine).
+//! [`CompactState`](crate::compact_state).
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use memory_core::{Budget, History, ModelOptions, Provider};
 use memory_summary::SummarySettings;
 
 use crate::call::Policy;
-use crate::prompt::{DEFAULT_COMPACT_PROMPT, Template};
+use crate::prompt::{DEFAULT_COMPACT_PROMPT, DEFAULT_MAX_INPUT_TOKENS, Template};
 use crate::turns::Plan;
 use crate::{CompactEvent, CompactHook, CompactObserver, event, scaled};
 
@@ -32,21 +33,6 @@ pub const DEFAULT_KEEP_VERBATIM: usize = 2;
 /// assert_eq!(memory_compact::DEFAULT_SUMMARIZE_AT_TOKENS, 2_500);
 /// ```
 pub const DEFAULT_SUMMARIZE_AT_TOKENS: usize = 2_500;
-
-/// The default limit on one summary request's input (prompt, previous
-/// summary, instructions and transcript), in tokens of the strategy's
-/// counter: about 48,000 characters of English text.
-///
-/// Lower than the default of `memory-summarize`'s strategy on purpose: a
-/// compaction sends all its material in one request (two for a split turn),
-/// shortening long messages to fit, where that strategy folds a long
-/// transcript in chunks; so this limit must stay below the summarizer's
-/// context window less the summary cap.
-///
-/// ```
-/// assert_eq!(memory_compact::DEFAULT_MAX_INPUT_TOKENS, 12_000);
-/// ```
-pub const DEFAULT_MAX_INPUT_TOKENS: usize = 12_000;
 
 /// The least new material, as a share of the token budget, that a summary
 /// made by default timing folds: a summary is asked for only when a cut is

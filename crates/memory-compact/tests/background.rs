@@ -1,7 +1,7 @@
 //! Background mode: the request starts past the trigger and never holds up
 //! a turn; it is spliced when the budget is crossed, onto the messages it
-//! summarized only; timeouts and retries are bounded; the slot is freed
-//! whatever happens to the task; dropping the strategy cancels it; without
+//! summarized only; timeouts and retries are bounded; the status is idle
+//! again whatever happens to the task; dropping the strategy cancels it; without
 //! a runtime, or while it is pending, the turn is fitted by dropping.
 //!
 //! Budget 500 tokens, trigger 0.6 (300). Rounds of 50 tokens; at turn `i`
@@ -209,7 +209,7 @@ async fn a_summary_of_messages_that_changed_is_discarded_not_spliced() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_hanging_request_times_out_a_bounded_number_of_times_and_frees_the_slot() {
+async fn a_hanging_request_times_out_a_bounded_number_of_times_and_the_status_is_idle_again() {
     let provider = Scripted::new(vec![Act::Hang]);
     let log = Arc::new(EventLog::new());
     let compact = background(provider.clone(), &log)
@@ -238,7 +238,7 @@ async fn a_hanging_request_times_out_a_bounded_number_of_times_and_frees_the_slo
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_panicking_request_frees_the_slot() {
+async fn after_a_panicking_request_the_status_is_idle_again() {
     let provider = Scripted::new(vec![Act::Panic, answer(0, "## State\nafter the panic")]);
     let compact = Compact::background(provider.clone());
     trim(&compact, &at_turn(7)).await;

@@ -1,14 +1,14 @@
-//! How a turn's result is settled and reported: a compacted history is
-//! fitted to the budget (or refused when the summary itself cannot fit),
-//! a history without a summary falls back to `WindowDrop`'s projection,
-//! and every step is told to the observer and to `tracing`.
+//! How a turn's result is fitted to the budget and reported: a compacted
+//! history is fitted (or refused when the summary itself cannot fit), a
+//! history without a summary falls back to `WindowDrop`'s projection, and
+//! every step is told to the observer and to `tracing`.
 
 use memory_core::{Budget, History, MemoryError, TrimResult, structure};
 use memory_window::WindowDrop;
 
 use crate::covering::Covering;
-use crate::memo::{Known, Memo};
 use crate::settings::Settings;
+use crate::summary_state::{Known, SummaryState};
 use crate::{CompactCost, CompactEvent, Failure, FallbackReason};
 
 /// What a compacted history cost, for its `Completed` event.
@@ -28,16 +28,16 @@ pub(crate) struct Compacted {
     pub covering: Option<Covering>,
 }
 
-/// Settles one turn: `raw` (the history as given) at `budget`.
-pub(crate) struct Settle<'a, 'h> {
+/// Fits one turn's result: `raw` (the history as given) at `budget`.
+pub(crate) struct TurnFit<'a, 'h> {
     settings: &'a Settings,
     raw: &'a History<'h>,
     budget: &'a Budget,
 }
 
-impl<'a, 'h> Settle<'a, 'h> {
+impl<'a, 'h> TurnFit<'a, 'h> {
     pub fn new(settings: &'a Settings, raw: &'a History<'h>, budget: &'a Budget) -> Self {
-        Settle {
+        TurnFit {
             settings,
             raw,
             budget,
@@ -65,15 +65,19 @@ impl<'a, 'h> Settle<'a, 'h> {
         false
     }
 
-    /// Shows `compacted` and remembers its summary in `memo`, even when it
-    /// cannot be shown at this budget: it is not paid for again.
+    /// Shows `compacted` and remembers its summary in `summary_state`, even
+    /// when it cannot be shown at this budget: it is not paid for again.
     ///
     /// # Errors
     ///
     /// Never for results built by this crate.
-    pub fn land(&self, compacted: Compacted, memo: &Memo) -> Result<TrimResult, MemoryError> {
+    pub fn land(
+        &self,
+        compacted: Compacted,
+        summary_state: &SummaryState,
+    ) -> Result<TrimResult, MemoryError> {
         let accepted = self.accept(compacted.result, Some(compacted.report))?;
-        memo.remember(compacted.covering);
+        summary_state.remember(compacted.covering);
         match accepted {
             Some(result) => Ok(result),
             None => self.unsummarized(),

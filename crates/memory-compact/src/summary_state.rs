@@ -3,7 +3,8 @@
 //! written back), the attempt that last failed (not repeated until the
 //! threshold is passed again), and the files of its last summary.
 //!
-//! [`Memo`] is shared with the background task; each method locks it once.
+//! [`SummaryState`] is shared with the background task; each method locks
+//! it once.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -23,7 +24,7 @@ pub(crate) struct FailedAt {
     fingerprint: Fingerprint,
     /// Tokens of its new material.
     new_tokens: usize,
-    /// The newest view shown of that history while backed off.
+    /// The newest view shown of that history during its cooldown.
     shown: Option<Shown>,
 }
 
@@ -53,11 +54,12 @@ impl FailedAt {
     }
 }
 
-/// A failed attempt holding for a turn: how many more tokens the turn's
-/// history may grow by before an attempt is made, and the attempt (to
-/// remember the view shown with it, see [`Memo::shown_while_backed_off`]).
+/// The cooldown a failed attempt puts on a turn: how many more tokens the
+/// turn's history may grow by before an attempt is made, and the attempt
+/// (to remember the view shown with it, see
+/// [`SummaryState::shown_during_cooldown`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Hold {
+pub(crate) struct Cooldown {
     allowance: usize,
     failed: Fingerprint,
 }
@@ -88,17 +90,17 @@ pub(crate) struct Base<'r, 'h> {
 }
 
 impl<'r, 'h> Base<'r, 'h> {
-    /// `raw` with what `memo` knows of it.
+    /// `raw` with what `summary_state` knows of it.
     ///
     /// # Errors
     ///
     /// Counting the summary failed.
     pub async fn new(
         raw: &'r History<'h>,
-        memo: &Memo,
+        summary_state: &SummaryState,
         counter: &dyn TokenCounter,
     ) -> Result<Self, MemoryError> {
-        let known = memo.known(raw, counter).await?;
+        let known = summary_state.known(raw, counter).await?;
         Ok(Base { raw, known })
     }
 
@@ -139,13 +141,14 @@ struct Inner {
     files: Option<(u64, FileOps)>,
 }
 
-/// The summary state, shared with the background task.
+/// What is remembered of the summaries between turns, shared with the
+/// background task.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Memo {
+pub(crate) struct SummaryState {
     inner: Arc<Mutex<Inner>>,
 }
 
-impl Memo {
+impl SummaryState {
     /// A panic elsewhere while the lock was held leaves nothing half-written
     /// that matters (each field is replaced whole), so a poisoned lock is
     /// used as it is rather than wedging every later turn.
@@ -188,29 +191,33 @@ impl Memo {
     /// failed, for the same messages, and the new material has not grown
     /// by `threshold` since; or `work` goes on from a view shown while it
     /// waited, by fewer tokens than that view was allowed.
-    pub fn backed_off(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> Option<Hold> {
+    pub fn cooldown(&self, work: &History<'_>, plan: &Plan, threshold: usize) -> Option<Cooldown> {
         let f = self.lock().failed?;
-        let hold = |allowance| Hold {
+        let cooldown = |allowance| Cooldown {
             allowance,
             failed: f.fingerprint,
         };
         let wanted = f.new_tokens.saturating_add(threshold);
         if plan.new_tokens < wanted && f.fingerprint.matches(work) {
-            return Some(hold(wanted - plan.new_tokens));
+            return Some(cooldown(wanted - plan.new_tokens));
         }
         let shown = f.shown.filter(|s| s.fingerprint.matches(work))?;
         let grown = work.total().saturating_sub(shown.total);
-        (grown < shown.allowance).then(|| hold(shown.allowance - grown))
+        (grown < shown.allowance).then(|| cooldown(shown.allowance - grown))
     }
 
-    /// Remembers `view`, shown under `hold`, so that a history that starts
-    /// with it waits too, for the growth `hold` still allows. Nothing is
-    /// remembered when another attempt has failed since.
+    /// Remembers `view`, shown during `cooldown`, so that a history that
+    /// starts with it waits too, for the growth `cooldown` still allows.
+    /// Nothing is remembered when another attempt has failed since.
     ///
     /// # Errors
     ///
     /// `view` is not a history (never for results built by this crate).
-    pub fn shown_while_backed_off(&self, view: &TrimResult, hold: Hold) -> Result<(), MemoryError> {
+    pub fn shown_during_cooldown(
+        &self,
+        view: &TrimResult,
+        cooldown: Cooldown,
+    ) -> Result<(), MemoryError> {
         if view.messages.is_empty() {
             return Ok(());
         }
@@ -218,18 +225,18 @@ impl Memo {
         let shown = Shown {
             fingerprint: Fingerprint::of(&history, view.messages.len()),
             total: history.total(),
-            allowance: hold.allowance,
+            allowance: cooldown.allowance,
         };
         if let Some(failed) = self.lock().failed.as_mut()
-            && failed.fingerprint == hold.failed
+            && failed.fingerprint == cooldown.failed
         {
             failed.shown = Some(shown);
         }
         Ok(())
     }
 
-    /// Records a failed attempt.
-    pub fn back_off(&self, failed: Option<FailedAt>) {
+    /// Records a failed attempt, whose cooldown then starts.
+    pub fn record_failure(&self, failed: Option<FailedAt>) {
         if let Some(failed) = failed {
             self.lock().failed = Some(failed);
         }

@@ -1,9 +1,10 @@
-//! The background slot: at most one summary request in flight, and the
+//! The background summary: at most one summary request in flight, and the
 //! summary it made until it is spliced.
 //!
-//! A [`Claim`] on the slot travels with the request's task; however the task
-//! ends without filling it (a failure, a timeout, a panic, being dropped or
-//! aborted), dropping the claim frees the slot.
+//! The [`Permit`] of the request in flight travels with its task; however
+//! the task ends without delivering a summary (a failure, a timeout, a
+//! panic, being dropped or aborted), dropping the permit makes the
+//! background summary idle again.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -40,10 +41,10 @@ pub(crate) struct Ready {
     pub from_hook: bool,
 }
 
-/// What the slot held when a turn looked.
+/// What the background summary held when a turn looked.
 #[derive(Debug)]
 pub(crate) enum Taken {
-    /// A summary, now out of the slot.
+    /// A summary, now taken out.
     Ready(Box<Ready>),
     /// A request is running.
     InFlight,
@@ -62,7 +63,8 @@ enum Phase {
 #[derive(Debug)]
 struct Inner {
     phase: Phase,
-    /// Counts requests, so that a finished task frees only its own slot.
+    /// Counts requests, so that a finished task idles the background
+    /// summary only while its own request is the one in flight.
     generation: u64,
     /// The running task, aborted when the strategy is dropped.
     task: Option<JoinHandle<()>>,
@@ -70,15 +72,15 @@ struct Inner {
     warned_no_runtime: bool,
 }
 
-/// The slot, shared with the background task.
+/// The background summary, shared with the background task.
 #[derive(Debug, Clone)]
-pub(crate) struct Slot {
+pub(crate) struct BackgroundSummary {
     inner: Arc<Mutex<Inner>>,
 }
 
-impl Default for Slot {
+impl Default for BackgroundSummary {
     fn default() -> Self {
-        Slot {
+        BackgroundSummary {
             inner: Arc::new(Mutex::new(Inner {
                 phase: Phase::Idle,
                 generation: 0,
@@ -89,7 +91,7 @@ impl Default for Slot {
     }
 }
 
-impl Slot {
+impl BackgroundSummary {
     /// A poisoned lock is used as it is: each field is replaced whole.
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -109,7 +111,7 @@ impl Slot {
         matches!(self.lock().phase, Phase::Idle)
     }
 
-    /// Takes a ready summary out of the slot, or says what is there.
+    /// Takes a ready summary out, or says what is there.
     pub fn take(&self) -> Taken {
         let mut inner = self.lock();
         match std::mem::replace(&mut inner.phase, Phase::Idle) {
@@ -125,23 +127,24 @@ impl Slot {
         }
     }
 
-    /// Claims the slot for a new request, when it is idle.
-    pub fn claim(&self) -> Option<Claim> {
+    /// Puts a new request in flight, when nothing is running or waiting:
+    /// the permit it delivers its summary with.
+    pub fn start(&self) -> Option<Permit> {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Idle) {
             return None;
         }
         inner.generation += 1;
         inner.phase = Phase::InFlight(inner.generation);
-        Some(Claim {
-            slot: self.clone(),
+        Some(Permit {
+            background: self.clone(),
             generation: inner.generation,
         })
     }
 
     /// Keeps the task of the request in flight, to abort it with
     /// [`abort`](Self::abort).
-    pub fn hold(&self, task: JoinHandle<()>) {
+    pub fn keep_task(&self, task: JoinHandle<()>) {
         self.lock().task = Some(task);
     }
 
@@ -160,27 +163,29 @@ impl Slot {
     }
 }
 
-/// The right of one request to fill the slot.
+/// The right of the request in flight to deliver its summary.
 #[derive(Debug)]
-pub(crate) struct Claim {
-    slot: Slot,
+pub(crate) struct Permit {
+    background: BackgroundSummary,
     generation: u64,
 }
 
-impl Claim {
-    /// Puts `ready` in the slot, unless the slot has moved on.
+impl Permit {
+    /// Makes `ready` the background summary, unless another request has
+    /// been started since.
     pub fn fill(self, ready: Ready) {
-        let mut inner = self.slot.lock();
+        let mut inner = self.background.lock();
         if matches!(inner.phase, Phase::InFlight(g) if g == self.generation) {
             inner.phase = Phase::Ready(Box::new(ready));
         }
     }
 }
 
-impl Drop for Claim {
-    /// Frees the slot when the request ends without filling it.
+impl Drop for Permit {
+    /// Makes the background summary idle when the request ends without
+    /// delivering one.
     fn drop(&mut self) {
-        let mut inner = self.slot.lock();
+        let mut inner = self.background.lock();
         if matches!(inner.phase, Phase::InFlight(g) if g == self.generation) {
             inner.phase = Phase::Idle;
         }
@@ -210,24 +215,24 @@ mod tests {
     }
 
     #[test]
-    fn one_claim_at_a_time_freed_when_dropped_unfilled() {
-        let slot = Slot::default();
-        let claim = slot.claim().unwrap();
-        assert_eq!(slot.status(), BackgroundStatus::InFlight);
-        assert!(slot.claim().is_none());
-        assert!(matches!(slot.take(), Taken::InFlight));
-        drop(claim);
-        assert!(slot.is_idle());
+    fn one_request_at_a_time_idle_again_when_its_permit_is_dropped_unfilled() {
+        let background = BackgroundSummary::default();
+        let permit = background.start().unwrap();
+        assert_eq!(background.status(), BackgroundStatus::InFlight);
+        assert!(background.start().is_none());
+        assert!(matches!(background.take(), Taken::InFlight));
+        drop(permit);
+        assert!(background.is_idle());
     }
 
     #[test]
-    fn a_filled_claim_is_taken_once() {
-        let slot = Slot::default();
-        slot.claim().unwrap().fill(ready());
-        assert_eq!(slot.status(), BackgroundStatus::Ready);
-        assert!(matches!(slot.take(), Taken::Ready(_)));
-        assert!(matches!(slot.take(), Taken::Idle));
-        assert!(slot.first_without_runtime());
-        assert!(!slot.first_without_runtime());
+    fn a_filled_permit_is_taken_once() {
+        let background = BackgroundSummary::default();
+        background.start().unwrap().fill(ready());
+        assert_eq!(background.status(), BackgroundStatus::Ready);
+        assert!(matches!(background.take(), Taken::Ready(_)));
+        assert!(matches!(background.take(), Taken::Idle));
+        assert!(background.first_without_runtime());
+        assert!(!background.first_without_runtime());
     }
 }

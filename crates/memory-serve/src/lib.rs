@@ -41,10 +41,12 @@ mod report;
 mod request;
 mod server;
 mod sessions;
+mod state;
 mod stream;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 mod transcript;
+mod upstream;
 
 pub use auth::TOKEN_HEADER;
 pub use chain::Chain;

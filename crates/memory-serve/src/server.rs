@@ -18,18 +18,12 @@ use tokio::net::TcpListener;
 
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::{Admitted, Sessions, Slot};
+use crate::state::AppState;
+use crate::upstream::{Call, send};
 use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of, stream};
 
 /// The header a client names its session with.
 pub const SESSION_HEADER: &str = "x-memory-session";
-
-/// What every handler shares.
-pub(crate) struct AppState {
-    pub(crate) config: ServeConfig,
-    pub(crate) sessions: Sessions,
-    pub(crate) http: reqwest::Client,
-    pub(crate) metrics: Metrics,
-}
 
 /// The server's routes over `config`: `POST /v1/chat/completions`,
 /// `GET /v1/models`, `GET /v1/memory/sessions/{id}`, `GET /healthz` and
@@ -258,15 +252,6 @@ async fn admit_call(
         .map_err(|e| ApiError::internal(format!("the call failed: {e}")))?
 }
 
-/// A checked request, on its way upstream.
-pub(crate) struct Call {
-    call: ChatCall,
-    messages: Vec<Message>,
-    named: Option<String>,
-    authorization: Option<HeaderValue>,
-    started: Instant,
-}
-
 /// Records the request in its session, fits the session, sends it
 /// upstream (answering the model's recalls itself under `--recall
 /// server`) and records the reply.
@@ -340,27 +325,6 @@ async fn recall_round(
     let mut exchange = vec![reply];
     exchange.extend(results);
     Ok(Some(exchange))
-}
-
-/// Sends the context (and the exchange the client does not see) upstream.
-pub(crate) async fn send(
-    state: &AppState,
-    call: &Call,
-    context: &[Message],
-    hidden: &[Message],
-) -> Result<reqwest::Response, reqwest::Error> {
-    let body = crate::recall::upstream_body(&call.call, context, hidden, state.config.recall);
-    let mut request = state
-        .http
-        .post(format!("{}/chat/completions", state.config.upstream))
-        .json(&body);
-    if let Some(a) = &call.authorization {
-        request = request.header(AUTHORIZATION, a.clone());
-    }
-    let sent = Instant::now();
-    let upstream = request.send().await;
-    state.metrics.observe_upstream(sent.elapsed());
-    upstream
 }
 
 /// A non-streamed answer, read whole.

@@ -16,8 +16,9 @@ use memory_core::recall::RECALL_TOOL;
 
 use crate::StreamedReply;
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
-use crate::server::{AppState, Call, send};
 use crate::sessions::Slot;
+use crate::state::AppState;
+use crate::upstream::{Call, send};
 
 /// Events held between the upstream and a slow client.
 const BUFFERED_EVENTS: usize = 32;

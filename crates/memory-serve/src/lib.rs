@@ -43,6 +43,7 @@ mod server;
 mod sessions;
 mod state;
 mod stream;
+mod summarizer_stats;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 mod transcript;
@@ -52,8 +53,7 @@ pub use auth::TOKEN_HEADER;
 pub use chain::Chain;
 pub use config::{
     BudgetMode, DEFAULT_CONTEXT_WINDOW, DEFAULT_LOADED_SESSIONS, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig, StatsSource,
-    SummarizerStats,
+    DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig,
 };
 pub use error::ApiError;
 pub use ledger::{Head, RESERVED_PREFIX};
@@ -63,3 +63,4 @@ pub use reply::{StreamedReply, reply_of};
 pub use report::{Admission, CallReport};
 pub use request::ChatCall;
 pub use server::{SESSION_HEADER, router, serve};
+pub use summarizer_stats::{StatsSource, SummarizerStats};

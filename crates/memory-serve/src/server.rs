@@ -277,13 +277,19 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
         if call.call.stream && upstream.status().is_success() && is_event_stream(&upstream) {
             slot.last_call = Some(report);
             state.metrics.observe_own(own);
-            let again = stream::Again {
+            let streamed = stream::StreamedCall {
                 call: Arc::new(call),
                 context,
                 hidden,
                 round,
             };
-            return Ok(stream::back(state.clone(), slot, upstream, headers, again));
+            return Ok(stream::stream_to_client(
+                state.clone(),
+                slot,
+                upstream,
+                headers,
+                streamed,
+            ));
         }
         let answer = match Answer::read(upstream).await {
             Ok(a) => a,

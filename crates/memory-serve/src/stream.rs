@@ -16,7 +16,7 @@ use memory_core::recall::RECALL_TOOL;
 
 use crate::StreamedReply;
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
-use crate::sessions::Slot;
+use crate::sessions::OpenSession;
 use crate::state::AppState;
 use crate::upstream::{Call, send};
 
@@ -46,7 +46,7 @@ pub(crate) struct StreamedCall {
 /// leaves the session with the request's messages and no reply.
 pub(crate) fn stream_to_client(
     state: Arc<AppState>,
-    slot: OwnedMutexGuard<Slot>,
+    session: OwnedMutexGuard<OpenSession>,
     upstream: reqwest::Response,
     mut headers: HeaderMap,
     streamed: StreamedCall,
@@ -56,7 +56,7 @@ pub(crate) fn stream_to_client(
         headers.insert(CONTENT_TYPE, t.clone());
     }
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BUFFERED_EVENTS);
-    tokio::spawn(relay_rounds(state, slot, upstream, tx, streamed));
+    tokio::spawn(relay_rounds(state, session, upstream, tx, streamed));
     let events = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
@@ -75,7 +75,7 @@ enum StreamEnd {
 /// passed to the client.
 async fn relay_rounds(
     state: Arc<AppState>,
-    mut slot: OwnedMutexGuard<Slot>,
+    mut session: OwnedMutexGuard<OpenSession>,
     mut upstream: reqwest::Response,
     tx: ClientSender,
     mut streamed: StreamedCall,
@@ -84,11 +84,11 @@ async fn relay_rounds(
         let may_recall =
             state.config.recall == RecallMode::Server && streamed.round < MAX_RECALL_ROUNDS;
         let StreamEnd::Recall(reply) =
-            relay_stream(&state, &mut slot, upstream, &tx, may_recall).await
+            relay_stream(&state, &mut session, upstream, &tx, may_recall).await
         else {
             break;
         };
-        let history = match state.sessions.history(&mut slot).await {
+        let history = match state.sessions.history(&mut session).await {
             Ok(h) => h,
             Err(e) => {
                 let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
@@ -113,7 +113,7 @@ async fn relay_rounds(
             }
         };
     }
-    state.sessions.finish(&mut slot).await;
+    state.sessions.finish(&mut session).await;
 }
 
 /// Where the events for the client go: the response body's channel.
@@ -124,7 +124,7 @@ type ClientSender = mpsc::Sender<Result<Bytes, std::io::Error>>;
 /// with a `recall` call, and keeps such a stream from the client.
 async fn relay_stream(
     state: &AppState,
-    slot: &mut Slot,
+    session: &mut OpenSession,
     upstream: reqwest::Response,
     tx: &ClientSender,
     may_recall: bool,
@@ -141,16 +141,16 @@ async fn relay_stream(
         let bytes = match chunk {
             Ok(bytes) => bytes,
             Err(e) => {
-                tracing::warn!(session = %slot.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
+                tracing::warn!(session = %session.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
                 let _ = tx.send(Err(std::io::Error::other(e))).await;
                 return StreamEnd::Done;
             }
         };
-        if !progress.on_bytes(state, slot, tx, bytes).await {
+        if !progress.on_bytes(state, session, tx, bytes).await {
             return StreamEnd::Done;
         }
     }
-    progress.on_end(state, slot, tx).await
+    progress.on_end(state, session, tx).await
 }
 
 /// How far one upstream stream has been read, and what of it is held
@@ -174,7 +174,7 @@ impl StreamProgress {
     async fn on_bytes(
         &mut self,
         state: &AppState,
-        slot: &mut Slot,
+        session: &mut OpenSession,
         tx: &ClientSender,
         bytes: Bytes,
     ) -> bool {
@@ -194,7 +194,7 @@ impl StreamProgress {
             }
         }
         if self.reply.is_done() && !self.recorded {
-            record(state, slot, &self.reply).await;
+            record(state, session, &self.reply).await;
             self.recorded = true;
         }
         self.flush(tx).await
@@ -212,7 +212,12 @@ impl StreamProgress {
 
     /// The stream ended: a recall to answer, or the reply passed on and
     /// recorded when it is complete.
-    async fn on_end(mut self, state: &AppState, slot: &mut Slot, tx: &ClientSender) -> StreamEnd {
+    async fn on_end(
+        mut self,
+        state: &AppState,
+        session: &mut OpenSession,
+        tx: &ClientSender,
+    ) -> StreamEnd {
         if self.recalling && self.reply.is_finished() {
             return StreamEnd::Recall(self.reply.message());
         }
@@ -220,7 +225,7 @@ impl StreamProgress {
             return StreamEnd::Done;
         }
         if !self.recorded && !tx.is_closed() && self.reply.is_finished() {
-            record(state, slot, &self.reply).await;
+            record(state, session, &self.reply).await;
         }
         StreamEnd::Done
     }
@@ -228,8 +233,8 @@ impl StreamProgress {
 
 /// Records the streamed reply in the session; a failure is logged, and
 /// the next request records the reply.
-async fn record(state: &AppState, slot: &mut Slot, reply: &StreamedReply) {
-    if let Err(e) = state.sessions.record_reply(slot, reply.message()).await {
-        tracing::warn!(session = %slot.id, error = %e, "cannot record the streamed reply; the next request records it");
+async fn record(state: &AppState, session: &mut OpenSession, reply: &StreamedReply) {
+    if let Err(e) = state.sessions.record_reply(session, reply.message()).await {
+        tracing::warn!(session = %session.id, error = %e, "cannot record the streamed reply; the next request records it");
     }
 }

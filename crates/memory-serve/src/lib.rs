@@ -15,7 +15,7 @@
 //! | [`ServeConfig`], [`BudgetMode`], [`PipelineFactory`], [`SummarizerStats`] | what the server runs with |
 //! | [`ChatCall`] | a chat-completions request, decoded |
 //! | [`Chain`] | the hash chain that matches a history to its session |
-//! | [`Head`] | a session's head as the store keeps it |
+//! | [`SessionState`] | a session's state as the store keeps it (formerly `Head`) |
 //! | [`CallReport`], [`Admission`] | what one call sent upstream, and how it found its session |
 //! | [`reply_of`], [`StreamedReply`] | the reply to record, from a body or a stream |
 //! | [`RecallMode`], [`MAX_RECALL_ROUNDS`] | the `recall` tool offered to the model, answered by the server or the client |
@@ -56,7 +56,10 @@ pub use config::{
     DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig,
 };
 pub use error::ApiError;
-pub use ledger::{Head, RESERVED_PREFIX};
+// The old name, re-exported where it was for one release.
+#[allow(deprecated)]
+pub use ledger::Head;
+pub use ledger::{RESERVED_PREFIX, SessionState};
 pub use metrics::Metrics;
 pub use recall::{MAX_RECALL_ROUNDS, RecallMode};
 pub use reply::{StreamedReply, reply_of};

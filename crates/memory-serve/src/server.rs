@@ -427,7 +427,7 @@ async fn finish(
     ))
 }
 
-/// Ends a call: its report and the session's head written.
+/// Ends a call: its report and the session's state written.
 async fn close(state: &AppState, session: &mut OpenSession, report: CallReport, own: Duration) {
     session.last_call = Some(report);
     state.sessions.finish(session).await;

@@ -2,17 +2,17 @@
 //! it.
 //!
 //! A request that sends its whole history continues the stored session
-//! whose history is a prefix of it: the [`Chain`] link of each stored
-//! session's head is in the [`Ledger`], so the server looks up the links
-//! of the request from its newest message back, one lookup per message it
-//! has not seen, and appends only those. A request that shares a prefix
+//! whose history is a prefix of it: the [`Chain`] link each stored
+//! session's history ends at is in the [`Ledger`], so the server looks up
+//! the links of the request from its newest message back, one lookup per
+//! message it has not seen, and appends only those. A request that shares a prefix
 //! with a session that has since gone on differently (an edit, a retry, a
 //! fork) starts a new session with its own history. A request that names
 //! its session sends only the new messages.
 //!
 //! Each session this process holds is one [`OpenSession`] behind an async
 //! lock, so its calls run one at a time; the store is the truth, and an
-//! open session whose head another replica moved is read afresh.
+//! open session whose state another replica moved is read afresh.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,7 @@ use memory_core::{
 use memory_window::WindowMemory;
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-use crate::ledger::{Head, Ledger, RESERVED_PREFIX};
+use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState};
 use crate::{Admission, ApiError, CallReport, Chain, ServeConfig};
 
 /// One session as this process holds it: its entry in the server's map
@@ -43,8 +43,8 @@ pub(crate) struct OpenSession {
     /// Whether every message so far is a system message (the next system
     /// message is then protected, as a leading system prompt is).
     leading_system: bool,
-    /// The version of the head this process last read or wrote.
-    head_version: Option<Version>,
+    /// The version of the stored state this process last read or wrote.
+    state_version: Option<Version>,
     /// Whether it holds the session as the store has it.
     loaded: bool,
     /// The context the last call sent, and its counts.
@@ -109,7 +109,7 @@ impl Sessions {
             link: Chain::START,
             history_tokens: 0,
             leading_system: true,
-            head_version: None,
+            state_version: None,
             loaded: false,
             last_context: Vec::new(),
             last_counts: Vec::new(),
@@ -243,9 +243,9 @@ impl Sessions {
         Ok(self.memory_of(session).view().await?)
     }
 
-    /// Writes the session's head, with the last call's report.
+    /// Writes the session's state, with the last call's report.
     pub(crate) async fn finish(&self, session: &mut OpenSession) {
-        let head = Head {
+        let state = SessionState {
             length: session.length,
             link: session.link.to_hex(),
             history_tokens: session.history_tokens,
@@ -253,10 +253,10 @@ impl Sessions {
         };
         match self
             .ledger
-            .set_head(&session.id, &head, session.head_version)
+            .set_session_state(&session.id, &state, session.state_version)
             .await
         {
-            Ok(version) => session.head_version = Some(version),
+            Ok(version) => session.state_version = Some(version),
             Err(StoreError::Conflict { .. }) => {
                 tracing::warn!(session = %session.id, "another replica wrote the session's head at the same time; reading the session afresh next time");
                 session.loaded = false;
@@ -275,8 +275,8 @@ impl Sessions {
         session.memory.as_mut().expect("set above")
     }
 
-    /// The stored session and length whose head the longest prefix of the
-    /// history ends at.
+    /// The session and length noted for the longest prefix of the history
+    /// (the prefix a stored session's history ends at).
     async fn longest_stored_prefix(
         &self,
         links: &[Chain],
@@ -309,13 +309,13 @@ impl Sessions {
     }
 
     /// Brings the open session to the session as the store has it: read
-    /// afresh when not loaded or when its head moved (another replica); a
-    /// history longer than its head (a process that stopped between the
-    /// two writes) gets its head's link noted.
+    /// afresh when not loaded or when its stored state moved (another
+    /// replica); a history longer than its state says (a process that
+    /// stopped between the two writes) gets its last link noted.
     async fn sync(&self, session: &mut OpenSession) -> Result<(), ApiError> {
-        let head = self.ledger.head(&session.id).await?;
-        let version = head.as_ref().map(|(_, v)| *v);
-        if session.loaded && version == session.head_version {
+        let stored = self.ledger.session_state(&session.id).await?;
+        let version = stored.as_ref().map(|(_, v)| *v);
+        if session.loaded && version == session.state_version {
             return Ok(());
         }
         let history = self.store.history(&session.id).await?;
@@ -324,7 +324,7 @@ impl Sessions {
             .last()
             .copied()
             .unwrap_or(Chain::START);
-        let (tokens, last_call) = match &head {
+        let (tokens, last_call) = match &stored {
             Some((h, _)) if h.length == history.len() => (h.history_tokens, h.last_call.clone()),
             other => {
                 if !history.is_empty() {
@@ -345,7 +345,7 @@ impl Sessions {
         session.link = link;
         session.leading_system = history.iter().all(Message::is_system);
         session.history_tokens = tokens;
-        session.head_version = version;
+        session.state_version = version;
         session.loaded = true;
         session.last_context.clear();
         session.last_counts.clear();
@@ -354,10 +354,10 @@ impl Sessions {
     }
 
     /// Records `messages` through the session's memory, in one append.
-    /// The new head's link is noted only when `note` says: a continuing
-    /// call's is not (its next request finds the session by the head noted
-    /// with the previous reply, and goes on from the stored length); a new
-    /// session's and a reply's are.
+    /// The link the history now ends at is noted only when `note` says: a
+    /// continuing call's is not (its next request finds the session by the
+    /// link noted with the previous reply, and goes on from the stored
+    /// length); a new session's and a reply's are.
     async fn append(
         &self,
         session: &mut OpenSession,

@@ -16,7 +16,7 @@ use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_u6
 
 /// Connections of a file that only read: as many as the reads a busy
 /// server makes at once on a small machine (a chat call reads the
-/// session's head and a few index entries while others commit); each is
+/// session's state and a few index entries while others commit); each is
 /// a file handle and a page cache.
 const READERS: usize = 4;
 

@@ -78,6 +78,7 @@
 //! history length at `V`. Nothing is ever deleted or
 //! updated but the `memory_sessions` row. All statements are parameterized.
 
+mod error;
 mod schema;
 mod store;
 mod tls;

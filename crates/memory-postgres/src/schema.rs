@@ -2,7 +2,7 @@
 
 use deadpool_postgres::Client;
 
-use crate::store::backend;
+use crate::error::backend;
 use memory_core::StoreError;
 
 /// The schema version this library writes (the row of the

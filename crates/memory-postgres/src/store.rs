@@ -11,6 +11,7 @@ use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, IsolationLevel};
 
+use crate::error::backend;
 use crate::schema;
 use crate::tls;
 use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
@@ -350,30 +351,6 @@ fn describe(config: &Config) -> String {
         hosts.join(","),
         config.get_dbname().unwrap_or_default()
     )
-}
-
-/// A driver error as a store error, with the server's message.
-pub(crate) fn backend(e: tokio_postgres::Error) -> StoreError {
-    match e.as_db_error() {
-        Some(db) => StoreError::Backend(format!(
-            "postgres: {} {}: {}{}",
-            db.severity(),
-            db.code().code(),
-            db.message(),
-            db.detail().map(|d| format!(" ({d})")).unwrap_or_default()
-        )),
-        None => {
-            // The driver's message names the step ("error performing TLS
-            // handshake"); its sources say what went wrong.
-            let mut text = format!("postgres: {e}");
-            let mut source = std::error::Error::source(&e);
-            while let Some(cause) = source {
-                text.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            StoreError::Backend(text)
-        }
-    }
 }
 
 /// Column arrays for `UNNEST`.

@@ -6,26 +6,11 @@ use std::time::Duration;
 
 use memory_core::{Store, TokenCounter, TrimStrategy};
 
+use crate::summarizer_stats::StatsSource;
+
 /// Builds a fresh pipeline for a new session (a strategy may keep state
 /// from call to call, so sessions do not share one).
 pub type PipelineFactory = Arc<dyn Fn() -> Arc<dyn TrimStrategy> + Send + Sync>;
-
-/// What a summarizing stage's model has done so far, for `/metrics`.
-///
-/// ```
-/// let stats = memory_serve::SummarizerStats { calls: 3, failures: vec![("timeout".into(), 1)] };
-/// assert_eq!(stats.failures[0].1, 1);
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SummarizerStats {
-    /// Requests sent to the summarizer.
-    pub calls: u64,
-    /// Failed requests, by class name.
-    pub failures: Vec<(String, u64)>,
-}
-
-/// Reads the summarizer's statistics.
-pub type StatsSource = Arc<dyn Fn() -> SummarizerStats + Send + Sync>;
 
 /// How many tokens a call's messages may take.
 ///

@@ -1,5 +1,5 @@
 //! [`Ledger`]: where the server keeps, in the sessions' own [`Store`], which
-//! session each history belongs to, and each session's head.
+//! session each history belongs to, and each session's state.
 //!
 //! Both live as small sessions of the store, so every store (in-memory,
 //! SQLite, PostgreSQL) holds them with no schema of its own, and every
@@ -8,9 +8,11 @@
 //! - `memory-serve/prefix/<link>`: the session whose history, up to some
 //!   length, ends at that link of the [`Chain`]: one JSON system message
 //!   `{"session", "length"}`. The first one appended wins.
-//! - `memory-serve/head/<session>`: the session's head, a [`Head`],
-//!   rewritten with [`Store::replace_view`] against the version read, so
-//!   that two replicas writing one head at once find out.
+//! - `memory-serve/head/<session>`: the session's state, a
+//!   [`SessionState`], rewritten with [`Store::replace_view`] against the
+//!   version read, so that two replicas writing one state at once find out.
+//!   The key still says `head`, the type's former name, so that what
+//!   stores already hold is read as before.
 
 use std::sync::Arc;
 
@@ -22,15 +24,16 @@ use crate::{CallReport, Chain};
 /// What sessions of the server are named with, which no client may use.
 pub const RESERVED_PREFIX: &str = "memory-serve/";
 
-/// A session's head: how long its history is, the link it ends at, its
-/// tokens, and the report of its last call.
+/// A session's state as the server keeps it in the store: how long its
+/// history is, the link it ends at, its tokens, and the report of its last
+/// call.
 ///
 /// ```
-/// let head = memory_serve::Head::default();
-/// assert_eq!(head.length, 0);
+/// let state = memory_serve::SessionState::default();
+/// assert_eq!(state.length, 0);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Head {
+pub struct SessionState {
     /// Messages in the history.
     pub length: usize,
     /// The history's last link, in hex.
@@ -41,6 +44,16 @@ pub struct Head {
     pub last_call: Option<CallReport>,
 }
 
+/// The former name of [`SessionState`], kept for one release.
+///
+/// ```
+/// #[allow(deprecated)]
+/// let head = memory_serve::Head::default();
+/// assert_eq!(head, memory_serve::SessionState::default());
+/// ```
+#[deprecated(note = "renamed to SessionState")]
+pub type Head = SessionState;
+
 /// An entry of the prefix index.
 #[derive(Debug, Serialize, Deserialize)]
 struct Entry {
@@ -48,7 +61,7 @@ struct Entry {
     length: usize,
 }
 
-/// The prefix index and the heads, over a [`Store`].
+/// The prefix index and the sessions' states, over a [`Store`].
 #[derive(Clone)]
 pub(crate) struct Ledger {
     store: Arc<dyn Store>,
@@ -58,7 +71,8 @@ fn prefix_key(link: &Chain) -> String {
     format!("{RESERVED_PREFIX}prefix/{}", link.to_hex())
 }
 
-fn head_key(session: &str) -> String {
+/// The store session that holds `session`'s state.
+fn state_key(session: &str) -> String {
     format!("{RESERVED_PREFIX}head/{session}")
 }
 
@@ -100,28 +114,31 @@ impl Ledger {
         Ok(())
     }
 
-    /// The session's head and the version it was read at; `None` for a
-    /// session with no head.
-    pub(crate) async fn head(&self, session: &str) -> Result<Option<(Head, Version)>, StoreError> {
-        let snapshot = self.store.load(&head_key(session)).await?;
-        Ok(parse::<Head>(&snapshot.messages).map(|h| (h, snapshot.version)))
-    }
-
-    /// Writes the head over the one read at `read` (`None`: there was
-    /// none); returns the new version.
-    ///
-    /// A [`StoreError::Conflict`] says another replica wrote it first.
-    pub(crate) async fn set_head(
+    /// The session's state and the version it was read at; `None` for a
+    /// session with no state stored.
+    pub(crate) async fn session_state(
         &self,
         session: &str,
-        head: &Head,
+    ) -> Result<Option<(SessionState, Version)>, StoreError> {
+        let snapshot = self.store.load(&state_key(session)).await?;
+        Ok(parse::<SessionState>(&snapshot.messages).map(|state| (state, snapshot.version)))
+    }
+
+    /// Writes the session's state over the one read at `read` (`None`:
+    /// there was none); returns the new version.
+    ///
+    /// A [`StoreError::Conflict`] says another replica wrote it first.
+    pub(crate) async fn set_session_state(
+        &self,
+        session: &str,
+        state: &SessionState,
         read: Option<Version>,
     ) -> Result<Version, StoreError> {
-        let key = head_key(session);
+        let key = state_key(session);
         match read {
-            Some(version) => self.store.replace_view(&key, version, record(head)).await,
+            Some(version) => self.store.replace_view(&key, version, record(state)).await,
             None => {
-                let version = self.store.append(&key, record(head)).await?;
+                let version = self.store.append(&key, record(state)).await?;
                 if version != 1 {
                     // Another replica created it in the meantime.
                     return Err(StoreError::Conflict {
@@ -142,7 +159,7 @@ mod tests {
     use memory_core::InMemoryStore;
 
     #[tokio::test]
-    async fn the_first_note_wins_and_heads_are_compared_and_set() {
+    async fn the_first_note_wins_and_states_are_compared_and_set() {
         let ledger = Ledger::new(Arc::new(InMemoryStore::new()));
         let link = Chain::START.then(&Message::user("hi"));
         assert_eq!(ledger.find(&link).await.unwrap(), None);
@@ -150,21 +167,27 @@ mod tests {
         ledger.note(&link, "b", 1).await.unwrap();
         assert_eq!(ledger.find(&link).await.unwrap(), Some(("a".into(), 1)));
 
-        assert!(ledger.head("a").await.unwrap().is_none());
-        let head = Head {
+        assert!(ledger.session_state("a").await.unwrap().is_none());
+        let state = SessionState {
             length: 1,
             link: link.to_hex(),
             history_tokens: 1,
             last_call: None,
         };
-        let v = ledger.set_head("a", &head, None).await.unwrap();
-        assert_eq!(ledger.head("a").await.unwrap(), Some((head.clone(), v)));
-        let v2 = ledger.set_head("a", &head, Some(v)).await.unwrap();
+        let v = ledger.set_session_state("a", &state, None).await.unwrap();
+        assert_eq!(
+            ledger.session_state("a").await.unwrap(),
+            Some((state.clone(), v))
+        );
+        let v2 = ledger
+            .set_session_state("a", &state, Some(v))
+            .await
+            .unwrap();
         assert!(matches!(
-            ledger.set_head("a", &head, Some(v)).await,
+            ledger.set_session_state("a", &state, Some(v)).await,
             Err(StoreError::Conflict { .. })
         ));
         assert!(v2 > v);
-        assert!(ledger.set_head("a", &head, None).await.is_err());
+        assert!(ledger.set_session_state("a", &state, None).await.is_err());
     }
 }

@@ -15,7 +15,7 @@
 //! | [`ServeConfig`], [`BudgetMode`], [`PipelineFactory`], [`SummarizerStats`] | what the server runs with |
 //! | [`ChatCall`] | a chat-completions request, decoded |
 //! | [`Chain`] | the hash chain that matches a history to its session |
-//! | [`Head`] | a session's head as the store keeps it |
+//! | [`SessionState`] | a session's state as the store keeps it (formerly `Head`) |
 //! | [`CallReport`], [`Admission`] | what one call sent upstream, and how it found its session |
 //! | [`reply_of`], [`StreamedReply`] | the reply to record, from a body or a stream |
 //! | [`RecallMode`], [`MAX_RECALL_ROUNDS`] | the `recall` tool offered to the model, answered by the server or the client |
@@ -41,23 +41,29 @@ mod report;
 mod request;
 mod server;
 mod sessions;
+mod state;
 mod stream;
+mod summarizer_stats;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 mod transcript;
+mod upstream;
 
 pub use auth::TOKEN_HEADER;
 pub use chain::Chain;
 pub use config::{
     BudgetMode, DEFAULT_CONTEXT_WINDOW, DEFAULT_LOADED_SESSIONS, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig, StatsSource,
-    SummarizerStats,
+    DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig,
 };
 pub use error::ApiError;
-pub use ledger::{Head, RESERVED_PREFIX};
+// The old name, re-exported where it was for one release.
+#[allow(deprecated)]
+pub use ledger::Head;
+pub use ledger::{RESERVED_PREFIX, SessionState};
 pub use metrics::Metrics;
 pub use recall::{MAX_RECALL_ROUNDS, RecallMode};
 pub use reply::{StreamedReply, reply_of};
 pub use report::{Admission, CallReport};
 pub use request::ChatCall;
 pub use server::{SESSION_HEADER, router, serve};
+pub use summarizer_stats::{StatsSource, SummarizerStats};

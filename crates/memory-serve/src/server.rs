@@ -17,19 +17,13 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
-use crate::sessions::{Admitted, Sessions, Slot};
+use crate::sessions::{Admitted, OpenSession, Sessions};
+use crate::state::AppState;
+use crate::upstream::{Call, send};
 use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of, stream};
 
 /// The header a client names its session with.
 pub const SESSION_HEADER: &str = "x-memory-session";
-
-/// What every handler shares.
-pub(crate) struct AppState {
-    pub(crate) config: ServeConfig,
-    pub(crate) sessions: Sessions,
-    pub(crate) http: reqwest::Client,
-    pub(crate) metrics: Metrics,
-}
 
 /// The server's routes over `config`: `POST /v1/chat/completions`,
 /// `GET /v1/models`, `GET /v1/memory/sessions/{id}`, `GET /healthz` and
@@ -178,10 +172,10 @@ async fn answer_recall(
     let text = String::from_utf8_lossy(&bytes);
     let request = memory_core::recall::RecallRequest::from_arguments(&text)
         .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
-    let Some(mut slot) = state.sessions.inspect(id).await? else {
+    let Some(mut session) = state.sessions.inspect(id).await? else {
         return Err(ApiError::no_session(id));
     };
-    let history = state.sessions.history(&mut slot).await?;
+    let history = state.sessions.history(&mut session).await?;
     let recalled = memory_core::recall::resolve(&history, &request, &*state.config.counter)
         .await
         .map_err(|e| ApiError::bad_request(e.to_string(), Some("handle")))?;
@@ -196,10 +190,10 @@ async fn answer_recall(
 
 async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     auth::check(&state.config, headers)?;
-    let Some(mut slot) = state.sessions.inspect(id).await? else {
+    let Some(mut session) = state.sessions.inspect(id).await? else {
         return Err(ApiError::no_session(id));
     };
-    let view = state.sessions.memory_view(&mut slot).await?;
+    let view = state.sessions.memory_view(&mut session).await?;
     let view: Vec<_> = view
         .iter()
         .map(|s| {
@@ -211,12 +205,12 @@ async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Resp
         })
         .collect();
     let body = json!({
-        "session": slot.id,
-        "history_length": slot.length,
-        "history_tokens": slot.history_tokens,
+        "session": session.id,
+        "history_length": session.length,
+        "history_tokens": session.history_tokens,
         "view_length": view.len(),
         "view": view,
-        "last_call": slot.last_call,
+        "last_call": session.last_call,
     });
     Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
 }
@@ -258,15 +252,6 @@ async fn admit_call(
         .map_err(|e| ApiError::internal(format!("the call failed: {e}")))?
 }
 
-/// A checked request, on its way upstream.
-pub(crate) struct Call {
-    call: ChatCall,
-    messages: Vec<Message>,
-    named: Option<String>,
-    authorization: Option<HeaderValue>,
-    started: Instant,
-}
-
 /// Records the request in its session, fits the session, sends it
 /// upstream (answering the model's recalls itself under `--recall
 /// server`) and records the reply.
@@ -276,41 +261,47 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
         Some(id) => sessions.admit_named(id, &call.messages).await?,
         None => sessions.admit_history(&call.messages).await?,
     };
-    let (mut slot, mut report, context) = fit(&state, admitted, &call).await?;
-    let headers = memory_headers(&slot, &report);
+    let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
+    let headers = memory_headers(&session, &report);
     let mut own = call.started.elapsed();
     let mut hidden: Vec<Message> = Vec::new();
     for round in 0.. {
         let upstream = match send(&state, &call, &context, &hidden).await {
             Ok(u) => u,
             Err(e) => {
-                close(&state, &mut slot, report, own).await;
+                close(&state, &mut session, report, own).await;
                 return Ok(error_response(unreachable_upstream(&state, &e), headers));
             }
         };
         report.upstream_status = Some(upstream.status().as_u16());
         if call.call.stream && upstream.status().is_success() && is_event_stream(&upstream) {
-            slot.last_call = Some(report);
+            session.last_call = Some(report);
             state.metrics.observe_own(own);
-            let again = stream::Again {
+            let streamed = stream::StreamedCall {
                 call: Arc::new(call),
                 context,
                 hidden,
                 round,
             };
-            return Ok(stream::back(state.clone(), slot, upstream, headers, again));
+            return Ok(stream::stream_to_client(
+                state.clone(),
+                session,
+                upstream,
+                headers,
+                streamed,
+            ));
         }
         let answer = match Answer::read(upstream).await {
             Ok(a) => a,
             Err(e) => {
-                close(&state, &mut slot, report, own).await;
+                close(&state, &mut session, report, own).await;
                 return Ok(error_response(unreachable_upstream(&state, &e), headers));
             }
         };
         let after = Instant::now();
-        match recall_round(&state, &mut slot, &answer, round).await? {
+        match recall_round(&state, &mut session, &answer, round).await? {
             Some(exchange) => hidden.extend(exchange),
-            None => return finish(&state, slot, report, answer, headers, own).await,
+            None => return finish(&state, session, report, answer, headers, own).await,
         }
         own += after.elapsed();
     }
@@ -321,7 +312,7 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
 /// rounds are left: the reply and the answers to its calls, to send back.
 async fn recall_round(
     state: &AppState,
-    slot: &mut Slot,
+    session: &mut OpenSession,
     answer: &Answer,
     round: usize,
 ) -> Result<Option<Vec<Message>>, ApiError> {
@@ -334,33 +325,12 @@ async fn recall_round(
     let Some(reply) = reply_of(&answer.body).filter(crate::recall::wants_recall) else {
         return Ok(None);
     };
-    let history = state.sessions.history(slot).await?;
+    let history = state.sessions.history(session).await?;
     let results =
         crate::recall::answers(&history, &reply, &*state.config.counter, &state.metrics).await;
     let mut exchange = vec![reply];
     exchange.extend(results);
     Ok(Some(exchange))
-}
-
-/// Sends the context (and the exchange the client does not see) upstream.
-pub(crate) async fn send(
-    state: &AppState,
-    call: &Call,
-    context: &[Message],
-    hidden: &[Message],
-) -> Result<reqwest::Response, reqwest::Error> {
-    let body = crate::recall::upstream_body(&call.call, context, hidden, state.config.recall);
-    let mut request = state
-        .http
-        .post(format!("{}/chat/completions", state.config.upstream))
-        .json(&body);
-    if let Some(a) = &call.authorization {
-        request = request.header(AUTHORIZATION, a.clone());
-    }
-    let sent = Instant::now();
-    let upstream = request.send().await;
-    state.metrics.observe_upstream(sent.elapsed());
-    upstream
 }
 
 /// A non-streamed answer, read whole.
@@ -388,35 +358,42 @@ async fn fit(
     state: &AppState,
     admitted: Admitted,
     call: &Call,
-) -> Result<(tokio::sync::OwnedMutexGuard<Slot>, CallReport, Vec<Message>), ApiError> {
+) -> Result<
+    (
+        tokio::sync::OwnedMutexGuard<OpenSession>,
+        CallReport,
+        Vec<Message>,
+    ),
+    ApiError,
+> {
     let Admitted {
-        mut slot,
+        mut session,
         admission,
         new_messages,
     } = admitted;
     let budget = state.config.budget.for_call(call.call.max_tokens);
-    let result = state.sessions.fit(&mut slot, budget).await?;
-    let (tokens_in, messages_in) = state.sessions.view_size(&mut slot);
-    let mut report = CallReport::measure(&result, &slot.last_context, &slot.last_counts);
-    report.turn = slot.length;
+    let result = state.sessions.fit(&mut session, budget).await?;
+    let (tokens_in, messages_in) = state.sessions.view_size(&mut session);
+    let mut report = CallReport::measure(&result, &session.last_context, &session.last_counts);
+    report.turn = session.length;
     report.admission = Some(admission);
     report.new_messages = new_messages;
-    report.history_tokens = slot.history_tokens;
+    report.history_tokens = session.history_tokens;
     report.tokens_in = tokens_in;
     report.messages_in = messages_in;
     report.budget = budget;
-    report.tokens_saved = slot.history_tokens.saturating_sub(report.tokens_out);
+    report.tokens_saved = session.history_tokens.saturating_sub(report.tokens_out);
     report.latency_us = call.started.elapsed().as_micros() as u64;
     state.metrics.count_call(&report);
-    slot.last_counts = result.counts;
-    slot.last_context = result.messages.clone();
-    Ok((slot, report, result.messages))
+    session.last_counts = result.counts;
+    session.last_context = result.messages.clone();
+    Ok((session, report, result.messages))
 }
 
 /// A non-streamed answer: recorded, then passed back.
 async fn finish(
     state: &AppState,
-    mut slot: tokio::sync::OwnedMutexGuard<Slot>,
+    mut session: tokio::sync::OwnedMutexGuard<OpenSession>,
     report: CallReport,
     answer: Answer,
     mut headers: HeaderMap,
@@ -426,16 +403,16 @@ async fn finish(
     if answer.status.is_success() {
         match reply_of(&answer.body) {
             Some(reply) => {
-                if let Err(e) = state.sessions.record_reply(&mut slot, reply).await {
-                    tracing::warn!(session = %slot.id, error = %e, "cannot record the reply; the next request records it");
+                if let Err(e) = state.sessions.record_reply(&mut session, reply).await {
+                    tracing::warn!(session = %session.id, error = %e, "cannot record the reply; the next request records it");
                 }
             }
             None => {
-                tracing::warn!(session = %slot.id, "the upstream's answer has no assistant message to record")
+                tracing::warn!(session = %session.id, "the upstream's answer has no assistant message to record")
             }
         }
     }
-    close(state, &mut slot, report, own + after.elapsed()).await;
+    close(state, &mut session, report, own + after.elapsed()).await;
     // The time after the upstream, counted once: recording the reply and
     // closing the call.
     let own = own + after.elapsed();
@@ -450,10 +427,10 @@ async fn finish(
     ))
 }
 
-/// Ends a call: its report and the session's head written.
-async fn close(state: &AppState, slot: &mut Slot, report: CallReport, own: Duration) {
-    slot.last_call = Some(report);
-    state.sessions.finish(slot).await;
+/// Ends a call: its report and the session's state written.
+async fn close(state: &AppState, session: &mut OpenSession, report: CallReport, own: Duration) {
+    session.last_call = Some(report);
+    state.sessions.finish(session).await;
     state.metrics.observe_own(own);
 }
 
@@ -514,14 +491,14 @@ fn is_event_stream(response: &reqwest::Response) -> bool {
 }
 
 /// The headers every chat response carries.
-fn memory_headers(slot: &Slot, report: &CallReport) -> HeaderMap {
+fn memory_headers(session: &OpenSession, report: &CallReport) -> HeaderMap {
     let mut headers = HeaderMap::new();
     let mut put = |name: &'static str, value: String| {
         if let Ok(v) = HeaderValue::from_str(&value) {
             headers.insert(HeaderName::from_static(name), v);
         }
     };
-    put(SESSION_HEADER, slot.id.clone());
+    put(SESSION_HEADER, session.id.clone());
     put("x-memory-tokens", report.tokens_out.to_string());
     put("x-memory-fits", report.fits.to_string());
     put("x-memory-history-tokens", report.history_tokens.to_string());

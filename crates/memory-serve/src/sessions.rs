@@ -2,17 +2,17 @@
 //! it.
 //!
 //! A request that sends its whole history continues the stored session
-//! whose history is a prefix of it: the [`Chain`] link of each stored
-//! session's head is in the [`Ledger`], so the server looks up the links
-//! of the request from its newest message back, one lookup per message it
-//! has not seen, and appends only those. A request that shares a prefix
+//! whose history is a prefix of it: the [`Chain`] link each stored
+//! session's history ends at is in the [`Ledger`], so the server looks up
+//! the links of the request from its newest message back, one lookup per
+//! message it has not seen, and appends only those. A request that shares a prefix
 //! with a session that has since gone on differently (an edit, a retry, a
 //! fork) starts a new session with its own history. A request that names
 //! its session sends only the new messages.
 //!
-//! Each session is one [`Slot`] behind an async lock, so its calls run one
-//! at a time; the store is the truth, and a slot whose head another
-//! replica moved is read afresh.
+//! Each session this process holds is one [`OpenSession`] behind an async
+//! lock, so its calls run one at a time; the store is the truth, and an
+//! open session whose state another replica moved is read afresh.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,11 +24,12 @@ use memory_core::{
 use memory_session::WindowMemory;
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-use crate::ledger::{Head, Ledger, RESERVED_PREFIX};
+use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState};
 use crate::{Admission, ApiError, CallReport, Chain, ServeConfig};
 
-/// One session as this process holds it.
-pub(crate) struct Slot {
+/// One session as this process holds it: its entry in the server's map
+/// of open sessions.
+pub(crate) struct OpenSession {
     /// The session id.
     pub(crate) id: String,
     strategy: Arc<dyn TrimStrategy>,
@@ -42,9 +43,9 @@ pub(crate) struct Slot {
     /// Whether every message so far is a system message (the next system
     /// message is then protected, as a leading system prompt is).
     leading_system: bool,
-    /// The version of the head this slot last read or wrote.
-    head_version: Option<Version>,
-    /// Whether the slot holds the session as the store has it.
+    /// The version of the stored state this process last read or wrote.
+    state_version: Option<Version>,
+    /// Whether it holds the session as the store has it.
     loaded: bool,
     /// The context the last call sent, and its counts.
     pub(crate) last_context: Vec<Message>,
@@ -55,15 +56,15 @@ pub(crate) struct Slot {
 
 /// A request's session, locked, and how it was found.
 pub(crate) struct Admitted {
-    pub(crate) slot: OwnedMutexGuard<Slot>,
+    pub(crate) session: OwnedMutexGuard<OpenSession>,
     pub(crate) admission: Admission,
     pub(crate) new_messages: usize,
 }
 
-/// The loaded slots, least recently used first out.
+/// The open sessions, least recently used first out.
 #[derive(Default)]
-struct Slots {
-    map: HashMap<String, (Arc<AsyncMutex<Slot>>, u64)>,
+struct OpenSessions {
+    map: HashMap<String, (Arc<AsyncMutex<OpenSession>>, u64)>,
     tick: u64,
 }
 
@@ -73,7 +74,7 @@ pub(crate) struct Sessions {
     ledger: Ledger,
     counter: Arc<dyn TokenCounter>,
     config: ServeConfig,
-    slots: Mutex<Slots>,
+    open: Mutex<OpenSessions>,
 }
 
 impl Sessions {
@@ -83,23 +84,24 @@ impl Sessions {
             ledger: Ledger::new(config.store.clone()),
             counter: config.counter.clone(),
             config: config.clone(),
-            slots: Mutex::new(Slots::default()),
+            open: Mutex::new(OpenSessions::default()),
         }
     }
 
-    /// The slot of `id`, made (unloaded) when this process has none.
-    fn slot(&self, id: &str) -> Arc<AsyncMutex<Slot>> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.tick += 1;
-        let tick = slots.tick;
-        if let Some((slot, used)) = slots.map.get_mut(id) {
+    /// The open session of `id`, opened (not loaded) when this process
+    /// has none.
+    fn open_session(&self, id: &str) -> Arc<AsyncMutex<OpenSession>> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.tick += 1;
+        let tick = open.tick;
+        if let Some((session, used)) = open.map.get_mut(id) {
             *used = tick;
-            return slot.clone();
+            return session.clone();
         }
-        if slots.map.len() >= self.config.max_loaded_sessions {
-            evict(&mut slots.map);
+        if open.map.len() >= self.config.max_loaded_sessions {
+            evict(&mut open.map);
         }
-        let slot = Arc::new(AsyncMutex::new(Slot {
+        let session = Arc::new(AsyncMutex::new(OpenSession {
             id: id.to_string(),
             strategy: (self.config.pipeline)(),
             memory: None,
@@ -107,14 +109,14 @@ impl Sessions {
             link: Chain::START,
             history_tokens: 0,
             leading_system: true,
-            head_version: None,
+            state_version: None,
             loaded: false,
             last_context: Vec::new(),
             last_counts: Vec::new(),
             last_call: None,
         }));
-        slots.map.insert(id.to_string(), (slot.clone(), tick));
-        slot
+        open.map.insert(id.to_string(), (session.clone(), tick));
+        session
     }
 
     fn memory(&self, id: &str, strategy: Arc<dyn TrimStrategy>) -> WindowMemory {
@@ -132,20 +134,20 @@ impl Sessions {
         let Some((id, length)) = self.longest_stored_prefix(&links).await? else {
             return self.create(messages, Admission::New).await;
         };
-        let mut slot = self.slot(&id).lock_owned().await;
-        self.sync(&mut slot).await?;
-        let at = slot.length;
+        let mut session = self.open_session(&id).lock_owned().await;
+        self.sync(&mut session).await?;
+        let at = session.length;
         // The session may have gone on since `length` (and been repaired
         // past it); it continues when its whole history is still a prefix.
-        if at >= length && at <= messages.len() && at > 0 && links[at - 1] == slot.link {
-            self.append(&mut slot, &messages[at..], false).await?;
+        if at >= length && at <= messages.len() && at > 0 && links[at - 1] == session.link {
+            self.append(&mut session, &messages[at..], false).await?;
             return Ok(Admitted {
-                slot,
+                session,
                 admission: Admission::Continued,
                 new_messages: messages.len() - at,
             });
         }
-        drop(slot);
+        drop(session);
         self.create(messages, Admission::Forked).await
     }
 
@@ -157,17 +159,17 @@ impl Sessions {
         messages: &[Message],
     ) -> Result<Admitted, ApiError> {
         check_id(id)?;
-        let mut slot = self.slot(id).lock_owned().await;
-        self.sync(&mut slot).await?;
-        let at = slot.length;
+        let mut session = self.open_session(id).lock_owned().await;
+        self.sync(&mut session).await?;
+        let at = session.length;
         let repeats = at > 0
             && messages.len() >= at
-            && Chain::START.links(&messages[..at]).last() == Some(&slot.link);
+            && Chain::START.links(&messages[..at]).last() == Some(&session.link);
         let new = if repeats { &messages[at..] } else { messages };
         // A session's first messages are noted, so that a retry finds it.
-        self.append(&mut slot, new, at == 0).await?;
+        self.append(&mut session, new, at == 0).await?;
         Ok(Admitted {
-            slot,
+            session,
             admission: Admission::Named,
             new_messages: new.len(),
         })
@@ -177,96 +179,104 @@ impl Sessions {
     pub(crate) async fn inspect(
         &self,
         id: &str,
-    ) -> Result<Option<OwnedMutexGuard<Slot>>, ApiError> {
+    ) -> Result<Option<OwnedMutexGuard<OpenSession>>, ApiError> {
         check_id(id)?;
-        let mut slot = self.slot(id).lock_owned().await;
-        self.sync(&mut slot).await?;
-        if slot.length > 0 {
-            return Ok(Some(slot));
+        let mut session = self.open_session(id).lock_owned().await;
+        self.sync(&mut session).await?;
+        if session.length > 0 {
+            return Ok(Some(session));
         }
-        // No such session: hold no slot (nor pipeline) for a name asked
+        // No such session: keep none open (nor a pipeline) for a name asked
         // about.
-        drop(slot);
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        if slots
+        drop(session);
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open
             .map
             .get(id)
             .is_some_and(|(s, _)| Arc::strong_count(s) == 1)
         {
-            slots.map.remove(id);
+            open.map.remove(id);
         }
         Ok(None)
     }
 
-    /// Records the reply of the call the slot's lock was taken for.
+    /// Records the reply of the call the session's lock was taken for.
     pub(crate) async fn record_reply(
         &self,
-        slot: &mut Slot,
+        session: &mut OpenSession,
         reply: Message,
     ) -> Result<(), ApiError> {
-        self.append(slot, std::slice::from_ref(&reply), true).await
+        self.append(session, std::slice::from_ref(&reply), true)
+            .await
     }
 
     /// Fits the session into `budget` tokens.
-    pub(crate) async fn fit(&self, slot: &mut Slot, budget: usize) -> Result<TrimResult, ApiError> {
-        let memory = self.memory_of(slot);
+    pub(crate) async fn fit(
+        &self,
+        session: &mut OpenSession,
+        budget: usize,
+    ) -> Result<TrimResult, ApiError> {
+        let memory = self.memory_of(session);
         memory.set_max_tokens(budget);
         Ok(memory.trimmed().await?)
     }
 
     /// Tokens and messages of the stored view (after [`fit`](Self::fit)).
-    pub(crate) fn view_size(&self, slot: &mut Slot) -> (usize, usize) {
-        let memory = self.memory_of(slot);
+    pub(crate) fn view_size(&self, session: &mut OpenSession) -> (usize, usize) {
+        let memory = self.memory_of(session);
         (memory.total_tokens(), memory.len())
     }
 
     /// Everything the session recorded (what recalls are answered from).
-    pub(crate) async fn history(&self, slot: &mut Slot) -> Result<Vec<Message>, ApiError> {
-        Ok(self.memory_of(slot).history().await?)
+    pub(crate) async fn history(
+        &self,
+        session: &mut OpenSession,
+    ) -> Result<Vec<Message>, ApiError> {
+        Ok(self.memory_of(session).history().await?)
     }
 
     /// The stored view, as the next call starts from it.
     pub(crate) async fn memory_view(
         &self,
-        slot: &mut Slot,
+        session: &mut OpenSession,
     ) -> Result<Vec<StoredMessage>, ApiError> {
-        Ok(self.memory_of(slot).view().await?)
+        Ok(self.memory_of(session).view().await?)
     }
 
-    /// Writes the session's head, with the last call's report.
-    pub(crate) async fn finish(&self, slot: &mut Slot) {
-        let head = Head {
-            length: slot.length,
-            link: slot.link.to_hex(),
-            history_tokens: slot.history_tokens,
-            last_call: slot.last_call.clone(),
+    /// Writes the session's state, with the last call's report.
+    pub(crate) async fn finish(&self, session: &mut OpenSession) {
+        let state = SessionState {
+            length: session.length,
+            link: session.link.to_hex(),
+            history_tokens: session.history_tokens,
+            last_call: session.last_call.clone(),
         };
         match self
             .ledger
-            .set_head(&slot.id, &head, slot.head_version)
+            .set_session_state(&session.id, &state, session.state_version)
             .await
         {
-            Ok(version) => slot.head_version = Some(version),
+            Ok(version) => session.state_version = Some(version),
             Err(StoreError::Conflict { .. }) => {
-                tracing::warn!(session = %slot.id, "another replica wrote the session's head at the same time; reading the session afresh next time");
-                slot.loaded = false;
+                tracing::warn!(session = %session.id, "another replica wrote the session's head at the same time; reading the session afresh next time");
+                session.loaded = false;
             }
             Err(e) => {
-                tracing::warn!(session = %slot.id, error = %e, "cannot write the session's head");
-                slot.loaded = false;
+                tracing::warn!(session = %session.id, error = %e, "cannot write the session's head");
+                session.loaded = false;
             }
         }
     }
 
-    fn memory_of<'s>(&self, slot: &'s mut Slot) -> &'s mut WindowMemory {
-        if slot.memory.is_none() {
-            slot.memory = Some(self.memory(&slot.id, slot.strategy.clone()));
+    fn memory_of<'s>(&self, session: &'s mut OpenSession) -> &'s mut WindowMemory {
+        if session.memory.is_none() {
+            session.memory = Some(self.memory(&session.id, session.strategy.clone()));
         }
-        slot.memory.as_mut().expect("set above")
+        session.memory.as_mut().expect("set above")
     }
 
-    /// The stored session and length whose head the longest prefix of the
-    /// history ends at.
+    /// The session and length noted for the longest prefix of the history
+    /// (the prefix a stored session's history ends at).
     async fn longest_stored_prefix(
         &self,
         links: &[Chain],
@@ -288,37 +298,37 @@ impl Sessions {
         admission: Admission,
     ) -> Result<Admitted, ApiError> {
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
-        let mut slot = self.slot(&id).lock_owned().await;
-        slot.loaded = true;
-        self.append(&mut slot, messages, true).await?;
+        let mut session = self.open_session(&id).lock_owned().await;
+        session.loaded = true;
+        self.append(&mut session, messages, true).await?;
         Ok(Admitted {
-            slot,
+            session,
             admission,
             new_messages: messages.len(),
         })
     }
 
-    /// Brings the slot to the session as the store has it: read afresh
-    /// when not loaded or when its head moved (another replica); a history
-    /// longer than its head (a process that stopped between the two
-    /// writes) gets its head's link noted.
-    async fn sync(&self, slot: &mut Slot) -> Result<(), ApiError> {
-        let head = self.ledger.head(&slot.id).await?;
-        let version = head.as_ref().map(|(_, v)| *v);
-        if slot.loaded && version == slot.head_version {
+    /// Brings the open session to the session as the store has it: read
+    /// afresh when not loaded or when its stored state moved (another
+    /// replica); a history longer than its state says (a process that
+    /// stopped between the two writes) gets its last link noted.
+    async fn sync(&self, session: &mut OpenSession) -> Result<(), ApiError> {
+        let stored = self.ledger.session_state(&session.id).await?;
+        let version = stored.as_ref().map(|(_, v)| *v);
+        if session.loaded && version == session.state_version {
             return Ok(());
         }
-        let history = self.store.history(&slot.id).await?;
+        let history = self.store.history(&session.id).await?;
         let link = Chain::START
             .links(&history)
             .last()
             .copied()
             .unwrap_or(Chain::START);
-        let (tokens, last_call) = match &head {
+        let (tokens, last_call) = match &stored {
             Some((h, _)) if h.length == history.len() => (h.history_tokens, h.last_call.clone()),
             other => {
                 if !history.is_empty() {
-                    self.ledger.note(&link, &slot.id, history.len()).await?;
+                    self.ledger.note(&link, &session.id, history.len()).await?;
                 }
                 let mut tokens = 0;
                 for m in &history {
@@ -330,27 +340,27 @@ impl Sessions {
                 )
             }
         };
-        slot.memory = None;
-        slot.length = history.len();
-        slot.link = link;
-        slot.leading_system = history.iter().all(Message::is_system);
-        slot.history_tokens = tokens;
-        slot.head_version = version;
-        slot.loaded = true;
-        slot.last_context.clear();
-        slot.last_counts.clear();
-        slot.last_call = last_call;
+        session.memory = None;
+        session.length = history.len();
+        session.link = link;
+        session.leading_system = history.iter().all(Message::is_system);
+        session.history_tokens = tokens;
+        session.state_version = version;
+        session.loaded = true;
+        session.last_context.clear();
+        session.last_counts.clear();
+        session.last_call = last_call;
         Ok(())
     }
 
     /// Records `messages` through the session's memory, in one append.
-    /// The new head's link is noted only when `note` says: a continuing
-    /// call's is not (its next request finds the session by the head noted
-    /// with the previous reply, and goes on from the stored length); a new
-    /// session's and a reply's are.
+    /// The link the history now ends at is noted only when `note` says: a
+    /// continuing call's is not (its next request finds the session by the
+    /// link noted with the previous reply, and goes on from the stored
+    /// length); a new session's and a reply's are.
     async fn append(
         &self,
-        slot: &mut Slot,
+        session: &mut OpenSession,
         messages: &[Message],
         note: bool,
     ) -> Result<(), ApiError> {
@@ -359,27 +369,29 @@ impl Sessions {
         }
         let mut batch = Vec::with_capacity(messages.len());
         for message in messages {
-            let protected = slot.leading_system && message.is_system();
+            let protected = session.leading_system && message.is_system();
             let tokens = self.counter.count_message(message).await?;
-            slot.leading_system &= message.is_system();
-            slot.history_tokens += tokens;
-            slot.link = slot.link.then(message);
+            session.leading_system &= message.is_system();
+            session.history_tokens += tokens;
+            session.link = session.link.then(message);
             batch.push(StoredMessage::new(message.clone(), tokens, protected));
         }
-        self.memory_of(slot).record_all_counted(batch).await?;
-        slot.length += messages.len();
+        self.memory_of(session).record_all_counted(batch).await?;
+        session.length += messages.len();
         if note {
-            self.ledger.note(&slot.link, &slot.id, slot.length).await?;
+            self.ledger
+                .note(&session.link, &session.id, session.length)
+                .await?;
         }
         Ok(())
     }
 }
 
-/// Drops the least recently used slot that no call holds.
-fn evict(map: &mut HashMap<String, (Arc<AsyncMutex<Slot>>, u64)>) {
+/// Closes the least recently used open session that no call holds.
+fn evict(map: &mut HashMap<String, (Arc<AsyncMutex<OpenSession>>, u64)>) {
     let idle = map
         .iter()
-        .filter(|(_, (slot, _))| Arc::strong_count(slot) == 1)
+        .filter(|(_, (session, _))| Arc::strong_count(session) == 1)
         .min_by_key(|(_, (_, used))| *used)
         .map(|(id, _)| id.clone());
     if let Some(id) = idle {

@@ -16,19 +16,26 @@ use memory_core::recall::RECALL_TOOL;
 
 use crate::StreamedReply;
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
-use crate::server::{AppState, Call, send};
-use crate::sessions::Slot;
+use crate::sessions::OpenSession;
+use crate::state::AppState;
+use crate::upstream::{Call, send};
 
 /// Events held between the upstream and a slow client.
 const BUFFERED_EVENTS: usize = 32;
 
-/// What a streamed call may have to ask the upstream again with: under
-/// `--recall server`, a stream that opens with a `recall` call is answered
-/// by the server and asked again, the client seeing only the last one.
-pub(crate) struct Again {
+/// A streamed call as it was sent upstream, kept to ask the upstream again
+/// with: under `--recall server`, a stream that opens with a `recall` call
+/// is answered by the server and the call sent again, the client seeing
+/// only the last stream.
+pub(crate) struct StreamedCall {
+    /// The checked request.
     pub(crate) call: Arc<Call>,
+    /// The fitted context it was sent with.
     pub(crate) context: Vec<Message>,
+    /// The recall exchange the client does not see: each `recall` call
+    /// and its answers.
     pub(crate) hidden: Vec<Message>,
+    /// The recall rounds answered so far.
     pub(crate) round: usize,
 }
 
@@ -37,19 +44,19 @@ pub(crate) struct Again {
 /// recorded when the stream completes (before its `[DONE]` reaches the
 /// client); a client that goes away, or an upstream that breaks off,
 /// leaves the session with the request's messages and no reply.
-pub(crate) fn back(
+pub(crate) fn stream_to_client(
     state: Arc<AppState>,
-    slot: OwnedMutexGuard<Slot>,
+    session: OwnedMutexGuard<OpenSession>,
     upstream: reqwest::Response,
     mut headers: HeaderMap,
-    again: Again,
+    streamed: StreamedCall,
 ) -> Response {
     let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap_or(StatusCode::OK);
     if let Some(t) = upstream.headers().get(CONTENT_TYPE) {
         headers.insert(CONTENT_TYPE, t.clone());
     }
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BUFFERED_EVENTS);
-    tokio::spawn(relay(state, slot, upstream, tx, again));
+    tokio::spawn(relay_rounds(state, session, upstream, tx, streamed));
     let events = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
@@ -57,27 +64,31 @@ pub(crate) fn back(
 }
 
 /// How one upstream stream ended.
-enum Relayed {
+enum StreamEnd {
     /// Passed to the client (or given up on).
     Done,
     /// It called `recall`, held back from the client: the reply.
     Recall(Message),
 }
 
-/// Relays the upstream's streams until one is passed to the client.
-async fn relay(
+/// Relays the upstream's streams, one per recall round, until one is
+/// passed to the client.
+async fn relay_rounds(
     state: Arc<AppState>,
-    mut slot: OwnedMutexGuard<Slot>,
+    mut session: OwnedMutexGuard<OpenSession>,
     mut upstream: reqwest::Response,
-    tx: Sender,
-    mut again: Again,
+    tx: ClientSender,
+    mut streamed: StreamedCall,
 ) {
     loop {
-        let gated = state.config.recall == RecallMode::Server && again.round < MAX_RECALL_ROUNDS;
-        let Relayed::Recall(reply) = pass(&state, &mut slot, upstream, &tx, gated).await else {
+        let may_recall =
+            state.config.recall == RecallMode::Server && streamed.round < MAX_RECALL_ROUNDS;
+        let StreamEnd::Recall(reply) =
+            relay_stream(&state, &mut session, upstream, &tx, may_recall).await
+        else {
             break;
         };
-        let history = match state.sessions.history(&mut slot).await {
+        let history = match state.sessions.history(&mut session).await {
             Ok(h) => h,
             Err(e) => {
                 let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
@@ -86,10 +97,10 @@ async fn relay(
         };
         let results =
             crate::recall::answers(&history, &reply, &*state.config.counter, &state.metrics).await;
-        again.hidden.push(reply);
-        again.hidden.extend(results);
-        again.round += 1;
-        upstream = match send(&state, &again.call, &again.context, &again.hidden).await {
+        streamed.hidden.push(reply);
+        streamed.hidden.extend(results);
+        streamed.round += 1;
+        upstream = match send(&state, &streamed.call, &streamed.context, &streamed.hidden).await {
             Ok(u) if u.status().is_success() => u,
             Ok(u) => {
                 let why = format!("the upstream answered {} after a recall", u.status());
@@ -102,25 +113,26 @@ async fn relay(
             }
         };
     }
-    state.sessions.finish(&mut slot).await;
+    state.sessions.finish(&mut session).await;
 }
 
-type Sender = mpsc::Sender<Result<Bytes, std::io::Error>>;
+/// Where the events for the client go: the response body's channel.
+type ClientSender = mpsc::Sender<Result<Bytes, std::io::Error>>;
 
 /// Reads one upstream stream to its end, or until the client is gone;
-/// when `gated`, holds its events until it shows whether it opens with a
-/// `recall` call, and keeps such a stream from the client.
-async fn pass(
+/// when `may_recall`, holds its events until it shows whether it opens
+/// with a `recall` call, and keeps such a stream from the client.
+async fn relay_stream(
     state: &AppState,
-    slot: &mut Slot,
+    session: &mut OpenSession,
     upstream: reqwest::Response,
-    tx: &Sender,
-    gated: bool,
-) -> Relayed {
-    let mut run = Run {
+    tx: &ClientSender,
+    may_recall: bool,
+) -> StreamEnd {
+    let mut progress = StreamProgress {
         reply: StreamedReply::default(),
         held: Vec::new(),
-        holding: gated,
+        holding: may_recall,
         recalling: false,
         recorded: false,
     };
@@ -129,33 +141,43 @@ async fn pass(
         let bytes = match chunk {
             Ok(bytes) => bytes,
             Err(e) => {
-                tracing::warn!(session = %slot.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
+                tracing::warn!(session = %session.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
                 let _ = tx.send(Err(std::io::Error::other(e))).await;
-                return Relayed::Done;
+                return StreamEnd::Done;
             }
         };
-        if !run.take(state, slot, tx, bytes).await {
-            return Relayed::Done;
+        if !progress.on_bytes(state, session, tx, bytes).await {
+            return StreamEnd::Done;
         }
     }
-    run.end(state, slot, tx).await
+    progress.on_end(state, session, tx).await
 }
 
-/// One upstream stream as it is read.
-struct Run {
+/// How far one upstream stream has been read, and what of it is held
+/// from the client.
+struct StreamProgress {
+    /// The reply the events spell so far.
     reply: StreamedReply,
     /// Events held while it is not known how the reply opens.
     held: Vec<Bytes>,
+    /// Whether events are held until the reply shows how it opens.
     holding: bool,
     /// Whether it opened with a `recall` call (kept from the client).
     recalling: bool,
+    /// Whether the reply was recorded.
     recorded: bool,
 }
 
-impl Run {
+impl StreamProgress {
     /// Takes the next bytes: holds them, keeps them back or passes them
     /// (with what was held); false once the client is gone.
-    async fn take(&mut self, state: &AppState, slot: &mut Slot, tx: &Sender, bytes: Bytes) -> bool {
+    async fn on_bytes(
+        &mut self,
+        state: &AppState,
+        session: &mut OpenSession,
+        tx: &ClientSender,
+        bytes: Bytes,
+    ) -> bool {
         self.reply.feed(&bytes);
         if self.recalling {
             return true;
@@ -172,14 +194,14 @@ impl Run {
             }
         }
         if self.reply.is_done() && !self.recorded {
-            record(state, slot, &self.reply).await;
+            record(state, session, &self.reply).await;
             self.recorded = true;
         }
         self.flush(tx).await
     }
 
     /// Passes what is held to the client; false once it is gone.
-    async fn flush(&mut self, tx: &Sender) -> bool {
+    async fn flush(&mut self, tx: &ClientSender) -> bool {
         for bytes in self.held.drain(..) {
             if tx.send(Ok(bytes)).await.is_err() {
                 return false;
@@ -190,22 +212,29 @@ impl Run {
 
     /// The stream ended: a recall to answer, or the reply passed on and
     /// recorded when it is complete.
-    async fn end(mut self, state: &AppState, slot: &mut Slot, tx: &Sender) -> Relayed {
+    async fn on_end(
+        mut self,
+        state: &AppState,
+        session: &mut OpenSession,
+        tx: &ClientSender,
+    ) -> StreamEnd {
         if self.recalling && self.reply.is_finished() {
-            return Relayed::Recall(self.reply.message());
+            return StreamEnd::Recall(self.reply.message());
         }
         if !self.flush(tx).await {
-            return Relayed::Done;
+            return StreamEnd::Done;
         }
         if !self.recorded && !tx.is_closed() && self.reply.is_finished() {
-            record(state, slot, &self.reply).await;
+            record(state, session, &self.reply).await;
         }
-        Relayed::Done
+        StreamEnd::Done
     }
 }
 
-async fn record(state: &AppState, slot: &mut Slot, reply: &StreamedReply) {
-    if let Err(e) = state.sessions.record_reply(slot, reply.message()).await {
-        tracing::warn!(session = %slot.id, error = %e, "cannot record the streamed reply; the next request records it");
+/// Records the streamed reply in the session; a failure is logged, and
+/// the next request records the reply.
+async fn record(state: &AppState, session: &mut OpenSession, reply: &StreamedReply) {
+    if let Err(e) = state.sessions.record_reply(session, reply.message()).await {
+        tracing::warn!(session = %session.id, error = %e, "cannot record the streamed reply; the next request records it");
     }
 }

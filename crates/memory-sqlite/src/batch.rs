@@ -11,8 +11,9 @@ use memory_core::{StoreError, Version};
 use memory_store_support::{Key, Row, to_i64, to_u64};
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
-use crate::group::Pending;
-use crate::store::{State, append_in, backend, insert_log, read_state, write_state};
+use crate::append::{append_in, insert_log};
+use crate::error::backend;
+use crate::state::{State, read_state, write_state};
 
 /// Appends written into one open write transaction, not yet committed.
 pub(crate) struct Batch<'c> {
@@ -64,24 +65,26 @@ impl<'c> Batch<'c> {
     }
 }
 
-/// Commits `group` in one transaction with a savepoint for each append, so
-/// that an append that fails leaves the others to commit; the answers
-/// follow the order of `group`.
-pub(crate) fn commit_one_by_one(
+/// Commits `appends` (each a session's key and the rows appended to it) in
+/// one transaction with a savepoint for each append, so that an append
+/// that fails leaves the others to commit; the answers follow the order of
+/// `appends`.
+pub(crate) fn commit_one_by_one<'a>(
     conn: &mut Connection,
-    group: &[Pending],
+    appends: impl ExactSizeIterator<Item = (&'a Key, &'a [Row])>,
 ) -> Vec<Result<Version, StoreError>> {
+    let count = appends.len();
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
             let e = backend(e);
-            return group.iter().map(|_| Err(e.clone())).collect();
+            return (0..count).map(|_| Err(e.clone())).collect();
         }
     };
-    let mut answers = Vec::with_capacity(group.len());
-    for pending in group {
+    let mut answers = Vec::with_capacity(count);
+    for (key, rows) in appends {
         let answer = tx.savepoint().map_err(backend).and_then(|savepoint| {
-            let version = append_in(&savepoint, &pending.key, &pending.rows)?;
+            let version = append_in(&savepoint, key, rows)?;
             savepoint.commit().map_err(backend)?;
             Ok(version)
         });

@@ -26,9 +26,9 @@ use crate::batch::{Batch, commit_one_by_one};
 pub(crate) const LINGER: Duration = Duration::from_micros(300);
 
 /// An append waiting for a group commit, and where its answer goes.
-pub(crate) struct Pending {
-    pub(crate) key: Key,
-    pub(crate) rows: Vec<Row>,
+struct Pending {
+    key: Key,
+    rows: Vec<Row>,
     answer: oneshot::Sender<Result<Version, StoreError>>,
 }
 
@@ -178,7 +178,10 @@ impl Drainer {
         };
         if failed.is_some() {
             drop(batch);
-            return commit_one_by_one(conn, group);
+            let appends = group
+                .iter()
+                .map(|pending| (&pending.key, pending.rows.as_slice()));
+            return commit_one_by_one(conn, appends);
         }
         match batch.commit() {
             Ok(versions) => versions.into_iter().map(Ok).collect(),

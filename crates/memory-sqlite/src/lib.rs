@@ -54,9 +54,12 @@
 //! history length at `V` (the last `seq` whose `version` is at most `V`).
 //! Nothing is ever deleted or updated but the `sessions` row.
 
+mod append;
 mod batch;
+mod error;
 mod group;
 mod schema;
+mod state;
 mod store;
 
 pub use schema::SCHEMA_VERSION;

@@ -3,23 +3,20 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
-use rusqlite::{
-    Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior, params,
-};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use crate::append::append_in;
+use crate::error::{BUSY_TIMEOUT, backend};
 use crate::group::Queue;
 use crate::schema;
-use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
-
-/// How long a write waits for another process's write to finish.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::state::{State, read_state, write_state};
+use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_u64};
 
 /// Connections of a file that only read: as many as the reads a busy
 /// server makes at once on a small machine (a chat call reads the
-/// session's head and a few index entries while others commit); each is
+/// session's state and a few index entries while others commit); each is
 /// a file handle and a page cache.
 const READERS: usize = 4;
 
@@ -352,72 +349,6 @@ where
     }
 }
 
-pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
-    if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) {
-        StoreError::Backend(format!(
-            "the SQLite file stayed locked by another writer for over {} s; retry later ({e})",
-            BUSY_TIMEOUT.as_secs()
-        ))
-    } else {
-        StoreError::Backend(format!("sqlite: {e}"))
-    }
-}
-
-/// A session's row in `sessions`; all zero for a session never written.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct State {
-    pub(crate) version: i64,
-    pub(crate) length: i64,
-    generation: i64,
-    base: i64,
-    /// The version of the last compaction: the oldest a compaction may be
-    /// computed from.
-    compacted: i64,
-}
-
-pub(crate) fn read_state(tx: &Connection, key: &Key) -> Result<Option<State>, StoreError> {
-    tx.prepare_cached(
-        "SELECT version, length, generation, base, compacted FROM sessions \
-         WHERE tenant = ?1 AND session = ?2",
-    )
-    .and_then(|mut stmt| {
-        stmt.query_row(params![key.tenant, key.session], |row| {
-            Ok(State {
-                version: row.get(0)?,
-                length: row.get(1)?,
-                generation: row.get(2)?,
-                base: row.get(3)?,
-                compacted: row.get(4)?,
-            })
-        })
-        .optional()
-    })
-    .map_err(backend)
-}
-
-pub(crate) fn write_state(tx: &Connection, key: &Key, state: &State) -> Result<(), StoreError> {
-    tx.prepare_cached(
-        "INSERT INTO sessions (tenant, session, version, length, generation, base, compacted) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-         ON CONFLICT (tenant, session) DO UPDATE SET version = excluded.version, \
-         length = excluded.length, generation = excluded.generation, base = excluded.base, \
-         compacted = excluded.compacted",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            key.tenant,
-            key.session,
-            state.version,
-            state.length,
-            state.generation,
-            state.base,
-            state.compacted
-        ])
-    })
-    .map(drop)
-    .map_err(backend)
-}
-
 /// Messages of the history with `after < seq <= upto`, in order.
 fn log_rows(
     tx: &Transaction<'_>,
@@ -477,36 +408,6 @@ fn view_rows(
     Ok(views)
 }
 
-/// Writes `rows` at `first_seq` on, as appended by the append that
-/// produced `version`.
-pub(crate) fn insert_log(
-    tx: &Connection,
-    key: &Key,
-    first_seq: i64,
-    version: i64,
-    rows: &[Row],
-) -> Result<(), StoreError> {
-    let mut stmt = tx
-        .prepare_cached(
-            "INSERT INTO messages (tenant, session, seq, body, tokens, protected, version) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .map_err(backend)?;
-    for (seq, row) in (first_seq..).zip(rows) {
-        stmt.execute(params![
-            key.tenant,
-            key.session,
-            seq,
-            row.body,
-            row.tokens,
-            row.protected,
-            version
-        ])
-        .map_err(backend)?;
-    }
-    Ok(())
-}
-
 fn insert_view(
     tx: &Transaction<'_>,
     key: &Key,
@@ -558,19 +459,6 @@ fn append(conn: &mut Connection, key: &Key, rows: &[Row]) -> Result<Version, Sto
     let version = append_in(&tx, key, rows)?;
     tx.commit().map_err(backend)?;
     Ok(version)
-}
-
-/// Appends `rows` inside the caller's transaction; returns the version.
-pub(crate) fn append_in(tx: &Connection, key: &Key, rows: &[Row]) -> Result<Version, StoreError> {
-    let state = read_state(tx, key)?.unwrap_or_default();
-    let next = State {
-        version: state.version + 1,
-        length: state.length + to_i64(rows.len() as u64, "message count")?,
-        ..state
-    };
-    insert_log(tx, key, state.length + 1, next.version, rows)?;
-    write_state(tx, key, &next)?;
-    to_u64(next.version, "version")
 }
 
 /// The history's length at `version`, if a compaction may be computed from

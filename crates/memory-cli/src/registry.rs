@@ -217,7 +217,7 @@ fn compact(config: &StageConfig) -> Result<Arc<dyn TrimStrategy>, String> {
 }
 
 /// The message for a `--summary-max-tokens` too small for any summary.
-fn cap_error(error: memory_summary::cap::CapTooSmall) -> String {
+fn cap_error(error: memory_summary_engine::cap::CapTooSmall) -> String {
     format!("--summary-max-tokens: {error}")
 }
 

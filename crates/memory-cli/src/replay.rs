@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use memory_core::audit::{Audit, Given, Report};
 use memory_core::{History, MemoryError, Message, Pipeline, Store, TokenCounter};
-use memory_session::WindowMemory;
+use memory_session::{PrefixKept, WindowMemory};
 
 use crate::input::Input;
 use crate::registry::{self, StageConfig};
@@ -316,9 +316,12 @@ impl<'c> TrajectoryReplay<'c> {
         usage: memory_layer::ProviderStats,
     ) -> Row {
         let tokens_out: usize = counts.iter().sum();
-        let previous = self.previous.as_deref();
-        let kept = previous.map_or(0, |previous| common_prefix(previous, context));
-        let prefix_kept_tokens: usize = counts[..kept].iter().sum();
+        let kept = PrefixKept::between(
+            self.previous.as_deref().unwrap_or_default(),
+            context,
+            counts,
+        );
+        let prefix_kept_tokens = kept.tokens;
         let uncached = tokens_out - prefix_kept_tokens;
         Row {
             tokens_in: self.total,
@@ -337,7 +340,7 @@ impl<'c> TrajectoryReplay<'c> {
                 usage.input_tokens,
                 usage.output_tokens,
             ),
-            cache_break: previous.is_some_and(|previous| kept < previous.len()),
+            cache_break: kept.cache_break,
             ..Row::default()
         }
     }
@@ -406,26 +409,5 @@ impl<'c> TrajectoryReplay<'c> {
         Audit::new(&history, self.config.budget)
             .given(Given::View)
             .check(result, context_counts)
-    }
-}
-
-/// Number of leading messages `a` and `b` share.
-fn common_prefix(a: &[Message], b: &[Message]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefixes_are_counted_message_by_message() {
-        let m = [
-            Message::system("rules"),
-            Message::user("fix it"),
-            Message::assistant("done"),
-        ];
-        assert_eq!(common_prefix(&m, &m[..2]), 2);
-        assert_eq!(common_prefix(&m[1..], &m), 0);
     }
 }

@@ -10,8 +10,8 @@ use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 use memory_layer::{FailureClass, FailureCounts, Meter, ProviderExt, ProviderStats, RetryPolicy};
 use memory_openai::{DEFAULT_API_KEY_ENV, OpenAiProvider, is_openai_api};
 use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-use memory_summary::cap::CapTooSmall;
-use memory_summary::{Rejection, RejectionObserver};
+use memory_summary_engine::cap::CapTooSmall;
+use memory_summary_engine::{Rejection, RejectionObserver};
 
 use crate::CliError;
 
@@ -162,7 +162,7 @@ impl Summarizer {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use memory_summary::{Rejection, RejectionObserver};
+    /// use memory_summary_engine::{Rejection, RejectionObserver};
     /// let s = memory_cli::summarizer::Summarizer::metered(Arc::new(memory_core::FakeProvider::default()));
     /// s.rejection_observer().on_rejection(&Rejection::Empty);
     /// assert_eq!(s.snapshot().by_class.malformed_reply, 1);
@@ -368,8 +368,8 @@ impl SummarySettings {
     /// stages take them from.
     fn onto(
         &self,
-        mut summary: memory_summary::SummarySettings,
-    ) -> memory_summary::SummarySettings {
+        mut summary: memory_summary_engine::SummarySettings,
+    ) -> memory_summary_engine::SummarySettings {
         if let Some(tokens) = self.summary_max_tokens {
             summary = summary.with_summary_max_tokens(tokens);
         }

@@ -24,7 +24,7 @@
 
 use memory_core::recall::Handle;
 use memory_core::{MemoryError, Message, TokenCounter, summary};
-use memory_summary::{Rejection, cap};
+use memory_summary_engine::{Rejection, cap};
 
 use crate::FileOps;
 

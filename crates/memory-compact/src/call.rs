@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use memory_core::{ChatRequest, ChatResponse, Provider, ProviderError};
 use memory_layer::{Retry, RetryPolicy, Timeout};
-use memory_summary::{SummarySettings, split};
+use memory_summary_engine::{SummarySettings, split};
 
 use crate::split::Piece;
 
@@ -173,7 +173,7 @@ async fn attempt(
         summary,
     } = caller;
     let timers = tokio::runtime::Handle::try_current().is_ok();
-    let source = memory_summary::grounding::source_of(request);
+    let source = memory_summary_engine::grounding::source_of(request);
     let counted = Counted {
         inner: provider,
         cost: Mutex::new(CompactCost::default()),
@@ -244,7 +244,7 @@ impl Provider for &Counted<'_> {
 #[cfg(test)]
 mod tests {
     use memory_core::{FakeProvider, FakeReply, Message, ProviderError};
-    use memory_summary::Rejection;
+    use memory_summary_engine::Rejection;
 
     use super::*;
     use crate::FileOps;

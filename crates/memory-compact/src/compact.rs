@@ -17,8 +17,8 @@ use crate::compact_state::CompactState;
 use crate::foreground::Foreground;
 use crate::settings::{Mode, Settings};
 use crate::{BackgroundStatus, CompactEvents, CompactHook, CompactObserver, FileOps, body};
-use memory_summary::SummarySettings;
-use memory_summary::cap::{self, CapTooSmall};
+use memory_summary_engine::SummarySettings;
+use memory_summary_engine::cap::{self, CapTooSmall};
 
 /// Keeps the newest turns verbatim and folds the older history into one
 /// rolling summary, made by a model, once it has grown past a threshold.
@@ -247,7 +247,7 @@ impl Compact {
     /// framing, naming both numbers.
     ///
     /// ```
-    /// use memory_summary::{NoGrounding, SummarySettings};
+    /// use memory_summary_engine::{NoGrounding, SummarySettings};
     /// let settings = SummarySettings::new().with_max_input_tokens(6_000).with_grounding(NoGrounding);
     /// let c = memory_compact::Compact::new(memory_core::FakeProvider::default())
     ///     .with_summary(settings)

@@ -324,7 +324,7 @@ impl EventLog {
     ///
     /// ```
     /// use memory_compact::{CompactCost, CompactEvent, CompactObserver, EventLog, Failure};
-    /// use memory_summary::Rejection;
+    /// use memory_summary_engine::Rejection;
     /// let log = EventLog::new();
     /// let cost = CompactCost { calls: 1, input_tokens: 50, output_tokens: 0 };
     /// let failure = Failure::Rejected(Rejection::Empty);

@@ -1,19 +1,19 @@
 //! [`Failure`]: why a compaction made no summary. Whether a reply may
-//! become one is `memory-summary`'s rule
-//! ([`memory_summary::SummarySettings::accept`]); its [`Rejection`] is
+//! become one is `memory-summary-engine`'s rule
+//! ([`memory_summary_engine::SummarySettings::accept`]); its [`Rejection`] is
 //! wrapped, not restated.
 
 use std::time::Duration;
 
 use memory_core::ProviderError;
-use memory_summary::Rejection;
+use memory_summary_engine::Rejection;
 
 /// Why a compaction left the history as it was. Each message says what to do.
 ///
 /// ```
 /// use memory_compact::Failure;
 /// use memory_core::StopReason;
-/// use memory_summary::Rejection;
+/// use memory_summary_engine::Rejection;
 /// let failure = Failure::from(Rejection::Incomplete(StopReason::Length));
 /// assert!(failure.to_string().contains("summary cap"));
 /// ```
@@ -31,7 +31,7 @@ pub enum Failure {
     /// The reply may not become a summary: cut off at the summary cap,
     /// refused, failed mid-way, empty, not an assistant message, asking
     /// for tools, or saying nothing about what it covers (see
-    /// [`memory_summary::SummarySettings::accept`]); or the summary message, file list
+    /// [`memory_summary_engine::SummarySettings::accept`]); or the summary message, file list
     /// included, is over the summary cap ([`Rejection::OverCap`]).
     #[error(transparent)]
     Rejected(#[from] Rejection),

@@ -8,8 +8,8 @@
 //! | [`Compact`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)): its builder, foreground or [background](Compact::with_background), and [`Compact::compact_now`] |
 //! | [`CompactEvent`], [`CompactEvents`], [`CompactCost`], [`FallbackReason`], [`CompactObserver`], [`EventLog`] | what each compaction did and cost; the events since the last trim travel in its diagnostics |
 //! | [`CompactHook`], [`HookDecision`], [`Preparation`] | the `before_compaction` hook: go ahead, decline, or supply the summary |
-//! | [`Failure`] | why no summary was used (a rejected reply is `memory-summary`'s [`Rejection`](memory_summary::Rejection), by [`SummarySettings::accept`](memory_summary::SummarySettings::accept)) |
-//! | [`Compact::with_summary`] | takes `memory-summary`'s [`SummarySettings`](memory_summary::SummarySettings), the knobs shared with `memory-summarize`: cap, input limit, prompt, options, grounding check |
+//! | [`Failure`] | why no summary was used (a rejected reply is `memory-summary-engine`'s [`Rejection`](memory_summary_engine::Rejection), by [`SummarySettings::accept`](memory_summary_engine::SummarySettings::accept)) |
+//! | [`Compact::with_summary`] | takes `memory-summary-engine`'s [`SummarySettings`](memory_summary_engine::SummarySettings), the knobs shared with `memory-summarize`: cap, input limit, prompt, options, grounding check |
 //! | [`FileOps`], [`files`] | the files tool calls read and modified, carried from summary to summary |
 //! | [`body`] | the summary message: how Compact writes and recognizes its own |
 //! | [`BackgroundStatus`] | where the background summary stands |

@@ -2,7 +2,7 @@
 //! files and instructions.
 
 use memory_core::{History, MemoryError, Message, TokenCounter};
-use memory_summary::cap;
+use memory_summary_engine::cap;
 
 use crate::call::Job;
 use crate::prompt::Part;

@@ -9,10 +9,10 @@
 //! instructions. When the request would be longer than the input limit (in
 //! tokens of the strategy's counter), every message of the transcript longer
 //! than its share of the room left is shortened in the middle, so each one
-//! is still seen ([`memory_summary::render::within`]).
+//! is still seen ([`memory_summary_engine::render::within`]).
 
 use memory_core::{ChatRequest, MemoryError, Message, ModelOptions, TokenCounter};
-use memory_summary::render;
+use memory_summary_engine::render;
 
 /// What Compact's summarizer is asked to write: a summary under fixed
 /// headings, merged with the previous one, which the request hands over

@@ -44,7 +44,7 @@ pub(crate) fn cap(max: usize) -> usize {
 
 /// The summary cap at a budget of `max` tokens whose protected messages
 /// (the task included) hold `held`: [`cap`], and at most half the room
-/// they leave ([`memory_summary::cap::in_room`]). Figure (SWE-smith
+/// they leave ([`memory_summary_engine::cap::in_room`]). Figure (SWE-smith
 /// trajectories, chars counter, 2,000 tokens, whose system prompt and task
 /// hold 1,550 to 1,750 of them): compact and compact,thrift over the
 /// budget on 0 calls instead of 43 (2 of them where the protected messages
@@ -53,7 +53,7 @@ pub(crate) fn cap(max: usize) -> usize {
 /// and 8,000 and LoCoMo unchanged. Counting earlier summaries among
 /// `held`: plain support 0.473.
 pub(crate) fn cap_in_room(max: usize, held: usize) -> usize {
-    memory_summary::cap::in_room(cap(max), max, held)
+    memory_summary_engine::cap::in_room(cap(max), max, held)
 }
 
 /// The request input limit at a budget of `max` tokens: half of it, within
@@ -90,7 +90,7 @@ mod tests {
         // Almost nothing left: the floor.
         assert_eq!(
             cap_in_room(2_000, 1_990),
-            memory_summary::cap::MIN_CAP_IN_ROOM
+            memory_summary_engine::cap::MIN_CAP_IN_ROOM
         );
         // Over the budget alone: no room to leave, the budget's cap.
         assert_eq!(cap_in_room(2_000, 2_000), 256);

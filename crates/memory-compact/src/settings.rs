@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
 use memory_core::{Budget, History, ModelOptions, Provider};
-use memory_summary::SummarySettings;
+use memory_summary_engine::SummarySettings;
 
 use crate::call::Policy;
 use crate::prompt::{DEFAULT_COMPACT_PROMPT, DEFAULT_MAX_INPUT_TOKENS, Template};
@@ -254,7 +254,7 @@ impl Settings {
         let cap = if self.chosen.cap {
             self.summary_max_tokens
         } else {
-            let cap = scaled::cap_in_room(max, memory_summary::cap::held(history));
+            let cap = scaled::cap_in_room(max, memory_summary_engine::cap::held(history));
             u32::try_from(cap).unwrap_or(self.summary_max_tokens)
         };
         let input = if self.chosen.input {

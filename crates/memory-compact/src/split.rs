@@ -4,7 +4,7 @@
 //! request as the summary to merge.
 
 use memory_core::{CharTokenCounter, ChatRequest, MemoryError, Message, ModelOptions};
-use memory_summary::split;
+use memory_summary_engine::split;
 
 use crate::prompt::{Part, Template};
 

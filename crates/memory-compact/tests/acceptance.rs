@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memory_compact::Compact;
 use memory_core::{CharTokenCounter, FakeProvider, FakeReply, History, Message, summary};
-use memory_summary::{NoGrounding, Rejection, SummarySettings};
+use memory_summary_engine::{NoGrounding, Rejection, SummarySettings};
 
 /// What a template summarizer writes, whatever it is given.
 const TEMPLATE: &str = "Earlier turns were folded away.";

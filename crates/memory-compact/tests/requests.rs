@@ -17,7 +17,7 @@ use memory_core::{
     Budget, CharTokenCounter, ChatRequest, ChatResponse, FakeProvider, FakeReply, Message,
     ModelOptions, StopReason, TokenCounter, TrimStrategy, Usage,
 };
-use memory_summary::Rejection;
+use memory_summary_engine::Rejection;
 
 fn turn_six() -> Vec<Message> {
     let mut m = Vec::new();

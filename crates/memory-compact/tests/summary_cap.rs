@@ -10,7 +10,7 @@ use memory_core::{
 };
 use memory_session::WindowMemory;
 use memory_summarize::ExtractiveSummarizer;
-use memory_summary::Rejection;
+use memory_summary_engine::Rejection;
 
 /// Turn `i` of a session that writes one new file a turn.
 fn turn(i: usize) -> [Message; 4] {

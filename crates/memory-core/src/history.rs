@@ -2,10 +2,9 @@
 
 use std::borrow::Cow;
 
-use crate::covered::Covered;
+use crate::covered::set::Covered;
 use crate::error::MemoryError;
 use crate::message::Message;
-use crate::structure;
 use crate::summary;
 
 /// Messages with their token counts and the indices that must never be shed
@@ -180,7 +179,7 @@ impl<'a> History<'a> {
 
     /// Protects the task when it is not protected yet.
     fn with_task(mut self) -> Self {
-        let Some(task) = structure::task(self.messages) else {
+        let Some(task) = task(self.messages) else {
             return self;
         };
         if let Err(at) = self.protected.binary_search(&task) {
@@ -347,6 +346,20 @@ impl<'a> History<'a> {
     }
 }
 
+impl AsRef<[Message]> for History<'_> {
+    /// The messages, as [`History::messages`] gives them.
+    ///
+    /// ```
+    /// use memory_core::{History, Message};
+    /// let m = [Message::user("a")];
+    /// let h = History::new(&m, &[1]).unwrap();
+    /// assert_eq!(AsRef::<[Message]>::as_ref(&h), &m);
+    /// ```
+    fn as_ref(&self) -> &[Message] {
+        self.messages
+    }
+}
+
 fn check_lengths(messages: &[Message], counts: &[usize]) -> Result<(), MemoryError> {
     if messages.len() == counts.len() {
         Ok(())
@@ -357,4 +370,27 @@ fn check_lengths(messages: &[Message], counts: &[usize]) -> Result<(), MemoryErr
             messages.len()
         )))
     }
+}
+
+/// Index of the task: the first user message, unless a summary comes
+/// before it (then the summary carries the task and there is none to mark).
+/// Linear in the number of messages before the first user message.
+///
+/// ```
+/// use memory_core::{structure, summary, Message};
+/// let m = [Message::system("rules"), Message::user("fix the bug"), Message::user("go on")];
+/// assert_eq!(structure::task(&m), Some(1));
+/// let compacted = [summary::message("fixed half"), Message::user("go on")];
+/// assert_eq!(structure::task(&compacted), None);
+/// ```
+pub fn task(messages: &[Message]) -> Option<usize> {
+    for (i, m) in messages.iter().enumerate() {
+        if m.is_user() {
+            return Some(i);
+        }
+        if summary::is_summary(m) {
+            return None;
+        }
+    }
+    None
 }

@@ -47,6 +47,7 @@ use crate::message::Message;
 
 mod observation;
 
+pub use crate::history::task;
 pub use observation::{is_observation, issues_a_command};
 
 /// Whether the tool result at `index` belongs to the step of an earlier
@@ -221,29 +222,6 @@ pub fn round_start(messages: &[Message], end: usize) -> usize {
 /// ```
 pub fn current_question(messages: &[Message]) -> Option<usize> {
     messages.iter().rposition(Message::is_user)
-}
-
-/// Index of the task: the first user message, unless a summary comes
-/// before it (then the summary carries the task and there is none to mark).
-/// Linear in the number of messages before the first user message.
-///
-/// ```
-/// use memory_core::{structure, summary, Message};
-/// let m = [Message::system("rules"), Message::user("fix the bug"), Message::user("go on")];
-/// assert_eq!(structure::task(&m), Some(1));
-/// let compacted = [summary::message("fixed half"), Message::user("go on")];
-/// assert_eq!(structure::task(&compacted), None);
-/// ```
-pub fn task(messages: &[Message]) -> Option<usize> {
-    for (i, m) in messages.iter().enumerate() {
-        if m.is_user() {
-            return Some(i);
-        }
-        if crate::summary::is_summary(m) {
-            return None;
-        }
-    }
-    None
 }
 
 /// What a strategy may never shed, as sorted, disjoint step-aligned ranges.

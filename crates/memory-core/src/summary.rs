@@ -23,7 +23,6 @@
 use std::ops::Range;
 
 use crate::handle::Handle;
-use crate::history::History;
 use crate::message::Message;
 
 /// What every summary message starts with.
@@ -38,7 +37,7 @@ const STANDS_FOR_END: &str = "]\n";
 
 /// The default cap on a summary, in tokens, for every strategy that asks a
 /// model for one: sent as the request's `max_tokens`, a reply cut off there
-/// is rejected (`memory_summary::accept_reply`), and where a strategy
+/// is rejected (`memory_summary_engine::accept_reply`), and where a strategy
 /// keeps room for the summary in the budget, that room.
 ///
 /// ```
@@ -158,8 +157,11 @@ fn split(message: &Message) -> Option<(Option<&str>, &str)> {
 /// // Folded again alone: the same stretch.
 /// assert_eq!(summary::originals(&second, &[1..2]), Some(handle));
 /// ```
-pub fn originals(history: &History<'_>, region: &[Range<usize>]) -> Option<Handle> {
-    let m = history.messages();
+pub fn originals<H>(history: &H, region: &[Range<usize>]) -> Option<Handle>
+where
+    H: AsRef<[Message]> + ?Sized,
+{
+    let m = history.as_ref();
     let folded = region.iter().flat_map(Clone::clone);
     let earlier = folded.clone().find_map(|i| stands_for(&m[i]));
     let mut new = folded.filter(|&i| !is_summary(&m[i]));
@@ -203,6 +205,7 @@ pub fn body(message: &Message) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::History;
 
     /// A region of one range.
     fn one(range: Range<usize>) -> Vec<Range<usize>> {

@@ -46,7 +46,7 @@ pub enum FailureClass {
     /// text.
     MalformedReply,
     /// The reply says nothing about what it was asked to summarize
-    /// (reported by its reader: `memory-summary`'s grounding check).
+    /// (reported by its reader: `memory-summary-engine`'s grounding check).
     Ungrounded,
     /// Anything else (authentication, an open circuit, an unclassified
     /// error).

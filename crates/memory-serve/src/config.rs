@@ -118,7 +118,7 @@ pub struct ServeConfig {
 pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
 
 /// The default number of sessions kept loaded.
-pub const DEFAULT_LOADED_SESSIONS: usize = 4_096;
+pub const DEFAULT_LOADED_SESSIONS: usize = memory_session::DEFAULT_OPEN_SESSIONS;
 
 impl ServeConfig {
     /// A configuration with the defaults: a context window of

@@ -2,6 +2,7 @@
 //! rows say it.
 
 use memory_core::{Message, TrimResult, summary, validate};
+use memory_session::PrefixKept;
 use serde::{Deserialize, Serialize};
 
 /// How a request found its session.
@@ -102,15 +103,11 @@ impl CallReport {
     /// let messages = [Message::user("hi")];
     /// let history = History::new(&messages, &[1]).unwrap();
     /// let result = TrimResult::unchanged(&history, &Budget::tokens(10));
-    /// let report = memory_serve::CallReport::measure(&result, &[], &[]);
+    /// let report = memory_serve::CallReport::measure(&result, &[]);
     /// assert_eq!((report.tokens_out, report.messages_out, report.valid), (1, 1, true));
     /// ```
-    pub fn measure(result: &TrimResult, previous: &[Message], previous_counts: &[usize]) -> Self {
-        let shared = previous
-            .iter()
-            .zip(&result.messages)
-            .take_while(|(a, b)| a == b)
-            .count();
+    pub fn measure(result: &TrimResult, previous: &[Message]) -> Self {
+        let kept = PrefixKept::between(previous, &result.messages, &result.counts);
         Self {
             tokens_out: result.tokens(),
             messages_out: result.messages.len(),
@@ -120,8 +117,8 @@ impl CallReport {
                 .filter(|m| summary::is_summary(m))
                 .count(),
             compacted: result.to_store().is_some(),
-            prefix_kept_tokens: previous_counts[..shared].iter().sum(),
-            cache_break: shared < previous.len(),
+            prefix_kept_tokens: kept.tokens,
+            cache_break: kept.cache_break,
             fits: result.fits,
             valid: validate(&result.messages).is_empty(),
             thrift: result

@@ -374,7 +374,7 @@ async fn fit(
     let budget = state.config.budget.for_call(call.call.max_tokens);
     let result = state.sessions.fit(&mut session, budget).await?;
     let (tokens_in, messages_in) = state.sessions.view_size(&mut session);
-    let mut report = CallReport::measure(&result, &session.last_context, &session.last_counts);
+    let mut report = CallReport::measure(&result, &session.last_context);
     report.turn = session.length;
     report.admission = Some(admission);
     report.new_messages = new_messages;
@@ -385,7 +385,6 @@ async fn fit(
     report.tokens_saved = session.history_tokens.saturating_sub(report.tokens_out);
     report.latency_us = call.started.elapsed().as_micros() as u64;
     state.metrics.count_call(&report);
-    session.last_counts = result.counts;
     session.last_context = result.messages.clone();
     Ok((session, report, result.messages))
 }

@@ -14,14 +14,13 @@
 //! lock, so its calls run one at a time; the store is the truth, and an
 //! open session whose state another replica moved is read afresh.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use memory_core::{
     Memory as _, Message, Store, StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy,
     Version,
 };
-use memory_session::WindowMemory;
+use memory_session::{SessionPool, WindowMemory};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState};
@@ -47,9 +46,8 @@ pub(crate) struct OpenSession {
     state_version: Option<Version>,
     /// Whether it holds the session as the store has it.
     loaded: bool,
-    /// The context the last call sent, and its counts.
+    /// The context the last call sent.
     pub(crate) last_context: Vec<Message>,
-    pub(crate) last_counts: Vec<usize>,
     /// The report of the last call.
     pub(crate) last_call: Option<CallReport>,
 }
@@ -61,20 +59,13 @@ pub(crate) struct Admitted {
     pub(crate) new_messages: usize,
 }
 
-/// The open sessions, least recently used first out.
-#[derive(Default)]
-struct OpenSessions {
-    map: HashMap<String, (Arc<AsyncMutex<OpenSession>>, u64)>,
-    tick: u64,
-}
-
 /// Every session of the server.
 pub(crate) struct Sessions {
     store: Arc<dyn Store>,
     ledger: Ledger,
     counter: Arc<dyn TokenCounter>,
     config: ServeConfig,
-    open: Mutex<OpenSessions>,
+    open: SessionPool<OpenSession>,
 }
 
 impl Sessions {
@@ -84,24 +75,14 @@ impl Sessions {
             ledger: Ledger::new(config.store.clone()),
             counter: config.counter.clone(),
             config: config.clone(),
-            open: Mutex::new(OpenSessions::default()),
+            open: SessionPool::new(config.max_loaded_sessions),
         }
     }
 
     /// The open session of `id`, opened (not loaded) when this process
     /// has none.
     fn open_session(&self, id: &str) -> Arc<AsyncMutex<OpenSession>> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.tick += 1;
-        let tick = open.tick;
-        if let Some((session, used)) = open.map.get_mut(id) {
-            *used = tick;
-            return session.clone();
-        }
-        if open.map.len() >= self.config.max_loaded_sessions {
-            evict(&mut open.map);
-        }
-        let session = Arc::new(AsyncMutex::new(OpenSession {
+        self.open.open(id, || OpenSession {
             id: id.to_string(),
             strategy: (self.config.pipeline)(),
             memory: None,
@@ -112,11 +93,8 @@ impl Sessions {
             state_version: None,
             loaded: false,
             last_context: Vec::new(),
-            last_counts: Vec::new(),
             last_call: None,
-        }));
-        open.map.insert(id.to_string(), (session.clone(), tick));
-        session
+        })
     }
 
     fn memory(&self, id: &str, strategy: Arc<dyn TrimStrategy>) -> WindowMemory {
@@ -189,14 +167,7 @@ impl Sessions {
         // No such session: keep none open (nor a pipeline) for a name asked
         // about.
         drop(session);
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if open
-            .map
-            .get(id)
-            .is_some_and(|(s, _)| Arc::strong_count(s) == 1)
-        {
-            open.map.remove(id);
-        }
+        self.open.close_idle(id);
         Ok(None)
     }
 
@@ -348,7 +319,6 @@ impl Sessions {
         session.state_version = version;
         session.loaded = true;
         session.last_context.clear();
-        session.last_counts.clear();
         session.last_call = last_call;
         Ok(())
     }
@@ -384,18 +354,6 @@ impl Sessions {
                 .await?;
         }
         Ok(())
-    }
-}
-
-/// Closes the least recently used open session that no call holds.
-fn evict(map: &mut HashMap<String, (Arc<AsyncMutex<OpenSession>>, u64)>) {
-    let idle = map
-        .iter()
-        .filter(|(_, (session, _))| Arc::strong_count(session) == 1)
-        .min_by_key(|(_, (_, used))| *used)
-        .map(|(id, _)| id.clone());
-    if let Some(id) = idle {
-        map.remove(&id);
     }
 }
 

@@ -15,6 +15,7 @@
 //! | [`WindowMemory`] | the default [`Memory`](memory_core::Memory): records into a store, trims with a strategy on every call, commits what materializes, cuts the floor and adds the index |
 //! | [`floor_cut`] | the last-resort cut of an oversized floor message, each cut with its recall handle |
 //! | [`left_out`] | the index of what a context leaves out: its pieces, their handles, its room in the budget |
+//! | [`PrefixKept`] | what a call's context keeps of the previous call's: the prefix a provider's cache serves again, or a cache break |
 //! | [`SessionPool`], [`DEFAULT_OPEN_SESSIONS`] | the open sessions of a process, least recently used closed first, each behind its own lock |
 //!
 //! ```
@@ -44,7 +45,9 @@ pub mod left_out;
 mod memory;
 mod own;
 mod pool;
+mod prefix;
 mod recover;
 
 pub use memory::WindowMemory;
 pub use pool::{DEFAULT_OPEN_SESSIONS, SessionPool};
+pub use prefix::PrefixKept;

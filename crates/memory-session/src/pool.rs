@@ -100,6 +100,24 @@ impl<S> SessionPool<S> {
         self.lock().pop(id)
     }
 
+    /// Closes the session `id` when no call holds it; whether it did.
+    ///
+    /// ```
+    /// let pool = memory_session::SessionPool::new(8);
+    /// let held = pool.open("s", || ());
+    /// assert!(!pool.close_idle("s"));
+    /// drop(held);
+    /// assert!(pool.close_idle("s") && pool.is_empty());
+    /// ```
+    pub fn close_idle(&self, id: &str) -> bool {
+        let mut open = self.lock();
+        let idle = open.peek(id).is_some_and(|s| Arc::strong_count(s) == 1);
+        if idle {
+            open.pop(id);
+        }
+        idle
+    }
+
     /// How many sessions are open.
     ///
     /// ```

@@ -19,8 +19,8 @@ use memory_core::{
     summary, transcript,
 };
 
-use memory_summary::split::{self, OverflowCap};
-use memory_summary::{Rejection, SummarySettings, render};
+use memory_summary_engine::split::{self, OverflowCap};
+use memory_summary_engine::{Rejection, SummarySettings, render};
 
 /// How many times a context overflow may halve the input limit before the
 /// fold gives up.

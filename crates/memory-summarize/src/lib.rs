@@ -8,8 +8,8 @@
 //! |---|---|
 //! | [`SummarizeStrategy`] | the strategy (a [`TrimStrategy`](memory_core::TrimStrategy)) |
 //! | [`ExtractiveSummarizer`] | an offline [`Provider`](memory_core::Provider) that keeps the most informative lines |
-//! | [`accept_reply`], [`Rejection`] | when a reply may become a summary (`memory-summary`'s, re-exported; the strategy accepts by [`SummarySettings::accept`](memory_summary::SummarySettings::accept), its grounding check replaceable) |
-//! | [`SummarizeStrategy::with_summary`] | takes `memory-summary`'s [`SummarySettings`](memory_summary::SummarySettings), the knobs shared with `memory-compact` |
+//! | [`accept_reply`], [`Rejection`] | when a reply may become a summary (`memory-summary-engine`'s, re-exported; the strategy accepts by [`SummarySettings::accept`](memory_summary_engine::SummarySettings::accept), its grounding check replaceable) |
+//! | [`SummarizeStrategy::with_summary`] | takes `memory-summary-engine`'s [`SummarySettings`](memory_summary_engine::SummarySettings), the knobs shared with `memory-compact` |
 //! | [`DEFAULT_SUMMARIZE_PROMPT`], [`DEFAULT_MAX_INPUT_TOKENS`] | the defaults of this strategy |
 //! | [`DEFAULT_SUMMARY_MAX_TOKENS`], [`DEFAULT_SUMMARY_TEMPERATURE`] | the defaults every summarizing strategy shares (core's [`summary`](memory_core::summary) module, re-exported) |
 //!
@@ -43,6 +43,6 @@ mod strategy;
 
 pub use extractive::{EXTRACTIVE_HEADER, ExtractiveSummarizer};
 pub use memory_core::summary::{DEFAULT_SUMMARY_MAX_TOKENS, DEFAULT_SUMMARY_TEMPERATURE};
-pub use memory_summary::{Rejection, accept_reply};
+pub use memory_summary_engine::{Rejection, accept_reply};
 pub use prompt::DEFAULT_SUMMARIZE_PROMPT;
 pub use strategy::{DEFAULT_MAX_INPUT_TOKENS, SummarizeStrategy};

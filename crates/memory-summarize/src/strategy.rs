@@ -8,9 +8,9 @@ use memory_core::{
     TokenCounter, TrimResult, TrimStrategy, summary,
 };
 use memory_layer::{BreakerPolicy, CircuitBreaker};
-use memory_summary::cap::{self, CapTooSmall};
-use memory_summary::split::OverflowCap;
-use memory_summary::{Rejection, SummarySettings, render};
+use memory_summary_engine::cap::{self, CapTooSmall};
+use memory_summary_engine::split::OverflowCap;
+use memory_summary_engine::{Rejection, SummarySettings, render};
 use memory_window::WindowDrop;
 
 use crate::DEFAULT_SUMMARY_MAX_TOKENS;
@@ -187,7 +187,7 @@ impl SummarizeStrategy {
     ///
     /// ```
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-    /// use memory_summary::{NoGrounding, SummarySettings};
+    /// use memory_summary_engine::{NoGrounding, SummarySettings};
     /// let settings = SummarySettings::new().with_summary_max_tokens(256).with_grounding(NoGrounding);
     /// let strategy = SummarizeStrategy::new(ExtractiveSummarizer::new()).with_summary(settings).unwrap();
     /// assert_eq!(strategy.summary_max_tokens(), 256);

@@ -9,7 +9,7 @@ use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, Message, TrimStrategy, summary,
 };
 use memory_summarize::SummarizeStrategy;
-use memory_summary::{NoGrounding, Rejection, SummarySettings};
+use memory_summary_engine::{NoGrounding, Rejection, SummarySettings};
 
 /// What a template summarizer writes, whatever it is given: it shares no
 /// salient term with the history below.

@@ -18,7 +18,7 @@ use crate::{Rejection, RejectionObserver, SalientTerms, SummaryCheck, accept_rep
 /// limit, a cap that follows the budget) is the strategy's own default.
 ///
 /// ```
-/// use memory_summary::{NoGrounding, SummarySettings};
+/// use memory_summary_engine::{NoGrounding, SummarySettings};
 ///
 /// let settings = SummarySettings::new()
 ///     .with_summary_max_tokens(512)
@@ -66,7 +66,7 @@ impl SummarySettings {
     /// [`DEFAULT_SUMMARY_TEMPERATURE`], grounded by [`SalientTerms`].
     ///
     /// ```
-    /// let settings = memory_summary::SummarySettings::new();
+    /// let settings = memory_summary_engine::SummarySettings::new();
     /// assert_eq!(settings.summary_max_tokens(), None);
     /// assert_eq!(settings.options().temperature, Some(0.0));
     /// ```
@@ -91,7 +91,7 @@ impl SummarySettings {
     /// that cannot hold its framing when it is built.
     ///
     /// ```
-    /// let s = memory_summary::SummarySettings::new().with_summary_max_tokens(256);
+    /// let s = memory_summary_engine::SummarySettings::new().with_summary_max_tokens(256);
     /// assert_eq!(s.summary_max_tokens(), Some(256));
     /// ```
     pub fn with_summary_max_tokens(mut self, tokens: u32) -> Self {
@@ -103,7 +103,7 @@ impl SummarySettings {
     /// whatever the strategy adds), in tokens of the strategy's counter.
     ///
     /// ```
-    /// let s = memory_summary::SummarySettings::new().with_max_input_tokens(6_000);
+    /// let s = memory_summary_engine::SummarySettings::new().with_max_input_tokens(6_000);
     /// assert_eq!(s.max_input_tokens(), Some(6_000));
     /// ```
     pub fn with_max_input_tokens(mut self, tokens: usize) -> Self {
@@ -114,7 +114,7 @@ impl SummarySettings {
     /// The instruction sent as each request's system message.
     ///
     /// ```
-    /// let s = memory_summary::SummarySettings::new().with_prompt("Summarize; keep ticket numbers.");
+    /// let s = memory_summary_engine::SummarySettings::new().with_prompt("Summarize; keep ticket numbers.");
     /// assert_eq!(s.prompt(), Some("Summarize; keep ticket numbers."));
     /// ```
     pub fn with_prompt(mut self, prompt: impl Into<String>) -> Self {
@@ -129,7 +129,7 @@ impl SummarySettings {
     /// ```
     /// let mut options = memory_core::ModelOptions::default();
     /// options.headers.insert("x-tenant".into(), "acme".into());
-    /// let s = memory_summary::SummarySettings::new().with_options(options);
+    /// let s = memory_summary_engine::SummarySettings::new().with_options(options);
     /// assert_eq!(s.options().headers["x-tenant"], "acme");
     /// assert_eq!(s.options().temperature, Some(0.0));
     /// ```
@@ -146,7 +146,7 @@ impl SummarySettings {
     /// endpoint's default).
     ///
     /// ```
-    /// let s = memory_summary::SummarySettings::new().with_temperature(None);
+    /// let s = memory_summary_engine::SummarySettings::new().with_temperature(None);
     /// assert_eq!(s.options().temperature, None);
     /// ```
     pub fn with_temperature(mut self, temperature: impl Into<Option<f32>>) -> Self {
@@ -160,7 +160,7 @@ impl SummarySettings {
     ///
     /// ```
     /// use memory_core::ChatResponse;
-    /// use memory_summary::{NoGrounding, SummarySettings};
+    /// use memory_summary_engine::{NoGrounding, SummarySettings};
     /// let s = SummarySettings::new().with_grounding(NoGrounding);
     /// assert!(s.accept("user: fix src/lib.rs", &ChatResponse::text("Done.")).is_ok());
     /// ```
@@ -172,7 +172,7 @@ impl SummarySettings {
     /// Tells `observer` of every reply [`accept`](Self::accept) refuses.
     ///
     /// ```
-    /// use memory_summary::{Rejection, SummarySettings};
+    /// use memory_summary_engine::{Rejection, SummarySettings};
     /// let s = SummarySettings::new().with_rejection_observer(|r: &Rejection| eprintln!("{r}"));
     /// # let _ = s;
     /// ```
@@ -184,7 +184,7 @@ impl SummarySettings {
     /// The cap, if set.
     ///
     /// ```
-    /// assert_eq!(memory_summary::SummarySettings::new().summary_max_tokens(), None);
+    /// assert_eq!(memory_summary_engine::SummarySettings::new().summary_max_tokens(), None);
     /// ```
     pub fn summary_max_tokens(&self) -> Option<u32> {
         self.summary_max_tokens
@@ -193,7 +193,7 @@ impl SummarySettings {
     /// The input limit, if set.
     ///
     /// ```
-    /// assert_eq!(memory_summary::SummarySettings::new().max_input_tokens(), None);
+    /// assert_eq!(memory_summary_engine::SummarySettings::new().max_input_tokens(), None);
     /// ```
     pub fn max_input_tokens(&self) -> Option<usize> {
         self.max_input_tokens
@@ -202,7 +202,7 @@ impl SummarySettings {
     /// The prompt, if set.
     ///
     /// ```
-    /// assert_eq!(memory_summary::SummarySettings::new().prompt(), None);
+    /// assert_eq!(memory_summary_engine::SummarySettings::new().prompt(), None);
     /// ```
     pub fn prompt(&self) -> Option<&str> {
         self.prompt.as_deref()
@@ -211,7 +211,7 @@ impl SummarySettings {
     /// The options every request carries.
     ///
     /// ```
-    /// assert!(memory_summary::SummarySettings::new().options().headers.is_empty());
+    /// assert!(memory_summary_engine::SummarySettings::new().options().headers.is_empty());
     /// ```
     pub fn options(&self) -> &ModelOptions {
         &self.options
@@ -227,7 +227,7 @@ impl SummarySettings {
     ///
     /// ```
     /// use memory_core::ChatResponse;
-    /// use memory_summary::{Rejection, SummarySettings};
+    /// use memory_summary_engine::{Rejection, SummarySettings};
     /// let source = "user: rename parse_amount in tidyledger/importer.py";
     /// let s = SummarySettings::new();
     /// assert_eq!(s.accept(source, &ChatResponse::text(" Renamed parse_amount. ")), Ok("Renamed parse_amount."));

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use memory_core::{CharTokenCounter, Message};
-//! use memory_summary::render;
+//! use memory_summary_engine::render;
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! let messages = [Message::user("rename foo"), Message::assistant("renamed")];
@@ -35,7 +35,7 @@ const MIN_SHARE: usize = 100;
 /// ```
 /// use memory_core::Message;
 /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
-/// assert_eq!(memory_summary::render::steps(&m, &[0..1, 2..3]), vec!["user: a", "user: c"]);
+/// assert_eq!(memory_summary_engine::render::steps(&m, &[0..1, 2..3]), vec!["user: a", "user: c"]);
 /// ```
 pub fn steps(messages: &[Message], ranges: &[Range<usize>]) -> Vec<String> {
     ranges
@@ -58,7 +58,7 @@ pub fn steps(messages: &[Message], ranges: &[Range<usize>]) -> Vec<String> {
 /// use memory_core::{CharTokenCounter, TokenCounter};
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let long = "x".repeat(4_000);
-/// let clipped = memory_summary::render::clip(&long, 1_000, 100, &CharTokenCounter).await.unwrap();
+/// let clipped = memory_summary_engine::render::clip(&long, 1_000, 100, &CharTokenCounter).await.unwrap();
 /// assert!(clipped.contains("characters omitted"));
 /// assert!(CharTokenCounter.count(&clipped).await.unwrap() <= 100);
 /// # });
@@ -104,7 +104,7 @@ pub async fn clip(
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let long = format!("BEGIN{}END", "x".repeat(5_000));
 /// let messages = [Message::tool_result("c1", long), Message::user("short")];
-/// let text = memory_summary::render::within(&messages, 250, &CharTokenCounter).await.unwrap();
+/// let text = memory_summary_engine::render::within(&messages, 250, &CharTokenCounter).await.unwrap();
 /// assert!(text.contains("tool result (c1): BEGIN") && text.contains("END\nuser: short"));
 /// assert!(text.contains("characters left out"));
 /// # });
@@ -145,7 +145,7 @@ pub async fn within(
 ///
 /// ```
 /// assert_eq!(
-///     memory_summary::render::shorten("abcdef", 3),
+///     memory_summary_engine::render::shorten("abcdef", 3),
 ///     "ab\n[... 3 characters left out ...]\nf"
 /// );
 /// ```

@@ -11,7 +11,7 @@ use crate::Rejection;
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
 /// use memory_core::ChatResponse;
-/// use memory_summary::{Rejection, SummarySettings};
+/// use memory_summary_engine::{Rejection, SummarySettings};
 ///
 /// let refused = Arc::new(AtomicUsize::new(0));
 /// let count = refused.clone();

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use memory_core::ChatResponse;
-//! use memory_summary::{NoGrounding, Rejection, SummarySettings};
+//! use memory_summary_engine::{NoGrounding, Rejection, SummarySettings};
 //!
 //! let source = "user: rename parse_amount in tidyledger/importer.py and rerun test_importer.py";
 //! let template = ChatResponse::text("Earlier turns were folded away.");
@@ -34,7 +34,7 @@ use crate::Rejection;
 /// [`SummarySettings::with_grounding`](crate::SummarySettings::with_grounding).
 ///
 /// ```
-/// use memory_summary::{Rejection, SummaryCheck};
+/// use memory_summary_engine::{Rejection, SummaryCheck};
 ///
 /// // Summaries must name the ticket they are about.
 /// let names_the_ticket = |source: &str, summary: &str| {
@@ -71,7 +71,7 @@ where
 /// source ([`grounding::check`](crate::grounding::check)).
 ///
 /// ```
-/// use memory_summary::{SalientTerms, SummaryCheck};
+/// use memory_summary_engine::{SalientTerms, SummaryCheck};
 /// let source = "assistant: Ran pytest: test_importer.py::test_decimal_commas fails on '1.234,56'.";
 /// assert!(SalientTerms.check(source, "test_decimal_commas fails on '1.234,56'.").is_ok());
 /// assert!(SalientTerms.check(source, "The changes look good overall.").is_err());
@@ -89,7 +89,7 @@ impl SummaryCheck for SalientTerms {
 /// that are trusted or write from a template.
 ///
 /// ```
-/// use memory_summary::{NoGrounding, SummaryCheck};
+/// use memory_summary_engine::{NoGrounding, SummaryCheck};
 /// assert!(NoGrounding.check("user: fix src/lib.rs", "I'm ready to help.").is_ok());
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

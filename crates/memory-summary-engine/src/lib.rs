@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use memory_core::ChatResponse;
-//! use memory_summary::{NoGrounding, Rejection, SummarySettings};
+//! use memory_summary_engine::{NoGrounding, Rejection, SummarySettings};
 //!
 //! let source = "user: rename parse_amount in tidyledger/importer.py and rerun test_importer.py";
 //! let chatter = ChatResponse::text("I'm ready to assist with any code you'd like me to work on.");

@@ -3,8 +3,8 @@
 //! pass, replies that say nothing about the span fail.
 
 use memory_core::{Message, ToolCall, transcript};
-use memory_summary::Rejection;
-use memory_summary::grounding::{self, Grounding};
+use memory_summary_engine::Rejection;
+use memory_summary_engine::grounding::{self, Grounding};
 
 /// A chat span in the shape of the LoCoMo conversations, as a summarizer
 /// gets it.

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use memory_core::summary;
-//! use memory_summary::cap;
+//! use memory_summary_engine::cap;
 //!
 //! let framing = cap::framing_estimate(&summary::message(""));
 //! assert_eq!(framing, 7); // "Summary of prior context:\n"
@@ -29,7 +29,7 @@ use crate::Rejection;
 /// would be refused, so the strategy is not built.
 ///
 /// ```
-/// let err = memory_summary::cap::check_cap(5, 24).unwrap_err();
+/// let err = memory_summary_engine::cap::check_cap(5, 24).unwrap_err();
 /// assert_eq!(
 ///     err.to_string(),
 ///     "a summary cap of 5 tokens cannot hold the summary message's own framing of 24 tokens; raise the cap above 24"
@@ -51,7 +51,7 @@ pub struct CapTooSmall {
 /// build-time check, when the strategy's counter is not known yet.
 ///
 /// ```
-/// let framing = memory_summary::cap::framing_estimate(&memory_core::summary::message(""));
+/// let framing = memory_summary_engine::cap::framing_estimate(&memory_core::summary::message(""));
 /// assert_eq!(framing, 7);
 /// ```
 pub fn framing_estimate(empty: &Message) -> usize {
@@ -65,7 +65,7 @@ pub fn framing_estimate(empty: &Message) -> usize {
 /// [`CapTooSmall`], naming both numbers.
 ///
 /// ```
-/// assert!(memory_summary::cap::check_cap(8, 7).is_ok());
+/// assert!(memory_summary_engine::cap::check_cap(8, 7).is_ok());
 /// ```
 pub fn check_cap(cap: u32, framing: usize) -> Result<(), CapTooSmall> {
     if cap as usize > framing {
@@ -79,7 +79,7 @@ pub fn check_cap(cap: u32, framing: usize) -> Result<(), CapTooSmall> {
 /// `whole` tokens, `framing` of them taken: `None` when nothing is left.
 ///
 /// ```
-/// assert_eq!(memory_summary::cap::reply_allowance(10, 10), None);
+/// assert_eq!(memory_summary_engine::cap::reply_allowance(10, 10), None);
 /// ```
 pub fn reply_allowance(whole: usize, framing: usize) -> Option<usize> {
     whole.checked_sub(framing).filter(|&a| a > 0)
@@ -92,7 +92,7 @@ pub fn reply_allowance(whole: usize, framing: usize) -> Option<usize> {
 /// [`Rejection::OverCap`].
 ///
 /// ```
-/// use memory_summary::{cap, Rejection};
+/// use memory_summary_engine::{cap, Rejection};
 /// assert_eq!(cap::within_cap(101, 100), Err(Rejection::OverCap { tokens: 101, cap: 100 }));
 /// ```
 pub fn within_cap(tokens: usize, cap: usize) -> Result<(), Rejection> {
@@ -111,7 +111,7 @@ pub fn within_cap(tokens: usize, cap: usize) -> Result<(), Rejection> {
 /// [`Rejection::NotShorter`].
 ///
 /// ```
-/// use memory_summary::{cap, Rejection};
+/// use memory_summary_engine::{cap, Rejection};
 /// assert!(cap::shorter(9, 10).is_ok());
 /// assert_eq!(cap::shorter(10, 10), Err(Rejection::NotShorter { tokens: 10, covered: 10 }));
 /// ```
@@ -137,7 +137,7 @@ pub const MIN_CAP_IN_ROOM: usize = 64;
 /// summary leaves room beside them, and `cap` stands.
 ///
 /// ```
-/// use memory_summary::cap;
+/// use memory_summary_engine::cap;
 /// assert_eq!(cap::in_room(1024, 2_000, 1_500), 250);
 /// assert_eq!(cap::in_room(1024, 2_000, 1_950), cap::MIN_CAP_IN_ROOM);
 /// assert_eq!(cap::in_room(1024, 2_000, 2_500), 1024);
@@ -159,7 +159,7 @@ pub fn in_room(cap: usize, max: usize, held: usize) -> usize {
 /// // The prompt, protected here, counts; the summary does not.
 /// let history = History::new(&m, &[5, 9, 2]).unwrap().protect(&[0]);
 /// assert!(history.is_protected(1));
-/// assert_eq!(memory_summary::cap::held(&history), 5);
+/// assert_eq!(memory_summary_engine::cap::held(&history), 5);
 /// ```
 pub fn held(history: &History<'_>) -> usize {
     protected_tokens(history, false)
@@ -172,7 +172,7 @@ pub fn held(history: &History<'_>) -> usize {
 /// use memory_core::{summary, History, Message};
 /// let m = [Message::system("rules"), summary::message("so far"), Message::user("go")];
 /// let history = History::new(&m, &[5, 9, 2]).unwrap();
-/// assert_eq!(memory_summary::cap::summaries(&history), 9);
+/// assert_eq!(memory_summary_engine::cap::summaries(&history), 9);
 /// ```
 pub fn summaries(history: &History<'_>) -> usize {
     protected_tokens(history, true)

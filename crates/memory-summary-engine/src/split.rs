@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use memory_core::{Message, ProviderError};
-//! use memory_summary::split::{self, OverflowCap};
+//! use memory_summary_engine::split::{self, OverflowCap};
 //!
 //! let m = [Message::user("a"), Message::assistant("b"), Message::user("c"), Message::assistant("d")];
 //! assert_eq!(split::step_cut(&m), Some(2));
@@ -28,7 +28,7 @@ use memory_core::{Message, ProviderError, structure};
 ///
 /// ```
 /// use memory_core::ProviderError;
-/// assert!(!memory_summary::split::is_overflow(&ProviderError::Timeout(5)));
+/// assert!(!memory_summary_engine::split::is_overflow(&ProviderError::Timeout(5)));
 /// ```
 pub fn is_overflow(error: &ProviderError) -> bool {
     matches!(error, ProviderError::ContextOverflow(_))
@@ -44,8 +44,8 @@ pub fn is_overflow(error: &ProviderError) -> bool {
 ///     Message::assistant_with_tools("", vec![ToolCall::new("c1", "read", "{}")]),
 ///     Message::tool_result("c1", "x"),
 /// ];
-/// assert_eq!(memory_summary::split::step_cut(&m), Some(1));
-/// assert_eq!(memory_summary::split::step_cut(&m[..1]), None);
+/// assert_eq!(memory_summary_engine::split::step_cut(&m), Some(1));
+/// assert_eq!(memory_summary_engine::split::step_cut(&m[..1]), None);
 /// ```
 pub fn step_cut(messages: &[Message]) -> Option<usize> {
     let middle = messages.len() / 2;
@@ -60,7 +60,7 @@ pub fn step_cut(messages: &[Message]) -> Option<usize> {
 /// request that comes after.
 ///
 /// ```
-/// let cap = memory_summary::split::OverflowCap::new();
+/// let cap = memory_summary_engine::split::OverflowCap::new();
 /// cap.halve(9);
 /// assert_eq!(cap.get(), 4);
 /// ```
@@ -77,7 +77,7 @@ impl OverflowCap {
     /// No overflow seen yet.
     ///
     /// ```
-    /// assert_eq!(memory_summary::split::OverflowCap::new().get(), usize::MAX);
+    /// assert_eq!(memory_summary_engine::split::OverflowCap::new().get(), usize::MAX);
     /// ```
     pub fn new() -> Self {
         Self(AtomicUsize::new(usize::MAX))
@@ -86,7 +86,7 @@ impl OverflowCap {
     /// The cap now.
     ///
     /// ```
-    /// assert_eq!(memory_summary::split::OverflowCap::default().get(), usize::MAX);
+    /// assert_eq!(memory_summary_engine::split::OverflowCap::default().get(), usize::MAX);
     /// ```
     pub fn get(&self) -> usize {
         self.0.load(Ordering::Relaxed)
@@ -96,7 +96,7 @@ impl OverflowCap {
     /// overflowed; returns the cap in force.
     ///
     /// ```
-    /// let cap = memory_summary::split::OverflowCap::new();
+    /// let cap = memory_summary_engine::split::OverflowCap::new();
     /// assert_eq!(cap.halve(10), 5);
     /// assert_eq!(cap.halve(40), 5); // never raised
     /// ```

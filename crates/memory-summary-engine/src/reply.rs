@@ -16,7 +16,7 @@ use memory_core::{ChatResponse, Message, StopReason};
 ///
 /// ```
 /// use memory_core::{ChatResponse, StopReason};
-/// use memory_summary::{accept_reply, Rejection};
+/// use memory_summary_engine::{accept_reply, Rejection};
 ///
 /// let mut reply = ChatResponse::text("The user wants a parser and the");
 /// reply.stop_reason = StopReason::Length;
@@ -89,7 +89,7 @@ pub enum Rejection {
 ///
 /// ```
 /// use memory_core::{ChatResponse, Message};
-/// use memory_summary::{accept_reply, Rejection};
+/// use memory_summary_engine::{accept_reply, Rejection};
 ///
 /// assert_eq!(accept_reply(&ChatResponse::text("  Tests pass.\n")), Ok("Tests pass."));
 /// assert_eq!(accept_reply(&ChatResponse::text(" \n ")), Err(Rejection::Empty));
@@ -131,7 +131,7 @@ pub fn accept_reply(reply: &ChatResponse) -> Result<&str, Rejection> {
 ///
 /// ```
 /// use memory_core::ChatResponse;
-/// use memory_summary::{accept_summary, Rejection};
+/// use memory_summary_engine::{accept_summary, Rejection};
 ///
 /// let source = "user: Why does tests/test_importer.py fail?\nassistant: parse_amount rejects '1.234,56'.";
 /// let good = ChatResponse::text("tests/test_importer.py fails: parse_amount rejects '1.234,56'.");

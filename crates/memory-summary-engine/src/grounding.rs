@@ -31,7 +31,7 @@
 //! fails shares next to nothing with it.
 //!
 //! ```
-//! use memory_summary::grounding;
+//! use memory_summary_engine::grounding;
 //!
 //! let covered = "user: The importer crashes on tests/fixtures/semicolon-2024-03.csv.\n\
 //!     assistant: parse_amount splits on ',' but the file uses decimal commas; fixed it in tidyledger/importer.py.";
@@ -51,7 +51,7 @@ use crate::Rejection;
 /// by: any non-blank summary of it is grounded.
 ///
 /// ```
-/// assert_eq!(memory_summary::grounding::MIN_SOURCE_TERMS, 3);
+/// assert_eq!(memory_summary_engine::grounding::MIN_SOURCE_TERMS, 3);
 /// ```
 pub const MIN_SOURCE_TERMS: usize = 3;
 
@@ -60,7 +60,7 @@ pub const MIN_SOURCE_TERMS: usize = 3;
 /// shared terms than [`needed`] says.
 ///
 /// ```
-/// assert_eq!(memory_summary::grounding::STRONG_SOURCE, 8);
+/// assert_eq!(memory_summary_engine::grounding::STRONG_SOURCE, 8);
 /// ```
 pub const STRONG_SOURCE: usize = 8;
 
@@ -68,7 +68,7 @@ pub const STRONG_SOURCE: usize = 8;
 /// below [`MIN_SOURCE_TERMS`], 1 below 10, 2 below 40, else 3.
 ///
 /// ```
-/// use memory_summary::grounding::needed;
+/// use memory_summary_engine::grounding::needed;
 /// assert_eq!((needed(2), needed(5), needed(25), needed(4_000)), (0, 1, 2, 3));
 /// ```
 pub fn needed(terms: usize) -> usize {
@@ -83,7 +83,7 @@ pub fn needed(terms: usize) -> usize {
 /// What a summary shares with its source, counted.
 ///
 /// ```
-/// use memory_summary::grounding::Grounding;
+/// use memory_summary_engine::grounding::Grounding;
 /// let g = Grounding::of("Melanie adopted a beagle named Oscar in May 2023.", "Melanie has a beagle, Oscar.");
 /// // Shared: melanie, beagle, oscar; only "Oscar" stands inside a sentence.
 /// assert_eq!((g.shared, g.strong_shared), (3, 1));
@@ -105,7 +105,7 @@ impl Grounding {
     /// Counts what `summary` shares with `source`.
     ///
     /// ```
-    /// let g = memory_summary::grounding::Grounding::of("", "anything");
+    /// let g = memory_summary_engine::grounding::Grounding::of("", "anything");
     /// assert_eq!(g.source_terms, 0);
     /// ```
     pub fn of(source: &str, summary: &str) -> Self {
@@ -131,7 +131,7 @@ impl Grounding {
     /// summary shares none of them.
     ///
     /// ```
-    /// use memory_summary::grounding::Grounding;
+    /// use memory_summary_engine::grounding::Grounding;
     /// let g = Grounding { source_terms: 50, strong_source: 9, shared: 4, strong_shared: 0 };
     /// assert_eq!(g.needed(), 5);
     /// ```
@@ -147,7 +147,7 @@ impl Grounding {
     /// Whether the summary shares enough to say something about its source.
     ///
     /// ```
-    /// use memory_summary::grounding::Grounding;
+    /// use memory_summary_engine::grounding::Grounding;
     /// assert!(!Grounding { source_terms: 12, strong_source: 0, shared: 1, strong_shared: 0 }.is_grounded());
     /// ```
     pub fn is_grounded(&self) -> bool {
@@ -162,7 +162,7 @@ impl Grounding {
 /// [`Rejection::Ungrounded`] when it shares too few salient terms.
 ///
 /// ```
-/// use memory_summary::{grounding, Rejection};
+/// use memory_summary_engine::{grounding, Rejection};
 /// let source = "assistant: Ran pytest: 13 passed, test_importer.py::test_decimal_commas fails on '1.234,56'.";
 /// let err = grounding::check(source, "The changes look good overall.").unwrap_err();
 /// assert!(matches!(err, Rejection::Ungrounded { shared: 0, .. }));
@@ -185,7 +185,7 @@ pub fn check(source: &str, summary: &str) -> Result<(), Rejection> {
 ///
 /// ```
 /// use memory_core::{ChatRequest, Message};
-/// use memory_summary::grounding;
+/// use memory_summary_engine::grounding;
 /// let request = ChatRequest::new(vec![Message::system("Summarize."), Message::user("user: fix src/lib.rs")]);
 /// assert_eq!(grounding::source_of(&request), "user: fix src/lib.rs");
 /// ```

@@ -102,7 +102,7 @@ fn stage_config(
             eprintln!("memory: {note}");
         }
         config = config.with_summarizer(summarizer::build(kind, model)?);
-        config.summary = summarizer::SummarySettings::of(model);
+        config.summary = summarizer::SummaryFlags::of(model);
     } else if kind == args::SummarizerKind::Openai {
         eprintln!("memory: no stage of these pipelines summarizes; the summarizer is not called");
     }

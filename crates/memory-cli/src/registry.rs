@@ -17,7 +17,7 @@ use memory_window::WindowDrop;
 
 use crate::CliError;
 use crate::pricing::Pricing;
-use crate::summarizer::{Summarizer, SummarySettings};
+use crate::summarizer::{Summarizer, SummaryFlags};
 
 /// What a stage factory may use to build its stage, and what the measures
 /// of a run share.
@@ -31,7 +31,7 @@ pub struct StageConfig {
     /// extractive summarizer), metered so the report can say what it cost.
     pub summarizer: Summarizer,
     /// What summarizing stages ask of each summary.
-    pub summary: SummarySettings,
+    pub summary: SummaryFlags,
     /// Whether stages that can summarize in the background do.
     pub background: bool,
     /// Where replayed sessions are kept, and the session id they start from.
@@ -71,7 +71,7 @@ impl StageConfig {
             budget,
             counter,
             summarizer: Summarizer::metered(Arc::new(ExtractiveSummarizer::new())),
-            summary: SummarySettings::default(),
+            summary: SummaryFlags::default(),
             background: false,
             store: None,
             turn_delay: std::time::Duration::ZERO,

@@ -9,7 +9,7 @@ use memory_serve::{BudgetMode, PipelineFactory, ServeConfig, StatsSource, Summar
 use memory_window::WindowDrop;
 
 use crate::registry::{self, StageConfig};
-use crate::summarizer::{self, Summarizer, SummarySettings};
+use crate::summarizer::{self, Summarizer, SummaryFlags};
 use crate::{CliError, ServeArgs, store};
 
 /// The environment variable that holds the token clients must present.
@@ -102,7 +102,7 @@ fn stage_config(
             eprintln!("memory: {note}");
         }
         config = config.with_summarizer(summarizer::build(kind, &args.model)?);
-        config.summary = SummarySettings::of(&args.model);
+        config.summary = SummaryFlags::of(&args.model);
     }
     config.task_floor = !args.no_task_floor;
     Ok(config)

@@ -261,6 +261,16 @@ pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Summarizer, 
     Ok(Summarizer { stack, meter })
 }
 
+/// Renamed [`SummaryFlags`]: `memory_summary_engine::SummarySettings` is
+/// the strategies' settings, these are the command's flags for them.
+///
+/// ```
+/// #![allow(deprecated)]
+/// let _ = memory_cli::summarizer::SummarySettings::default();
+/// ```
+#[deprecated(note = "renamed SummaryFlags")]
+pub type SummarySettings = SummaryFlags;
+
 /// What summarizing stages ask of each summary, from the command line;
 /// `None` keeps a stage's own default.
 ///
@@ -271,13 +281,13 @@ pub fn build(kind: SummarizerKind, args: &SummarizerArgs) -> Result<Summarizer, 
 ///     "--summary-max-tokens", "512", "--max-input-tokens", "6000", "--temperature", "0.2",
 /// ]).unwrap();
 /// let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
-/// let settings = memory_cli::summarizer::SummarySettings::of(&args.model);
+/// let settings = memory_cli::summarizer::SummaryFlags::of(&args.model);
 /// assert_eq!(settings.summary_max_tokens, Some(512));
 /// assert_eq!(settings.max_input_tokens, Some(6_000));
 /// assert_eq!(settings.temperature, Some(0.2));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SummarySettings {
+pub struct SummaryFlags {
     /// The cap on one summary (`--summary-max-tokens`).
     pub summary_max_tokens: Option<u32>,
     /// The limit on one request's input (`--max-input-tokens`).
@@ -290,14 +300,14 @@ pub struct SummarySettings {
     pub request_limit: Option<Duration>,
 }
 
-impl SummarySettings {
+impl SummaryFlags {
     /// The settings `args` give.
     ///
     /// ```
     /// # use clap::Parser;
     /// # let cli = memory_cli::Cli::try_parse_from(["memory", "replay", "--input", "s.json", "--budget", "10", "--pipeline", "window"]).unwrap();
     /// # let memory_cli::Command::Replay(args) = cli.command else { unreachable!() };
-    /// let settings = memory_cli::summarizer::SummarySettings::of(&args.model);
+    /// let settings = memory_cli::summarizer::SummaryFlags::of(&args.model);
     /// assert_eq!(settings.summary_max_tokens, None);
     /// // Four attempts of at most 120 s, and room for the backoff between them.
     /// assert_eq!(settings.request_limit, Some(std::time::Duration::from_secs(4 * 120 + 4 * 30)));
@@ -321,9 +331,9 @@ impl SummarySettings {
     /// stack may take.
     ///
     /// ```
-    /// use memory_cli::summarizer::SummarySettings;
+    /// use memory_cli::summarizer::SummaryFlags;
     /// use memory_compact::Compact;
-    /// let settings = SummarySettings {
+    /// let settings = SummaryFlags {
     ///     summary_max_tokens: Some(300), max_input_tokens: Some(6_000), temperature: Some(0.5),
     ///     ..Default::default()
     /// };
@@ -347,9 +357,9 @@ impl SummarySettings {
     /// `strategy` with the settings that are given.
     ///
     /// ```
-    /// use memory_cli::summarizer::SummarySettings;
+    /// use memory_cli::summarizer::SummaryFlags;
     /// use memory_summarize::{ExtractiveSummarizer, SummarizeStrategy};
-    /// let settings = SummarySettings { summary_max_tokens: Some(256), ..Default::default() };
+    /// let settings = SummaryFlags { summary_max_tokens: Some(256), ..Default::default() };
     /// let strategy = settings.apply(SummarizeStrategy::new(ExtractiveSummarizer::new())).unwrap();
     /// assert_eq!(strategy.summary_max_tokens(), 256);
     /// assert_eq!(strategy.max_input_tokens(), memory_summarize::DEFAULT_MAX_INPUT_TOKENS);

@@ -1,39 +1,48 @@
-//! The contracts of the memory workspace.
+//! The contracts of the memory workspace: what every crate of it needs to
+//! agree on, and nothing else.
 //!
 //! A [`Memory`] records a conversation and fits it into a [`Context`]; a
 //! [`TrimStrategy`] fits it into a [`Budget`] measured by a
 //! [`TokenCounter`]. Strategies chain through a [`Pipeline`]. Model calls go
-//! through a [`Provider`] (the layers that add retries, timeouts, metering
-//! and a circuit breaker to any provider are the `memory-layer` crate);
-//! text embeddings through an [`Embedder`]; durable history goes
-//! through a [`Store`]. This crate
-//! holds no strategy logic, only what every strategy shares: the
-//! [`structure`] of a transcript (steps, rounds, the floor), [`validate`]
-//! and [`repair`], the [`summary`] recognizer, and the [`audit`] that checks
-//! a trim against the invariants.
+//! through a [`Provider`], text embeddings through an [`Embedder`],
+//! durable history through a [`Store`]. Beside those traits this crate
+//! holds the definitions every strategy and checker must read the same
+//! way: the [`structure`] of a transcript (steps, rounds, the task, the
+//! floor), the [`covered`] originals of a summary, [`validate`] and
+//! [`repair`], what a [`shrunk`] message is, the [`summary`] and [`index`]
+//! recognizers, the recall handle format and the `recall` tool
+//! ([`recall`]), and the [`audit`] that checks a trim against the
+//! invariants. The algorithms live with the crates that own them: the
+//! strategies in theirs, `WindowMemory` with the floor cut and the index in
+//! `memory-session`, the provider layers in `memory-layer`, the
+//! summarization engine in `memory-summary-engine`, word splitting and
+//! stemming in `memory-text`.
 //!
 //! | item | what it is |
 //! |---|---|
 //! | [`Message`], [`ContentBlock`], [`ImageContent`], [`ToolCall`] | a conversation's messages |
+//! | [`identity`] | a message's key, by which strategies and handles recognize it |
 //! | [`transcript`] | messages as plain text (what a summarizer reads) |
-//! | [`TokenCounter`], [`CharTokenCounter`], [`count_messages`] | token counting, async and fallible |
+//! | [`TokenCounter`], [`CharTokenCounter`], [`count_messages`], [`Framing`] | token counting, async and fallible, and what a model family adds per message |
 //! | [`Budget`] | a token limit, a rounds limit, or both |
-//! | [`History`] | counted messages and their protected indices, as a strategy gets them |
+//! | [`History`] | counted messages, their protected indices, the task and the covered set, as a strategy gets them |
 //! | [`TrimStrategy`], [`TrimResult`], [`Selection`] | fitting a history into a budget, and building the result |
 //! | [`Diagnostics`] | what the stages say about how they reached a result, carried back with it |
 //! | [`Pipeline`] | strategies in a chain, itself a strategy |
 //! | [`Memory`], [`Context`] | what an agent loop records into, and the fitted context it gets back |
-//! | [`recall`] | handles of shed pieces, the `recall` tool and its answer |
-//! | [`structure`] | steps, rounds, the current question, the floor |
-//! | [`observation`] | a text-only agent's command in its text, and its output as the next user message |
-//! | [`validate`], [`Violation`], [`repair`], [`Repaired`], [`RepairAction`], [`MISSING_RESULT`], [`is_shrunk_from`] | tool pairing and order: checked, repaired, and what a shrunk message is |
-//! | [`summary`] | the one recognizer of summary messages |
+//! | [`structure`] | steps, rounds, the task, the current question, the floor, a text-only agent's observations |
+//! | [`covered`] | the originals a summary stands for, and where a stage places them |
+//! | [`validate`], [`Violation`], [`repair`], [`Repaired`], [`RepairAction`], [`MISSING_RESULT`] | tool pairing and order: checked and repaired |
+//! | [`shrunk`], [`is_shrunk_from`] | what a shown message may be of a recorded one: cut, or with placeholders |
+//! | [`summary`], [`index`] | the one recognizer of summary messages, and of index messages |
+//! | [`recall`] | the handle format, what one recall reaches, the `recall` tool and its answer |
 //! | [`audit`] | the checker of a trim result against its history and budget |
 //! | [`Provider`], [`ChatRequest`], [`ChatResponse`], [`ModelOptions`], [`StopReason`], [`Usage`], [`ProviderError`] | model calls |
 //! | [`Embedder`], [`cosine`], [`check_embeddings`] | text embeddings: one call, similarity |
 //! | [`Store`], [`store`], [`StoredMessage`], [`Snapshot`], [`Version`], [`StoreError`], [`InMemoryStore`] | durable, append-only history and its in-process store |
 //! | [`MemoryError`] | the one error type |
 //! | `test_util` (feature `test-util`) | `FakeProvider`, `FakeReply`, `FakeEmbedder` (also at the root) and `Needs`, for tests |
+//! | `stem`, `observation` | moved (to `memory-text` and [`structure`]), kept as deprecated paths for one release |
 //!
 //! ```
 //! use memory_core::{structure, validate, Budget, CharTokenCounter, History, Message, ToolCall};

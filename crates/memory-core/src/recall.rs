@@ -1,17 +1,11 @@
 //! Recall: whatever a strategy sheds or shortens stays one call away.
 //!
-//! A [`Handle`] names a stretch of the history by the identity of its first
-//! message ([`identity::message_key`]) and
-//! its length: `r:1a2b3c4d5e` for one message, `r:1a2b3c4d5e+12` for
-//! twelve, `r:1a2b3c4d5e..5e4d3c2b1a` for the messages from the first
-//! through the last named (a summary's originals: [`Handle::through`]);
-//! `r:1a2b3c4d5e#3` for the third [`PART_CHARS`] characters of
-//! a long message's text, `r:1a2b3c4d5e#2-9` for its parts 2 to 9 (a
-//! long output's cut middle, say: each part is one recall that fits in a
-//! small budget, however long the message). It depends on nothing but the messages, so it is the same in
-//! every call (it never breaks a cached prefix) and in every process, and
-//! it resolves against any copy of the session's history ([`Handle::find`]);
-//! a handle of another session's message is found nowhere in this one.
+//! A [`Handle`] names a stretch of the history, or parts of one message's
+//! text (its format: `r:KEY`, `r:KEY+12`, `r:KEY..KEY`, `r:KEY#2-9`); it
+//! depends on nothing but the messages, so it is the same in every call
+//! and every process, and resolves against any copy of the session's
+//! history. [`reachable`] says which pieces one recall from a context
+//! brings back whole.
 //!
 //! [`tool_definition`] is the `recall` tool a model is offered (OpenAI's
 //! function format); [`RecallRequest`] its arguments; [`resolve`] the

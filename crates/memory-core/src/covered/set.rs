@@ -64,7 +64,7 @@ impl Covered {
     /// This set, standing right before `next` in the view (the message
     /// that followed the covered messages when they were replaced). A set
     /// is placed only where its `next` is found after the view's first
-    /// summary ([`anchor`]).
+    /// summary ([`anchor`](crate::covered::anchor)).
     ///
     /// ```
     /// use memory_core::covered::Covered;

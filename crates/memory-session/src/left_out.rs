@@ -30,19 +30,27 @@
 //! it stands. So the strategy is given the budget less half that share
 //! ([`reserve`]) whenever the history does not fit, and the index takes
 //! that room and no more (where it is free), changing little but when
-//! what is shed changes. A short user question is the exception: the
-//! context is chosen afresh for it anyway, the strategy gets the whole
-//! budget, and the index whatever it leaves, up to the whole share. When not every piece has
-//! room, the pieces whose words match the question best (the newest
-//! message, when it is a short user question; each word weighed by its
-//! rarity among the pieces) are listed first, and the newest among equals
-//! (the ones the next step most likely needs), the first described and as
-//! many others as fit named by their handle alone, on one last line
-//! (without a question, from both ends in turn, so that the start of a
-//! task stays within reach too); the lines
-//! depend on nothing but the left-out stretches and the question, so the
-//! index changes only when what is shed or what is asked changes, and it
-//! stands where the shedding already broke the cached prefix.
+//! what is shed changes. The index lists the newest pieces and the oldest
+//! in turn (so that the start of a task stays within reach too), the first
+//! described and as many others as fit named by their handle alone, on
+//! one last line; its lines depend on nothing but the left-out stretches,
+//! so it changes only when what is shed changes, and it stands where the
+//! shedding already broke the cached prefix.
+//!
+//! A short user question is answered apart: the pieces whose words match
+//! it best (each word weighed by its rarity among the pieces) that the
+//! index does not name are listed in a second index message right before
+//! the question, in the rest of the whole share where the strategy left
+//! it free. The strategy's budget and the index stay what they are between
+//! questions, so a question breaks the cached prefix only at its end, and
+//! the next call, which no longer carries that list, only there. Figure
+//! (chars counter, anthropic pricing, budget 8,000; against re-ranking the
+//! index in place with the whole budget given to the strategy at a
+//! question): thrift's cost per call on a chat of the LoCoMo
+//! conversations in a row (2,013 calls) 4,317 -> 3,002, 3,027 without an
+//! index; LoCoMo reachable evidence recall 0.821 -> 0.823 at 1,000 tokens
+//! and 0.951 -> 0.969 at 2,000 (plain 0.752 -> 0.742 and 0.801 -> 0.796:
+//! the strategy no longer gets the index's room at a question).
 //!
 //! ```
 //! use memory_session::left_out::{add_index, is_index, IndexSettings};
@@ -244,28 +252,57 @@ pub async fn trim_indexed(
 
 /// The budget a strategy is given so that the index keeps its room (see
 /// the [module docs](self)): `budget` less half of `settings.max_share`
-/// of its token limit when `history` does not fit and its newest message
-/// is not a short user question; `budget` as it is otherwise.
+/// of its token limit when `history` does not fit (a question too: the
+/// strategy's budget does not change with what is asked) and that room
+/// holds the least index, its first line and a line of the widest handle
+/// by `counter`; `budget` as it is otherwise (a room no index fits in
+/// would be taken from the strategy for nothing).
+///
+/// # Errors
+///
+/// The counter's.
 ///
 /// ```
 /// use memory_session::left_out::{reserve, IndexSettings};
-/// use memory_core::{Budget, History, Message};
+/// use memory_core::{Budget, CharTokenCounter, History, Message};
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let m = [Message::user("fix it"), Message::tool_result("c", "x".repeat(4_000))];
 /// let long = History::new(&m, &[2, 1_000]).unwrap();
 /// let settings = IndexSettings { max_share: 0.1 };
-/// assert_eq!(reserve(&long, &Budget::tokens(500), &settings).max_tokens, Some(475));
+/// let (b500, b300) = (Budget::tokens(500), Budget::tokens(300));
+/// let reserved = reserve(&long, &b500, &CharTokenCounter, &settings).await.unwrap();
+/// assert_eq!(reserved.max_tokens, Some(475));
+/// // Half a tenth of 300 tokens holds no index: nothing is kept for one.
+/// let reserved = reserve(&long, &b300, &CharTokenCounter, &settings).await.unwrap();
+/// assert_eq!(reserved.max_tokens, Some(300));
 /// let short = History::new(&m[..1], &[2]).unwrap();
-/// assert_eq!(reserve(&short, &Budget::tokens(500), &settings).max_tokens, Some(500));
+/// let unreserved = reserve(&short, &b500, &CharTokenCounter, &settings).await.unwrap();
+/// assert_eq!(unreserved.max_tokens, Some(500));
+/// # });
 /// ```
-pub fn reserve(history: &History<'_>, budget: &Budget, settings: &IndexSettings) -> Budget {
+pub async fn reserve(
+    history: &History<'_>,
+    budget: &Budget,
+    counter: &dyn TokenCounter,
+    settings: &IndexSettings,
+) -> Result<Budget, MemoryError> {
     let mut reserved = *budget;
     if let Some(limit) = budget.max_tokens
         && history.total() > limit
-        && question_words(history).is_empty()
     {
-        reserved.max_tokens = Some(limit - reserved_room(limit, settings));
+        let room = reserved_room(limit, settings);
+        if least_index(counter).await? <= room {
+            reserved.max_tokens = Some(limit - room);
+        }
     }
-    reserved
+    Ok(reserved)
+}
+
+/// Tokens of the least index by `counter`: its first line and one line of
+/// the widest handle ([`WIDEST_LINE`]). No index is made in less room.
+async fn least_index(counter: &dyn TokenCounter) -> Result<usize, MemoryError> {
+    let prefix = counter.count_message(&Message::system(PREFIX)).await?;
+    Ok(prefix + counter.count(WIDEST_LINE).await? + 1)
 }
 
 /// `strategy`'s trim of `history` given the budget [`reserve`] leaves it
@@ -304,7 +341,7 @@ pub async fn trim_reserving(
     let Some(settings) = settings else {
         return strategy.trim_with_counts(history, budget, counter).await;
     };
-    let reserved = reserve(history, budget, settings);
+    let reserved = reserve(history, budget, counter, settings).await?;
     let mut result = strategy
         .trim_with_counts(history, &reserved, counter)
         .await?;
@@ -384,21 +421,15 @@ pub async fn add_index_folded(
         .as_ref()
         .map_or_else(|| history.clone(), memory_core::covered::Expanded::history);
     let asked = question_words(history);
-    let room = room(limit, &result, settings, !asked.is_empty());
-    if let Some(old) = history.messages().iter().position(is_index) {
-        return Ok(reinsert(history, result, old, room));
+    let room = room(limit, &result, settings, false);
+    let whole_room = room_at_question(limit, &result, settings);
+    if history.messages().iter().any(is_index) {
+        return Ok(reinsert(history, result, room, whole_room));
     }
     let shown = shown_sources(history.messages(), &result.messages);
     let stretches = left_out(history.messages().len(), &shown);
-    let at = match stretches.first() {
-        Some(first) => insertion_point(&result.messages, &shown, first.start),
-        // Folded turns only: right after the summary that stands for them.
-        None if !folded.is_empty() => result
-            .messages
-            .iter()
-            .position(memory_core::summary::is_summary)
-            .map_or(0, |i| i + 1),
-        None => return Ok(result),
+    let Some(at) = index_at(&result, &shown, &stretches, folded) else {
+        return Ok(result);
     };
     let max_tokens = max_reachable_tokens(budget);
     let mut entries: Vec<Entry<'_>> = folded.pieces.iter().map(Entry::Folded).collect();
@@ -407,13 +438,76 @@ pub async fn add_index_folded(
             .into_iter()
             .map(Entry::Piece),
     );
-    let order = ranked(history, &entries, &asked);
-    let both_ends = asked.is_empty();
-    let index = index_message(
-        history, &entries, &order, room, max_tokens, both_ends, counter,
+    let order = ranked(history, &entries, &[]);
+    let index = index_message(history, &entries, &order, room, max_tokens, true, counter).await?;
+    let (result, used, named) = match index {
+        Some((message, tokens, named)) => (insert(result, at, message, tokens), tokens, named),
+        None => (result, 0, Vec::new()),
+    };
+    if asked.is_empty() {
+        return Ok(result);
+    }
+    let asked = Asked {
+        words: &asked,
+        named: &named,
+        room: whole_room.saturating_sub(used),
+    };
+    add_question_list(history, result, &entries, asked, max_tokens, counter).await
+}
+
+/// Where the index stands in `result`: where the first left-out stretch
+/// stood, or, with folded turns only, right after the summary that stands
+/// for them; `None` when nothing is left out.
+fn index_at(
+    result: &TrimResult,
+    shown: &[Option<usize>],
+    stretches: &[Range<usize>],
+    folded: &Folded,
+) -> Option<usize> {
+    match stretches.first() {
+        Some(first) => Some(insertion_point(&result.messages, shown, first.start)),
+        None if !folded.is_empty() => Some(
+            result
+                .messages
+                .iter()
+                .position(memory_core::summary::is_summary)
+                .map_or(0, |i| i + 1),
+        ),
+        None => None,
+    }
+}
+
+/// What a question asks of the index: its words, the pieces the index
+/// already names, and the room left for its list.
+struct Asked<'a> {
+    words: &'a [String],
+    named: &'a [usize],
+    room: usize,
+}
+
+/// `result` with, right before its question, an index of the `entries`
+/// that match the question best that the index does not name: the cached
+/// prefix before the question stays as it was.
+async fn add_question_list(
+    history: &History<'_>,
+    result: TrimResult,
+    entries: &[Entry<'_>],
+    asked: Asked<'_>,
+    max_tokens: usize,
+    counter: &dyn TokenCounter,
+) -> Result<TrimResult, MemoryError> {
+    let order: Vec<usize> = ranked(history, entries, asked.words)
+        .into_iter()
+        .filter(|k| !asked.named.contains(k))
+        .collect();
+    let list = index_message(
+        history, entries, &order, asked.room, max_tokens, false, counter,
     );
-    Ok(match index.await? {
-        Some((message, tokens)) => insert(result, at, message, tokens),
+    Ok(match list.await? {
+        Some((message, tokens, _)) => {
+            let before_question = result.messages.len().saturating_sub(1);
+            insert(result, before_question, message, tokens)
+        }
         None => result,
     })
 }
@@ -577,21 +671,19 @@ impl Entry<'_> {
     }
 }
 
-/// The index's room in `result` under a budget of `limit` tokens, for a
-/// history whose newest message is a short question (`asked`) or not: at
-/// a question at most `settings.max_share` of the budget, and no more than
-/// the result leaves free; between questions the part of the share
-/// [`reserve`] keeps for it, and no more than is free. Between questions
-/// the room does not follow what the shown turns leave free: it changed
-/// from call to call as they grew, and the index with it (a handle more
-/// or fewer), each change a break of the cached prefix where the index
-/// stands. Figure (chars counter, anthropic pricing; the whole free room
-/// up to the share before): on a chat of 8,052 calls (the LoCoMo
-/// conversations four times over, 8,000 tokens) thrift's cost per call
-/// 5,177 -> 4,621 and its cache breaks 4,145 -> 3,692; on the agent
-/// trajectories reach unchanged and cost per call lower or the same (SWE-Gym at
-/// 2,000 tokens 735 -> 714, SWE-smith at 4,000 1,334 -> 1,302); LoCoMo
-/// unchanged (its contexts are taken at questions).
+/// The index's room in `result` under a budget of `limit` tokens: the
+/// part of the share [`reserve`] keeps for it, and no more than is free
+/// (`asked` false); with its question's list (`asked`), at most
+/// `settings.max_share` of the budget, and no more than the result leaves
+/// free. The index's room does not follow what the shown turns leave
+/// free: it changed from call to call as they grew, and the index with it
+/// (a handle more or fewer), each change a break of the cached prefix
+/// where the index stands. Figure (chars counter, anthropic pricing; the
+/// whole free room up to the share before): on a chat of 8,052 calls (the
+/// LoCoMo conversations four times over, 8,000 tokens) thrift's cost per
+/// call 5,177 -> 4,621 and its cache breaks 4,145 -> 3,692; on the agent
+/// trajectories reach unchanged and cost per call lower or the same
+/// (SWE-Gym at 2,000 tokens 735 -> 714, SWE-smith at 4,000 1,334 -> 1,302).
 ///
 /// Where the result's floor alone is over the budget (`fits` false: its
 /// protected messages and task, with everything else shed), the reserved
@@ -612,6 +704,12 @@ fn room(limit: usize, result: &TrimResult, settings: &IndexSettings, asked: bool
     }
 }
 
+/// The room the index and its question addendum take together at a
+/// question: the whole share, within what the strategy left.
+fn room_at_question(limit: usize, result: &TrimResult, settings: &IndexSettings) -> usize {
+    room(limit, result, settings, true)
+}
+
 /// The part of the index's share of a budget of `limit` tokens that
 /// [`reserve`] keeps from the strategies, in tokens: what the index takes
 /// between questions.
@@ -622,15 +720,29 @@ fn reserved_room(limit: usize, settings: &IndexSettings) -> usize {
 /// `result` with the index that stood at `old` in `history` (a context
 /// indexed before and trimmed again) where it stood, when it has that
 /// `room`: it lists what that context left out.
-fn reinsert(history: &History<'_>, result: TrimResult, old: usize, room: usize) -> TrimResult {
-    let tokens = history.counts()[old];
-    if tokens > room {
-        return result;
+fn reinsert(
+    history: &History<'_>,
+    mut result: TrimResult,
+    room: usize,
+    whole_room: usize,
+) -> TrimResult {
+    let olds: Vec<usize> = (0..history.len())
+        .filter(|&i| is_index(&history.messages()[i]))
+        .collect();
+    let mut used = 0;
+    for (n, old) in olds.into_iter().enumerate() {
+        let tokens = history.counts()[old];
+        let limit = if n == 0 { room } else { whole_room };
+        if used + tokens > limit {
+            break;
+        }
+        used += tokens;
+        let shown = shown_sources(history.messages(), &result.messages);
+        let at = insertion_point(&result.messages, &shown, old);
+        let message = history.messages()[old].clone();
+        result = insert(result, at, message, tokens);
     }
-    let shown = shown_sources(history.messages(), &result.messages);
-    let at = insertion_point(&result.messages, &shown, old);
-    let message = history.messages()[old].clone();
-    insert(result, at, message, tokens)
+    result
 }
 
 /// `result` with the index `message` of `tokens` tokens at `at`; what it
@@ -854,15 +966,14 @@ async fn index_message(
     max_tokens: usize,
     both_ends: bool,
     counter: &dyn TokenCounter,
-) -> Result<Option<(Message, usize)>, MemoryError> {
-    let prefix = counter.count_message(&Message::system(PREFIX)).await?;
+) -> Result<Option<(Message, usize, Vec<usize>)>, MemoryError> {
     // Only where the widest line fits: whether there is an index then
     // depends on the room alone (a context trimmed again is indexed
     // exactly when the first trim was, see `WIDEST_LINE`).
-    let widest = counter.count(WIDEST_LINE).await? + 1;
-    if prefix + widest > room {
+    if least_index(counter).await? > room {
         return Ok(None);
     }
+    let prefix = counter.count_message(&Message::system(PREFIX)).await?;
     let described = |k: usize| pieces[k].described(history, max_tokens);
     // Described lines, in order, while they fit in the room.
     let mut lines: Vec<(usize, String)> = Vec::new();
@@ -914,7 +1025,7 @@ async fn finish(
     mut named: Vec<(usize, String)>,
     room: usize,
     counter: &dyn TokenCounter,
-) -> Result<Option<(Message, usize)>, MemoryError> {
+) -> Result<Option<(Message, usize, Vec<usize>)>, MemoryError> {
     lines.sort_by_key(|(k, _)| *k);
     loop {
         if lines.is_empty() && named.is_empty() {
@@ -931,7 +1042,8 @@ async fn finish(
         let message = Message::system(format!("{PREFIX}{}", body.join("\n")));
         let tokens = counter.count_message(&message).await?;
         if tokens <= room || named.pop().is_none() {
-            return Ok(Some((message, tokens)));
+            let listed = lines.iter().chain(&named).map(|(k, _)| *k).collect();
+            return Ok(Some((message, tokens, listed)));
         }
     }
 }
@@ -1090,7 +1202,7 @@ mod tests {
     /// newest user message `last`; the context shows only `last`, with room
     /// for one index line (of 400 tokens, a tenth at a question, half of
     /// a fifth otherwise).
-    async fn indexed(last: &str) -> String {
+    async fn indexed(last: &str) -> (String, Vec<Message>) {
         let topics = ["garden", "boiler", "roof", "garage", "cellar", "attic"];
         let mut m = Vec::new();
         for topic in topics {
@@ -1115,15 +1227,27 @@ mod tests {
         let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
             .await
             .unwrap();
-        assert!(is_index(&out.messages[0]));
+        assert!(out.messages.iter().any(is_index));
         assert!(out.tokens() <= 400);
-        out.messages[0].text()
+        let texts: Vec<String> = out
+            .messages
+            .iter()
+            .filter(|m| is_index(m))
+            .map(Message::text)
+            .collect();
+        (texts.join("\n"), m)
     }
 
     #[tokio::test]
     async fn the_pieces_a_question_asks_about_are_listed_first() {
-        let index = indexed("What did we say about the garage?").await;
-        assert!(index.contains("garage"), "{index}");
+        let (index, m) = indexed("What did we say about the garage?").await;
+        let garage = 7;
+        assert!(
+            Handle::all_in(&index)
+                .iter()
+                .any(|h| h.find(&m).is_some_and(|r| r.contains(&garage))),
+            "{index}"
+        );
         assert!(!index.contains("attic"), "{index}");
     }
 
@@ -1228,7 +1352,8 @@ mod tests {
         let out = add_index(&history, result, &budget, &CharTokenCounter, &settings)
             .await
             .unwrap();
-        let index = out.messages[0].text();
+        // The question's addendum, right before it.
+        let index = out.messages[out.messages.len() - 2].text();
         let described = index.lines().find(|l| l.contains(" tokens) ")).unwrap();
         Handle::all_in(described)[0].find(&m).unwrap()
     }
@@ -1421,10 +1546,10 @@ mod tests {
 
     #[tokio::test]
     async fn between_questions_the_index_takes_only_its_reserved_room() {
-        // Forty rounds of about 100 tokens; the context shows the last
-        // message, and more than the index's share is free.
+        // Two hundred rounds of about 100 tokens; the context shows the
+        // last message, and more than the index's share is free.
         let mut m = Vec::new();
-        for k in 0..40 {
+        for k in 0..200 {
             m.push(Message::user(format!("Step {k}: check valve {k}.")));
             m.push(Message::assistant(
                 format!("Valve {k} checked. ").repeat(20),
@@ -1437,12 +1562,25 @@ mod tests {
         let tokens = out.tokens() - shown;
         assert!(tokens <= 100 && 2_000 - shown > 200, "{tokens} of {shown}");
         let named = memory_core::recall::handles_in(&out.messages).len();
-        assert!(named < 40 / 2, "{named}");
-        // At a question, the whole tenth where it is free.
-        *m.last_mut().unwrap() = Message::user("Which valve leaked?");
-        let (out, shown) = index_of(&m, m.len() - 1).await;
-        let tokens = out.tokens() - shown;
+        assert!(named < 40, "{named}");
+        let index = out.messages[0].clone();
+        // At a question, the index stays as it was, and the pieces that
+        // match the question best that it does not name stand right
+        // before the question, in the rest of the tenth.
+        *m.last_mut().unwrap() = Message::user("Which valve leaked, 100?");
+        let (asked, shown) = index_of(&m, m.len() - 1).await;
+        let tokens = asked.tokens() - shown;
         assert!(tokens > 100 && tokens <= 200, "{tokens}");
+        assert_eq!(asked.messages[0], index);
+        let addendum = &asked.messages[asked.messages.len() - 2];
+        assert!(is_index(addendum), "{addendum:?}");
+        let asked_about = 2 * 100;
+        assert!(
+            Handle::all_in(&addendum.text())
+                .iter()
+                .any(|h| h.find(&m).is_some_and(|r| r.contains(&asked_about))),
+            "{addendum:?}"
+        );
     }
 
     #[test]
@@ -1462,7 +1600,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_a_question_the_newest_pieces_are_listed() {
-        let index = indexed("Carry on with the plan.").await;
+        let (index, _) = indexed("Carry on with the plan.").await;
         assert!(index.contains("attic"), "{index}");
         assert!(!index.contains("garage"), "{index}");
     }

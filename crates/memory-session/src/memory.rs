@@ -543,7 +543,10 @@ impl WindowMemory {
             left_out::trim_reserving(&*self.strategy, history, budget, counter, index).await?;
         // The room the strategy had: the budget less the room kept for the
         // index.
-        let room = index.map_or(*budget, |s| left_out::reserve(history, budget, s));
+        let room = match index {
+            Some(settings) => left_out::reserve(history, budget, counter, settings).await?,
+            None => *budget,
+        };
         let result = if self.floor_cut && !room.admits_tokens(result.tokens()) {
             // Cut to that room, so that the index keeps the room kept for
             // it.

@@ -146,37 +146,9 @@ impl Covering {
     }
 
     /// The covered set of the history this covering makes of `history`
-    /// (see [`memory_core::covered`]): the messages of the covering's last
-    /// range, standing before the message that follows it, with
-    /// `history`'s own set where it stood in time among them, oldest
-    /// first. Messages of earlier ranges stay in the store's history only
-    /// (kept messages lie between them and the last range), and so does an
-    /// old set whose place is not in the last range.
+    /// ([`covered::after_folding`]).
     fn covered_after(&self, history: &History<'_>) -> Result<Covered, MemoryError> {
-        let old = history.covered();
-        let Some(last) = self.region.last() else {
-            return Ok(old.clone());
-        };
-        let messages = history.messages();
-        let fresh = |range: Range<usize>, into: &mut (Vec<Message>, Vec<usize>)| {
-            for i in range.filter(|&i| !history.is_protected(i)) {
-                into.0.push(messages[i].clone());
-                into.1.push(history.counts()[i]);
-            }
-        };
-        let mut set = (Vec::new(), Vec::new());
-        match covered::anchor(history) {
-            // The old set stood before a message now folded, or before the
-            // message after the range.
-            Some(a) if last.start <= a && a <= last.end => {
-                fresh(last.start..a, &mut set);
-                set.0.extend(old.messages().iter().cloned());
-                set.1.extend(old.counts().iter().copied());
-                fresh(a..last.end, &mut set);
-            }
-            _ => fresh(last.clone(), &mut set),
-        }
-        Ok(Covered::new(set.0, set.1)?.before(messages.get(last.end).cloned()))
+        covered::after_folding(history, &self.region)
     }
 
     /// This covering, made on `applied` (the result of applying `base` to

@@ -66,6 +66,7 @@
 use std::ops::Range;
 
 use crate::budget::Budget;
+use crate::error::MemoryError;
 use crate::history::History;
 use crate::message::Message;
 use crate::summary;
@@ -101,6 +102,68 @@ pub fn horizon(budget: &Budget) -> usize {
     budget
         .max_tokens
         .map_or(UNLIMITED_HORIZON, |t| t.saturating_mul(HORIZON_BUDGETS))
+}
+
+/// The covered set of the history a summary makes of `history` when it
+/// replaces the messages of `region` (sorted ranges, the summary standing
+/// where the first began): the messages of the last range, standing before
+/// the message that follows it, with `history`'s own set where it stood
+/// in time among them, oldest first. Messages of earlier ranges stay in
+/// the store's history only (kept messages lie between them and the last
+/// range), and so does an old set whose place is not in the last range.
+/// Summaries and indexes folded with the range are not in the set: they
+/// are no turns of the store's history (a summary's own turns stand for
+/// it).
+/// Every materializing strategy gives its result this set, so that a
+/// session opened again (which recovers it from the store) shows what the
+/// live one showed.
+///
+/// # Errors
+///
+/// [`MemoryError`] when counts and messages disagree (never for a
+/// history's own).
+///
+/// ```
+/// use memory_core::{covered, summary, History, Message};
+/// let m = [Message::user("task"), Message::assistant("a"), Message::user("b"), Message::assistant("c")];
+/// let h = History::new(&m, &[1, 1, 1, 1]).unwrap();
+/// let set = covered::after_folding(&h, &[1..3]).unwrap();
+/// assert_eq!(set.messages(), &m[1..3]);
+/// assert_eq!(set.next(), Some(&m[3]));
+/// ```
+pub fn after_folding(
+    history: &History<'_>,
+    region: &[Range<usize>],
+) -> Result<Covered, MemoryError> {
+    let old = history.covered();
+    let Some(last) = region.last() else {
+        return Ok(old.clone());
+    };
+    let messages = history.messages();
+    let fresh = |range: Range<usize>, into: &mut (Vec<Message>, Vec<usize>)| {
+        let turn = |&i: &usize| {
+            !(history.is_protected(i)
+                || summary::is_summary(&messages[i])
+                || crate::index::is_index(&messages[i]))
+        };
+        for i in range.filter(turn) {
+            into.0.push(messages[i].clone());
+            into.1.push(history.counts()[i]);
+        }
+    };
+    let mut set = (Vec::new(), Vec::new());
+    match anchor(history) {
+        // The old set stood before a message now folded, or before the
+        // message after the range.
+        Some(a) if last.start <= a && a <= last.end => {
+            fresh(last.start..a, &mut set);
+            set.0.extend(old.messages().iter().cloned());
+            set.1.extend(old.counts().iter().copied());
+            fresh(a..last.end, &mut set);
+        }
+        _ => fresh(last.clone(), &mut set),
+    }
+    Ok(Covered::new(set.0, set.1)?.before(messages.get(last.end).cloned()))
 }
 
 /// Where a view's covered set stands: right before the message it

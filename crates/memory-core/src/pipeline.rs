@@ -141,6 +141,9 @@ impl TrimStrategy for Pipeline {
             Some(s) if run_open && s.messages == current.messages => {
                 current.replace = true;
                 current.write_back = None;
+                // The stored view's covered set is the one its summary
+                // made, whatever a later stage showed of it.
+                current.covered = s.covered;
             }
             other => {
                 current.replace = false;

@@ -298,6 +298,23 @@ pub async fn reserve(
     Ok(reserved)
 }
 
+/// The least budget a strategy is given beside the index: `budget` less
+/// the room [`reserve`] may keep for the index.
+///
+/// ```
+/// use memory_session::left_out::{least_budget, IndexSettings};
+/// use memory_core::Budget;
+/// let least = least_budget(&Budget::tokens(2_000), &IndexSettings::default());
+/// assert_eq!(least.max_tokens, Some(1_900));
+/// ```
+pub fn least_budget(budget: &Budget, settings: &IndexSettings) -> Budget {
+    let mut least = *budget;
+    least.max_tokens = budget
+        .max_tokens
+        .map(|limit| limit - reserved_room(limit, settings));
+    least
+}
+
 /// Tokens of the least index by `counter`: its first line and one line of
 /// the widest handle ([`WIDEST_LINE`]). No index is made in less room.
 async fn least_index(counter: &dyn TokenCounter) -> Result<usize, MemoryError> {
@@ -528,6 +545,10 @@ async fn add_question_list(
 #[derive(Debug, Clone, Default)]
 pub struct Folded {
     pieces: Vec<FoldedPiece>,
+    /// The messages of the last piece, with their counts: the turns
+    /// [`extend`](Folded::extend) folds next may join it, as they would
+    /// had they been folded together.
+    open: Vec<(Message, usize)>,
 }
 
 /// One folded piece: its index line, its handle and its words.
@@ -544,7 +565,13 @@ impl Folded {
     /// `budget`.
     pub fn fold(&mut self, history: &History<'_>, stretches: &[Range<usize>], budget: &Budget) {
         let max_tokens = max_reachable_tokens(budget);
-        for piece in pieces(history, stretches, max_tokens) {
+        self.open.clear();
+        self.fold_pieces(history, &pieces(history, stretches, max_tokens), max_tokens);
+    }
+
+    /// Adds `cut`, pieces of `history`.
+    fn fold_pieces(&mut self, history: &History<'_>, cut: &[Range<usize>], max_tokens: usize) {
+        for piece in cut.iter().cloned() {
             let tokens = history.tokens(piece.clone());
             let slice = &history.messages()[piece];
             self.pieces.push(FoldedPiece {
@@ -555,43 +582,52 @@ impl Folded {
         }
     }
 
-    /// The turns of `before` (a history with its covered set) that
-    /// `after`, what a compaction made of it, holds neither in its view
-    /// nor in its covered set, folded under `budget`: the turns it folded
-    /// away. Summaries, protected messages and indexes are not turns.
+    /// Adds `turns` (messages with their counts, oldest first), folded
+    /// away right after those added before, as pieces one recall brings
+    /// back whole under `budget`. The pieces are the ones folding all of
+    /// them at once gives: the last piece grows into the turns added next
+    /// while one recall still brings it back, so a session that folds its
+    /// turns a few at a time lists the pieces a session opened again lists.
     ///
     /// ```
+    /// use memory_core::{Budget, Message};
     /// use memory_session::left_out::Folded;
-    /// use memory_core::{summary, Budget, History, Message, Selection};
-    /// let m = [Message::user("a"), Message::assistant("b"), Message::user("c")];
-    /// let before = History::new(&m, &[1, 1, 1]).unwrap();
-    /// let mut compacted = Selection::new(&before);
-    /// compacted.push(summary::message("a, b"), 2, true);
-    /// compacted.keep(2..3);
-    /// let after = compacted.finish(true, true);
-    /// assert_eq!(Folded::away(&before, &after, &Budget::tokens(100)).len(), 1);
+    /// let budget = Budget::tokens(1_000);
+    /// let mut bit_by_bit = Folded::default();
+    /// bit_by_bit.extend(&[(Message::user("a"), 1)], &budget);
+    /// bit_by_bit.extend(&[(Message::assistant("b"), 1)], &budget);
+    /// let mut at_once = Folded::default();
+    /// at_once.extend(&[(Message::user("a"), 1), (Message::assistant("b"), 1)], &budget);
+    /// assert_eq!(bit_by_bit.len(), 1);
+    /// assert_eq!(format!("{bit_by_bit:?}"), format!("{at_once:?}"));
     /// ```
-    pub fn away(before: &History<'_>, after: &TrimResult, budget: &Budget) -> Folded {
-        let expanded = memory_core::covered::Expanded::of(before);
-        let all = expanded
-            .as_ref()
-            .map_or_else(|| before.clone(), memory_core::covered::Expanded::history);
-        let kept: std::collections::HashSet<u64> = after
-            .messages
-            .iter()
-            .chain(after.covered.messages())
-            .map(memory_core::identity::message_key)
-            .collect();
-        let messages = all.messages();
-        let stretches = runs(messages.len(), |i| {
-            !(all.is_protected(i)
-                || memory_core::summary::is_summary(&messages[i])
-                || is_index(&messages[i])
-                || kept.contains(&memory_core::identity::message_key(&messages[i])))
-        });
-        let mut folded = Folded::default();
-        folded.fold(&all, &stretches, budget);
-        folded
+    pub fn extend(&mut self, turns: &[(Message, usize)], budget: &Budget) {
+        if turns.is_empty() {
+            return;
+        }
+        let mut joined = std::mem::take(&mut self.open);
+        if !joined.is_empty() {
+            self.pieces.pop();
+        }
+        joined.extend(turns.iter().cloned());
+        let (messages, counts): (Vec<Message>, Vec<usize>) = joined.into_iter().unzip();
+        let Ok(history) = History::new(&messages, &counts) else {
+            return;
+        };
+        let history = history.forget_task();
+        let whole = 0..history.len();
+        let before = self.pieces.len();
+        let max_tokens = max_reachable_tokens(budget);
+        let cut = pieces(&history, std::slice::from_ref(&whole), max_tokens);
+        self.fold_pieces(&history, &cut, max_tokens);
+        if self.pieces.len() > before
+            && let Some(last) = cut.last()
+        {
+            self.open = last
+                .clone()
+                .map(|i| (messages[i].clone(), counts[i]))
+                .collect();
+        }
     }
 
     /// Adds the pieces of `later`, folded after these.
@@ -608,6 +644,7 @@ impl Folded {
     /// ```
     pub fn append(&mut self, later: Folded) {
         self.pieces.extend(later.pieces);
+        self.open = later.open;
     }
 
     /// How many pieces it holds.

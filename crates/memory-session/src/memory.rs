@@ -55,14 +55,15 @@ impl State {
         self.total += tokens;
     }
 
-    fn from_result(result: &TrimResult, version: Version) -> Self {
+    /// The state `result` leaves, with `covered`.
+    fn from_result(result: &TrimResult, version: Version, covered: Covered) -> Self {
         State {
             messages: result.messages.clone(),
             counts: result.counts.clone(),
             protected: result.protected.clone(),
             total: result.tokens(),
             version,
-            covered: result.covered.clone(),
+            covered,
         }
     }
 
@@ -101,6 +102,32 @@ fn first_summary_stored(stored: &[StoredMessage]) -> Option<&Message> {
         .iter()
         .map(|s| &s.message)
         .find(|m| summary::is_summary(m))
+}
+
+/// How many compactions one call lands at most. A compaction that lands
+/// is followed by a fit of the stored view, so that the context shown is
+/// the one the next call shows (and the session opened again); that fit
+/// compacts again only where the stored view is still over the budget (a
+/// summary that left the newest step no room), and then what it lands is
+/// shown as it is. Why two: a third would be a third model call in one
+/// turn where the next turn makes it anyway.
+const MAX_PASSES: usize = 2;
+
+/// `shown` after the `earlier` results of the same call that compacted
+/// the session: what they reported comes first in its diagnostics, and
+/// what they stored stays what it writes back.
+fn after(earlier: Option<TrimResult>, mut shown: TrimResult) -> TrimResult {
+    let Some(earlier) = earlier else {
+        return shown;
+    };
+    if shown.to_store().is_none()
+        && let Some(stored) = earlier.to_store()
+    {
+        shown.write_back = Some(Box::new(stored.clone()));
+        shown.replace = false;
+    }
+    shown.diagnostics.follow(earlier.diagnostics);
+    shown
 }
 
 /// Messages with their counts, and the (sorted) protected ones flagged.
@@ -451,8 +478,55 @@ impl WindowMemory {
     /// # });
     /// ```
     pub async fn trimmed(&mut self) -> Result<TrimResult, MemoryError> {
-        self.load().await?;
-        let state = self.state.as_ref().expect("loaded above");
+        // The request's framing (the reply's start) is not in any message.
+        let budget = self.budget.for_messages(self.counter.framing());
+        let mut earlier: Option<TrimResult> = None;
+        for pass in 1..=MAX_PASSES {
+            self.load().await?;
+            let state = self.state.as_ref().expect("loaded above");
+            let version = state.version;
+            let history = self.history_of(state)?;
+            let result = self.fit(&history, &budget).await?;
+            let Some(stored) = result.to_store() else {
+                let shown = self.indexed(&history, result, &budget).await?;
+                return Ok(after(earlier, shown));
+            };
+            // What the view will hold within reach: a session kept in a
+            // store recovers it from there, as the session opened again
+            // does; one that keeps its own history finds it, by the same
+            // rule, in the history it was given.
+            let view = State::stored_view(stored);
+            let (covered, older) = match self.keeping {
+                Keeping::Store(_) => Default::default(),
+                Keeping::Own(_) => crate::recover::after_compaction(
+                    &view,
+                    &history,
+                    &*self.counter,
+                    self.horizon(),
+                )
+                .await?
+                .unwrap_or_default(),
+            };
+            // Shown as it is should the compaction lose a race with another.
+            let shown = self.indexed(&history, result.clone(), &budget).await?;
+            if !self.land(stored, view, covered, version).await? {
+                return Ok(after(earlier, shown));
+            }
+            self.folded.extend(&older, &budget);
+            self.reload_recovering();
+            // A compaction landed: show what the stored view gives, as the
+            // next call (or the session opened again) will; after the last
+            // pass, what landed as it is.
+            if pass == MAX_PASSES {
+                return Ok(after(earlier, shown));
+            }
+            earlier = Some(after(earlier, shown));
+        }
+        unreachable!("the last pass returns")
+    }
+
+    /// The history the strategy is given of `state`.
+    fn history_of<'s>(&self, state: &'s State) -> Result<History<'s>, MemoryError> {
         let mut history = History::from_parts(
             &state.messages,
             &state.counts,
@@ -462,38 +536,29 @@ impl WindowMemory {
         if !self.keep_task {
             history = history.forget_task();
         }
-        history = history.with_covered(state.covered.clone());
-        // The request's framing (the reply's start) is not in any message.
-        let budget = self.budget.for_messages(self.counter.framing());
-        let result = self.project(&history, &budget).await?;
-        let version = state.version;
-        let Some(stored) = result.to_store() else {
-            return Ok(result);
-        };
-        let folded = Folded::away(&history, stored, &budget);
-        if self.land(stored, version).await? {
-            self.folded.append(folded);
-        }
-        Ok(result)
+        Ok(history.with_covered(state.covered.clone()))
     }
 
-    /// Stores what a compaction made (`stored`, computed from `version`):
-    /// whether it landed (a conflict with another compaction did not; the
+    /// Stores what a compaction made (`stored`, computed from `version`;
+    /// `view` as stored, `covered` its covered set): whether it landed (a conflict with another compaction did not; the
     /// session is then reloaded).
-    async fn land(&mut self, stored: &TrimResult, version: Version) -> Result<bool, MemoryError> {
+    async fn land(
+        &mut self,
+        stored: &TrimResult,
+        view: Vec<StoredMessage>,
+        covered: Covered,
+        version: Version,
+    ) -> Result<bool, MemoryError> {
         Ok(match &mut self.keeping {
             Keeping::Own(own) => {
                 let old = self.state.take().expect("loaded above");
                 own.compacted(old.messages, stored.messages.len());
-                self.state = Some(State::from_result(stored, version + 1));
+                self.state = Some(State::from_result(stored, version + 1, covered));
                 true
             }
-            Keeping::Store(store) => match store
-                .replace_view(&self.session, version, State::stored_view(stored))
-                .await
-            {
+            Keeping::Store(store) => match store.replace_view(&self.session, version, view).await {
                 Ok(committed) if committed == version + 1 => {
-                    self.state = Some(State::from_result(stored, committed));
+                    self.state = Some(State::from_result(stored, committed, covered));
                     true
                 }
                 Ok(_) => {
@@ -501,7 +566,7 @@ impl WindowMemory {
                     // session afresh to have them.
                     self.carried = Some(Carried {
                         summary: first_summary(&stored.messages).cloned(),
-                        covered: stored.covered.clone(),
+                        covered,
                     });
                     self.state = None;
                     true
@@ -519,10 +584,24 @@ impl WindowMemory {
         })
     }
 
-    /// What is shown of `history`: the strategy's result (with room kept
-    /// for the index), cut as a last resort to that room when it is over
-    /// it ([`with_floor_cut`](Self::with_floor_cut)), then with its index
-    /// of what it leaves out ([`with_index`](Self::with_index)).
+    /// Tokens of covered messages the session keeps within reach: the
+    /// horizon ([`covered::horizon`]) of the least budget its strategy is
+    /// given (the budget less the framing and, with the index, the room
+    /// kept for it), so that the covered set a compaction leaves and the
+    /// one the session opened again recovers from the store are the same.
+    fn horizon(&self) -> usize {
+        let budget = self.budget.for_messages(self.counter.framing());
+        let least = match &self.index {
+            Some(settings) => left_out::least_budget(&budget, settings),
+            None => budget,
+        };
+        covered::horizon(&least)
+    }
+
+    /// The strategy's result for `history` (with room kept for the index),
+    /// cut as a last resort to that room when it is over it
+    /// ([`with_floor_cut`](Self::with_floor_cut)); [`indexed`](Self::indexed)
+    /// then adds the index of what it leaves out.
     ///
     /// Cut when over the room, not only over the budget: a floor between
     /// the two (a long system prompt and task, and the newest observation,
@@ -532,11 +611,7 @@ impl WindowMemory {
     /// 0.940 -> 0.976, compact,thrift 0.944 -> 0.964, window 0.940 ->
     /// 0.976; SWE-Gym window 0.957 -> 0.976; support recall in the context
     /// unchanged everywhere, and larger budgets and LoCoMo alike.
-    async fn project(
-        &self,
-        history: &History<'_>,
-        budget: &Budget,
-    ) -> Result<TrimResult, MemoryError> {
+    async fn fit(&self, history: &History<'_>, budget: &Budget) -> Result<TrimResult, MemoryError> {
         let counter = &*self.counter;
         let index = self.index.as_ref();
         let result =
@@ -547,21 +622,49 @@ impl WindowMemory {
             Some(settings) => left_out::reserve(history, budget, counter, settings).await?,
             None => *budget,
         };
-        let result = if self.floor_cut && !room.admits_tokens(result.tokens()) {
+        if self.floor_cut && !room.admits_tokens(result.tokens()) {
             // Cut to that room, so that the index keeps the room kept for
             // it.
             let mut cut = crate::floor_cut::cut_to_fit(result, &room, counter).await?;
             cut.fits = budget.admits_tokens(cut.tokens());
-            cut
+            Ok(cut)
         } else {
-            result
-        };
+            Ok(result)
+        }
+    }
+
+    /// `result` with the index of what it leaves out of `history`.
+    async fn indexed(
+        &self,
+        history: &History<'_>,
+        result: TrimResult,
+        budget: &Budget,
+    ) -> Result<TrimResult, MemoryError> {
         match &self.index {
             Some(settings) => {
-                left_out::add_index_folded(history, result, budget, counter, settings, &self.folded)
-                    .await
+                left_out::add_index_folded(
+                    history,
+                    result,
+                    budget,
+                    &*self.counter,
+                    settings,
+                    &self.folded,
+                )
+                .await
             }
             None => Ok(result),
+        }
+    }
+
+    /// Drops the state, its covered set and the folded turns, so that the
+    /// next load recovers them from the store (one read of the session's
+    /// history per compaction that lands); a session that keeps its own
+    /// history keeps them as they are.
+    fn reload_recovering(&mut self) {
+        if matches!(self.keeping, Keeping::Store(_)) {
+            self.state = None;
+            self.carried = None;
+            self.folded = Folded::default();
         }
     }
 
@@ -595,7 +698,7 @@ impl WindowMemory {
                             &history,
                             &replaced,
                             &*self.counter,
-                            covered::horizon(&self.budget),
+                            self.horizon(),
                             &self.budget.for_messages(self.counter.framing()),
                         )
                         .await?;

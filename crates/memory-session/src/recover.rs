@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 
 use crate::left_out::Folded;
-use memory_core::covered::Covered;
+use memory_core::covered::{Covered, Expanded};
 use memory_core::identity::message_key;
+use memory_core::index::is_index;
 use memory_core::{Budget, History, MemoryError, Message, StoredMessage, TokenCounter, summary};
 
 /// What a view's summary stands for, recovered.
@@ -45,8 +46,57 @@ pub(crate) async fn recover(
     horizon: usize,
     budget: &Budget,
 ) -> Result<Recovered, MemoryError> {
+    let stored = Counts::new(replaced);
+    let mut recovered = Recovered::default();
+    if let Some((covered, older)) = split(view, history, &stored, counter, horizon).await? {
+        recovered.covered = covered;
+        recovered.folded.extend(&older, budget);
+    }
+    Ok(recovered)
+}
+
+/// What a compaction that made `view` of `before` (the history it was
+/// given, its covered set placed) leaves within reach, by the rule
+/// [`recover`] follows: the covered set, and the turns it folds away
+/// (oldest first, with their counts). So the session shows the context
+/// it would show opened again. `None` where `recover` finds nothing.
+///
+/// # Errors
+///
+/// The counter's (only for a message `before` does not hold).
+pub(crate) async fn after_compaction(
+    view: &[StoredMessage],
+    before: &History<'_>,
+    counter: &dyn TokenCounter,
+    horizon: usize,
+) -> Result<Option<(Covered, Vec<(Message, usize)>)>, MemoryError> {
+    let expanded = Expanded::of(before);
+    let before = &expanded
+        .as_ref()
+        .map_or_else(|| before.clone(), Expanded::history);
+    let counted: Vec<StoredMessage> = before
+        .messages()
+        .iter()
+        .zip(before.counts())
+        .map(|(m, &tokens)| StoredMessage::new(m.clone(), tokens, false))
+        .collect();
+    let stored = Counts::new(std::slice::from_ref(&counted));
+    split(view, before.messages(), &stored, counter, horizon).await
+}
+
+/// The covered set of `view` in `history` (see [`recover`]) and the
+/// older turns of its span, counted by `stored` (`counter` for a message
+/// it does not hold). Summaries and indexes in the span (a history given
+/// to a strategy holds its earlier summary there) are no turns.
+async fn split(
+    view: &[StoredMessage],
+    history: &[Message],
+    stored: &Counts<'_>,
+    counter: &dyn TokenCounter,
+    horizon: usize,
+) -> Result<Option<(Covered, Vec<(Message, usize)>)>, MemoryError> {
     let Some(first) = view.iter().position(|s| summary::is_summary(&s.message)) else {
-        return Ok(Recovered::default());
+        return Ok(None);
     };
     let anchor = (first + 1..view.len())
         .find(|&i| {
@@ -55,24 +105,20 @@ pub(crate) async fn recover(
         })
         .unwrap_or(view.len());
     let Some(span) = covered_span(view, anchor, history) else {
-        return Ok(Recovered::default());
+        return Ok(None);
     };
-    let stored = Counts::new(replaced);
-    let picked = newest_within(&history[span.clone()], &stored, counter, horizon).await?;
+    let turns: Vec<&Message> = history[span]
+        .iter()
+        .filter(|m| !summary::is_summary(m) && !is_index(m))
+        .collect();
+    let picked = newest_within(&turns, stored, counter, horizon).await?;
     let next = view.get(anchor).map(|s| s.message.clone());
     let covered = Covered::default().extended(picked, horizon).before(next);
-    let older = &history[span.start..span.end - covered.len()];
-    let mut folded = Folded::default();
-    if !older.is_empty() {
-        let mut counts = Vec::with_capacity(older.len());
-        for m in older {
-            counts.push(stored.count(m, counter).await?);
-        }
-        let older = History::new(older, &counts)?.forget_task();
-        let whole = 0..older.len();
-        folded.fold(&older, std::slice::from_ref(&whole), budget);
+    let mut older = Vec::new();
+    for m in &turns[..turns.len() - covered.len()] {
+        older.push(((*m).clone(), stored.count(m, counter).await?));
     }
-    Ok(Recovered { covered, folded })
+    Ok(Some((covered, older)))
 }
 
 /// Where in `history` the messages the summary stands for are: after the
@@ -145,7 +191,7 @@ impl<'a> Counts<'a> {
 /// The newest messages of `span` within `horizon` tokens, oldest first,
 /// with their `stored` counts (`counter` counts a message found in none).
 async fn newest_within(
-    span: &[Message],
+    span: &[&Message],
     stored: &Counts<'_>,
     counter: &dyn TokenCounter,
     horizon: usize,
@@ -158,7 +204,7 @@ async fn newest_within(
             break;
         }
         total += tokens;
-        picked.push((m.clone(), tokens));
+        picked.push(((*m).clone(), tokens));
     }
     picked.reverse();
     Ok(picked)

@@ -147,13 +147,30 @@ impl ExtractiveSummarizer {
                 .cmp(&lines[a].score)
                 .then(lines[b].position.cmp(&lines[a].position))
         });
+        // Each line costs its own estimate plus its newline and bullet:
+        // estimates add up to at least the estimate of the whole.
+        let cost = |k: usize| CharTokenCounter::estimate(&format!("\n- {}", lines[k].text));
         let mut chosen = Vec::new();
-        for k in order {
-            // Each line costs its own estimate plus its newline and bullet:
-            // estimates add up to at least the estimate of the whole.
-            let cost = CharTokenCounter::estimate(&format!("\n- {}", lines[k].text));
-            if cost <= budget {
-                budget -= cost;
+        let mut taken = vec![false; total];
+        // First the best line of every step, so that no step folded goes
+        // unmentioned while the cap allows (under a tighter cap, the best
+        // of those); then the best of the rest.
+        let mut rank = vec![0; total];
+        for (r, &k) in order.iter().enumerate() {
+            rank[k] = r;
+        }
+        let mut firsts = best_of_each_step(&lines);
+        firsts.sort_by_key(|&k| rank[k]);
+        for k in firsts {
+            if cost(k) <= budget {
+                budget -= cost(k);
+                taken[k] = true;
+                chosen.push(k);
+            }
+        }
+        for k in order.into_iter().filter(|&k| !taken[k]) {
+            if cost(k) <= budget {
+                budget -= cost(k);
                 chosen.push(k);
             }
         }
@@ -215,26 +232,78 @@ struct Line {
     text: String,
     score: u32,
     position: usize,
+    /// The step of the transcript it belongs to (see [`opens_step`]).
+    step: usize,
+}
+
+/// The best line of each step (the first among equals), in order.
+fn best_of_each_step(lines: &[Line]) -> Vec<usize> {
+    let mut best: Vec<usize> = Vec::new();
+    for (k, line) in lines.iter().enumerate() {
+        match best.last_mut() {
+            Some(b) if lines[*b].step == line.step => {
+                if line.score > lines[*b].score {
+                    *b = k;
+                }
+            }
+            _ => best.push(k),
+        }
+    }
+    best
+}
+
+/// Whether `line` (role-tagged) starts another step, `last` being the
+/// role tag of the line before: a user message, an assistant's text, or
+/// an assistant's call that follows no text of its own.
+fn opens_step(line: &str, last: Option<&str>) -> bool {
+    if line.starts_with("user:") || line.starts_with("assistant:") || line.starts_with("system:") {
+        return true;
+    }
+    line.starts_with("assistant called ")
+        && !matches!(last, Some("assistant:" | "assistant called "))
 }
 
 /// The transcript's distinct, non-blank lines with their scores, in order;
-/// the headers and markers of earlier summaries left out.
+/// the headers and markers of earlier summaries left out. Where the
+/// transcript is a summarization prompt (its conversation between
+/// [`CONVERSATION`] tags), only the conversation and the previous summary
+/// are read: the prompt's own words, its tags, and the current request
+/// (which the context keeps verbatim) are no part of a summary.
 fn candidate_lines(transcript: &str) -> Vec<Line> {
+    let prompt = transcript.lines().any(|l| l.trim() == CONVERSATION.0);
     let mut seen = HashSet::new();
     let mut lines = Vec::new();
     let mut in_previous = false;
+    let mut section = if prompt {
+        Section::Outside
+    } else {
+        Section::Conversation
+    };
+    let (mut step, mut last) = (0, None);
     for raw in transcript.lines() {
         let mut raw = raw.trim();
+        if prompt && let Some(next) = Section::after_tag(raw) {
+            section = next;
+            in_previous = section == Section::Previous;
+            continue;
+        }
+        if section == Section::Outside {
+            continue;
+        }
         if let Some(rest) = raw.strip_prefix(PREVIOUS_SUMMARY) {
             in_previous = true;
             raw = rest.trim();
-        } else if is_role_tagged(raw) {
+        } else if let Some(tag) = role_tag(raw) {
             // A message of the transcript ends the previous summary, whose
             // own lines are bullets or free text without a role tag.
-            in_previous = false;
+            in_previous = section == Section::Previous;
+            if opens_step(raw, last) {
+                step += 1;
+            }
+            last = Some(tag);
         }
         let line = raw.strip_prefix("- ").unwrap_or(raw).trim();
-        if line.is_empty() || line.starts_with(EXTRACTIVE_HEADER) {
+        if line.is_empty() || is_marker(line) {
             continue;
         }
         let text = cut(line);
@@ -246,13 +315,57 @@ fn candidate_lines(transcript: &str) -> Vec<Line> {
             text,
             score,
             position: lines.len(),
+            step,
         });
     }
     lines
 }
 
-/// Whether `line` opens a message of the transcript.
-fn is_role_tagged(line: &str) -> bool {
+/// Whether `line` is a summary's own framing (its prefix, the handle of
+/// its originals, the note that it rolls, an extractive header) rather
+/// than what it says.
+fn is_marker(line: &str) -> bool {
+    line.starts_with(EXTRACTIVE_HEADER)
+        || line == memory_core::summary::PREFIX.trim_end()
+        || line.starts_with("[originals: recall")
+        || line.starts_with("[rolling summary")
+}
+
+/// The tags a summarization prompt puts around the conversation.
+const CONVERSATION: (&str, &str) = ("<conversation>", "</conversation>");
+
+/// The tags around a previous summary in a summarization prompt.
+const PREVIOUS: (&str, &str) = ("<previous-summary>", "</previous-summary>");
+
+/// Where in a summarization prompt a line stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Section {
+    /// The prompt's own words, or a section no summary repeats.
+    Outside,
+    /// The conversation to summarize.
+    Conversation,
+    /// The previous summary, to merge.
+    Previous,
+}
+
+impl Section {
+    /// The section a tag line opens or closes into; `None` for any other
+    /// line. A tag of another section (the current request) is left out
+    /// with its content.
+    fn after_tag(line: &str) -> Option<Section> {
+        if !(line.starts_with('<') && line.ends_with('>')) || line.contains(' ') {
+            return None;
+        }
+        Some(match line {
+            l if l == CONVERSATION.0 => Section::Conversation,
+            l if l == PREVIOUS.0 => Section::Previous,
+            _ => Section::Outside,
+        })
+    }
+}
+
+/// The role tag `line` opens a message of the transcript with, if any.
+fn role_tag(line: &str) -> Option<&'static str> {
     [
         "system:",
         "user:",
@@ -260,8 +373,8 @@ fn is_role_tagged(line: &str) -> bool {
         "assistant called ",
         "tool result",
     ]
-    .iter()
-    .any(|tag| line.starts_with(tag))
+    .into_iter()
+    .find(|tag| line.starts_with(tag))
 }
 
 /// `line`, cut to [`MAX_LINE_CHARS`] characters.
@@ -450,6 +563,40 @@ assistant: fine";
         assert!(second.contains("src/csv_out.rs"), "{second}");
         // Merged lines are not re-bulleted.
         assert!(!second.contains("- - "), "{second}");
+    }
+
+    #[test]
+    fn a_prompt_gives_its_conversation_and_a_line_for_every_step() {
+        let mut prompt = String::from(
+            "Your previous summary, to merge with the new material:\n<previous-summary>\n\
+             Summary of prior context:\n[originals: recall r:0000000001..0000000002]\n\
+             - the goal is a CSV parser\n</previous-summary>\n\n\
+             The user's current request:\n<current-request>\nuser: fix the writer\n</current-request>\n\n\
+             <conversation>\n",
+        );
+        for step in 1..=30 {
+            prompt.push_str(&format!(
+                "assistant: step {step}\nassistant called read {{\"path\": \"f{step}\"}}\ntool result (c{step}):\nok\n"
+            ));
+        }
+        prompt.push_str("</conversation>\n\nMerge your previous summary and the steps above.");
+        let text = ExtractiveSummarizer.summarize(&prompt, 1_024).unwrap();
+        for absent in [
+            "<",
+            "Merge your",
+            "fix the writer",
+            "[originals",
+            "Summary of prior",
+        ] {
+            assert!(!text.contains(absent), "{absent} in\n{text}");
+        }
+        assert!(text.contains("CSV parser"), "{text}");
+        for step in 1..=30 {
+            assert!(
+                text.contains(&format!("f{step}\"")),
+                "step {step} missing from\n{text}"
+            );
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use memory_core::covered;
 use memory_core::{
     Budget, History, MemoryError, Message, ModelOptions, Provider, ProviderError, Selection,
     TokenCounter, TrimResult, TrimStrategy, summary,
@@ -451,7 +452,7 @@ impl TrimStrategy for SummarizeStrategy {
             );
             return Ok(fallback());
         }
-        let stored = assemble(history, &plan, message, tokens, budget);
+        let stored = assemble(history, &plan, message, tokens, budget)?;
         shown(stored, history, budget, tokens, room)
     }
 }
@@ -593,7 +594,7 @@ fn assemble(
     summary: Message,
     tokens: usize,
     budget: &Budget,
-) -> TrimResult {
+) -> Result<TrimResult, MemoryError> {
     let at = plan.insert_at();
     let mut selection = Selection::new(history);
     let mut summary = Some(summary);
@@ -609,5 +610,10 @@ fn assemble(
         selection.push(s, tokens, true);
     }
     let fits = budget.admits_tokens(plan.kept_tokens + tokens);
-    selection.finish(true, fits)
+    let mut result = selection.finish(true, fits);
+    // What the summary stands for stays within reach, up to the horizon,
+    // as a session opened again recovers it from the store.
+    result.covered =
+        covered::after_folding(history, &plan.summarized)?.within(covered::horizon(budget));
+    Ok(result)
 }

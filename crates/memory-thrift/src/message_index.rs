@@ -17,14 +17,17 @@
 //! times over, down to the first message) by their identity (a 64-bit hash
 //! of every field); a changed anchor makes every message's identity be
 //! checked. A short history (at most [`CHECK_ALL`] messages) has every
-//! message checked. So a message rewritten in place is noticed by its
-//! count, or at an anchor; one rewritten to the same count between anchors
-//! would be taken for the one before.
+//! message checked, and every summary is an anchor too: a compaction
+//! rewrites its summary in place, often to the same count (summaries are
+//! capped), with the covered set growing before it. So a message rewritten
+//! in place is noticed by its count, or at an anchor; one other than a
+//! summary rewritten to the same count between anchors would be taken for
+//! the one before.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
-use memory_core::{History, Message};
+use memory_core::{History, Message, summary};
 
 use crate::calls::Points;
 use crate::kind_positions::KindPositions;
@@ -54,6 +57,8 @@ pub(crate) struct MessageIndex {
     totals: Vec<usize>,
     /// Positions of the assistant messages after the first message.
     assistants: Vec<usize>,
+    /// Positions of the summaries, checked whenever the prefix is.
+    summaries: Vec<usize>,
     /// Each message's [`text_key`].
     text_keys: Vec<u64>,
     /// Positions by [`text_key`], ascending.
@@ -103,7 +108,12 @@ impl MessageIndex {
     /// are, else up to the first message whose identity differs.
     fn checked(&self, messages: &[Message], same: usize) -> usize {
         let changed = |i: usize| message_key(&messages[i]) != self.keys[i];
-        if same <= CHECK_ALL {
+        let rewritten = self
+            .summaries
+            .iter()
+            .take_while(|&&i| i < same)
+            .any(|&i| changed(i));
+        if same <= CHECK_ALL || rewritten {
             return (0..same).find(|&i| changed(i)).unwrap_or(same);
         }
         let (mut at, mut gap) = (same - 1, 1);
@@ -137,6 +147,8 @@ impl MessageIndex {
         // Ascending: the ones kept lead.
         let kept = self.assistants.partition_point(|&i| i < len);
         self.assistants.truncate(kept);
+        let kept = self.summaries.partition_point(|&i| i < len);
+        self.summaries.truncate(kept);
         self.kinds.truncate(len);
         self.terms.truncate(len);
     }
@@ -153,6 +165,9 @@ impl MessageIndex {
         self.keys.push(message_key(message));
         if message.is_assistant() && i > 0 {
             self.assistants.push(i);
+        }
+        if summary::is_summary(message) {
+            self.summaries.push(i);
         }
         let key = text_key(message);
         self.text_keys.push(key);
@@ -277,6 +292,19 @@ mod tests {
         let mut other = m[..120].to_vec();
         other.push(Message::user("something else"));
         assert_eq!(synced(&mut seen, &other).await, 120);
+    }
+
+    #[tokio::test]
+    async fn a_summary_rewritten_to_the_same_count_is_found() {
+        // A long history with a summary between anchors, rewritten in
+        // place to the same count, as a compaction rewrites it.
+        let mut m = chat(100);
+        m.insert(90, memory_core::summary::message("earlier: A"));
+        let mut seen = MessageIndex::default();
+        synced(&mut seen, &m).await;
+        let mut changed = m.clone();
+        changed[90] = memory_core::summary::message("earlier: B");
+        assert_eq!(synced(&mut seen, &changed).await, 90);
     }
 
     #[tokio::test]

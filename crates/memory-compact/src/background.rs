@@ -89,7 +89,7 @@ impl<'a> Background<'a> {
         let mut ready = ready;
         let text = body::text(&ready.covering.message).unwrap_or_default();
         let cap = self.settings.summary_max_tokens() as usize;
-        let originals = summary::originals(&work, &ready.covering.region);
+        let originals = summary::originals(work.messages(), &ready.covering.region);
         match body::fitted(&text, &ready.covering.files, originals, cap, counter).await? {
             Ok(message) => ready.covering.message = message,
             Err(rejection) => {

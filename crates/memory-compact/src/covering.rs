@@ -12,7 +12,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
-use memory_core::covered::{self, Covered};
+use memory_core::covered;
 use memory_core::identity::message_key;
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
 
@@ -141,14 +141,9 @@ impl Covering {
             origin.extend((next..history.len()).map(Some));
         }
         let mut result = selection.finish(true, true);
-        result.covered = self.covered_after(history)?;
+        // All of it: the turn cuts it to the budget's horizon.
+        result.covered = covered::after_folding(history, &self.region, covered::UNLIMITED_HORIZON);
         Ok(Applied { result, origin })
-    }
-
-    /// The covered set of the history this covering makes of `history`
-    /// ([`covered::after_folding`]).
-    fn covered_after(&self, history: &History<'_>) -> Result<Covered, MemoryError> {
-        covered::after_folding(history, &self.region)
     }
 
     /// This covering, made on `applied` (the result of applying `base` to

@@ -151,7 +151,7 @@ impl<'a> Foreground<'a> {
         };
         let files = job.preparation.files;
         let cap = self.settings.summary_max_tokens() as usize;
-        let originals = summary::originals(work, &plan.region);
+        let originals = summary::originals(work.messages(), &plan.region);
         let message = match body::fitted(&text, &files, originals, cap, counter).await? {
             Ok(message) => message,
             Err(rejection) => {

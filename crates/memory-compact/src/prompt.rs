@@ -13,6 +13,7 @@
 
 use memory_core::{ChatRequest, MemoryError, Message, ModelOptions, TokenCounter};
 use memory_summary_engine::render;
+use memory_summary_engine::sections::{CONVERSATION, CURRENT_REQUEST, PREVIOUS_SUMMARY, Section};
 
 /// What Compact's summarizer is asked to write: a summary under fixed
 /// headings, merged with the previous one, which the request hands over
@@ -120,27 +121,34 @@ impl Template<'_> {
 fn head(part: Part<'_>) -> String {
     let mut text = String::new();
     if let Some(previous) = part.previous {
-        text.push_str(
-            "Your previous summary, to merge with the new material:\n<previous-summary>\n",
-        );
-        text.push_str(previous);
-        text.push_str("\n</previous-summary>\n\n");
+        text.push_str("Your previous summary, to merge with the new material:\n");
+        push_section(&mut text, PREVIOUS_SUMMARY, previous);
     }
     if let Some(question) = part.question {
         text.push_str(
-            "The user's current request, which stays in the context verbatim after your summary:\n<current-request>\n",
+            "The user's current request, which stays in the context verbatim after your summary:\n",
         );
-        text.push_str(question);
-        text.push_str("\n</current-request>\n\n");
+        push_section(&mut text, CURRENT_REQUEST, question);
     }
-    text.push_str("<conversation>\n");
+    text.push_str(CONVERSATION.open);
+    text.push('\n');
     text
+}
+
+/// Appends `content` in `section`'s tags, then a blank line.
+fn push_section(text: &mut String, section: Section, content: &str) {
+    text.push_str(section.open);
+    text.push('\n');
+    text.push_str(content);
+    text.push('\n');
+    text.push_str(section.close);
+    text.push_str("\n\n");
 }
 
 /// What comes after the transcript: the closing tag, the task, the custom
 /// instructions.
 fn tail(part: Part<'_>, instructions: Option<&str>) -> String {
-    let mut text = String::from("\n</conversation>\n\n");
+    let mut text = format!("\n{}\n\n", CONVERSATION.close);
     text.push_str(match (part.question.is_some(), part.previous.is_some()) {
         (true, false) => {
             "Summarize the steps above, the earlier work on the current request, so that the assistant can continue from its newest steps."

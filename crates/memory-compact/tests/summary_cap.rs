@@ -11,6 +11,7 @@ use memory_core::{
 use memory_session::WindowMemory;
 use memory_summarize::ExtractiveSummarizer;
 use memory_summary_engine::Rejection;
+use memory_summary_engine::sections::{CONVERSATION, CURRENT_REQUEST, PREVIOUS_SUMMARY};
 
 /// Turn `i` of a session that writes one new file a turn.
 fn turn(i: usize) -> [Message; 4] {
@@ -64,6 +65,12 @@ async fn three_hundred_turns_each_touching_a_new_file_stay_within_budget_and_cap
         for message in context.iter().filter(|m| summary::is_summary(m)) {
             let size = CharTokenCounter.count_message(message).await.unwrap();
             assert!(size <= cap as usize, "turn {i}: a summary of {size} tokens");
+            // The offline summarizer repeats none of the prompt's tags.
+            let text = message.text();
+            for section in [CONVERSATION, PREVIOUS_SUMMARY, CURRENT_REQUEST] {
+                assert!(!text.contains(section.open), "turn {i}: {text}");
+                assert!(!text.contains(section.close), "turn {i}: {text}");
+            }
             let files = body::files(message).expect("Compact's own summary");
             largest_list = largest_list.max(files.len());
             summaries += 1;

@@ -66,7 +66,6 @@
 use std::ops::Range;
 
 use crate::budget::Budget;
-use crate::error::MemoryError;
 use crate::history::History;
 use crate::message::Message;
 use crate::summary;
@@ -114,56 +113,48 @@ pub fn horizon(budget: &Budget) -> usize {
 /// Summaries and indexes folded with the range are not in the set: they
 /// are no turns of the store's history (a summary's own turns stand for
 /// it).
-/// Every materializing strategy gives its result this set, so that a
-/// session opened again (which recovers it from the store) shows what the
-/// live one showed.
-///
-/// # Errors
-///
-/// [`MemoryError`] when counts and messages disagree (never for a
-/// history's own).
+/// The newest whole steps of it within `horizon` tokens are kept. Every
+/// materializing strategy gives its result this set, so that the stages
+/// after it may show the turns its summary stands for.
 ///
 /// ```
 /// use memory_core::{covered, summary, History, Message};
 /// let m = [Message::user("task"), Message::assistant("a"), Message::user("b"), Message::assistant("c")];
 /// let h = History::new(&m, &[1, 1, 1, 1]).unwrap();
-/// let set = covered::after_folding(&h, &[1..3]).unwrap();
+/// let set = covered::after_folding(&h, &[1..3], 100);
 /// assert_eq!(set.messages(), &m[1..3]);
 /// assert_eq!(set.next(), Some(&m[3]));
+/// assert_eq!(covered::after_folding(&h, &[1..3], 1).messages(), &m[2..3]);
 /// ```
-pub fn after_folding(
-    history: &History<'_>,
-    region: &[Range<usize>],
-) -> Result<Covered, MemoryError> {
+pub fn after_folding(history: &History<'_>, region: &[Range<usize>], horizon: usize) -> Covered {
     let old = history.covered();
     let Some(last) = region.last() else {
-        return Ok(old.clone());
+        return old.within(horizon);
     };
     let messages = history.messages();
-    let fresh = |range: Range<usize>, into: &mut (Vec<Message>, Vec<usize>)| {
-        let turn = |&i: &usize| {
-            !(history.is_protected(i)
-                || summary::is_summary(&messages[i])
-                || crate::index::is_index(&messages[i]))
-        };
-        for i in range.filter(turn) {
-            into.0.push(messages[i].clone());
-            into.1.push(history.counts()[i]);
-        }
+    // A history protects its summaries.
+    let turns = |range: Range<usize>| {
+        range
+            .filter(|&i| !history.is_protected(i) && !crate::index::is_index(&messages[i]))
+            .map(|i| (messages[i].clone(), history.counts()[i]))
     };
-    let mut set = (Vec::new(), Vec::new());
-    match anchor(history) {
+    let set = match anchor(history) {
         // The old set stood before a message now folded, or before the
         // message after the range.
         Some(a) if last.start <= a && a <= last.end => {
-            fresh(last.start..a, &mut set);
-            set.0.extend(old.messages().iter().cloned());
-            set.1.extend(old.counts().iter().copied());
-            fresh(a..last.end, &mut set);
+            let old_set = old
+                .messages()
+                .iter()
+                .cloned()
+                .zip(old.counts().iter().copied());
+            let set = turns(last.start..a)
+                .chain(old_set)
+                .chain(turns(a..last.end));
+            Covered::default().extended(set, horizon)
         }
-        _ => fresh(last.clone(), &mut set),
-    }
-    Ok(Covered::new(set.0, set.1)?.before(messages.get(last.end).cloned()))
+        _ => Covered::default().extended(turns(last.clone()), horizon),
+    };
+    set.before(messages.get(last.end).cloned())
 }
 
 /// Where a view's covered set stands: right before the message it

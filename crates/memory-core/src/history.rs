@@ -346,20 +346,6 @@ impl<'a> History<'a> {
     }
 }
 
-impl AsRef<[Message]> for History<'_> {
-    /// The messages, as [`History::messages`] gives them.
-    ///
-    /// ```
-    /// use memory_core::{History, Message};
-    /// let m = [Message::user("a")];
-    /// let h = History::new(&m, &[1]).unwrap();
-    /// assert_eq!(AsRef::<[Message]>::as_ref(&h), &m);
-    /// ```
-    fn as_ref(&self) -> &[Message] {
-        self.messages
-    }
-}
-
 fn check_lengths(messages: &[Message], counts: &[usize]) -> Result<(), MemoryError> {
     if messages.len() == counts.len() {
         Ok(())

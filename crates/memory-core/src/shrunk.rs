@@ -35,7 +35,7 @@ fn is_marker_for(message: &Message, original: &Option<String>, shown: &Option<St
 
 /// Whether `line` may stand for what a stage removed: one line in
 /// brackets, at most [`MAX_MARKER_CHARS`] bytes.
-pub(crate) fn is_marker_line(line: &str) -> bool {
+fn is_marker_line(line: &str) -> bool {
     line.starts_with('[')
         && line.ends_with(']')
         && !line.contains('\n')
@@ -46,18 +46,28 @@ pub(crate) fn is_marker_line(line: &str) -> bool {
 /// brackets (at most [`MAX_MARKER_CHARS`]) on a line of its own, and an end
 /// of it, shorter than `original` and keeping some of it.
 fn is_cut_from(original: &str, shown: &str) -> bool {
+    is_cut_with(original, shown, "\n")
+}
+
+/// Whether `shown` is `original` cut, its lines broken by `line_break`:
+/// `head`, `line_break`, a marker line, `line_break`, `tail`, where
+/// `original` starts with `head` and ends with `tail`, `shown` is shorter
+/// and keeps some of it.
+fn is_cut_with(original: &str, shown: &str, line_break: &str) -> bool {
     if shown.len() >= original.len() {
         return false;
     }
-    // Each line of `shown` that opens with `[` may be the marker: `shown`
-    // is then `head \n [marker] \n tail`.
-    shown.match_indices("\n[").any(|(at, _)| {
-        let rest = &shown[at + 1..];
-        let Some(end) = rest.find('\n') else {
+    // Each line of `shown` that opens with `[` may be the marker.
+    shown.match_indices(line_break).any(|(at, _)| {
+        let rest = &shown[at + line_break.len()..];
+        if !rest.starts_with('[') {
+            return false;
+        }
+        let Some(end) = rest.find(line_break) else {
             return false;
         };
         let marker = &rest[..end];
-        let (head, tail) = (&shown[..at], &rest[end + 1..]);
+        let (head, tail) = (&shown[..at], &rest[end + line_break.len()..]);
         is_marker_line(marker)
             && !(head.is_empty() && tail.is_empty())
             && head.len() + tail.len() < original.len()
@@ -166,22 +176,7 @@ pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
 /// beginning of it, a bracketed `marker` line written with escaped line
 /// breaks, and an end of it; shorter, and JSON still when `original` is.
 pub fn is_arguments_cut_from(original: &str, shown: &str) -> bool {
-    if shown.len() >= original.len() {
-        return false;
-    }
-    shown.match_indices("\\n[").any(|(at, _)| {
-        let rest = &shown[at + 2..];
-        let Some(end) = rest.find("]\\n") else {
-            return false;
-        };
-        let marker = &rest[..=end];
-        let (head, tail) = (&shown[..at], &rest[end + 3..]);
-        is_marker_line(marker)
-            && original.starts_with(head)
-            && original.ends_with(tail)
-            && head.len() + tail.len() < original.len()
-            && (is_json(shown) || !is_json(original))
-    })
+    is_cut_with(original, shown, "\\n") && (is_json(shown) || !is_json(original))
 }
 
 /// Whether `text` is JSON.

@@ -138,7 +138,7 @@ fn split(message: &Message) -> Option<(Option<&str>, &str)> {
 /// originals.
 ///
 /// ```
-/// use memory_core::{recall::Handle, summary, History, Message};
+/// use memory_core::{recall::Handle, summary, Message};
 /// let all = [
 ///     Message::system("rules"),
 ///     Message::user("Lisbon or Porto?"),
@@ -147,21 +147,15 @@ fn split(message: &Message) -> Option<(Option<&str>, &str)> {
 ///     Message::assistant("The Alfama one."),
 ///     Message::user("And dinner?"),
 /// ];
-/// let first = History::new(&all, &[1; 6]).unwrap();
-/// let handle = summary::originals(&first, &[1..3]).unwrap();
+/// let handle = summary::originals(&all, &[1..3]).unwrap();
 /// assert_eq!(handle.find(&all), Some(1..3));
 /// // Folded again with the two turns after it: the stretch runs on.
 /// let view = [all[0].clone(), summary::message_for("Lisbon.", Some(handle)), all[3].clone(), all[4].clone(), all[5].clone()];
-/// let second = History::new(&view, &[1; 5]).unwrap();
-/// assert_eq!(summary::originals(&second, &[1..4]).unwrap().find(&all), Some(1..5));
+/// assert_eq!(summary::originals(&view, &[1..4]).unwrap().find(&all), Some(1..5));
 /// // Folded again alone: the same stretch.
-/// assert_eq!(summary::originals(&second, &[1..2]), Some(handle));
+/// assert_eq!(summary::originals(&view, &[1..2]), Some(handle));
 /// ```
-pub fn originals<H>(history: &H, region: &[Range<usize>]) -> Option<Handle>
-where
-    H: AsRef<[Message]> + ?Sized,
-{
-    let m = history.as_ref();
+pub fn originals(m: &[Message], region: &[Range<usize>]) -> Option<Handle> {
     let folded = region.iter().flat_map(Clone::clone);
     let earlier = folded.clone().find_map(|i| stands_for(&m[i]));
     let mut new = folded.filter(|&i| !is_summary(&m[i]));
@@ -205,7 +199,6 @@ pub fn body(message: &Message) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
 
     /// A region of one range.
     fn one(range: Range<usize>) -> Vec<Range<usize>> {
@@ -221,8 +214,7 @@ mod tests {
             Message::user("go on"),
             Message::assistant("done"),
         ];
-        let history = History::new(&m, &[1; 5]).unwrap();
-        let handle = originals(&history, &one(1..4)).unwrap();
+        let handle = originals(&m, &one(1..4)).unwrap();
         assert_eq!(handle.find(&m), Some(1..4));
         // Folded once more, with nothing new: the same handle.
         let view = [
@@ -230,8 +222,7 @@ mod tests {
             message_for("so far", Some(handle)),
             m[4].clone(),
         ];
-        let again = History::new(&view, &[1; 3]).unwrap();
-        assert_eq!(originals(&again, &one(1..2)), Some(handle));
-        assert_eq!(originals(&again, &one(1..3)).unwrap().find(&m), Some(1..5));
+        assert_eq!(originals(&view, &one(1..2)), Some(handle));
+        assert_eq!(originals(&view, &one(1..3)).unwrap().find(&m), Some(1..5));
     }
 }

@@ -40,6 +40,15 @@ pub fn to_text(messages: &[Message]) -> String {
         .join("\n")
 }
 
+/// What opens a previous summary's line in a transcript, before its body.
+///
+/// ```
+/// use memory_core::{summary, transcript};
+/// let line = transcript::message_to_text(&summary::message("so far"));
+/// assert_eq!(line, format!("{} so far", transcript::PREVIOUS_SUMMARY));
+/// ```
+pub const PREVIOUS_SUMMARY: &str = "previous summary:";
+
 /// Renders one message (see the module documentation).
 ///
 /// ```
@@ -49,7 +58,7 @@ pub fn to_text(messages: &[Message]) -> String {
 pub fn message_to_text(message: &Message) -> String {
     match message {
         Message::System(text) => match summary::body(message) {
-            Some(body) => format!("previous summary: {body}"),
+            Some(body) => format!("{PREVIOUS_SUMMARY} {body}"),
             None => format!("system: {text}"),
         },
         Message::User(blocks) => {

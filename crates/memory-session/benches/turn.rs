@@ -3,7 +3,7 @@
 //! a window of about 570 messages; against molo-agent 0.6's `WindowMemory`
 //! measured in the same run.
 //!
-//! `cargo bench -p memory-window --bench turn`
+//! `cargo bench -p memory-session --bench turn`
 
 use std::time::{Duration, Instant};
 
@@ -19,41 +19,58 @@ fn text(i: usize) -> String {
     format!("message {i:>6}: the quick brown fox jumps over the lazy dog")
 }
 
-/// Rebuilds a memory once a run has grown its history by a tenth, so every
-/// size is measured at that size; rebuilding is not timed.
-async fn ours(size: usize) -> WindowMemory {
-    let mut memory = WindowMemory::new(BUDGET);
-    memory
-        .record_protected(Message::system("You are a helpful agent."))
-        .await
-        .expect("in-memory record");
-    for i in 0..size {
-        let m = if i % 2 == 0 {
-            Message::user(text(i))
-        } else {
-            Message::assistant(text(i))
-        };
-        memory.record(m).await.expect("in-memory record");
-    }
-    memory
+/// A memory of `$size` messages after a system prompt, built with
+/// `$memory` from `$message` (system, user, assistant constructors).
+macro_rules! filled {
+    ($memory:expr, $message:path, $size:expr) => {{
+        let mut memory = $memory;
+        memory
+            .record_protected(<$message>::system("You are a helpful agent."))
+            .await
+            .expect("in-memory record");
+        for i in 0..$size {
+            let m = if i % 2 == 0 {
+                <$message>::user(text(i))
+            } else {
+                <$message>::assistant(text(i))
+            };
+            memory.record(m).await.expect("in-memory record");
+        }
+        memory
+    }};
 }
 
-async fn molo(size: usize) -> molo_agent::WindowMemory {
-    use molo_agent::message::Message as M;
-    let mut memory = molo_agent::WindowMemory::new(BUDGET);
-    memory
-        .record_protected(M::system("You are a helpful agent."))
-        .await
-        .expect("in-memory record");
-    for i in 0..size {
-        let m = if i % 2 == 0 {
-            M::user(text(i))
-        } else {
-            M::assistant(text(i))
-        };
-        memory.record(m).await.expect("in-memory record");
-    }
-    memory
+/// The time of `iters` turns of a memory `$fill` makes (again once a run
+/// has grown its history by a tenth, so every size is measured at that
+/// size; rebuilding is not timed).
+macro_rules! turns {
+    ($rt:expr, $iters:expr, $size:expr, $fill:expr, $message:path) => {
+        $rt.block_on(async {
+            let mut memory = $fill;
+            let mut grown = 0;
+            let mut spent = Duration::ZERO;
+            for i in 0..$iters as usize {
+                if grown > $size / 10 {
+                    memory = $fill;
+                    grown = 0;
+                }
+                let start = Instant::now();
+                memory
+                    .record(<$message>::user(text(i)))
+                    .await
+                    .expect("record");
+                memory
+                    .record(<$message>::assistant(text(i + 1)))
+                    .await
+                    .expect("record");
+                let context = memory.context().await.expect("context");
+                spent += start.elapsed();
+                std::hint::black_box(context);
+                grown += 2;
+            }
+            spent
+        })
+    };
 }
 
 fn bench(c: &mut Criterion) {
@@ -66,32 +83,17 @@ fn bench(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(3));
     for size in SIZES {
         group.bench_with_input(
-            BenchmarkId::new("memory-window", size),
+            BenchmarkId::new("memory-session", size),
             &size,
             |b, &size| {
                 b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let mut memory = ours(size).await;
-                        let mut grown = 0;
-                        let mut spent = Duration::ZERO;
-                        for i in 0..iters as usize {
-                            if grown > size / 10 {
-                                memory = ours(size).await;
-                                grown = 0;
-                            }
-                            let start = Instant::now();
-                            memory.record(Message::user(text(i))).await.expect("record");
-                            memory
-                                .record(Message::assistant(text(i + 1)))
-                                .await
-                                .expect("record");
-                            let context = memory.context().await.expect("context");
-                            spent += start.elapsed();
-                            std::hint::black_box(context);
-                            grown += 2;
-                        }
-                        spent
-                    })
+                    turns!(
+                        rt,
+                        iters,
+                        size,
+                        filled!(WindowMemory::new(BUDGET), Message, size),
+                        Message
+                    )
                 });
             },
         );
@@ -101,28 +103,13 @@ fn bench(c: &mut Criterion) {
             |b, &size| {
                 use molo_agent::message::Message as M;
                 b.iter_custom(|iters| {
-                    rt.block_on(async {
-                        let mut memory = molo(size).await;
-                        let mut grown = 0;
-                        let mut spent = Duration::ZERO;
-                        for i in 0..iters as usize {
-                            if grown > size / 10 {
-                                memory = molo(size).await;
-                                grown = 0;
-                            }
-                            let start = Instant::now();
-                            memory.record(M::user(text(i))).await.expect("record");
-                            memory
-                                .record(M::assistant(text(i + 1)))
-                                .await
-                                .expect("record");
-                            let context = memory.context().await.expect("context");
-                            spent += start.elapsed();
-                            std::hint::black_box(context);
-                            grown += 2;
-                        }
-                        spent
-                    })
+                    turns!(
+                        rt,
+                        iters,
+                        size,
+                        filled!(molo_agent::WindowMemory::new(BUDGET), M, size),
+                        M
+                    )
                 });
             },
         );

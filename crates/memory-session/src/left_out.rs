@@ -246,7 +246,7 @@ pub async fn trim_indexed(
     counter: &dyn TokenCounter,
     settings: &IndexSettings,
 ) -> Result<TrimResult, MemoryError> {
-    let result = trim_reserving(strategy, history, budget, counter, Some(settings)).await?;
+    let (result, _) = trim_reserving(strategy, history, budget, counter, Some(settings)).await?;
     add_index(history, result, budget, counter, settings).await
 }
 
@@ -325,7 +325,7 @@ async fn least_index(counter: &dyn TokenCounter) -> Result<usize, MemoryError> {
 /// `strategy`'s trim of `history` given the budget [`reserve`] leaves it
 /// when `settings` are given (`budget` itself otherwise), with `fits`
 /// said of `budget`: a result over the reserved budget but within the
-/// whole one fits.
+/// whole one fits; and the budget the strategy was given.
 ///
 /// # Errors
 ///
@@ -338,14 +338,17 @@ async fn least_index(counter: &dyn TokenCounter) -> Result<usize, MemoryError> {
 /// let m = [Message::user("fix it"), Message::tool_result("c", "x".repeat(1_960))];
 /// let history = History::new(&m, &[2, 490]).unwrap();
 /// let settings = IndexSettings::default();
-/// let r = trim_reserving(&Pipeline::new(), &history, &Budget::tokens(480), &CharTokenCounter, Some(&settings))
+/// let (r, _) = trim_reserving(&Pipeline::new(), &history, &Budget::tokens(480), &CharTokenCounter, Some(&settings))
 ///     .await
 ///     .unwrap();
 /// assert!(!r.fits); // 492 tokens: over the whole budget too
-/// let r = trim_reserving(&Pipeline::new(), &history, &Budget::tokens(495), &CharTokenCounter, Some(&settings))
+/// let (r, given) = trim_reserving(&Pipeline::new(), &history, &Budget::tokens(495), &CharTokenCounter, Some(&settings))
 ///     .await
 ///     .unwrap();
-/// assert!(r.fits); // over the reserved 483, within the whole 495
+/// assert!(r.fits); // within the whole 495
+/// // The room the index would keep holds no index at this budget: the
+/// // strategy is given the whole of it.
+/// assert_eq!(given.max_tokens, Some(495));
 /// # });
 /// ```
 pub async fn trim_reserving(
@@ -354,9 +357,10 @@ pub async fn trim_reserving(
     budget: &Budget,
     counter: &dyn TokenCounter,
     settings: Option<&IndexSettings>,
-) -> Result<TrimResult, MemoryError> {
+) -> Result<(TrimResult, Budget), MemoryError> {
     let Some(settings) = settings else {
-        return strategy.trim_with_counts(history, budget, counter).await;
+        let result = strategy.trim_with_counts(history, budget, counter).await?;
+        return Ok((result, *budget));
     };
     let reserved = reserve(history, budget, counter, settings).await?;
     let mut result = strategy
@@ -368,7 +372,7 @@ pub async fn trim_reserving(
     {
         result.fits = true;
     }
-    Ok(result)
+    Ok((result, reserved))
 }
 
 /// `result` with an index of what it leaves out of `history` (see the
@@ -407,7 +411,7 @@ pub async fn add_index(
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 /// let gone = [Message::user("Paint the hall sage green."), Message::assistant("Noted.")];
 /// let mut folded = Folded::default();
-/// folded.fold(&History::new(&gone, &[8, 3]).unwrap(), &[0..2], &Budget::tokens(400));
+/// folded.extend(&[(gone[0].clone(), 8), (gone[1].clone(), 3)], &Budget::tokens(400));
 /// let m = [memory_core::summary::message("Colours chosen."), Message::user("And the door?")];
 /// let history = History::new(&m, &[5, 5]).unwrap().forget_task();
 /// let result = TrimResult::unchanged(&history, &Budget::tokens(400));
@@ -531,15 +535,15 @@ async fn add_question_list(
 
 /// Turns a compaction folded away that the history a strategy is given
 /// (its view and covered set) no longer holds: kept as the index lines of
-/// their pieces (a few dozen bytes each), so that the index can name
-/// them ([`add_index_folded`]). `WindowMemory` keeps one per session.
+/// their pieces (a few dozen bytes each, and the messages of the last
+/// piece, which later turns may join), so that the index can name them
+/// ([`add_index_folded`]). `WindowMemory` keeps one per session.
 ///
 /// ```
-/// use memory_core::{Budget, History, Message};
+/// use memory_core::{Budget, Message};
 /// use memory_session::left_out::Folded;
-/// let m = [Message::user("a"), Message::assistant("b")];
 /// let mut folded = Folded::default();
-/// folded.fold(&History::new(&m, &[1, 1]).unwrap(), &[0..2], &Budget::tokens(100));
+/// folded.extend(&[(Message::user("a"), 1), (Message::assistant("b"), 1)], &Budget::tokens(100));
 /// assert_eq!(folded.len(), 1);
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -560,15 +564,6 @@ struct FoldedPiece {
 }
 
 impl Folded {
-    /// Adds the `stretches` of `history` (in order, after those added
-    /// before), folded away, as pieces one recall brings back whole under
-    /// `budget`.
-    pub fn fold(&mut self, history: &History<'_>, stretches: &[Range<usize>], budget: &Budget) {
-        let max_tokens = max_reachable_tokens(budget);
-        self.open.clear();
-        self.fold_pieces(history, &pieces(history, stretches, max_tokens), max_tokens);
-    }
-
     /// Adds `cut`, pieces of `history`.
     fn fold_pieces(&mut self, history: &History<'_>, cut: &[Range<usize>], max_tokens: usize) {
         for piece in cut.iter().cloned() {
@@ -628,23 +623,6 @@ impl Folded {
                 .map(|i| (messages[i].clone(), counts[i]))
                 .collect();
         }
-    }
-
-    /// Adds the pieces of `later`, folded after these.
-    ///
-    /// ```
-    /// use memory_core::{Budget, History, Message};
-    /// use memory_session::left_out::Folded;
-    /// let m = [Message::user("a"), Message::assistant("b")];
-    /// let mut later = Folded::default();
-    /// later.fold(&History::new(&m, &[1, 1]).unwrap(), &[0..2], &Budget::tokens(100));
-    /// let mut folded = Folded::default();
-    /// folded.append(later);
-    /// assert_eq!(folded.len(), 1);
-    /// ```
-    pub fn append(&mut self, later: Folded) {
-        self.pieces.extend(later.pieces);
-        self.open = later.open;
     }
 
     /// How many pieces it holds.

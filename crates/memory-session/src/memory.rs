@@ -32,6 +32,11 @@ struct State {
     version: Version,
     /// What the view's summary stands for, within reach of the strategy.
     covered: Covered,
+    /// Whether the view has a summary whose turns recovery from the store
+    /// could not place (see [`crate::recover`]): what a compaction of it
+    /// leaves within reach is then recovered from the store, not found in
+    /// the history in hand.
+    unplaced: bool,
 }
 
 impl State {
@@ -64,15 +69,17 @@ impl State {
             total: result.tokens(),
             version,
             covered,
+            unplaced: false,
         }
     }
 
-    /// The view's first summary and its covered set, to carry over a
-    /// reload that finds the same summary.
+    /// The view's summaries and its covered set, to carry over a reload
+    /// that finds the same summaries.
     fn carried(&self) -> Carried {
         Carried {
-            summary: first_summary(&self.messages).cloned(),
+            summaries: summaries(self.messages.iter()),
             covered: self.covered.clone(),
+            unplaced: self.unplaced,
         }
     }
 
@@ -86,22 +93,22 @@ impl State {
     }
 }
 
-/// A covered set, with the summary it belongs to, kept across a reload.
+/// A covered set, with the summaries of the view it belongs to, kept
+/// across a reload. All of them, not the first: a compaction may add a
+/// summary after one the view opened with.
 #[derive(Debug)]
 struct Carried {
-    summary: Option<Message>,
+    summaries: Vec<Message>,
     covered: Covered,
+    unplaced: bool,
 }
 
-fn first_summary(messages: &[Message]) -> Option<&Message> {
-    messages.iter().find(|m| summary::is_summary(m))
-}
-
-fn first_summary_stored(stored: &[StoredMessage]) -> Option<&Message> {
-    stored
-        .iter()
-        .map(|s| &s.message)
-        .find(|m| summary::is_summary(m))
+/// The summaries among `messages`, in order.
+fn summaries<'m>(messages: impl Iterator<Item = &'m Message>) -> Vec<Message> {
+    messages
+        .filter(|m| summary::is_summary(m))
+        .cloned()
+        .collect()
 }
 
 /// How many compactions one call lands at most. A compaction that lands
@@ -117,17 +124,31 @@ const MAX_PASSES: usize = 2;
 /// the session: what they reported comes first in its diagnostics, and
 /// what they stored stays what it writes back.
 fn after(earlier: Option<TrimResult>, mut shown: TrimResult) -> TrimResult {
-    let Some(earlier) = earlier else {
+    let Some(mut earlier) = earlier else {
         return shown;
     };
-    if shown.to_store().is_none()
-        && let Some(stored) = earlier.to_store()
-    {
-        shown.write_back = Some(Box::new(stored.clone()));
-        shown.replace = false;
+    let diagnostics = std::mem::take(&mut earlier.diagnostics);
+    if shown.to_store().is_none() {
+        let stored = if earlier.replace {
+            Some(earlier)
+        } else {
+            earlier.write_back.map(|b| *b)
+        };
+        if let Some(stored) = stored {
+            shown.write_back = Some(Box::new(stored));
+            shown.replace = false;
+        }
     }
-    shown.diagnostics.follow(earlier.diagnostics);
+    shown.diagnostics.follow(diagnostics);
     shown
+}
+
+/// `result` with what it would store dropped: a compaction that lost the
+/// race to another, reported but not stored.
+fn not_stored(mut result: TrimResult) -> TrimResult {
+    result.replace = false;
+    result.write_back = None;
+    result
 }
 
 /// Messages with their counts, and the (sorted) protected ones flagged.
@@ -491,36 +512,38 @@ impl WindowMemory {
                 let shown = self.indexed(&history, result, &budget).await?;
                 return Ok(after(earlier, shown));
             };
-            // What the view will hold within reach: a session kept in a
-            // store recovers it from there, as the session opened again
-            // does; one that keeps its own history finds it, by the same
-            // rule, in the history it was given.
+            // What the view will hold within reach, found in the history in
+            // hand by the rule a session opened again recovers it from the
+            // store with; `None` where only the store can tell (the rule
+            // places nothing, or could not place the summary's turns
+            // before), and a session kept in a store is read again after
+            // landing.
             let view = State::stored_view(stored);
-            let (covered, older) = match self.keeping {
-                Keeping::Store(_) => Default::default(),
-                Keeping::Own(_) => crate::recover::after_compaction(
-                    &view,
-                    &history,
-                    &*self.counter,
-                    self.horizon(),
-                )
-                .await?
-                .unwrap_or_default(),
+            let found = if state.unplaced {
+                None
+            } else {
+                let horizon = self.horizon();
+                crate::recover::after_compaction(&view, &history, &*self.counter, horizon).await?
             };
-            // Shown as it is should the compaction lose a race with another.
-            let shown = self.indexed(&history, result.clone(), &budget).await?;
-            if !self.land(stored, view, covered, version).await? {
-                return Ok(after(earlier, shown));
-            }
-            self.folded.extend(&older, &budget);
-            self.reload_recovering();
-            // A compaction landed: show what the stored view gives, as the
-            // next call (or the session opened again) will; after the last
-            // pass, what landed as it is.
+            let within_reach = match self.keeping {
+                Keeping::Own(_) => Some(found.unwrap_or_default()),
+                Keeping::Store(_) => found,
+            };
             if pass == MAX_PASSES {
+                // What lands now is shown as it is.
+                let shown = self.indexed(&history, result.clone(), &budget).await?;
+                let landed = self
+                    .land(stored, view, within_reach, version, &budget)
+                    .await?;
+                let shown = if landed { shown } else { not_stored(shown) };
                 return Ok(after(earlier, shown));
             }
-            earlier = Some(after(earlier, shown));
+            // Landed or not, the next pass shows what the store holds.
+            let landed = self
+                .land(stored, view, within_reach, version, &budget)
+                .await?;
+            let result = if landed { result } else { not_stored(result) };
+            earlier = Some(after(earlier, result));
         }
         unreachable!("the last pass returns")
     }
@@ -540,48 +563,51 @@ impl WindowMemory {
     }
 
     /// Stores what a compaction made (`stored`, computed from `version`;
-    /// `view` as stored, `covered` its covered set): whether it landed (a conflict with another compaction did not; the
-    /// session is then reloaded).
+    /// `view` as stored): whether it landed (a conflict with another
+    /// compaction did not; the session is then reloaded). The session goes
+    /// on with `within_reach` (the covered set, and the turns folded beyond
+    /// it under `budget`); without it, or rebased over another writer's
+    /// appends, a session kept in a store is read afresh, recovering them
+    /// from there as the session opened again does.
     async fn land(
         &mut self,
         stored: &TrimResult,
         view: Vec<StoredMessage>,
-        covered: Covered,
+        within_reach: Option<(Covered, Vec<(Message, usize)>)>,
         version: Version,
+        budget: &Budget,
     ) -> Result<bool, MemoryError> {
-        Ok(match &mut self.keeping {
+        let committed = match &mut self.keeping {
             Keeping::Own(own) => {
                 let old = self.state.take().expect("loaded above");
                 own.compacted(old.messages, stored.messages.len());
-                self.state = Some(State::from_result(stored, version + 1, covered));
-                true
+                version + 1
             }
             Keeping::Store(store) => match store.replace_view(&self.session, version, view).await {
-                Ok(committed) if committed == version + 1 => {
-                    self.state = Some(State::from_result(stored, committed, covered));
-                    true
-                }
-                Ok(_) => {
-                    // It rebased over another writer's appends: read the
-                    // session afresh to have them.
-                    self.carried = Some(Carried {
-                        summary: first_summary(&stored.messages).cloned(),
-                        covered,
-                    });
-                    self.state = None;
-                    true
-                }
+                Ok(committed) => committed,
                 Err(StoreError::Conflict { .. }) => {
                     tracing::warn!(
                         session = %self.session,
                         "another compaction of the session came first; reloading the session"
                     );
                     self.forget_state();
-                    false
+                    return Ok(false);
                 }
                 Err(other) => return Err(other.into()),
             },
-        })
+        };
+        match within_reach {
+            Some((covered, older)) if committed == version + 1 => {
+                self.state = Some(State::from_result(stored, committed, covered));
+                self.folded.extend(&older, budget);
+            }
+            _ => {
+                self.state = None;
+                self.carried = None;
+                self.folded = Folded::default();
+            }
+        }
+        Ok(true)
     }
 
     /// Tokens of covered messages the session keeps within reach: the
@@ -614,14 +640,9 @@ impl WindowMemory {
     async fn fit(&self, history: &History<'_>, budget: &Budget) -> Result<TrimResult, MemoryError> {
         let counter = &*self.counter;
         let index = self.index.as_ref();
-        let result =
+        // `room`: the budget less the room kept for the index.
+        let (result, room) =
             left_out::trim_reserving(&*self.strategy, history, budget, counter, index).await?;
-        // The room the strategy had: the budget less the room kept for the
-        // index.
-        let room = match index {
-            Some(settings) => left_out::reserve(history, budget, counter, settings).await?,
-            None => *budget,
-        };
         if self.floor_cut && !room.admits_tokens(result.tokens()) {
             // Cut to that room, so that the index keeps the room kept for
             // it.
@@ -656,18 +677,6 @@ impl WindowMemory {
         }
     }
 
-    /// Drops the state, its covered set and the folded turns, so that the
-    /// next load recovers them from the store (one read of the session's
-    /// history per compaction that lands); a session that keeps its own
-    /// history keeps them as they are.
-    fn reload_recovering(&mut self) {
-        if matches!(self.keeping, Keeping::Store(_)) {
-            self.state = None;
-            self.carried = None;
-            self.folded = Folded::default();
-        }
-    }
-
     /// Drops the state for a reload, keeping its covered set in case the
     /// reload finds the same summary.
     fn forget_state(&mut self) {
@@ -685,10 +694,10 @@ impl WindowMemory {
             Keeping::Own(_) => State::default(),
             Keeping::Store(store) => {
                 let snapshot = store.load(&self.session).await?;
-                let summary = first_summary_stored(&snapshot.messages).cloned();
-                let covered = match carried {
-                    Some(c) if c.summary == summary => c.covered,
-                    _ if summary.is_some() => {
+                let summaries = summaries(snapshot.messages.iter().map(|s| &s.message));
+                let (covered, unplaced) = match carried {
+                    Some(c) if c.summaries == summaries => (c.covered, c.unplaced),
+                    _ if !summaries.is_empty() => {
                         // A session loaded afresh: what its summary stands
                         // for is in the store's history.
                         let history = store.history(&self.session).await?;
@@ -702,13 +711,16 @@ impl WindowMemory {
                             &self.budget.for_messages(self.counter.framing()),
                         )
                         .await?;
+                        let unplaced = recovered.is_none();
+                        let recovered = recovered.unwrap_or_default();
                         self.folded = recovered.folded;
-                        recovered.covered
+                        (recovered.covered, unplaced)
                     }
-                    _ => Covered::default(),
+                    _ => (Covered::default(), false),
                 };
                 let mut state = State::from_stored(snapshot.messages, snapshot.version);
                 state.covered = covered;
+                state.unplaced = unplaced;
                 state
             }
         };

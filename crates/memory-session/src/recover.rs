@@ -26,7 +26,7 @@ pub(crate) struct Recovered {
 /// (the rest), the newest whole steps within `horizon` tokens, with
 /// the counts stored with them in the `replaced` views (`counter` counts
 /// only a message found in none); and the older ones folded, in pieces
-/// one recall brings back under `budget`. Empty when the view has no
+/// one recall brings back under `budget`. `None` when the view has no
 /// summary, or when its head and tail are not found in the history in
 /// that order with its tail at the end: nothing is placed where it did
 /// not stand. Every older message is counted once per load (its stored
@@ -45,14 +45,14 @@ pub(crate) async fn recover(
     counter: &dyn TokenCounter,
     horizon: usize,
     budget: &Budget,
-) -> Result<Recovered, MemoryError> {
-    let stored = Counts::new(replaced);
-    let mut recovered = Recovered::default();
-    if let Some((covered, older)) = split(view, history, &stored, counter, horizon).await? {
-        recovered.covered = covered;
-        recovered.folded.extend(&older, budget);
-    }
-    Ok(recovered)
+) -> Result<Option<Recovered>, MemoryError> {
+    let stored = Counts::stored(replaced);
+    let Some((covered, older)) = split(view, history, &stored, counter, horizon).await? else {
+        return Ok(None);
+    };
+    let mut folded = Folded::default();
+    folded.extend(&older, budget);
+    Ok(Some(Recovered { covered, folded }))
 }
 
 /// What a compaction that made `view` of `before` (the history it was
@@ -74,24 +74,18 @@ pub(crate) async fn after_compaction(
     let before = &expanded
         .as_ref()
         .map_or_else(|| before.clone(), Expanded::history);
-    let counted: Vec<StoredMessage> = before
-        .messages()
-        .iter()
-        .zip(before.counts())
-        .map(|(m, &tokens)| StoredMessage::new(m.clone(), tokens, false))
-        .collect();
-    let stored = Counts::new(std::slice::from_ref(&counted));
-    split(view, before.messages(), &stored, counter, horizon).await
+    let counts = Counts::Given(before.counts());
+    split(view, before.messages(), &counts, counter, horizon).await
 }
 
 /// The covered set of `view` in `history` (see [`recover`]) and the
-/// older turns of its span, counted by `stored` (`counter` for a message
-/// it does not hold). Summaries and indexes in the span (a history given
+/// older turns of its span, counted by `counts` (`counter` for a message
+/// they do not hold). Summaries and indexes in the span (a history given
 /// to a strategy holds its earlier summary there) are no turns.
 async fn split(
     view: &[StoredMessage],
     history: &[Message],
-    stored: &Counts<'_>,
+    counts: &Counts<'_>,
     counter: &dyn TokenCounter,
     horizon: usize,
 ) -> Result<Option<(Covered, Vec<(Message, usize)>)>, MemoryError> {
@@ -107,16 +101,15 @@ async fn split(
     let Some(span) = covered_span(view, anchor, history) else {
         return Ok(None);
     };
-    let turns: Vec<&Message> = history[span]
-        .iter()
-        .filter(|m| !summary::is_summary(m) && !is_index(m))
+    let turns: Vec<usize> = span
+        .filter(|&i| !summary::is_summary(&history[i]) && !is_index(&history[i]))
         .collect();
-    let picked = newest_within(&turns, stored, counter, horizon).await?;
+    let picked = newest_within(history, &turns, counts, counter, horizon).await?;
     let next = view.get(anchor).map(|s| s.message.clone());
     let covered = Covered::default().extended(picked, horizon).before(next);
     let mut older = Vec::new();
-    for m in &turns[..turns.len() - covered.len()] {
-        older.push(((*m).clone(), stored.count(m, counter).await?));
+    for &i in &turns[..turns.len() - covered.len()] {
+        older.push((history[i].clone(), counts.count(history, i, counter).await?));
     }
     Ok(Some((covered, older)))
 }
@@ -159,28 +152,40 @@ fn covered_span(
     (matched == head.len()).then_some(from..end)
 }
 
-/// The counts stored with messages in the replaced views, by identity.
-struct Counts<'a> {
-    /// Newest views first.
-    stored: HashMap<u64, Vec<&'a StoredMessage>>,
+/// Where the counts of a history's messages come from.
+enum Counts<'a> {
+    /// Stored with the messages in the replaced views, by identity,
+    /// newest views first.
+    Stored(HashMap<u64, Vec<&'a StoredMessage>>),
+    /// The history's own, by position.
+    Given(&'a [usize]),
 }
 
 impl<'a> Counts<'a> {
-    fn new(replaced: &'a [Vec<StoredMessage>]) -> Self {
+    fn stored(replaced: &'a [Vec<StoredMessage>]) -> Self {
         let mut stored: HashMap<u64, Vec<&StoredMessage>> = HashMap::new();
         for s in replaced.iter().rev().flatten() {
             stored.entry(message_key(&s.message)).or_default().push(s);
         }
-        Self { stored }
+        Counts::Stored(stored)
     }
 
-    /// `m`'s stored count, or `counter`'s when it is stored nowhere.
-    async fn count(&self, m: &Message, counter: &dyn TokenCounter) -> Result<usize, MemoryError> {
-        let known = self
-            .stored
-            .get(&message_key(m))
-            .and_then(|same| same.iter().find(|s| s.message == *m))
-            .map(|s| s.tokens);
+    /// The count of message `i` of `history`: its own or its stored one,
+    /// else `counter`'s.
+    async fn count(
+        &self,
+        history: &[Message],
+        i: usize,
+        counter: &dyn TokenCounter,
+    ) -> Result<usize, MemoryError> {
+        let m = &history[i];
+        let known = match self {
+            Counts::Given(counts) => counts.get(i).copied(),
+            Counts::Stored(stored) => stored
+                .get(&message_key(m))
+                .and_then(|same| same.iter().find(|s| s.message == *m))
+                .map(|s| s.tokens),
+        };
         match known {
             Some(tokens) => Ok(tokens),
             None => counter.count_message(m).await,
@@ -188,23 +193,24 @@ impl<'a> Counts<'a> {
     }
 }
 
-/// The newest messages of `span` within `horizon` tokens, oldest first,
-/// with their `stored` counts (`counter` counts a message found in none).
+/// The newest messages of `turns` (positions in `history`) within
+/// `horizon` tokens, oldest first, with their counts.
 async fn newest_within(
-    span: &[&Message],
-    stored: &Counts<'_>,
+    history: &[Message],
+    turns: &[usize],
+    counts: &Counts<'_>,
     counter: &dyn TokenCounter,
     horizon: usize,
 ) -> Result<Vec<(Message, usize)>, MemoryError> {
     let mut picked: Vec<(Message, usize)> = Vec::new();
     let mut total = 0;
-    for m in span.iter().rev() {
-        let tokens = stored.count(m, counter).await?;
+    for &i in turns.iter().rev() {
+        let tokens = counts.count(history, i, counter).await?;
         if total + tokens > horizon {
             break;
         }
         total += tokens;
-        picked.push(((*m).clone(), tokens));
+        picked.push((history[i].clone(), tokens));
     }
     picked.reverse();
     Ok(picked)
@@ -234,6 +240,7 @@ mod tests {
             &budget,
         ))
         .unwrap()
+        .unwrap_or_default()
     }
 
     fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -276,10 +283,20 @@ mod tests {
     fn a_tail_that_is_not_the_end_of_the_history_gives_nothing() {
         let history = vec![Message::user("a"), Message::user("b"), Message::user("c")];
         let view = stored(&[summary::message("a"), Message::user("b")]);
-        let r = recovered(&view, &history, 1_000);
-        assert!(r.covered.is_empty() && r.folded.is_empty());
-        let no_summary = stored(&history);
-        let r = recovered(&no_summary, &history, 1_000);
-        assert!(r.covered.is_empty() && r.folded.is_empty());
+        let budget = Budget::tokens(100);
+        let placed = |view: &[StoredMessage]| {
+            block_on(recover(
+                view,
+                &history,
+                &[],
+                &CharTokenCounter,
+                1_000,
+                &budget,
+            ))
+            .unwrap()
+            .is_some()
+        };
+        assert!(!placed(&view));
+        assert!(!placed(&stored(&history)));
     }
 }

@@ -3,13 +3,12 @@
 use std::collections::HashSet;
 
 use memory_core::summary::DEFAULT_SUMMARY_MAX_TOKENS;
+use memory_core::transcript::PREVIOUS_SUMMARY;
 use memory_core::{
     CharTokenCounter, ChatRequest, ChatResponse, Message, Provider, ProviderError, StopReason,
     Usage,
 };
-
-/// How [`memory_core::transcript`] opens a previous summary.
-const PREVIOUS_SUMMARY: &str = "previous summary:";
+use memory_summary_engine::sections;
 
 /// What the first line of every extractive summary starts with.
 ///
@@ -149,29 +148,25 @@ impl ExtractiveSummarizer {
         });
         // Each line costs its own estimate plus its newline and bullet:
         // estimates add up to at least the estimate of the whole.
-        let cost = |k: usize| CharTokenCounter::estimate(&format!("\n- {}", lines[k].text));
-        let mut chosen = Vec::new();
-        let mut taken = vec![false; total];
+        let costs: Vec<usize> = lines
+            .iter()
+            .map(|l| CharTokenCounter::estimate(&format!("\n- {}", l.text)))
+            .collect();
+        let mut first = vec![false; total];
+        for k in best_of_each_step(&lines) {
+            first[k] = true;
+        }
         // First the best line of every step, so that no step folded goes
         // unmentioned while the cap allows (under a tighter cap, the best
-        // of those); then the best of the rest.
-        let mut rank = vec![0; total];
-        for (r, &k) in order.iter().enumerate() {
-            rank[k] = r;
-        }
-        let mut firsts = best_of_each_step(&lines);
-        firsts.sort_by_key(|&k| rank[k]);
-        for k in firsts {
-            if cost(k) <= budget {
-                budget -= cost(k);
-                taken[k] = true;
-                chosen.push(k);
-            }
-        }
-        for k in order.into_iter().filter(|&k| !taken[k]) {
-            if cost(k) <= budget {
-                budget -= cost(k);
-                chosen.push(k);
+        // of those); then the best of the rest (a first line that did not
+        // fit cannot fit later: the room only shrinks).
+        let mut chosen = Vec::new();
+        for firsts in [true, false] {
+            for &k in order.iter().filter(|&&k| first[k] == firsts) {
+                if costs[k] <= budget {
+                    budget -= costs[k];
+                    chosen.push(k);
+                }
             }
         }
         if chosen.is_empty() && total > 0 {
@@ -266,11 +261,14 @@ fn opens_step(line: &str, last: Option<&str>) -> bool {
 /// The transcript's distinct, non-blank lines with their scores, in order;
 /// the headers and markers of earlier summaries left out. Where the
 /// transcript is a summarization prompt (its conversation between
-/// [`CONVERSATION`] tags), only the conversation and the previous summary
-/// are read: the prompt's own words, its tags, and the current request
-/// (which the context keeps verbatim) are no part of a summary.
+/// its tags), only the conversation and the previous summary
+/// are read ([`memory_summary_engine::sections`]): the prompt's own
+/// words, its tags, and the current request (which the context keeps
+/// verbatim) are no part of a summary.
 fn candidate_lines(transcript: &str) -> Vec<Line> {
-    let prompt = transcript.lines().any(|l| l.trim() == CONVERSATION.0);
+    let prompt = transcript
+        .lines()
+        .any(|l| l.trim() == sections::CONVERSATION.open);
     let mut seen = HashSet::new();
     let mut lines = Vec::new();
     let mut in_previous = false;
@@ -303,7 +301,7 @@ fn candidate_lines(transcript: &str) -> Vec<Line> {
             last = Some(tag);
         }
         let line = raw.strip_prefix("- ").unwrap_or(raw).trim();
-        if line.is_empty() || is_marker(line) {
+        if line.is_empty() || line.starts_with(EXTRACTIVE_HEADER) {
             continue;
         }
         let text = cut(line);
@@ -321,22 +319,6 @@ fn candidate_lines(transcript: &str) -> Vec<Line> {
     lines
 }
 
-/// Whether `line` is a summary's own framing (its prefix, the handle of
-/// its originals, the note that it rolls, an extractive header) rather
-/// than what it says.
-fn is_marker(line: &str) -> bool {
-    line.starts_with(EXTRACTIVE_HEADER)
-        || line == memory_core::summary::PREFIX.trim_end()
-        || line.starts_with("[originals: recall")
-        || line.starts_with("[rolling summary")
-}
-
-/// The tags a summarization prompt puts around the conversation.
-const CONVERSATION: (&str, &str) = ("<conversation>", "</conversation>");
-
-/// The tags around a previous summary in a summarization prompt.
-const PREVIOUS: (&str, &str) = ("<previous-summary>", "</previous-summary>");
-
 /// Where in a summarization prompt a line stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Section {
@@ -349,18 +331,22 @@ enum Section {
 }
 
 impl Section {
-    /// The section a tag line opens or closes into; `None` for any other
-    /// line. A tag of another section (the current request) is left out
-    /// with its content.
+    /// The section a tag line of [`sections`] opens or closes into;
+    /// `None` for any other line (a tag-like line of the conversation
+    /// itself, `</function>` or `<div>`, is content). The current request
+    /// is left out with its content.
     fn after_tag(line: &str) -> Option<Section> {
-        if !(line.starts_with('<') && line.ends_with('>')) || line.contains(' ') {
-            return None;
+        use sections::{CONVERSATION, CURRENT_REQUEST, PREVIOUS_SUMMARY};
+        if line == CONVERSATION.open {
+            Some(Section::Conversation)
+        } else if line == PREVIOUS_SUMMARY.open {
+            Some(Section::Previous)
+        } else {
+            [CONVERSATION, PREVIOUS_SUMMARY, CURRENT_REQUEST]
+                .iter()
+                .any(|s| line == s.close || line == CURRENT_REQUEST.open)
+                .then_some(Section::Outside)
         }
-        Some(match line {
-            l if l == CONVERSATION.0 => Section::Conversation,
-            l if l == PREVIOUS.0 => Section::Previous,
-            _ => Section::Outside,
-        })
     }
 }
 
@@ -569,28 +555,29 @@ assistant: fine";
     fn a_prompt_gives_its_conversation_and_a_line_for_every_step() {
         let mut prompt = String::from(
             "Your previous summary, to merge with the new material:\n<previous-summary>\n\
-             Summary of prior context:\n[originals: recall r:0000000001..0000000002]\n\
              - the goal is a CSV parser\n</previous-summary>\n\n\
              The user's current request:\n<current-request>\nuser: fix the writer\n</current-request>\n\n\
              <conversation>\n",
         );
         for step in 1..=30 {
             prompt.push_str(&format!(
-                "assistant: step {step}\nassistant called read {{\"path\": \"f{step}\"}}\ntool result (c{step}):\nok\n"
+                "assistant: step {step}\nassistant called read {{\"path\": \"f{step}\"}}\ntool result (c{step}):\n<div>\nok\n</div>\n"
             ));
         }
         prompt.push_str("</conversation>\n\nMerge your previous summary and the steps above.");
         let text = ExtractiveSummarizer.summarize(&prompt, 1_024).unwrap();
         for absent in [
-            "<",
+            "conversation>",
+            "summary>",
+            "request>",
             "Merge your",
             "fix the writer",
-            "[originals",
-            "Summary of prior",
         ] {
             assert!(!text.contains(absent), "{absent} in\n{text}");
         }
         assert!(text.contains("CSV parser"), "{text}");
+        // A tag-like line of the conversation is content, not a section.
+        assert!(text.contains("</div>"), "{text}");
         for step in 1..=30 {
             assert!(
                 text.contains(&format!("f{step}\"")),

@@ -452,7 +452,7 @@ impl TrimStrategy for SummarizeStrategy {
             );
             return Ok(fallback());
         }
-        let stored = assemble(history, &plan, message, tokens, budget)?;
+        let stored = assemble(history, &plan, message, tokens, budget);
         shown(stored, history, budget, tokens, room)
     }
 }
@@ -503,7 +503,10 @@ impl SummarizeStrategy {
         room: usize,
         counter: &dyn TokenCounter,
     ) -> Result<(Message, usize), MemoryError> {
-        let named = summary::message_for(body, summary::originals(history, &plan.summarized));
+        let named = summary::message_for(
+            body,
+            summary::originals(history.messages(), &plan.summarized),
+        );
         let tokens = counter.count_message(&named).await?;
         if tokens <= room && self.admit(history, plan, tokens).is_ok() {
             return Ok((named, tokens));
@@ -594,7 +597,7 @@ fn assemble(
     summary: Message,
     tokens: usize,
     budget: &Budget,
-) -> Result<TrimResult, MemoryError> {
+) -> TrimResult {
     let at = plan.insert_at();
     let mut selection = Selection::new(history);
     let mut summary = Some(summary);
@@ -613,7 +616,6 @@ fn assemble(
     let mut result = selection.finish(true, fits);
     // What the summary stands for stays within reach, up to the horizon,
     // as a session opened again recovers it from the store.
-    result.covered =
-        covered::after_folding(history, &plan.summarized)?.within(covered::horizon(budget));
-    Ok(result)
+    result.covered = covered::after_folding(history, &plan.summarized, covered::horizon(budget));
+    result
 }

@@ -19,6 +19,7 @@
 //! | [`cap`] | the cap in tokens: the model's allowance, over-cap and not-shorter checks, the build-time check ([`cap::CapTooSmall`]) |
 //! | [`render`] | history as text, shortened to fit a request |
 //! | [`split`] | splitting a request that overflows the model's context |
+//! | [`sections`] | the tagged sections of a summarization prompt, which the compact prompt writes and the extractive summarizer reads |
 //!
 //! ```
 //! use memory_core::ChatResponse;
@@ -40,6 +41,7 @@ pub mod grounding;
 mod observer;
 pub mod render;
 mod reply;
+pub mod sections;
 mod settings;
 pub mod split;
 

@@ -17,17 +17,18 @@
 //! times over, down to the first message) by their identity (a 64-bit hash
 //! of every field); a changed anchor makes every message's identity be
 //! checked. A short history (at most [`CHECK_ALL`] messages) has every
-//! message checked, and every summary is an anchor too: a compaction
-//! rewrites its summary in place, often to the same count (summaries are
-//! capped), with the covered set growing before it. So a message rewritten
-//! in place is noticed by its count, or at an anchor; one other than a
-//! summary rewritten to the same count between anchors would be taken for
-//! the one before.
+//! message checked, and every protected message is an anchor too (a
+//! history's summaries are among them): a compaction rewrites its summary
+//! in place, often to the same count (summaries are capped), with the
+//! covered set growing before it. So a message rewritten in place is
+//! noticed by its count, or at an anchor; one that is not protected,
+//! rewritten to the same count between anchors, would be taken for the
+//! one before.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
-use memory_core::{History, Message, summary};
+use memory_core::{History, Message};
 
 use crate::calls::Points;
 use crate::kind_positions::KindPositions;
@@ -57,8 +58,6 @@ pub(crate) struct MessageIndex {
     totals: Vec<usize>,
     /// Positions of the assistant messages after the first message.
     assistants: Vec<usize>,
-    /// Positions of the summaries, checked whenever the prefix is.
-    summaries: Vec<usize>,
     /// Each message's [`text_key`].
     text_keys: Vec<u64>,
     /// Positions by [`text_key`], ascending.
@@ -90,7 +89,7 @@ impl MessageIndex {
                 .unwrap_or(common)
         };
         same = same.min(first_difference(history.protected(), &self.protected));
-        same = self.checked(messages, same);
+        same = self.checked(messages, same, history.protected());
         if same == 0 {
             *self = Self::default();
         } else {
@@ -106,10 +105,9 @@ impl MessageIndex {
     /// How many of the first `same` messages of `messages` are the ones
     /// kept: `same` when the anchors (every message, for a short history)
     /// are, else up to the first message whose identity differs.
-    fn checked(&self, messages: &[Message], same: usize) -> usize {
+    fn checked(&self, messages: &[Message], same: usize, protected: &[usize]) -> usize {
         let changed = |i: usize| message_key(&messages[i]) != self.keys[i];
-        let rewritten = self
-            .summaries
+        let rewritten = protected
             .iter()
             .take_while(|&&i| i < same)
             .any(|&i| changed(i));
@@ -147,8 +145,6 @@ impl MessageIndex {
         // Ascending: the ones kept lead.
         let kept = self.assistants.partition_point(|&i| i < len);
         self.assistants.truncate(kept);
-        let kept = self.summaries.partition_point(|&i| i < len);
-        self.summaries.truncate(kept);
         self.kinds.truncate(len);
         self.terms.truncate(len);
     }
@@ -165,9 +161,6 @@ impl MessageIndex {
         self.keys.push(message_key(message));
         if message.is_assistant() && i > 0 {
             self.assistants.push(i);
-        }
-        if summary::is_summary(message) {
-            self.summaries.push(i);
         }
         let key = text_key(message);
         self.text_keys.push(key);

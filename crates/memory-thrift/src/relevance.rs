@@ -135,7 +135,7 @@ fn as_str(word: &[u8]) -> &str {
     std::str::from_utf8(word).unwrap_or_default()
 }
 
-/// Reduces a lowercase word to its stem ([`memory_core::stem`], shared
+/// Reduces a lowercase word to its stem ([`memory_text::stem`], shared
 /// with the index's ranking of left-out pieces).
 ///
 /// ```

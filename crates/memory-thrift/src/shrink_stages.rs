@@ -121,14 +121,8 @@ impl Shrink for Bare<'_> {
     ) -> Result<Option<Shrunk>, MemoryError> {
         // Only this stage changes an assistant message: it is the
         // history's.
-        let (message, tokens) = (work.message(i), work.count(i));
-        if let Some((without, count)) = self.shrunk.bare(i, message, self.counter).await?
-            && count < tokens
-        {
-            work.set(i, without, count);
-            return Ok(Some((1, (tokens, count))));
-        }
-        Ok(None)
+        let made = self.shrunk.bare(i, work.message(i), self.counter).await?;
+        Ok(made.and_then(|(without, count)| Some((1, work.set_if_smaller(i, without, count)?))))
     }
 }
 
@@ -171,13 +165,7 @@ impl Shrink for Cut<'_> {
             .shrunk
             .cut(i, self.counter, || cut_result(message, tokens, max_tokens))
             .await?;
-        if let Some((shorter, count)) = made
-            && count < tokens
-        {
-            work.set(i, shorter, count);
-            return Ok(Some((1, (tokens, count))));
-        }
-        Ok(None)
+        Ok(made.and_then(|(shorter, count)| Some((1, work.set_if_smaller(i, shorter, count)?))))
     }
 }
 

@@ -117,12 +117,23 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
         counter: &dyn TokenCounter,
     ) -> Result<Option<(usize, usize)>, MemoryError> {
         let tokens = counter.count_message(&message).await?;
+        Ok(self.set_if_smaller(i, message, tokens))
+    }
+
+    /// Puts `message`, of `tokens` tokens, in place of message `i` if it is
+    /// smaller; returns the counts before and after when it did.
+    pub fn set_if_smaller(
+        &mut self,
+        i: usize,
+        message: impl Into<Arc<Message>>,
+        tokens: usize,
+    ) -> Option<(usize, usize)> {
         let before = self.counts[i];
         if tokens >= before {
-            return Ok(None);
+            return None;
         }
         self.set(i, message, tokens);
-        Ok(Some((before, tokens)))
+        Some((before, tokens))
     }
 
     /// Puts `message`, of `tokens` tokens, in place of message `i`.

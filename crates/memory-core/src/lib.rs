@@ -82,6 +82,7 @@ mod pipeline;
 mod provider;
 mod reach;
 pub mod recall;
+pub mod seen;
 pub mod shrunk;
 pub mod store;
 mod strategy;

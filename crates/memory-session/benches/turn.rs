@@ -1,6 +1,7 @@
 //! One agent turn (record a user and an assistant message, then take the
 //! context) at 1k, 10k and 100k messages of history, budget 8,000 tokens,
-//! a window of about 570 messages; against molo-agent 0.6's `WindowMemory`
+//! a window of about 570 messages, with the index of what it leaves out
+//! (the default) and without; against molo-agent 0.6's `WindowMemory`
 //! measured in the same run.
 //!
 //! `cargo bench -p memory-session --bench turn`
@@ -20,7 +21,8 @@ fn text(i: usize) -> String {
 }
 
 /// A memory of `$size` messages after a system prompt, built with
-/// `$memory` from `$message` (system, user, assistant constructors).
+/// `$memory` from `$message` (system, user, assistant constructors), its
+/// context taken once.
 macro_rules! filled {
     ($memory:expr, $message:path, $size:expr) => {{
         let mut memory = $memory;
@@ -36,6 +38,9 @@ macro_rules! filled {
             };
             memory.record(m).await.expect("in-memory record");
         }
+        // The session's first context reads the whole history once (what
+        // the index keeps from call to call); a turn is measured after it.
+        std::hint::black_box(memory.context().await.expect("context"));
         memory
     }};
 }
@@ -92,6 +97,21 @@ fn bench(c: &mut Criterion) {
                         iters,
                         size,
                         filled!(WindowMemory::new(BUDGET), Message, size),
+                        Message
+                    )
+                });
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("memory-session-no-index", size),
+            &size,
+            |b, &size| {
+                b.iter_custom(|iters| {
+                    turns!(
+                        rt,
+                        iters,
+                        size,
+                        filled!(WindowMemory::new(BUDGET).with_index(None), Message, size),
                         Message
                     )
                 });

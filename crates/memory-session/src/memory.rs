@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::left_out::{self, Folded, IndexSettings};
+use crate::left_out::{self, Folded, IndexMemo, IndexSettings};
 use memory_core::covered::{self, Covered};
 use memory_core::recall::{RecallRequest, Recalled};
 use memory_core::{
@@ -218,6 +218,9 @@ pub struct WindowMemory {
     /// holds, for the index (kept in memory; a session opened again from
     /// its store finds them in the store's history).
     folded: Folded,
+    /// What the index keeps from one call to the next (lent to one call
+    /// at a time; a call that finds it lent reads the history afresh).
+    index_memo: std::sync::Mutex<IndexMemo>,
 }
 
 impl std::fmt::Debug for WindowMemory {
@@ -263,6 +266,7 @@ impl WindowMemory {
             state: None,
             carried: None,
             folded: Folded::default(),
+            index_memo: std::sync::Mutex::default(),
         }
     }
 
@@ -375,6 +379,8 @@ impl WindowMemory {
     /// ```
     pub fn with_token_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
         self.counter = Arc::new(counter);
+        // What the index counted, it counted with the counter before.
+        self.index_memo = std::sync::Mutex::default();
         self
     }
 
@@ -663,15 +669,20 @@ impl WindowMemory {
     ) -> Result<TrimResult, MemoryError> {
         match &self.index {
             Some(settings) => {
-                left_out::add_index_folded(
+                let mut memo =
+                    std::mem::take(&mut *self.index_memo.lock().unwrap_or_else(|e| e.into_inner()));
+                let indexed = left_out::add_index_kept(
                     history,
                     result,
                     budget,
                     &*self.counter,
                     settings,
                     &self.folded,
+                    &mut memo,
                 )
-                .await
+                .await;
+                *self.index_memo.lock().unwrap_or_else(|e| e.into_inner()) = memo;
+                indexed
             }
             None => Ok(result),
         }

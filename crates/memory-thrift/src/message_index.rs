@@ -9,21 +9,8 @@
 //! role (where the model calls and the rounds are), the running token
 //! total; its [terms](crate::term_index) are read when a call first scores
 //! older turns (an agent loop that never does never reads them). What is
-//! kept is used only for the
-//! messages that are still the same: the length of that prefix is the
-//! first position where a message's count or protection differs, unless
-//! a message before it changed, which is checked at anchors (the last one
-//! shared, the one before it, and from there back at gaps that grow four
-//! times over, down to the first message) by their identity (a 64-bit hash
-//! of every field); a changed anchor makes every message's identity be
-//! checked. A short history (at most [`CHECK_ALL`] messages) has every
-//! message checked, and every protected message is an anchor too (a
-//! history's summaries are among them): a compaction rewrites its summary
-//! in place, often to the same count (summaries are capped), with the
-//! covered set growing before it. So a message rewritten in place is
-//! noticed by its count, or at an anchor; one that is not protected,
-//! rewritten to the same count between anchors, would be taken for the
-//! one before.
+//! kept is used only for the messages that are still the same, as
+//! [`SeenPrefix`] finds them.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -33,26 +20,14 @@ use memory_core::{History, Message};
 use crate::calls::Points;
 use crate::kind_positions::KindPositions;
 use crate::term_index::TermIndex;
-use memory_core::identity::{message_key, text_key};
-
-/// Histories of at most this many messages have every message checked.
-/// Why: hashing a short history whole costs little, and catches a message
-/// rewritten to the same count anywhere in it. Figure: none recorded.
-pub(crate) const CHECK_ALL: usize = 64;
-
-/// The gaps between the anchors checked grow this many times over, from
-/// the last message shared back to the first. Why: a history of `n`
-/// messages is checked at about `log4(n)` anchors. Figure: none recorded.
-const ANCHOR_GAP_GROWTH: usize = 4;
+use memory_core::identity::text_key;
+use memory_core::seen::SeenPrefix;
 
 /// The messages seen, by position.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct MessageIndex {
-    counts: Vec<usize>,
-    /// Each message's identity.
-    keys: Vec<u64>,
-    /// The protected positions, as the last history given had them.
-    protected: Vec<usize>,
+    /// Each message's identity, count and protection.
+    seen: SeenPrefix,
     /// Tokens of the first `k` messages, at `k` (one more entry than
     /// messages).
     totals: Vec<usize>,
@@ -72,7 +47,7 @@ pub(crate) struct MessageIndex {
 impl MessageIndex {
     /// Number of messages kept.
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.seen.len()
     }
 
     /// Takes `history` in: keeps what holds of the messages seen before
@@ -80,56 +55,26 @@ impl MessageIndex {
     /// seen before (same message, count and protection).
     pub fn sync(&mut self, history: &History<'_>) -> usize {
         let (messages, counts) = (history.messages(), history.counts());
-        let common = self.len().min(messages.len());
-        let mut same = if counts[..common] == self.counts[..common] {
-            common
-        } else {
-            (0..common)
-                .find(|&i| counts[i] != self.counts[i])
-                .unwrap_or(common)
-        };
-        same = same.min(first_difference(history.protected(), &self.protected));
-        same = self.checked(messages, same, history.protected());
+        let before = self.len();
+        let same = self.seen.sync(history);
         if same == 0 {
-            *self = Self::default();
-        } else {
+            let seen = std::mem::take(&mut self.seen);
+            *self = Self {
+                seen,
+                ..Self::default()
+            };
+        } else if same < before {
             self.truncate(same);
         }
-        self.protected = history.protected().to_vec();
         for (i, &count) in counts.iter().enumerate().skip(same) {
             self.push(messages, i, count);
         }
         same
     }
 
-    /// How many of the first `same` messages of `messages` are the ones
-    /// kept: `same` when the anchors (every message, for a short history)
-    /// are, else up to the first message whose identity differs.
-    fn checked(&self, messages: &[Message], same: usize, protected: &[usize]) -> usize {
-        let changed = |i: usize| message_key(&messages[i]) != self.keys[i];
-        let rewritten = protected
-            .iter()
-            .take_while(|&&i| i < same)
-            .any(|&i| changed(i));
-        if same <= CHECK_ALL || rewritten {
-            return (0..same).find(|&i| changed(i)).unwrap_or(same);
-        }
-        let (mut at, mut gap) = (same - 1, 1);
-        loop {
-            if changed(at) {
-                return (0..same).find(|&i| changed(i)).unwrap_or(same);
-            }
-            if at == 0 {
-                return same;
-            }
-            at = at.saturating_sub(gap);
-            gap = gap.saturating_mul(ANCHOR_GAP_GROWTH);
-        }
-    }
-
     /// Forgets the messages from `len` on.
     fn truncate(&mut self, len: usize) {
-        for i in len..self.len() {
+        for i in len..self.text_keys.len() {
             let key = self.text_keys[i];
             if let Some(at) = self.by_text.get_mut(&key) {
                 at.retain(|&j| (j as usize) < len);
@@ -138,8 +83,6 @@ impl MessageIndex {
                 }
             }
         }
-        self.counts.truncate(len);
-        self.keys.truncate(len);
         self.totals.truncate(len + 1);
         self.text_keys.truncate(len);
         // Ascending: the ones kept lead.
@@ -157,8 +100,6 @@ impl MessageIndex {
         }
         let total = self.totals[i];
         self.totals.push(total + count);
-        self.counts.push(count);
-        self.keys.push(message_key(message));
         if message.is_assistant() && i > 0 {
             self.assistants.push(i);
         }
@@ -210,20 +151,6 @@ impl MessageIndex {
     }
 }
 
-/// The first value `a` and `b` differ at, as a position: where two sorted
-/// lists of protected positions stop agreeing (`usize::MAX` when they
-/// never do).
-fn first_difference(a: &[usize], b: &[usize]) -> usize {
-    match a.iter().zip(b).find(|(x, y)| x != y) {
-        Some((x, y)) => *x.min(y),
-        None => match a.len().cmp(&b.len()) {
-            std::cmp::Ordering::Less => b[a.len()],
-            std::cmp::Ordering::Greater => a[b.len()],
-            std::cmp::Ordering::Equal => usize::MAX,
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,7 +180,7 @@ mod tests {
         assert_eq!(seen.len(), m.len());
         let mut fresh = MessageIndex::default();
         synced(&mut fresh, &m).await;
-        assert_eq!(seen.keys, fresh.keys);
+        assert_eq!(seen.seen.keys(), fresh.seen.keys());
         assert_eq!(seen.totals, fresh.totals);
         assert_eq!(seen.replay_points(m.len()), crate::calls::replay_points(&m));
         assert_eq!(

@@ -1,0 +1,507 @@
+//! [`IndexMemo`]: what the index of what a context leaves out keeps from
+//! one call to the next, so that a call reads what the history added
+//! since the last one rather than the whole history.
+//!
+//! A session's history mostly grows by appends. The index needs, on every
+//! call: where each message the context shows stands in the history (its
+//! source), the running token totals, the pieces the left-out span is cut
+//! into, and each piece's line, handle and words, with their counts. All
+//! of them hold for as long as the messages they were read from are the
+//! same, which [`SeenPrefix`] tells; what a call finds changed is read
+//! again. What is kept never changes an index, only how much a call reads
+//! (the tests compare every index with the one a fresh memo makes).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::ops::Range;
+
+use memory_core::covered::Expanded;
+use memory_core::identity::WordHasher;
+use memory_core::seen::SeenPrefix;
+use memory_core::{ContentBlock, History, MemoryError, Message, TokenCounter, is_shrunk_from};
+
+use super::Cutter;
+
+/// A map by a key hashed with [`WordHasher`]: positions and hashes, many
+/// lookups a call.
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+
+/// What the index keeps of one session between calls; `WindowMemory`
+/// holds one. A memo read with one counter is used with that counter only
+/// (`WindowMemory` makes a new one when its counter changes).
+#[derive(Debug, Default)]
+pub(crate) struct IndexMemo {
+    seen: SeenPrefix,
+    /// Tokens of the first `k` messages, at `k`.
+    totals: Vec<usize>,
+    /// Each message's [`Lookup`].
+    lookups: Vec<Lookup>,
+    /// Positions by lookup key, ascending.
+    buckets: Map<u64, Vec<u32>>,
+    /// Positions of the user messages with blocks other than text,
+    /// ascending: a shown user message may be one of them with those
+    /// blocks replaced by text.
+    media: Vec<u32>,
+    /// Positions of index messages, ascending.
+    indexes: Vec<u32>,
+    /// The cut of the left-out span into pieces, from the start it had,
+    /// to resume where the span grows.
+    cut: Option<(usize, Cutter)>,
+    /// The least count of the handles of the cut's first pieces, at each
+    /// piece (see [`least_named`](Self::least_named)).
+    least_named: Vec<usize>,
+    /// The largest piece one recall brings back, as the last call had it.
+    max_tokens: usize,
+    /// Each message's words ([`read_words`](Self::read_words)), of the
+    /// first messages as far as a question has read them.
+    words: Vec<Vec<u64>>,
+    /// Positions by word, ascending, of those messages.
+    said: Map<u64, Vec<u32>>,
+    /// The tally of the words of the last line made, with its piece's
+    /// start and end: the next line of a piece grown from it adds the new
+    /// messages' words.
+    tally: Option<(usize, usize, super::Tally)>,
+    /// Each piece's line and handle, by its range.
+    info: Map<(usize, usize), PieceInfo>,
+    /// Counts of the lines and handles this call (`current`) and the last
+    /// one (`previous`): what two calls in a row do not count is dropped.
+    current: Map<(u64, usize), usize>,
+    previous: Map<(u64, usize), usize>,
+    /// The last call's history with its covered set placed.
+    expanded: Option<Expanded>,
+}
+
+/// What one piece shows in the index, read (and counted) when first
+/// needed.
+#[derive(Debug, Default)]
+struct PieceInfo {
+    described: Option<(String, usize)>,
+    named: Option<(String, usize)>,
+}
+
+/// Where a history message is found by the messages shown from it: a key
+/// that a message shrunk from it has too, or among the user messages with
+/// blocks other than text.
+#[derive(Debug, Clone, Copy)]
+enum Lookup {
+    Key(u64),
+    Media,
+}
+
+/// Where to look for the history message a shown message stands for.
+enum Candidates {
+    /// Among the positions of a key, and the user messages with media
+    /// when `media`.
+    Keyed { key: Option<u64>, media: bool },
+    /// Anywhere: a shown text with a line that opens with `[` may be a
+    /// text cut around a marker.
+    All,
+}
+
+impl IndexMemo {
+    /// Takes `history` in, with pieces of at most `max_tokens`: forgets
+    /// what was read of the messages that changed and reads the new ones.
+    pub fn sync(&mut self, history: &History<'_>, max_tokens: usize) {
+        let before = self.seen.len();
+        let same = self.seen.sync(history);
+        if max_tokens != self.max_tokens {
+            self.max_tokens = max_tokens;
+            self.info.clear();
+            self.cut = None;
+            self.least_named.clear();
+            self.tally = None;
+        }
+        if same < before {
+            self.truncate(same);
+        }
+        let messages = history.messages();
+        if self.totals.is_empty() {
+            self.totals.push(0);
+        }
+        for (i, message) in messages.iter().enumerate().skip(same) {
+            let total = self.totals[i] + history.counts()[i];
+            self.totals.push(total);
+            let lookup = lookup(message);
+            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            match lookup {
+                Lookup::Key(key) => self.buckets.entry(key).or_default().push(at),
+                Lookup::Media => self.media.push(at),
+            }
+            if super::is_index(message) {
+                self.indexes.push(at);
+            }
+            self.lookups.push(lookup);
+        }
+    }
+
+    /// Forgets the messages from `len` on.
+    fn truncate(&mut self, len: usize) {
+        for lookup in self.lookups.drain(len..) {
+            if let Lookup::Key(key) = lookup
+                && let Some(at) = self.buckets.get_mut(&key)
+            {
+                // Ascending: the ones kept lead.
+                at.truncate(at.partition_point(|&i| (i as usize) < len));
+                if at.is_empty() {
+                    self.buckets.remove(&key);
+                }
+            }
+        }
+        for words in self.words.drain(len.min(self.words.len())..) {
+            for word in words {
+                if let Some(at) = self.said.get_mut(&word) {
+                    at.truncate(at.partition_point(|&i| (i as usize) < len));
+                    if at.is_empty() {
+                        self.said.remove(&word);
+                    }
+                }
+            }
+        }
+        self.totals.truncate(len + 1);
+        let kept =
+            |list: &mut Vec<u32>| list.truncate(list.partition_point(|&i| (i as usize) < len));
+        kept(&mut self.media);
+        kept(&mut self.indexes);
+        self.info.retain(|&(_, end), _| end <= len);
+        if self.tally.as_ref().is_some_and(|(_, upto, _)| *upto > len) {
+            self.tally = None;
+        }
+        if self
+            .cut
+            .as_ref()
+            .is_some_and(|(_, cut)| cut.checkpoint_at() >= len)
+        {
+            self.cut = None;
+            self.least_named.clear();
+        }
+    }
+
+    /// Tokens of the messages in `range` of the history last synced.
+    pub fn tokens(&self, range: Range<usize>) -> usize {
+        self.totals[range.end] - self.totals[range.start]
+    }
+
+    /// Whether the history last synced holds an index message.
+    pub fn has_index(&self) -> bool {
+        !self.indexes.is_empty()
+    }
+
+    /// The last call's history with its covered set placed (taken).
+    pub fn take_expanded(&mut self) -> Option<Expanded> {
+        self.expanded.take()
+    }
+
+    /// Keeps `expanded` for the next call.
+    pub fn keep_expanded(&mut self, expanded: Option<Expanded>) {
+        self.expanded = expanded;
+    }
+
+    /// For each of `shown`, the position in `messages` (the history last
+    /// synced) of the message it shows, as `shown_sources` finds it: the
+    /// nearest before the one the next shown message stands for that it
+    /// is shrunk from, looked for among the few positions that may be it.
+    pub fn sources(&self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
+        let mut end = messages.len();
+        let mut out: Vec<Option<usize>> = shown
+            .iter()
+            .rev()
+            .map(|message| {
+                let at = self.nearest(messages, message, end)?;
+                end = at;
+                Some(at)
+            })
+            .collect();
+        out.reverse();
+        out
+    }
+
+    /// The last position before `end` of a message `shown` is shrunk from.
+    fn nearest(&self, messages: &[Message], shown: &Message, end: usize) -> Option<usize> {
+        // Shown messages mostly stand in runs: the one right before is the
+        // nearest there can be.
+        if end > 0 && is_shrunk_from(&messages[end - 1], shown) {
+            return Some(end - 1);
+        }
+        let last_in = |list: &[u32]| {
+            let before = list.partition_point(|&i| (i as usize) < end);
+            list[..before]
+                .iter()
+                .rev()
+                .map(|&i| i as usize)
+                .find(|&i| is_shrunk_from(&messages[i], shown))
+        };
+        match candidates(shown) {
+            Candidates::All => messages[..end]
+                .iter()
+                .rposition(|x| is_shrunk_from(x, shown)),
+            Candidates::Keyed { key, media } => {
+                let keyed = key
+                    .and_then(|key| self.buckets.get(&key))
+                    .and_then(|list| last_in(list));
+                let with_media = media.then(|| last_in(&self.media)).flatten();
+                keyed.max(with_media)
+            }
+        }
+    }
+
+    /// The pieces the span `span` of `history` (the history last synced)
+    /// is cut into (see `pieces`), resuming the last call's cut where it
+    /// holds, each piece's handle read and counted by `counter`.
+    pub async fn pieces(
+        &mut self,
+        history: &History<'_>,
+        span: Range<usize>,
+        counter: &dyn TokenCounter,
+    ) -> Result<Vec<Range<usize>>, MemoryError> {
+        let max_tokens = self.max_tokens;
+        let mut cutter = match self.cut.take() {
+            Some((start, cut)) if start == span.start && cut.checkpoint_at() <= span.end => cut,
+            _ => {
+                self.least_named.clear();
+                Cutter::new(span.start, max_tokens)
+            }
+        };
+        let kept = cutter.final_pieces();
+        cutter.cut_to(history.messages(), |r| self.tokens(r), span.end);
+        let out = cutter.pieces();
+        self.cut = Some((span.start, cutter));
+        self.least_named.truncate(kept);
+        for piece in &out[self.least_named.len()..] {
+            let (_, cost) = self.named(history, piece, counter).await?;
+            let least = self.least_named.last().map_or(cost, |&l| l.min(cost));
+            self.least_named.push(least);
+        }
+        Ok(out)
+    }
+
+    /// The least count of a handle of the pieces the last
+    /// [`pieces`](Self::pieces) cut: no piece it lists costs less.
+    pub fn least_named(&self) -> usize {
+        self.least_named.last().copied().unwrap_or(usize::MAX)
+    }
+
+    /// Reads the words of the messages of `messages` (the history last
+    /// synced) not read yet: the index reads them when first asked.
+    pub fn read_words(&mut self, messages: &[Message]) {
+        for (i, message) in messages.iter().enumerate().skip(self.words.len()) {
+            let words = super::message_words(message);
+            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            for &word in &words {
+                self.said.entry(word).or_default().push(at);
+            }
+            self.words.push(words);
+        }
+    }
+
+    /// Where `word` (its key) was said among the messages read
+    /// ([`read_words`](Self::read_words)), ascending.
+    pub fn said(&self, word: u64) -> &[u32] {
+        self.said.get(&word).map_or(&[], Vec::as_slice)
+    }
+
+    /// The line describing the piece `range` of `history`, and its count
+    /// by `counter`.
+    pub async fn described(
+        &mut self,
+        history: &History<'_>,
+        range: &Range<usize>,
+        counter: &dyn TokenCounter,
+    ) -> Result<(String, usize), MemoryError> {
+        let tokens = self.tokens(range.clone());
+        let info = self.info.entry((range.start, range.end)).or_default();
+        if let Some(described) = &info.described {
+            return Ok(described.clone());
+        }
+        let line = self.tallied_line(history, range, tokens);
+        let counted = (line.clone(), counter.count(&line).await?);
+        let info = self.info.entry((range.start, range.end)).or_default();
+        info.described = Some(counted.clone());
+        Ok(counted)
+    }
+
+    /// The line of the piece `range` of `history` (of `tokens` tokens),
+    /// its words tallied from the last line's where the piece grew from
+    /// it (the newest piece, listed first, grows at each step).
+    fn tallied_line(
+        &mut self,
+        history: &History<'_>,
+        range: &Range<usize>,
+        tokens: usize,
+    ) -> String {
+        let messages = &history.messages()[..range.end];
+        let mut tally = match self.tally.take() {
+            Some((from, upto, tally)) if from == range.start && upto <= range.end => (upto, tally),
+            other => {
+                self.tally = other;
+                (range.start, super::Tally::default())
+            }
+        };
+        messages[tally.0..].iter().for_each(|m| tally.1.add(m));
+        let line = super::line_with(&messages[range.clone()], tokens, self.max_tokens, &tally.1);
+        // Kept for the newest piece a call describes: the one that grows.
+        if self
+            .tally
+            .as_ref()
+            .is_none_or(|(from, _, _)| *from <= range.start)
+        {
+            self.tally = Some((range.start, range.end, tally.1));
+        }
+        line
+    }
+
+    /// The handle naming the piece `range` of `history`, after a space,
+    /// and its count by `counter`.
+    pub async fn named(
+        &mut self,
+        history: &History<'_>,
+        range: &Range<usize>,
+        counter: &dyn TokenCounter,
+    ) -> Result<(&str, usize), MemoryError> {
+        let tokens = self.tokens(range.clone());
+        let max_tokens = self.max_tokens;
+        let info = self.info.entry((range.start, range.end)).or_default();
+        if info.named.is_none() {
+            let handle =
+                super::named_handle(&history.messages()[range.clone()], tokens, max_tokens);
+            let count = counter.count(&handle).await?;
+            info.named = Some((handle, count));
+        }
+        let (handle, count) = info.named.as_ref().expect("read above");
+        Ok((handle.as_str(), *count))
+    }
+
+    /// Forgets the pieces not among `listed` when they are many more.
+    pub fn keep_only(&mut self, listed: &[Range<usize>]) {
+        if self.info.len() > 2 * listed.len() + MIN_KEPT_PIECES {
+            let keep: std::collections::HashSet<(usize, usize)> =
+                listed.iter().map(|r| (r.start, r.end)).collect();
+            self.info.retain(|key, _| keep.contains(key));
+        }
+    }
+
+    /// `counter`'s count of `text`, counted once for calls in a row.
+    pub async fn count(
+        &mut self,
+        text: &str,
+        counter: &dyn TokenCounter,
+    ) -> Result<usize, MemoryError> {
+        let mut h = WordHasher::default();
+        text.hash(&mut h);
+        let key = (h.finish(), text.len());
+        if let Some(&n) = self.current.get(&key) {
+            return Ok(n);
+        }
+        let n = match self.previous.remove(&key) {
+            Some(n) => n,
+            None => counter.count(text).await?,
+        };
+        self.current.insert(key, n);
+        Ok(n)
+    }
+
+    /// Ends a call: what it did not count is dropped at the next.
+    pub fn end_call(&mut self) {
+        self.previous = std::mem::take(&mut self.current);
+    }
+}
+
+/// Pieces whose lines are kept beyond those listed, whatever their
+/// number. Why: a span that shifts by a step leaves a few pieces behind,
+/// which the next calls may list again. Figure: none (a bound).
+const MIN_KEPT_PIECES: usize = 64;
+
+/// Where `message` is found by the messages shown from it.
+fn lookup(message: &Message) -> Lookup {
+    let mut h = WordHasher::default();
+    match message {
+        Message::System(text) => {
+            h.write_u8(0);
+            text.hash(&mut h);
+        }
+        Message::User(blocks) => {
+            h.write_u8(1);
+            h.write_usize(blocks.len());
+            for block in blocks {
+                match block {
+                    ContentBlock::Text(text) => text.hash(&mut h),
+                    _ => return Lookup::Media,
+                }
+            }
+        }
+        Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } => match tool_calls.first() {
+            Some(call) => {
+                h.write_u8(2);
+                call.id.hash(&mut h);
+                call.name.hash(&mut h);
+            }
+            None => {
+                h.write_u8(3);
+                content.hash(&mut h);
+            }
+        },
+        Message::ToolResult {
+            tool_call_id, name, ..
+        } => {
+            h.write_u8(4);
+            tool_call_id.hash(&mut h);
+            name.hash(&mut h);
+        }
+    }
+    Lookup::Key(h.finish())
+}
+
+/// Where the history message `shown` stands for may be: a message it is
+/// shrunk from has its lookup key (a tool result its call's id and name, a
+/// model call its first call's, a reply without calls its text, a system
+/// or user message all of it), but where a text of it may be cut (a
+/// line that opens with `[`: anywhere), or where a user message's blocks
+/// other than text were replaced by text (among those with media).
+fn candidates(shown: &Message) -> Candidates {
+    let may_be_cut = |text: &str| text.contains("\n[");
+    match shown {
+        Message::System(_) | Message::ToolResult { .. } => Candidates::Keyed {
+            key: key_of(shown),
+            media: false,
+        },
+        Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } => {
+            if tool_calls.is_empty() && may_be_cut(content) {
+                Candidates::All
+            } else {
+                Candidates::Keyed {
+                    key: key_of(shown),
+                    media: false,
+                }
+            }
+        }
+        Message::User(blocks) => {
+            let texts = blocks.iter().filter_map(|b| match b {
+                ContentBlock::Text(text) => Some(text),
+                _ => None,
+            });
+            if texts.clone().any(|t| may_be_cut(t)) {
+                Candidates::All
+            } else {
+                Candidates::Keyed {
+                    key: key_of(shown),
+                    media: true,
+                }
+            }
+        }
+    }
+}
+
+/// The lookup key of `message`, unless it has media.
+fn key_of(message: &Message) -> Option<u64> {
+    match lookup(message) {
+        Lookup::Key(key) => Some(key),
+        Lookup::Media => None,
+    }
+}

@@ -1415,6 +1415,34 @@ fn handle(piece: &[Message], tokens: usize, max_tokens: usize) -> Handle {
     }
 }
 
+/// The words of one message of at least [`MIN_WORD_CHARS`] characters:
+/// each with how often it is said and when first (counting every word
+/// said), and how many are said in all.
+#[derive(Debug, Clone, Default)]
+struct Told {
+    words: Vec<(String, usize, usize)>,
+    said: usize,
+}
+
+impl Told {
+    /// The words of `message`.
+    fn of(message: &Message) -> Self {
+        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut told = Told::default();
+        for word in lowercase_words(&message.text(), MIN_WORD_CHARS) {
+            match at.get(&word) {
+                Some(&k) => told.words[k].1 += 1,
+                None => {
+                    at.insert(word.clone(), told.words.len());
+                    told.words.push((word, 1, told.said));
+                }
+            }
+            told.said += 1;
+        }
+        told
+    }
+}
+
 /// The words of a piece's messages of at least [`MIN_WORD_CHARS`]
 /// characters, each with how often it was said and when first; a piece
 /// that grows by a message adds that message's words.
@@ -1427,11 +1455,20 @@ struct Tally {
 impl Tally {
     /// Adds the words of `message`, said after those added before.
     fn add(&mut self, message: &Message) {
-        for word in lowercase_words(&message.text(), MIN_WORD_CHARS) {
-            let entry = self.counts.entry(word).or_insert((0, self.said));
-            entry.0 += 1;
-            self.said += 1;
+        self.add_told(&Told::of(message));
+    }
+
+    /// Adds the words `told` of one message, said after those added
+    /// before: as [`add`](Self::add) would.
+    fn add_told(&mut self, told: &Told) {
+        for (word, n, first) in &told.words {
+            let entry = self
+                .counts
+                .entry(word.clone())
+                .or_insert((0, self.said + first));
+            entry.0 += n;
         }
+        self.said += told.said;
     }
 
     /// The most frequent words, ties to the first said, at most

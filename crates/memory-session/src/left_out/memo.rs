@@ -61,6 +61,10 @@ pub(crate) struct IndexMemo {
     /// start and end: the next line of a piece grown from it adds the new
     /// messages' words.
     tally: Option<(usize, usize, super::Tally)>,
+    /// The words of messages a line was made of, by the message's
+    /// identity: a piece cut again after the history changed (a
+    /// compaction landed) tallies them without reading them again.
+    told: Map<u64, super::Told>,
     /// Each piece's line and handle, by its range.
     info: Map<(usize, usize), PieceInfo>,
     /// Counts of the lines and handles this call (`current`) and the last
@@ -336,7 +340,13 @@ impl IndexMemo {
                 (range.start, super::Tally::default())
             }
         };
-        messages[tally.0..].iter().for_each(|m| tally.1.add(m));
+        for (i, message) in messages.iter().enumerate().skip(tally.0) {
+            let told = self
+                .told
+                .entry(self.seen.keys()[i])
+                .or_insert_with(|| super::Told::of(message));
+            tally.1.add_told(told);
+        }
         let line = super::line_with(&messages[range.clone()], tokens, self.max_tokens, &tally.1);
         // Kept for the newest piece a call describes: the one that grows.
         if self
@@ -402,8 +412,17 @@ impl IndexMemo {
     /// Ends a call: what it did not count is dropped at the next.
     pub fn end_call(&mut self) {
         self.previous = std::mem::take(&mut self.current);
+        if self.told.len() > TOLD_PER_MESSAGE * self.seen.len() + MIN_KEPT_PIECES {
+            self.told.clear();
+        }
     }
 }
+
+/// Messages' word tallies kept per message of the history, at most,
+/// before they are read afresh: messages rewritten or gone leave theirs
+/// behind. Why: twice the history is room for one rewrite of each.
+/// Figure: none (a bound).
+const TOLD_PER_MESSAGE: usize = 2;
 
 /// Pieces whose lines are kept beyond those listed, whatever their
 /// number. Why: a span that shifts by a step leaves a few pieces behind,

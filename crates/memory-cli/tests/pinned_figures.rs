@@ -18,7 +18,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,10 +62,7 @@ fn the_pinned_figures_hold() {
     };
     let data = PathBuf::from(data);
     let dir = tempfile::tempdir().unwrap();
-    let mut found = json!({
-        "replay": replay_figures(&data, dir.path()),
-        "locomo": locomo_figures(&data, dir.path()),
-    });
+    let mut found = measured_figures(&data, dir.path());
     let ratio = long_chat_ratio(&data, dir.path());
     let pinned: Value = match std::fs::read_to_string(pinned_path()) {
         Ok(text) => serde_json::from_str(&text).expect("figures/pinned.json is JSON"),
@@ -97,33 +93,37 @@ fn the_pinned_figures_hold() {
     );
 }
 
-/// Every trajectory file, budget and pipeline's figures, by
-/// `"FILE BUDGET PIPELINE"`.
-fn replay_figures(data: &Path, dir: &Path) -> BTreeMap<String, Value> {
-    let mut out = BTreeMap::new();
+/// One run of `memory` whose report gives figures: its arguments, its
+/// report, its section of the figures and the key its pipelines' figures
+/// go under (`"{prefix} {pipeline}"`).
+struct Job {
+    args: Vec<String>,
+    report: PathBuf,
+    section: &'static str,
+    prefix: String,
+}
+
+/// The replay and LoCoMo figures, every run at once (each a process of
+/// its own): by `"FILE BUDGET PIPELINE"` under `replay` and by
+/// `"BUDGET PIPELINE"` under `locomo`.
+fn measured_figures(data: &Path, dir: &Path) -> Value {
+    let mut jobs = Vec::new();
     for file in FILES {
         let input = data.join(format!("agent-trajectories/{file}.json"));
         for budget in BUDGETS {
             let report = dir.join(format!("{file}-{budget}.json"));
             let mut args = command(&["replay"], &input, budget, &report, &PIPELINES);
             args.extend(["--pricing".into(), "anthropic".into()]);
-            let report = run_for_report(&args, &report);
-            for p in report["pipelines"]
-                .as_array()
-                .expect("one entry a pipeline")
-            {
-                let key = format!("{file} {budget} {}", p["pipeline"].as_str().unwrap());
-                out.insert(key, kept(&p["totals"], &REPLAY_FIGURES));
-            }
+            let prefix = format!("{file} {budget}");
+            jobs.push(Job {
+                args,
+                report,
+                section: "replay",
+                prefix,
+            });
         }
     }
-    out
-}
-
-/// LoCoMo's figures at each budget and pipeline, by `"BUDGET PIPELINE"`.
-fn locomo_figures(data: &Path, dir: &Path) -> BTreeMap<String, Value> {
     let input = data.join("locomo/locomo-dev.json");
-    let mut out = BTreeMap::new();
     for budget in LOCOMO_BUDGETS {
         let report = dir.join(format!("locomo-{budget}.json"));
         let args = command(
@@ -133,16 +133,36 @@ fn locomo_figures(data: &Path, dir: &Path) -> BTreeMap<String, Value> {
             &report,
             &LOCOMO_PIPELINES,
         );
-        let report = run_for_report(&args, &report);
+        let prefix = budget.to_string();
+        jobs.push(Job {
+            args,
+            report,
+            section: "locomo",
+            prefix,
+        });
+    }
+    let reports: Vec<Value> = std::thread::scope(|scope| {
+        let running: Vec<_> = jobs
+            .iter()
+            .map(|job| scope.spawn(|| run_for_report(&job.args, &job.report)))
+            .collect();
+        running.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let mut found = json!({"replay": {}, "locomo": {}});
+    for (job, report) in jobs.iter().zip(reports) {
         for p in report["pipelines"]
             .as_array()
             .expect("one entry a pipeline")
         {
-            let key = format!("{budget} {}", p["pipeline"].as_str().unwrap());
-            out.insert(key, kept(p, &LOCOMO_FIGURES));
+            let key = format!("{} {}", job.prefix, p["pipeline"].as_str().unwrap());
+            let figures = match job.section {
+                "replay" => kept(&p["totals"], &REPLAY_FIGURES),
+                _ => kept(p, &LOCOMO_FIGURES),
+            };
+            found[job.section][key] = figures;
         }
     }
-    out
+    found
 }
 
 /// Thrift's mean time per call over the last 500 calls of the long chat

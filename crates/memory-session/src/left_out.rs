@@ -88,6 +88,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -626,8 +627,8 @@ pub struct Folded {
 /// line of handles has it) and its words.
 #[derive(Debug, Clone)]
 struct FoldedPiece {
-    described: String,
-    named: String,
+    described: Arc<str>,
+    named: Arc<str>,
     words: Words,
 }
 
@@ -638,8 +639,8 @@ impl Folded {
             let tokens = history.tokens(piece.clone());
             let slice = &history.messages()[piece];
             self.pieces.push(FoldedPiece {
-                described: line(slice, tokens, max_tokens),
-                named: named_handle(slice, tokens, max_tokens),
+                described: line(slice, tokens, max_tokens).into(),
+                named: named_handle(slice, tokens, max_tokens).into(),
                 words: piece_words(slice),
             });
         }
@@ -731,7 +732,7 @@ struct Lines<'a, 'h, 'f> {
 impl Lines<'_, '_, '_> {
     /// Piece `k`'s line with who spoke, its size and a few of its words,
     /// and the line's count.
-    async fn described(&mut self, k: usize) -> Result<(String, usize), MemoryError> {
+    async fn described(&mut self, k: usize) -> Result<(Arc<str>, usize), MemoryError> {
         match &self.entries[k] {
             Entry::Piece(piece) => {
                 let piece = piece.clone();
@@ -748,7 +749,7 @@ impl Lines<'_, '_, '_> {
 
     /// Piece `k`'s handle after a space, for the index's line of handles,
     /// and its count.
-    async fn named(&mut self, k: usize) -> Result<(&str, usize), MemoryError> {
+    async fn named(&mut self, k: usize) -> Result<(Arc<str>, usize), MemoryError> {
         match &self.entries[k] {
             Entry::Piece(piece) => {
                 let piece = piece.clone();
@@ -756,7 +757,7 @@ impl Lines<'_, '_, '_> {
             }
             Entry::Folded(f) => {
                 let cost = self.memo.count(&f.named, self.counter).await?;
-                Ok((f.named.as_str(), cost))
+                Ok((f.named.clone(), cost))
             }
         }
     }
@@ -1215,7 +1216,7 @@ async fn index_message(
     }
     let prefix = counter.count_message(&Message::system(PREFIX)).await?;
     // Described lines, in order, while they fit in the room.
-    let mut described: Vec<(usize, String)> = Vec::new();
+    let mut described: Vec<(usize, Arc<str>)> = Vec::new();
     let mut handles = Vec::new();
     let mut used = prefix;
     let mut first_cost = 0;
@@ -1260,8 +1261,8 @@ async fn index_message(
 /// handles may come to fewer tokens than the line (a tokenizer that merges
 /// across a space): those named last go until it fits in `room`.
 async fn finish(
-    mut lines: Vec<(usize, String)>,
-    mut named: Vec<(usize, String)>,
+    mut lines: Vec<(usize, Arc<str>)>,
+    mut named: Vec<(usize, Arc<str>)>,
     room: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize, Vec<usize>)>, MemoryError> {
@@ -1270,10 +1271,10 @@ async fn finish(
         if lines.is_empty() && named.is_empty() {
             return Ok(None);
         }
-        let mut body: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
-        let mut in_order: Vec<&(usize, String)> = named.iter().collect();
+        let mut body: Vec<&str> = lines.iter().map(|(_, l)| &**l).collect();
+        let mut in_order: Vec<&(usize, Arc<str>)> = named.iter().collect();
         in_order.sort_by_key(|(k, _)| *k);
-        let handles: String = in_order.iter().map(|(_, h)| h.as_str()).collect();
+        let handles: String = in_order.iter().map(|(_, h)| &**h).collect();
         let line = format!("-{handles}");
         if !handles.is_empty() {
             body.push(&line);
@@ -1301,7 +1302,7 @@ async fn name_in(
     lines: &mut Lines<'_, '_, '_>,
     order: &[usize],
     mut room: usize,
-) -> Result<Vec<(usize, String)>, MemoryError> {
+) -> Result<Vec<(usize, Arc<str>)>, MemoryError> {
     let mut handles = Vec::new();
     let least = lines.least_named().await?;
     for &k in order {
@@ -1312,7 +1313,7 @@ async fn name_in(
         let (handle, cost) = lines.named(k).await?;
         if cost <= room {
             room -= cost;
-            handles.push((k, handle.to_owned()));
+            handles.push((k, handle));
         }
     }
     Ok(handles)

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 use memory_core::covered::Expanded;
 use memory_core::identity::WordHasher;
@@ -79,8 +80,8 @@ pub(crate) struct IndexMemo {
 /// needed.
 #[derive(Debug, Default)]
 struct PieceInfo {
-    described: Option<(String, usize)>,
-    named: Option<(String, usize)>,
+    described: Option<(Arc<str>, usize)>,
+    named: Option<(Arc<str>, usize)>,
 }
 
 /// Where a history message is found by the messages shown from it: a key
@@ -310,14 +311,15 @@ impl IndexMemo {
         history: &History<'_>,
         range: &Range<usize>,
         counter: &dyn TokenCounter,
-    ) -> Result<(String, usize), MemoryError> {
+    ) -> Result<(Arc<str>, usize), MemoryError> {
         let tokens = self.tokens(range.clone());
         let info = self.info.entry((range.start, range.end)).or_default();
         if let Some(described) = &info.described {
             return Ok(described.clone());
         }
         let line = self.tallied_line(history, range, tokens);
-        let counted = (line.clone(), counter.count(&line).await?);
+        let count = counter.count(&line).await?;
+        let counted: (Arc<str>, usize) = (line.into(), count);
         let info = self.info.entry((range.start, range.end)).or_default();
         info.described = Some(counted.clone());
         Ok(counted)
@@ -366,7 +368,7 @@ impl IndexMemo {
         history: &History<'_>,
         range: &Range<usize>,
         counter: &dyn TokenCounter,
-    ) -> Result<(&str, usize), MemoryError> {
+    ) -> Result<(Arc<str>, usize), MemoryError> {
         let tokens = self.tokens(range.clone());
         let max_tokens = self.max_tokens;
         let info = self.info.entry((range.start, range.end)).or_default();
@@ -374,10 +376,9 @@ impl IndexMemo {
             let handle =
                 super::named_handle(&history.messages()[range.clone()], tokens, max_tokens);
             let count = counter.count(&handle).await?;
-            info.named = Some((handle, count));
+            info.named = Some((handle.into(), count));
         }
-        let (handle, count) = info.named.as_ref().expect("read above");
-        Ok((handle.as_str(), *count))
+        Ok(info.named.clone().expect("read above"))
     }
 
     /// Forgets the pieces not among `listed` when they are many more.

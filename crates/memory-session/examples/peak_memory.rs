@@ -2,7 +2,7 @@
 //! into a `WindowMemory`, takes the context, and prints the process's peak
 //! resident memory as the kernel reports it.
 //!
-//! `cargo run --release -p memory-window --example peak_memory -- 1000000`
+//! `cargo run --release -p memory-session --example peak_memory -- 1000000`
 
 use memory_core::{Memory, Message};
 use memory_session::WindowMemory;

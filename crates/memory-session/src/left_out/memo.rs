@@ -33,12 +33,15 @@ type Map<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
 #[derive(Debug, Default)]
 pub(crate) struct IndexMemo {
     seen: SeenPrefix,
-    /// Tokens of the first `k` messages, at `k`.
-    totals: Vec<usize>,
     /// Each message's [`Lookup`].
     lookups: Vec<Lookup>,
-    /// Positions by lookup key, ascending.
-    buckets: Map<u64, Vec<u32>>,
+    /// The last position of each lookup key; [`before`](Self::before)
+    /// chains each to the one before (a dozen bytes a message, where a
+    /// list a key took five times that at a million messages).
+    last: Map<u64, u32>,
+    /// At each position, the one before it with the same lookup key
+    /// ([`NONE`] for none).
+    before: Vec<u32>,
     /// Positions of the user messages with blocks other than text,
     /// ascending: a shown user message may be one of them with those
     /// blocks replaced by text.
@@ -120,18 +123,17 @@ impl IndexMemo {
             self.truncate(same);
         }
         let messages = history.messages();
-        if self.totals.is_empty() {
-            self.totals.push(0);
-        }
         for (i, message) in messages.iter().enumerate().skip(same) {
-            let total = self.totals[i] + history.counts()[i];
-            self.totals.push(total);
             let lookup = lookup(message);
-            let at = u32::try_from(i).unwrap_or(u32::MAX);
-            match lookup {
-                Lookup::Key(key) => self.buckets.entry(key).or_default().push(at),
-                Lookup::Media => self.media.push(at),
-            }
+            let at = u32::try_from(i).unwrap_or(NONE);
+            let before = match lookup {
+                Lookup::Key(key) => self.last.insert(key, at).unwrap_or(NONE),
+                Lookup::Media => {
+                    self.media.push(at);
+                    NONE
+                }
+            };
+            self.before.push(before);
             if super::is_index(message) {
                 self.indexes.push(at);
             }
@@ -141,15 +143,18 @@ impl IndexMemo {
 
     /// Forgets the messages from `len` on.
     fn truncate(&mut self, len: usize) {
-        for lookup in self.lookups.drain(len..) {
-            if let Lookup::Key(key) = lookup
-                && let Some(at) = self.buckets.get_mut(&key)
-            {
-                // Ascending: the ones kept lead.
-                at.truncate(at.partition_point(|&i| (i as usize) < len));
-                if at.is_empty() {
-                    self.buckets.remove(&key);
-                }
+        // From the newest back: each is then the last of its key.
+        for (lookup, before) in self
+            .lookups
+            .drain(len..)
+            .zip(self.before.drain(len..))
+            .rev()
+        {
+            if let Lookup::Key(key) = lookup {
+                match before {
+                    NONE => self.last.remove(&key),
+                    at => self.last.insert(key, at),
+                };
             }
         }
         for words in self.words.drain(len.min(self.words.len())..) {
@@ -162,7 +167,6 @@ impl IndexMemo {
                 }
             }
         }
-        self.totals.truncate(len + 1);
         let kept =
             |list: &mut Vec<u32>| list.truncate(list.partition_point(|&i| (i as usize) < len));
         kept(&mut self.media);
@@ -183,7 +187,7 @@ impl IndexMemo {
 
     /// Tokens of the messages in `range` of the history last synced.
     pub fn tokens(&self, range: Range<usize>) -> usize {
-        self.totals[range.end] - self.totals[range.start]
+        self.seen.tokens(range)
     }
 
     /// Whether the history last synced holds an index message.
@@ -227,23 +231,30 @@ impl IndexMemo {
         if end > 0 && is_shrunk_from(&messages[end - 1], shown) {
             return Some(end - 1);
         }
-        let last_in = |list: &[u32]| {
-            let before = list.partition_point(|&i| (i as usize) < end);
-            list[..before]
-                .iter()
-                .rev()
-                .map(|&i| i as usize)
-                .find(|&i| is_shrunk_from(&messages[i], shown))
-        };
         match candidates(shown) {
             Candidates::All => messages[..end]
                 .iter()
                 .rposition(|x| is_shrunk_from(x, shown)),
             Candidates::Keyed { key, media } => {
-                let keyed = key
-                    .and_then(|key| self.buckets.get(&key))
-                    .and_then(|list| last_in(list));
-                let with_media = media.then(|| last_in(&self.media)).flatten();
+                let keyed = key.and_then(|key| {
+                    let mut at = self.last.get(&key).copied().unwrap_or(NONE);
+                    while at != NONE
+                        && ((at as usize) >= end || !is_shrunk_from(&messages[at as usize], shown))
+                    {
+                        at = self.before[at as usize];
+                    }
+                    (at != NONE).then_some(at as usize)
+                });
+                let with_media = media
+                    .then(|| {
+                        let before = self.media.partition_point(|&i| (i as usize) < end);
+                        self.media[..before]
+                            .iter()
+                            .rev()
+                            .map(|&i| i as usize)
+                            .find(|&i| is_shrunk_from(&messages[i], shown))
+                    })
+                    .flatten();
                 keyed.max(with_media)
             }
         }
@@ -418,6 +429,9 @@ impl IndexMemo {
         }
     }
 }
+
+/// No position (the end of a chain of positions).
+const NONE: u32 = u32::MAX;
 
 /// Messages' word tallies kept per message of the history, at most,
 /// before they are read afresh: messages rewritten or gone leave theirs

@@ -785,35 +785,29 @@ impl Lines<'_, '_, '_> {
         }
         self.memo.read_words(self.history.messages());
         let asked: Vec<u64> = asked.iter().map(|w| word_key(w)).collect();
-        // Whether piece `k` holds asked word `w`, at `k * asked.len() + w`:
-        // a folded piece by its words, a piece of the history by where
-        // the word was said (the pieces are in order).
-        let mut held = vec![false; self.entries.len() * asked.len()];
+        // The pieces that hold each asked word: a folded piece by its
+        // words, a piece of the history by where the word was said (the
+        // pieces are in order).
         let pieces = self
             .entries
             .iter()
             .position(|e| matches!(e, Entry::Piece(_)))
             .unwrap_or(self.entries.len());
-        for (w, word) in asked.iter().enumerate() {
-            for (k, entry) in self.entries[..pieces].iter().enumerate() {
-                if let Entry::Folded(f) = entry {
-                    held[k * asked.len() + w] = f.words.contains(word);
-                }
-            }
-            for k in holding(&self.entries[pieces..], self.memo.said(*word)) {
-                held[(pieces + k) * asked.len() + w] = true;
-            }
-        }
         let mut scores = vec![0.0; self.entries.len()];
         let n = self.entries.len() as f64;
-        for w in 0..asked.len() {
-            let found = || held.iter().skip(w).step_by(asked.len());
-            let df = found().filter(|&&f| f).count() as f64;
+        for word in &asked {
+            let mut held: Vec<usize> = (0..pieces)
+                .filter(|&k| matches!(&self.entries[k], Entry::Folded(f) if f.words.contains(word)))
+                .collect();
+            held.extend(
+                holding(&self.entries[pieces..], self.memo.said(*word))
+                    .into_iter()
+                    .map(|k| pieces + k),
+            );
+            let df = held.len() as f64;
             let weight = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for (score, &f) in scores.iter_mut().zip(found()) {
-                if f {
-                    *score += weight;
-                }
+            for k in held {
+                scores[k] += weight;
             }
         }
         // Every word weighs more than nothing: the pieces that hold one,

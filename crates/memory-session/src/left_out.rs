@@ -1415,16 +1415,17 @@ fn handle(piece: &[Message], tokens: usize, max_tokens: usize) -> Handle {
 /// said), and how many are said in all.
 #[derive(Debug, Clone, Default)]
 struct Told {
-    words: Vec<(String, usize, usize)>,
+    words: Vec<(Arc<str>, usize, usize)>,
     said: usize,
 }
 
 impl Told {
     /// The words of `message`.
     fn of(message: &Message) -> Self {
-        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut at: WordMap<usize> = WordMap::default();
         let mut told = Told::default();
         for word in lowercase_words(&message.text(), MIN_WORD_CHARS) {
+            let word: Arc<str> = word.into();
             match at.get(&word) {
                 Some(&k) => told.words[k].1 += 1,
                 None => {
@@ -1438,12 +1439,16 @@ impl Told {
     }
 }
 
+/// A map by word: words are short, hashed a word at a time.
+type WordMap<V> =
+    HashMap<Arc<str>, V, std::hash::BuildHasherDefault<memory_core::identity::WordHasher>>;
+
 /// The words of a piece's messages of at least [`MIN_WORD_CHARS`]
 /// characters, each with how often it was said and when first; a piece
 /// that grows by a message adds that message's words.
 #[derive(Debug, Clone, Default)]
 struct Tally {
-    counts: HashMap<String, (usize, usize)>,
+    counts: WordMap<(usize, usize)>,
     said: usize,
 }
 
@@ -1476,7 +1481,7 @@ impl Tally {
                 continue;
             }
             let at = best.partition_point(|(_, s)| rank(s) < rank(said));
-            best.insert(at, (word.as_str(), *said));
+            best.insert(at, (&**word, *said));
             best.truncate(WORDS_PER_LINE);
         }
         best.into_iter().map(|(w, _)| w).collect()

@@ -425,7 +425,9 @@ impl IndexMemo {
     pub fn end_call(&mut self) {
         self.previous = std::mem::take(&mut self.current);
         if self.told.len() > TOLD_PER_MESSAGE * self.seen.len() + MIN_KEPT_PIECES {
-            self.told.clear();
+            // Those of the messages the history still holds stay.
+            let held: std::collections::HashSet<u64> = self.seen.keys().iter().copied().collect();
+            self.told.retain(|key, _| held.contains(key));
         }
     }
 }
@@ -434,9 +436,9 @@ impl IndexMemo {
 const NONE: u32 = u32::MAX;
 
 /// Messages' word tallies kept per message of the history, at most,
-/// before they are read afresh: messages rewritten or gone leave theirs
-/// behind. Why: twice the history is room for one rewrite of each.
-/// Figure: none (a bound).
+/// before those of messages it no longer holds (rewritten, or folded away
+/// by a compaction) are dropped. Why: twice the history is room for one
+/// rewrite of each. Figure: none (a bound).
 const TOLD_PER_MESSAGE: usize = 2;
 
 /// Pieces whose lines are kept beyond those listed, whatever their

@@ -1425,10 +1425,10 @@ impl Told {
         let mut at: WordMap<usize> = WordMap::default();
         let mut told = Told::default();
         for word in lowercase_words(&message.text(), MIN_WORD_CHARS) {
-            let word: Arc<str> = word.into();
-            match at.get(&word) {
+            match at.get(word.as_str()) {
                 Some(&k) => told.words[k].1 += 1,
                 None => {
+                    let word: Arc<str> = word.into();
                     at.insert(word.clone(), told.words.len());
                     told.words.push((word, 1, told.said));
                 }

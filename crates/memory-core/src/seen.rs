@@ -108,19 +108,6 @@ impl SeenPrefix {
         &self.keys
     }
 
-    /// Tokens of the messages in `range` of the history last synced.
-    ///
-    /// ```
-    /// use memory_core::{History, Message, seen::SeenPrefix};
-    /// let m = [Message::user("a"), Message::assistant("b")];
-    /// let mut seen = SeenPrefix::default();
-    /// seen.sync(&History::new(&m, &[2, 3]).unwrap());
-    /// assert_eq!(seen.tokens(0..2), 5);
-    /// ```
-    pub fn tokens(&self, range: std::ops::Range<usize>) -> usize {
-        self.totals[range.end] - self.totals[range.start]
-    }
-
     /// Takes `history` in: how many of its leading messages are the ones
     /// synced last (same message, count and protection), the rest read.
     ///

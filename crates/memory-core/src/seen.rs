@@ -108,6 +108,20 @@ impl SeenPrefix {
         &self.keys
     }
 
+    /// Tokens of the first `end` messages of the history last synced.
+    ///
+    /// ```
+    /// use memory_core::{History, Message, seen::SeenPrefix};
+    /// let m = [Message::user("a"), Message::assistant("b")];
+    /// let mut seen = SeenPrefix::default();
+    /// seen.sync(&History::new(&m, &[2, 3]).unwrap());
+    /// assert_eq!(seen.total(2), 5);
+    /// assert_eq!(seen.total(0), 0);
+    /// ```
+    pub fn total(&self, end: usize) -> usize {
+        self.totals.get(end).copied().unwrap_or(0)
+    }
+
     /// Takes `history` in: how many of its leading messages are the ones
     /// synced last (same message, count and protection), the rest read.
     ///

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, criterion_main};
 use memory_core::{Memory, Message};
 use memory_session::WindowMemory;
+use memory_session::left_out::IndexSettings;
 use molo_agent::memory::Memory as _;
 
 const BUDGET: usize = 8_000;
@@ -87,36 +88,25 @@ fn bench(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(500));
     group.measurement_time(Duration::from_secs(3));
     for size in SIZES {
-        group.bench_with_input(
-            BenchmarkId::new("memory-session", size),
-            &size,
-            |b, &size| {
+        // With the index of what the context leaves out (the default), and
+        // without it.
+        let indexes = [
+            ("memory-session", Some(IndexSettings::default())),
+            ("memory-session-no-index", None),
+        ];
+        for (name, index) in indexes {
+            group.bench_with_input(BenchmarkId::new(name, size), &size, |b, &size| {
                 b.iter_custom(|iters| {
                     turns!(
                         rt,
                         iters,
                         size,
-                        filled!(WindowMemory::new(BUDGET), Message, size),
+                        filled!(WindowMemory::new(BUDGET).with_index(index), Message, size),
                         Message
                     )
                 });
-            },
-        );
-        group.bench_with_input(
-            BenchmarkId::new("memory-session-no-index", size),
-            &size,
-            |b, &size| {
-                b.iter_custom(|iters| {
-                    turns!(
-                        rt,
-                        iters,
-                        size,
-                        filled!(WindowMemory::new(BUDGET).with_index(None), Message, size),
-                        Message
-                    )
-                });
-            },
-        );
+            });
+        }
         group.bench_with_input(
             BenchmarkId::new("molo-agent-0.6", size),
             &size,

@@ -94,8 +94,7 @@ use async_trait::async_trait;
 use memory_core::covered::Expanded;
 use memory_core::recall::{Handle, max_reachable_tokens};
 use memory_core::{
-    Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, is_shrunk_from,
-    structure,
+    Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, structure,
 };
 use memory_text::{lowercase_words, stem};
 
@@ -513,7 +512,7 @@ async fn index_placed(
     let room = room(call.limit, &result, call.settings, false);
     let whole_room = room_at_question(call.limit, &result, call.settings);
     if memo.has_index() {
-        return Ok(reinsert(history, result, room, whole_room));
+        return Ok(reinsert(history, memo, result, room, whole_room));
     }
     let shown = memo.sources(history.messages(), &result.messages);
     let stretches = left_out(&shown);
@@ -946,6 +945,7 @@ fn reserved_room(limit: usize, settings: &IndexSettings) -> usize {
 /// `room`: it lists what that context left out.
 fn reinsert(
     history: &History<'_>,
+    memo: &IndexMemo,
     mut result: TrimResult,
     room: usize,
     whole_room: usize,
@@ -961,7 +961,7 @@ fn reinsert(
             break;
         }
         used += tokens;
-        let shown = shown_sources(history.messages(), &result.messages);
+        let shown = memo.sources(history.messages(), &result.messages);
         let at = insertion_point(&result.messages, &shown, old);
         let message = history.messages()[old].clone();
         result = insert(result, at, message, tokens);
@@ -984,30 +984,6 @@ fn insert(mut result: TrimResult, at: usize, message: Message, tokens: usize) ->
         }
     }
     result
-}
-
-/// For each result message, the history message it shows (as it was or
-/// shrunk), matched in order from the newest back; `None` for messages
-/// the strategy made. From the newest, because an agent's history repeats
-/// itself (the same command run twice prints the same output) and a
-/// strategy keeps its newest steps: matched from the oldest, the newest
-/// observation would stand for an earlier copy of itself, and everything
-/// after that copy would seem shown.
-fn shown_sources(history: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
-    let mut end = history.len();
-    let mut out: Vec<Option<usize>> = shown
-        .iter()
-        .rev()
-        .map(|message| {
-            let at = history[..end]
-                .iter()
-                .rposition(|x| is_shrunk_from(x, message))?;
-            end = at;
-            Some(at)
-        })
-        .collect();
-    out.reverse();
-    out
 }
 
 /// The stretches of a history that no result message shows (`shown`:
@@ -1505,7 +1481,32 @@ fn insertion_point(shown: &[Message], sources: &[Option<usize>], first_left_out:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::{CharTokenCounter, Selection};
+    use memory_core::{CharTokenCounter, Selection, is_shrunk_from};
+
+    /// The reference [`IndexMemo::sources`] must match: for each result
+    /// message, the history message it shows (as it was or
+    /// shrunk), matched in order from the newest back; `None` for messages
+    /// the strategy made. From the newest, because an agent's history repeats
+    /// itself (the same command run twice prints the same output) and a
+    /// strategy keeps its newest steps: matched from the oldest, the newest
+    /// observation would stand for an earlier copy of itself, and everything
+    /// after that copy would seem shown.
+    fn shown_sources(history: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
+        let mut end = history.len();
+        let mut out: Vec<Option<usize>> = shown
+            .iter()
+            .rev()
+            .map(|message| {
+                let at = history[..end]
+                    .iter()
+                    .rposition(|x| is_shrunk_from(x, message))?;
+                end = at;
+                Some(at)
+            })
+            .collect();
+        out.reverse();
+        out
+    }
 
     #[test]
     fn first_from_finds_what_a_search_from_there_finds() {
@@ -2034,9 +2035,13 @@ mod tests {
             .await
             .unwrap();
             let folded = Folded::default();
+            // The sources the memo finds are those a scan of the whole
+            // history finds (the memo is synced to this history below, and
+            // was to the one before at the last call).
+            let reference = shown_sources(&m, &result.messages);
             let kept = add_index_kept(
                 &history,
-                result,
+                result.clone(),
                 &budget,
                 &CharTokenCounter,
                 &settings,
@@ -2045,6 +2050,7 @@ mod tests {
             )
             .await
             .unwrap();
+            assert_eq!(memo.sources(&m, &result.messages), reference, "call {call}");
             assert_eq!(kept.messages, fresh.messages, "call {call}");
             assert_eq!(kept.counts, fresh.counts, "call {call}");
             indexed += usize::from(fresh.messages.iter().any(is_index));

@@ -28,9 +28,6 @@ use memory_core::seen::SeenPrefix;
 pub(crate) struct MessageIndex {
     /// Each message's identity, count and protection.
     seen: SeenPrefix,
-    /// Tokens of the first `k` messages, at `k` (one more entry than
-    /// messages).
-    totals: Vec<usize>,
     /// Positions of the assistant messages after the first message.
     assistants: Vec<usize>,
     /// Each message's [`text_key`].
@@ -66,8 +63,8 @@ impl MessageIndex {
         } else if same < before {
             self.truncate(same);
         }
-        for (i, &count) in counts.iter().enumerate().skip(same) {
-            self.push(messages, i, count);
+        for i in same..counts.len() {
+            self.push(messages, i);
         }
         same
     }
@@ -83,7 +80,6 @@ impl MessageIndex {
                 }
             }
         }
-        self.totals.truncate(len + 1);
         self.text_keys.truncate(len);
         // Ascending: the ones kept lead.
         let kept = self.assistants.partition_point(|&i| i < len);
@@ -92,14 +88,9 @@ impl MessageIndex {
         self.terms.truncate(len);
     }
 
-    /// Reads message `i` of `messages`, of `count` tokens.
-    fn push(&mut self, messages: &[Message], i: usize, count: usize) {
+    /// Reads message `i` of `messages`.
+    fn push(&mut self, messages: &[Message], i: usize) {
         let message = &messages[i];
-        if self.totals.is_empty() {
-            self.totals.push(0);
-        }
-        let total = self.totals[i];
-        self.totals.push(total + count);
         if message.is_assistant() && i > 0 {
             self.assistants.push(i);
         }
@@ -114,7 +105,7 @@ impl MessageIndex {
 
     /// Tokens of the first `end` messages.
     pub fn total(&self, end: usize) -> usize {
-        self.totals[end]
+        self.seen.total(end)
     }
 
     /// The model calls of the first `len` messages that a replay looks
@@ -181,7 +172,9 @@ mod tests {
         let mut fresh = MessageIndex::default();
         synced(&mut fresh, &m).await;
         assert_eq!(seen.seen.keys(), fresh.seen.keys());
-        assert_eq!(seen.totals, fresh.totals);
+        for end in 0..=m.len() {
+            assert_eq!(seen.total(end), fresh.total(end));
+        }
         assert_eq!(seen.replay_points(m.len()), crate::calls::replay_points(&m));
         assert_eq!(
             seen.replay_points(151),

@@ -32,8 +32,6 @@ type Map<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
 #[derive(Debug, Default)]
 pub(crate) struct IndexMemo {
     seen: SeenPrefix,
-    /// Tokens of the first `k` messages, at `k`.
-    totals: Vec<usize>,
     /// Each message's [`Lookup`].
     lookups: Vec<Lookup>,
     /// Positions by lookup key, ascending.
@@ -119,12 +117,7 @@ impl IndexMemo {
             self.truncate(same);
         }
         let messages = history.messages();
-        if self.totals.is_empty() {
-            self.totals.push(0);
-        }
         for (i, message) in messages.iter().enumerate().skip(same) {
-            let total = self.totals[i] + history.counts()[i];
-            self.totals.push(total);
             let lookup = lookup(message);
             let at = u32::try_from(i).unwrap_or(u32::MAX);
             match lookup {
@@ -161,7 +154,6 @@ impl IndexMemo {
                 }
             }
         }
-        self.totals.truncate(len + 1);
         let kept =
             |list: &mut Vec<u32>| list.truncate(list.partition_point(|&i| (i as usize) < len));
         kept(&mut self.media);
@@ -182,7 +174,7 @@ impl IndexMemo {
 
     /// Tokens of the messages in `range` of the history last synced.
     pub fn tokens(&self, range: Range<usize>) -> usize {
-        self.totals[range.end] - self.totals[range.start]
+        self.seen.total(range.end) - self.seen.total(range.start)
     }
 
     /// Whether the history last synced holds an index message.
@@ -201,7 +193,7 @@ impl IndexMemo {
     }
 
     /// For each of `shown`, the position in `messages` (the history last
-    /// synced) of the message it shows, as `shown_sources` finds it: the
+    /// synced) of the message it shows: the
     /// nearest before the one the next shown message stands for that it
     /// is shrunk from, looked for among the few positions that may be it.
     pub fn sources(&self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {

@@ -27,8 +27,9 @@ trait Backend: Send + Sync {
     /// A new handle on the same data, as a restarted process opens it.
     async fn open(&self) -> Arc<dyn Store>;
 
-    /// Handles of tenants `a` and `b` and one without a tenant, on the same
-    /// data; `None` for a store without tenants.
+    /// Handles of tenants `a` and `b` ([`Store::for_tenant`]) and the one
+    /// they were made from, on the same data; `None` for a store without
+    /// tenants.
     async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]>;
 }
 
@@ -40,7 +41,8 @@ impl Backend for InMemory {
         self.0.clone()
     }
     async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]> {
-        None
+        let store: Arc<dyn Store> = self.0.clone();
+        Some([store.for_tenant("a"), store.for_tenant("b"), store])
     }
 }
 
@@ -74,12 +76,8 @@ impl Backend for Sqlite {
         Arc::new(self.store())
     }
     async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]> {
-        let store = self.store();
-        Some([
-            Arc::new(store.with_tenant("a")),
-            Arc::new(store.with_tenant("b")),
-            Arc::new(store),
-        ])
+        let store: Arc<dyn Store> = Arc::new(self.store());
+        Some([store.for_tenant("a"), store.for_tenant("b"), store])
     }
 }
 
@@ -111,11 +109,11 @@ impl Backend for Postgres {
         Arc::new(self.store().await.with_tenant(&self.tenant))
     }
     async fn tenants(&self) -> Option<[Arc<dyn Store>; 3]> {
-        let store = self.store().await;
+        let store: Arc<dyn Store> = Arc::new(self.store().await);
         Some([
-            Arc::new(store.with_tenant(format!("{}-a", self.tenant))),
-            Arc::new(store.with_tenant(format!("{}-b", self.tenant))),
-            Arc::new(store),
+            store.for_tenant(&format!("{}-a", self.tenant)),
+            store.for_tenant(&format!("{}-b", self.tenant)),
+            store,
         ])
     }
 }

@@ -175,6 +175,35 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_task_floor: bool,
 
+    /// A file of the keys clients present, one per line: a principal's
+    /// name and its key (or the key's hash, `blake3:HEX`). Every session
+    /// belongs to the principal whose key made it, and no other sees it.
+    /// Without keys (and without MEMORY_SERVE_TOKEN), a client's principal
+    /// is the hash of the credential it sends for the upstream.
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<std::path::PathBuf>,
+
+    /// A browser page origin (`https://app.example`) whose requests are
+    /// taken; repeatable. Requests carrying any other Origin are refused.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+
+    /// A host name requests may be addressed to (their Host header),
+    /// besides the listening address and, on loopback, localhost;
+    /// repeatable (a name a proxy or DNS gives the server).
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub allow_hosts: Vec<String>,
+
+    /// Seconds to wait for the upstream's answer to begin.
+    #[arg(long, value_name = "SECONDS", default_value_t = memory_serve::DEFAULT_FIRST_BYTE_TIMEOUT.as_secs())]
+    pub first_byte_timeout: u64,
+
+    /// The longest pause, in seconds, between two pieces of a streamed
+    /// answer, or before a client takes the next one; past it the call
+    /// ends and its session is released.
+    #[arg(long, value_name = "SECONDS", default_value_t = memory_serve::DEFAULT_IDLE_TIMEOUT.as_secs())]
+    pub idle_timeout: u64,
+
     /// Offer the model the `recall` tool: `server` answers its calls from
     /// the session's history and asks the model again (the client never
     /// sees them), `client` lets them reach the client like any tool call

@@ -36,7 +36,10 @@ pub async fn serve_command(args: &ServeArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Serve(e.to_string()))?;
     eprintln!(
         "memory serve: listening on http://{bound}, upstream {}, pipeline {}, counter {}, store {}",
-        config.upstream, args.pipeline, args.counter, args.store
+        memory_serve::shown_url(&config.upstream),
+        args.pipeline,
+        args.counter,
+        args.store
     );
     memory_serve::serve(listener, config, shutdown())
         .await
@@ -50,11 +53,17 @@ pub async fn serve_command(args: &ServeArgs) -> Result<(), CliError> {
 /// As [`serve_command`], for the options.
 pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<ServeConfig, CliError> {
     let token = std::env::var(TOKEN_VAR).ok().filter(|t| !t.is_empty());
-    if !listen.ip().is_loopback() && token.is_none() {
+    let keys = match &args.keys {
+        Some(path) => read_keys(path)?,
+        None => memory_serve::Keys::default(),
+    };
+    if !listen.ip().is_loopback() && token.is_none() && keys.is_empty() {
         return Err(CliError::Usage(format!(
-            "--listen {listen} is not a loopback address: set {TOKEN_VAR} to a secret that clients then send (as their API key, or in X-Memory-Token)"
+            "--listen {listen} is not a loopback address: give --keys FILE, or set {TOKEN_VAR} to a secret that clients then send (as their API key, or in X-Memory-Token)"
         )));
     }
+    memory_serve::check_upstream(&args.upstream)
+        .map_err(|e| CliError::Usage(format!("--upstream: {e}")))?;
     let upstream_key = match &args.upstream_key_env {
         Some(var) => Some(std::env::var(var).map_err(|_| {
             CliError::Usage(format!("--upstream-key-env {var}: the variable is not set"))
@@ -76,8 +85,13 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
     .with_budget(budget)
     .with_counter(counter)
     .with_strict(args.strict)
-    .with_token(token);
+    .with_token(token)
+    .with_keys(keys);
     config.upstream_key = upstream_key;
+    config.allowed_origins = args.allow_origins.clone();
+    config.allowed_hosts = args.allow_hosts.clone();
+    config.first_byte_timeout = std::time::Duration::from_secs(args.first_byte_timeout);
+    config.idle_timeout = std::time::Duration::from_secs(args.idle_timeout);
     config.max_body_bytes = args.max_body_bytes;
     config.task_floor = !args.no_task_floor;
     config.recall = args.recall;
@@ -85,6 +99,21 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
         config.summarizer_stats = Some(stats(stages.summarizer.clone()));
     }
     Ok(config)
+}
+
+/// The keys of `--keys FILE`.
+fn read_keys(path: &std::path::Path) -> Result<memory_serve::Keys, CliError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("--keys {shown}: {e}")))?;
+    let keys = memory_serve::Keys::parse(&text)
+        .map_err(|e| CliError::Usage(format!("--keys {shown}: {e}")))?;
+    if keys.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--keys {shown}: the file holds no key"
+        )));
+    }
+    Ok(keys)
 }
 
 /// What every session's stages are built from.

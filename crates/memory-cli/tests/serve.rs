@@ -133,8 +133,10 @@ async fn a_server_killed_mid_session_goes_on_with_it_after_a_restart() {
     }
     assert!(history.last().unwrap().text().contains("All 16 steps"));
     drop(second);
-    let stored = memory_sqlite::SqliteStore::open(dir.path().join("serve.db"))
-        .unwrap()
+    let store: std::sync::Arc<dyn Store> =
+        std::sync::Arc::new(memory_sqlite::SqliteStore::open(dir.path().join("serve.db")).unwrap());
+    let stored = memory_serve::test_util::principal_store(&store, None)
+        .await
         .history(&session)
         .await
         .unwrap();
@@ -160,7 +162,9 @@ async fn two_servers_over_one_postgresql_share_a_session() {
     }
     assert!(history.last().unwrap().text().contains("All 24 steps"));
     assert!(sessions.iter().all(|s| *s == sessions[0]), "{sessions:?}");
-    let store = memory_postgres::PostgresStore::connect(&url).await.unwrap();
+    let store: std::sync::Arc<dyn Store> =
+        std::sync::Arc::new(memory_postgres::PostgresStore::connect(&url).await.unwrap());
+    let store = memory_serve::test_util::principal_store(&store, None).await;
     assert_eq!(
         store.history(&sessions[0]).await.unwrap(),
         history,

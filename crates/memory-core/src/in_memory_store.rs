@@ -1,7 +1,7 @@
 //! [`InMemoryStore`]: the [`Store`] contract in process memory.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::message::Message;
 use crate::store::check_session;
@@ -81,7 +81,9 @@ impl Session {
 /// ```
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
-    sessions: Mutex<HashMap<String, Session>>,
+    sessions: Arc<Mutex<HashMap<String, Session>>>,
+    /// The tenant whose namespace this handle sees ([`Store::for_tenant`]).
+    tenant: Option<Arc<str>>,
 }
 
 impl InMemoryStore {
@@ -96,8 +98,17 @@ impl InMemoryStore {
 
     fn with<R>(&self, session: &str, f: impl FnOnce(&mut Session) -> R) -> Result<R, StoreError> {
         check_session(session)?;
+        // A tenant's sessions are keyed behind a control character, which
+        // no session id holds, so no two namespaces meet.
+        let key = match &self.tenant {
+            Some(tenant) => {
+                check_session(tenant)?;
+                format!("{tenant}\u{0}{session}")
+            }
+            None => session.to_string(),
+        };
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(f(sessions.entry(session.to_string()).or_default()))
+        Ok(f(sessions.entry(key).or_default()))
     }
 }
 
@@ -155,6 +166,13 @@ impl Store for InMemoryStore {
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
         self.with(session, |s| s.replaced())
+    }
+
+    fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
+        Arc::new(InMemoryStore {
+            sessions: Arc::clone(&self.sessions),
+            tenant: Some(Arc::from(tenant)),
+        })
     }
 }
 

@@ -171,6 +171,26 @@ pub trait Store: Send + Sync {
     ///
     /// Backend failures, invalid ids.
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError>;
+
+    /// The same store seen from `tenant`'s namespace: its session `s` is
+    /// another session than `s` of any other tenant, or of this handle,
+    /// and is reached only through a handle of the same tenant (a SQL
+    /// store keeps the tenant in its own column). A tenant follows the
+    /// rules of session ids; a handle with an invalid one fails every call
+    /// with [`StoreError::InvalidSession`].
+    ///
+    /// ```
+    /// use memory_core::{InMemoryStore, Message, Store, StoredMessage};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let acme = store.for_tenant("acme");
+    /// acme.append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)]).await.unwrap();
+    /// assert_eq!(acme.load("s").await.unwrap().messages.len(), 1);
+    /// assert!(store.for_tenant("globex").load("s").await.unwrap().messages.is_empty());
+    /// assert!(store.load("s").await.unwrap().messages.is_empty());
+    /// # });
+    /// ```
+    fn for_tenant(&self, tenant: &str) -> std::sync::Arc<dyn Store>;
 }
 
 /// Checks a session id: non-empty, no control characters.

@@ -552,6 +552,10 @@ impl Store for PostgresStore {
         tx.commit().await.map_err(backend)?;
         assemble(bases, committed, log)
     }
+
+    fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
+        Arc::new(self.with_tenant(tenant))
+    }
 }
 
 #[cfg(test)]

@@ -169,14 +169,14 @@ type Spent = BTreeMap<(&'static str, &'static str), (u64, Duration)>;
 /// session (the server's prefix index and heads, or a conversation).
 struct Timed {
     inner: Arc<dyn Store>,
-    spent: Mutex<Spent>,
+    spent: Arc<Mutex<Spent>>,
 }
 
 impl Timed {
     fn new(inner: Arc<dyn Store>) -> Self {
         Self {
             inner,
-            spent: Mutex::new(BTreeMap::new()),
+            spent: Arc::new(Mutex::new(BTreeMap::new())),
         }
     }
 
@@ -243,6 +243,13 @@ impl Store for Timed {
         let r = self.inner.replaced(session).await;
         self.note("replaced", session, started.elapsed());
         r
+    }
+
+    fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
+        Arc::new(Timed {
+            inner: self.inner.for_tenant(tenant),
+            spent: Arc::clone(&self.spent),
+        })
     }
 }
 

@@ -1,71 +1,116 @@
-//! Who may call the server, and which `Authorization` goes upstream.
+//! Who a request is for ([`Caller`]), and which credential goes upstream.
 
 use axum::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 
-use crate::{ApiError, ServeConfig};
+use crate::principal::bearer;
+use crate::{ApiError, Principal, ServeConfig};
 
-/// The header a client presents the server's token in when its own
+/// The header a client presents the server's key in when its own
 /// `Authorization` is meant for the upstream.
 pub const TOKEN_HEADER: &str = "x-memory-token";
 
-/// Checks the client's token (when the server has one) and says which
-/// `Authorization` header to send upstream: the client's own, unless it
-/// was the server's token; the configured upstream key otherwise. The
-/// client's `Authorization` goes nowhere else.
+/// The header Anthropic's clients send their key in.
+const API_KEY_HEADER: &str = "x-api-key";
+
+/// A request's principal, and the `Authorization` sent upstream for it.
+pub(crate) struct Caller {
+    pub(crate) principal: Principal,
+    pub(crate) upstream: Option<HeaderValue>,
+}
+
+/// Finds the request's principal and says which `Authorization` header to
+/// send upstream.
+///
+/// A server that takes keys (`--keys`, `MEMORY_SERVE_TOKEN`) asks for one,
+/// as `Authorization: Bearer <key>` (the configured upstream key then goes
+/// upstream) or in [`TOKEN_HEADER`] (the client's own `Authorization` then
+/// goes upstream, unless it is a server key too); the principal is the
+/// key's. A server that takes none hashes the client's upstream
+/// credential under `secret` into its principal. A server key never goes
+/// upstream; the client's `Authorization` goes nowhere else.
 ///
 /// # Errors
 ///
-/// 401 when the server has a token and the request does not present it,
-/// as `Authorization: Bearer <token>` or in [`TOKEN_HEADER`].
-pub(crate) fn upstream_authorization(
+/// 401 when the server takes keys and the request presents none of them.
+pub(crate) fn identify(
     config: &ServeConfig,
     headers: &HeaderMap,
-) -> Result<Option<HeaderValue>, ApiError> {
+    secret: &[u8; 32],
+) -> Result<Caller, ApiError> {
     let client = headers.get(AUTHORIZATION).cloned();
-    let key = || {
-        config
-            .upstream_key
+    if !takes_keys(config) {
+        let credential = client
             .as_ref()
-            .and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok())
-            .map(|mut v| {
-                v.set_sensitive(true);
-                v
-            })
-    };
-    let Some(token) = &config.token else {
-        return Ok(client.or_else(key));
-    };
-    if headers
-        .get(TOKEN_HEADER)
-        .is_some_and(|v| same(v.as_bytes(), token.as_bytes()))
-    {
-        return Ok(client.or_else(key));
+            .or_else(|| headers.get(API_KEY_HEADER))
+            .and_then(|v| v.to_str().ok());
+        return Ok(Caller {
+            principal: Principal::of_credential(secret, credential),
+            upstream: client.or_else(|| upstream_key(config)),
+        });
     }
-    let bearer = client
+    let client_key = client
         .as_ref()
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if bearer.is_some_and(|b| same(b.trim().as_bytes(), token.as_bytes())) {
-        return Ok(key());
+        .and_then(bearer)
+        .and_then(|k| principal_of(config, k));
+    if let Some(presented) = headers.get(TOKEN_HEADER) {
+        let principal = presented
+            .to_str()
+            .ok()
+            .and_then(|k| principal_of(config, k.trim()))
+            .ok_or_else(ApiError::unauthorized)?;
+        // The client's Authorization goes upstream, unless it is a key of
+        // this server.
+        let upstream = match client_key {
+            Some(_) => upstream_key(config),
+            None => client.or_else(|| upstream_key(config)),
+        };
+        return Ok(Caller {
+            principal,
+            upstream,
+        });
     }
-    Err(ApiError::unauthorized())
+    match client_key {
+        Some(principal) => Ok(Caller {
+            principal,
+            upstream: upstream_key(config),
+        }),
+        None => Err(ApiError::unauthorized()),
+    }
 }
 
-/// Whether the server's token was presented, for routes that send
-/// nothing upstream.
-pub(crate) fn check(config: &ServeConfig, headers: &HeaderMap) -> Result<(), ApiError> {
-    upstream_authorization(config, headers).map(|_| ())
+/// Whether the server asks for a key.
+pub(crate) fn takes_keys(config: &ServeConfig) -> bool {
+    !config.keys.is_empty() || config.token.is_some()
 }
 
-/// Compares in time that does not depend on where the two differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The principal of a presented key, if the server takes it.
+fn principal_of(config: &ServeConfig, key: &str) -> Option<Principal> {
+    if let Some(p) = config.keys.principal(key) {
+        return Some(p.clone());
+    }
+    let token = config.token.as_deref()?;
+    crate::Keys::single(token).principal(key).cloned()
+}
+
+/// The configured upstream key, as a (sensitive) `Authorization` value.
+fn upstream_key(config: &ServeConfig) -> Option<HeaderValue> {
+    config
+        .upstream_key
+        .as_ref()
+        .and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok())
+        .map(|mut v| {
+            v.set_sensitive(true);
+            v
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Arc;
+
+    const SECRET: [u8; 32] = [1; 32];
 
     fn config(token: Option<&str>, key: Option<&str>) -> ServeConfig {
         let mut c = ServeConfig::new(
@@ -88,40 +133,75 @@ mod tests {
         h
     }
 
-    #[test]
-    fn without_a_token_the_clients_key_goes_upstream() {
-        let up = upstream_authorization(
-            &config(None, None),
-            &headers(&[("authorization", "Bearer sk-1")]),
-        )
-        .unwrap();
-        assert_eq!(up.unwrap(), "Bearer sk-1");
-        let up = upstream_authorization(&config(None, Some("k2")), &HeaderMap::new()).unwrap();
-        assert_eq!(up.unwrap(), "Bearer k2");
+    fn upstream(c: &ServeConfig, h: &[(&'static str, &str)]) -> Result<Option<String>, u16> {
+        identify(c, &headers(h), &SECRET)
+            .map(|caller| caller.upstream.map(|v| v.to_str().unwrap().to_string()))
+            .map_err(|e| e.status().as_u16())
     }
 
     #[test]
-    fn the_servers_token_is_asked_for_and_never_sent_upstream() {
+    fn without_keys_the_clients_key_goes_upstream_and_names_the_principal() {
+        let c = config(None, Some("k2"));
+        assert_eq!(
+            upstream(&c, &[("authorization", "Bearer sk-1")]),
+            Ok(Some("Bearer sk-1".into()))
+        );
+        assert_eq!(upstream(&c, &[]), Ok(Some("Bearer k2".into())));
+        let of = |h: &[(&'static str, &str)]| identify(&c, &headers(h), &SECRET).ok().unwrap();
+        let a = of(&[("authorization", "Bearer sk-1")]).principal;
+        assert_eq!(a, of(&[("authorization", "bearer sk-1")]).principal);
+        assert_eq!(a, of(&[("x-api-key", "sk-1")]).principal);
+        assert_ne!(a, of(&[("authorization", "Bearer sk-2")]).principal);
+        assert_ne!(a, of(&[]).principal);
+    }
+
+    #[test]
+    fn the_servers_key_is_asked_for_and_never_sent_upstream() {
         let c = config(Some("t0k"), Some("up"));
+        assert_eq!(upstream(&c, &[]), Err(401));
+        assert_eq!(upstream(&c, &[("authorization", "Bearer wrong")]), Err(401));
+        assert_eq!(upstream(&c, &[("authorization", "Bearer t0")]), Err(401));
         assert_eq!(
-            upstream_authorization(&c, &HeaderMap::new())
-                .unwrap_err()
-                .status(),
-            401
+            upstream(&c, &[("authorization", "Bearer t0k")]),
+            Ok(Some("Bearer up".into()))
         );
         assert_eq!(
-            upstream_authorization(&c, &headers(&[("authorization", "Bearer wrong")]))
-                .unwrap_err()
-                .status(),
-            401
+            upstream(&c, &[("authorization", "BEARER t0k")]),
+            Ok(Some("Bearer up".into()))
         );
-        let up = upstream_authorization(&c, &headers(&[("authorization", "Bearer t0k")])).unwrap();
-        assert_eq!(up.unwrap(), "Bearer up");
-        let up = upstream_authorization(
-            &c,
-            &headers(&[("authorization", "Bearer sk-client"), (TOKEN_HEADER, "t0k")]),
-        )
-        .unwrap();
-        assert_eq!(up.unwrap(), "Bearer sk-client");
+        assert_eq!(
+            upstream(
+                &c,
+                &[("authorization", "Bearer sk-client"), (TOKEN_HEADER, "t0k")]
+            ),
+            Ok(Some("Bearer sk-client".into()))
+        );
+        // Sent in both places, the server's key still does not go upstream.
+        assert_eq!(
+            upstream(
+                &c,
+                &[("authorization", "Bearer t0k"), (TOKEN_HEADER, "t0k")]
+            ),
+            Ok(Some("Bearer up".into()))
+        );
+        assert_eq!(upstream(&c, &[(TOKEN_HEADER, "nope")]), Err(401));
+    }
+
+    #[test]
+    fn each_key_is_its_principal() {
+        let mut c = config(None, None);
+        c.keys = crate::Keys::parse("alice ka\nbob kb\n").unwrap();
+        let of = |k: &str| {
+            identify(
+                &c,
+                &headers(&[("authorization", &format!("Bearer {k}"))]),
+                &SECRET,
+            )
+            .map(|c| c.principal.tenant().to_string())
+            .map_err(|e| e.status().as_u16())
+        };
+        assert_eq!(of("ka"), Ok("key-alice".into()));
+        assert_eq!(of("kb"), Ok("key-bob".into()));
+        assert_eq!(of("kc"), Err(401));
     }
 }

@@ -93,8 +93,14 @@ pub struct ServeConfig {
     /// Refuse an invalid transcript (an orphaned tool result, an
     /// unanswered call) instead of repairing it.
     pub strict: bool,
-    /// The token clients must present; `None`: none is asked.
+    /// The token clients must present; `None`: none is asked. The
+    /// one-key shortcut: its principal is
+    /// [`TOKEN_PRINCIPAL`](crate::TOKEN_PRINCIPAL).
     pub token: Option<String>,
+    /// The keys clients present, each naming its principal (`--keys`);
+    /// empty with no token: the server takes no keys, and a client's
+    /// principal is the hash of its upstream credential.
+    pub keys: crate::Keys,
     /// The key sent upstream when the client's own `Authorization` is the
     /// server's token (or absent).
     pub upstream_key: Option<String>,
@@ -102,6 +108,23 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// How long to wait for the upstream to connect.
     pub connect_timeout: Duration,
+    /// How long to wait for the upstream's answer to begin (its status and
+    /// headers; for a call that is not streamed, that is the whole reply
+    /// being written).
+    pub first_byte_timeout: Duration,
+    /// The longest pause a stream may take, on either side: between two
+    /// pieces of the upstream's answer, or before a client takes the next
+    /// event. Past it the call ends, and its session is released.
+    pub idle_timeout: Duration,
+    /// The `Origin`s whose requests are taken (a browser's cross-site
+    /// request names one); a request with any other `Origin` is refused.
+    pub allowed_origins: Vec<String>,
+    /// The host names a request's `Host` may carry besides the listening
+    /// address (and `localhost` when it is a loopback one).
+    pub allowed_hosts: Vec<String>,
+    /// The address the server listens on, when known: its `Host` checks
+    /// against it ([`serve`](crate::serve) sets it).
+    pub listening: Option<std::net::SocketAddr>,
     /// Whether the task (a session's first user request) is in the floor.
     pub task_floor: bool,
     /// The summarizer's statistics, for `/metrics`.
@@ -116,6 +139,16 @@ pub struct ServeConfig {
 /// The default limit on a request body: a long agent session with large
 /// tool outputs, sent whole, stays well under it.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+
+/// The default wait for an upstream's answer to begin: a model writing a
+/// long reply that is not streamed sends nothing until it is done, and
+/// local servers on small machines take minutes on long prompts.
+pub const DEFAULT_FIRST_BYTE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The default longest pause in a stream: streaming models send a piece
+/// every few tens of milliseconds, and a reasoning model's silent thinking
+/// is streamed as pieces too; a minute without one is a stall.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The default number of sessions kept loaded.
 pub const DEFAULT_LOADED_SESSIONS: usize = memory_session::DEFAULT_OPEN_SESSIONS;
@@ -145,9 +178,15 @@ impl ServeConfig {
             counter: Arc::new(memory_core::CharTokenCounter),
             strict: false,
             token: None,
+            keys: crate::Keys::default(),
             upstream_key: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: DEFAULT_FIRST_BYTE_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
+            listening: None,
             task_floor: true,
             summarizer_stats: None,
             max_loaded_sessions: DEFAULT_LOADED_SESSIONS,
@@ -197,6 +236,21 @@ impl ServeConfig {
         self
     }
 
+    /// Takes `keys`, each for its principal (with the token, if any).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// let keys = memory_serve::Keys::parse("alice ka\nbob kb").unwrap();
+    /// let config = memory_serve::ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()))
+    ///     .with_keys(keys);
+    /// assert_eq!(config.keys.len(), 2);
+    /// ```
+    pub fn with_keys(mut self, keys: crate::Keys) -> Self {
+        self.keys = keys;
+        self
+    }
+
     /// Refuses invalid transcripts instead of repairing them.
     ///
     /// ```
@@ -212,13 +266,59 @@ impl ServeConfig {
     }
 }
 
+/// The upstream URL as the server shows it (logs, errors): without any
+/// `user:password@`.
+///
+/// ```
+/// assert_eq!(memory_serve::shown_url("http://me:pw@host:8080/v1"), "http://host:8080/v1");
+/// ```
+pub fn shown_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string().trim_end_matches('/').to_string()
+        }
+        Err(_) => "(an invalid URL)".to_string(),
+    }
+}
+
+/// Checks an upstream URL: absolute, `http` or `https`, with a host.
+///
+/// # Errors
+///
+/// What is wrong with it, the URL shown without credentials.
+///
+/// ```
+/// assert!(memory_serve::check_upstream("http://127.0.0.1:8080/v1").is_ok());
+/// assert!(memory_serve::check_upstream("127.0.0.1:8080/v1").is_err());
+/// let e = memory_serve::check_upstream("ftp://me:pw@host/v1").unwrap_err();
+/// assert!(!e.contains("pw"), "{e}");
+/// ```
+pub fn check_upstream(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| {
+        format!("the upstream URL is not an absolute URL ({e}); e.g. http://127.0.0.1:8080/v1")
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "the upstream URL {} is not http or https",
+            shown_url(url)
+        ));
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err(format!("the upstream URL {} names no host", shown_url(url)));
+    }
+    Ok(())
+}
+
 impl std::fmt::Debug for ServeConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeConfig")
-            .field("upstream", &self.upstream)
+            .field("upstream", &shown_url(&self.upstream))
             .field("budget", &self.budget)
             .field("strict", &self.strict)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("keys", &self.keys.len())
             .field("upstream_key", &self.upstream_key.as_ref().map(|_| "<set>"))
             .field("max_body_bytes", &self.max_body_bytes)
             .finish_non_exhaustive()

@@ -77,7 +77,39 @@ impl ApiError {
             StatusCode::UNAUTHORIZED,
             "authentication_error",
             "invalid_token",
-            "this server requires its token: send `Authorization: Bearer <MEMORY_SERVE_TOKEN>` or `X-Memory-Token: <MEMORY_SERVE_TOKEN>`".into(),
+            "this server requires a key: send `Authorization: Bearer <KEY>` or `X-Memory-Token: <KEY>` (a key of --keys, or MEMORY_SERVE_TOKEN)".into(),
+        )
+    }
+
+    /// 403: a request from a page of another site (its `Origin`), or
+    /// addressed to a host the server is not (its `Host`).
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::forbidden("Origin `https://x.test` is not allowed").status(), 403);
+    /// ```
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            "permission_error",
+            "forbidden",
+            message.into(),
+        )
+    }
+
+    /// 415: a body that is not JSON.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::not_json(Some("text/plain")).status(), 415);
+    /// ```
+    pub fn not_json(content_type: Option<&str>) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "unsupported_media_type",
+            format!(
+                "the body must be JSON, sent with `Content-Type: application/json` (it came with {})",
+                content_type.map_or("no Content-Type".to_string(), |t| format!("`{t}`"))
+            ),
         )
     }
 

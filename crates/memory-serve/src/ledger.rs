@@ -71,6 +71,10 @@ fn prefix_key(link: &Chain) -> String {
     format!("{RESERVED_PREFIX}prefix/{}", link.to_hex())
 }
 
+/// The store session (outside every tenant) that holds the server's
+/// secret.
+const SECRET_KEY: &str = "memory-serve/secret";
+
 /// The store session that holds `session`'s state.
 fn state_key(session: &str) -> String {
     format!("{RESERVED_PREFIX}head/{session}")
@@ -91,6 +95,34 @@ fn parse<T: for<'de> Deserialize<'de>>(stored: &[StoredMessage]) -> Option<T> {
 impl Ledger {
     pub(crate) fn new(store: Arc<dyn Store>) -> Self {
         Self { store }
+    }
+
+    /// The server's secret (what it hashes credentials with), made and
+    /// kept by the first replica that asks: the first one appended wins,
+    /// so every replica over one store reads the same.
+    pub(crate) async fn secret(&self) -> Result<[u8; 32], StoreError> {
+        let parse = |stored: &[StoredMessage]| match stored.first().map(|s| &s.message) {
+            Some(Message::System(hex)) => blake3::Hash::from_hex(hex.trim())
+                .ok()
+                .map(|h| *h.as_bytes()),
+            _ => None,
+        };
+        if let Some(secret) = parse(&self.store.load(SECRET_KEY).await?.messages) {
+            return Ok(secret);
+        }
+        // Two random UUIDs: 244 random bits from the system's source.
+        let mut fresh = [0u8; 32];
+        fresh[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        fresh[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+        let text = blake3::Hash::from_bytes(fresh).to_hex().to_string();
+        self.store
+            .append(
+                SECRET_KEY,
+                vec![StoredMessage::new(Message::system(text), 0, true)],
+            )
+            .await?;
+        parse(&self.store.load(SECRET_KEY).await?.messages)
+            .ok_or_else(|| StoreError::Backend(format!("`{SECRET_KEY}` holds no secret")))
     }
 
     /// The session and length that `link` ends, if any history does.
@@ -157,6 +189,21 @@ impl Ledger {
 mod tests {
     use super::*;
     use memory_core::InMemoryStore;
+
+    #[tokio::test]
+    async fn the_secret_is_made_once_and_read_by_every_replica() {
+        let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+        let a = Ledger::new(store.clone()).secret().await.unwrap();
+        let b = Ledger::new(store).secret().await.unwrap();
+        assert_eq!(a, b);
+        assert_ne!(
+            a,
+            Ledger::new(Arc::new(InMemoryStore::new()))
+                .secret()
+                .await
+                .unwrap()
+        );
+    }
 
     #[tokio::test]
     async fn the_first_note_wins_and_states_are_compared_and_set() {

@@ -13,6 +13,7 @@
 //! |---|---|
 //! | [`router`], [`serve`] | the routes, and running them on a listener |
 //! | [`ServeConfig`], [`BudgetMode`], [`PipelineFactory`], [`SummarizerStats`] | what the server runs with |
+//! | [`Principal`], [`Keys`] | whom a request is for (every session belongs to one), and the keys the server takes |
 //! | [`ChatCall`] | a chat-completions request, decoded |
 //! | [`Chain`] | the hash chain that matches a history to its session |
 //! | [`SessionState`] | a session's state as the store keeps it (formerly `Head`) |
@@ -33,8 +34,10 @@ mod auth;
 mod chain;
 mod config;
 mod error;
+mod guard;
 mod ledger;
 mod metrics;
+mod principal;
 mod recall;
 mod reply;
 mod report;
@@ -52,8 +55,9 @@ mod upstream;
 pub use auth::TOKEN_HEADER;
 pub use chain::Chain;
 pub use config::{
-    BudgetMode, DEFAULT_CONTEXT_WINDOW, DEFAULT_LOADED_SESSIONS, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET, PipelineFactory, ServeConfig,
+    BudgetMode, DEFAULT_CONTEXT_WINDOW, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_LOADED_SESSIONS, DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET,
+    PipelineFactory, ServeConfig, check_upstream, shown_url,
 };
 pub use error::ApiError;
 // The old name, re-exported where it was for one release.
@@ -61,6 +65,7 @@ pub use error::ApiError;
 pub use ledger::Head;
 pub use ledger::{RESERVED_PREFIX, SessionState};
 pub use metrics::Metrics;
+pub use principal::{Keys, Principal, TOKEN_PRINCIPAL};
 pub use recall::{MAX_RECALL_ROUNDS, RecallMode};
 pub use reply::{StreamedReply, reply_of};
 pub use report::{Admission, CallReport};

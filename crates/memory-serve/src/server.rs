@@ -16,10 +16,11 @@ use memory_openai::wire;
 use serde_json::json;
 use tokio::net::TcpListener;
 
+use crate::auth::Caller;
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
-use crate::sessions::{Admitted, OpenSession, Sessions};
+use crate::sessions::{Admitted, OpenSession, Scope, Sessions};
 use crate::state::AppState;
-use crate::upstream::{Call, send};
+use crate::upstream::{Call, Failure, send, within};
 use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of, stream};
 
 /// The header a client names its session with.
@@ -45,6 +46,7 @@ pub const SESSION_HEADER: &str = "x-memory-session";
 /// # let _ = app;
 /// ```
 pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
+    crate::check_upstream(&config.upstream).map_err(ApiError::internal)?;
     let http = reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
         .build()
@@ -62,6 +64,10 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
         .route("/v1/memory/sessions/{id}/recall", post(recall_in))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::guard::guard,
+        ))
         .layer(DefaultBodyLimit::disable())
         .with_state(state))
 }
@@ -76,6 +82,8 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let mut config = config;
+    config.listening = config.listening.or(listener.local_addr().ok());
     let app = router(config).map_err(|e| std::io::Error::other(e.to_string()))?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
@@ -87,7 +95,7 @@ async fn healthz() -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    if let Err(e) = auth::check(&state.config, &headers) {
+    if let Err(e) = caller(&state, &headers).await {
         return e.into_response();
     }
     (
@@ -108,24 +116,38 @@ async fn models(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Respo
     response
 }
 
+/// The request's caller and its part of the store.
+///
+/// # Errors
+///
+/// 401 when the server takes keys and none is presented; the store
+/// failing to give the server's secret.
+async fn caller(state: &AppState, headers: &HeaderMap) -> Result<(Caller, Scope), ApiError> {
+    // The secret is read only where credentials are hashed into principals.
+    let secret = if auth::takes_keys(&state.config) {
+        [0; 32]
+    } else {
+        state.sessions.secret().await?
+    };
+    let caller = auth::identify(&state.config, headers, &secret)?;
+    let scope = state.sessions.scope(&caller.principal);
+    Ok((caller, scope))
+}
+
 async fn forward_models(state: &AppState, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let authorization = auth::upstream_authorization(&state.config, headers)?;
+    let authorization = caller(state, headers).await?.0.upstream;
     let url = format!("{}/models", state.config.upstream);
     let mut request = state.http.get(&url);
     if let Some(a) = authorization {
         request = request.header(AUTHORIZATION, a);
     }
-    let upstream = request
-        .send()
+    let upstream = within(state.config.first_byte_timeout, "answer", request.send())
         .await
         .map_err(|e| unreachable_upstream(state, &e))?;
-    let status = upstream.status();
-    let content_type = upstream.headers().get(CONTENT_TYPE).cloned();
-    let body = upstream
-        .bytes()
+    let answer = Answer::read(upstream, state.config.idle_timeout)
         .await
         .map_err(|e| unreachable_upstream(state, &e))?;
-    Ok(passed_through(status, content_type, body, HeaderMap::new()))
+    Ok(passed_through(answer, HeaderMap::new()))
 }
 
 async fn session(
@@ -167,15 +189,14 @@ async fn answer_recall(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
-    auth::check(&state.config, headers)?;
+    let (_, scope) = caller(state, headers).await?;
     let bytes = read_body(headers, body, state.config.max_body_bytes).await?;
     let text = String::from_utf8_lossy(&bytes);
     let request = memory_core::recall::RecallRequest::from_arguments(&text)
         .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
-    let Some(mut session) = state.sessions.inspect(id).await? else {
+    let Some(history) = state.sessions.stored_history(&scope, id).await? else {
         return Err(ApiError::no_session(id));
     };
-    let history = state.sessions.history(&mut session).await?;
     let recalled = memory_core::recall::resolve(&history, &request, &*state.config.counter)
         .await
         .map_err(|e| ApiError::bad_request(e.to_string(), Some("handle")))?;
@@ -189,12 +210,12 @@ async fn answer_recall(
 }
 
 async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    auth::check(&state.config, headers)?;
-    let Some(mut session) = state.sessions.inspect(id).await? else {
+    let (_, scope) = caller(state, headers).await?;
+    let Some(stored) = state.sessions.inspect(&scope, id).await? else {
         return Err(ApiError::no_session(id));
     };
-    let view = state.sessions.memory_view(&mut session).await?;
-    let view: Vec<_> = view
+    let view: Vec<_> = stored
+        .view
         .iter()
         .map(|s| {
             json!({
@@ -205,12 +226,12 @@ async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Resp
         })
         .collect();
     let body = json!({
-        "session": session.id,
-        "history_length": session.length,
-        "history_tokens": session.history_tokens,
+        "session": id,
+        "history_length": stored.length,
+        "history_tokens": stored.history_tokens,
         "view_length": view.len(),
         "view": view,
-        "last_call": session.last_call,
+        "last_call": stored.last_call,
     });
     Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
 }
@@ -234,7 +255,7 @@ async fn admit_call(
     body: Body,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
-    let authorization = auth::upstream_authorization(&state.config, &headers)?;
+    let (caller, scope) = caller(&state, &headers).await?;
     let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
     let mut call = ChatCall::decode(&bytes)?;
     let messages =
@@ -244,7 +265,8 @@ async fn admit_call(
         call,
         messages,
         named,
-        authorization,
+        authorization: caller.upstream,
+        scope,
         started,
     };
     tokio::spawn(exchange(state, call))
@@ -258,8 +280,12 @@ async fn admit_call(
 async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError> {
     let sessions = &state.sessions;
     let admitted = match &call.named {
-        Some(id) => sessions.admit_named(id, &call.messages).await?,
-        None => sessions.admit_history(&call.messages).await?,
+        Some(id) => {
+            sessions
+                .admit_named(&call.scope, id, &call.messages)
+                .await?
+        }
+        None => sessions.admit_history(&call.scope, &call.messages).await?,
     };
     let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&session, &report);
@@ -291,7 +317,7 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
                 streamed,
             ));
         }
-        let answer = match Answer::read(upstream).await {
+        let answer = match Answer::read(upstream, state.config.idle_timeout).await {
             Ok(a) => a,
             Err(e) => {
                 close(&state, &mut session, report, own).await;
@@ -336,21 +362,54 @@ async fn recall_round(
 /// A non-streamed answer, read whole.
 struct Answer {
     status: reqwest::StatusCode,
-    content_type: Option<HeaderValue>,
+    /// The headers passed back to the client: its content type, and what
+    /// a client's retries and logs read ([`passed_headers`]).
+    headers: HeaderMap,
     body: Bytes,
 }
 
 impl Answer {
-    async fn read(upstream: reqwest::Response) -> Result<Answer, reqwest::Error> {
+    /// Reads the body, pausing at most `idle` between its pieces.
+    async fn read(upstream: reqwest::Response, idle: Duration) -> Result<Answer, Failure> {
         let status = upstream.status();
-        let content_type = upstream.headers().get(CONTENT_TYPE).cloned();
-        let body = upstream.bytes().await?;
+        let headers = passed_headers(upstream.headers());
+        let mut body = Vec::new();
+        let mut pieces = std::pin::pin!(upstream.bytes_stream());
+        while let Some(piece) = crate::upstream::next_piece(&mut pieces, idle).await? {
+            body.extend_from_slice(&piece);
+        }
         Ok(Answer {
             status,
-            content_type,
-            body,
+            headers,
+            body: Bytes::from(body),
         })
     }
+}
+
+/// The upstream's headers a client is owed: the content type, when to
+/// retry (`Retry-After`, `x-ratelimit-*`, `retry-after-ms`) and the
+/// request's id, by which a provider's support finds it.
+pub(crate) fn passed_headers(upstream: &reqwest::header::HeaderMap) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (name, value) in upstream {
+        let n = name.as_str();
+        let passed = n == "content-type"
+            || n == "retry-after"
+            || n == "retry-after-ms"
+            || n == "x-request-id"
+            || n == "request-id"
+            || n.starts_with("x-ratelimit-")
+            || n.starts_with("anthropic-ratelimit-");
+        if passed
+            && let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_str().as_bytes()),
+                HeaderValue::from_bytes(value.as_bytes()),
+            )
+        {
+            headers.append(name, value);
+        }
+    }
+    headers
 }
 
 /// Fits the admitted session to the call's budget and measures it.
@@ -372,7 +431,8 @@ async fn fit(
         new_messages,
     } = admitted;
     let budget = state.config.budget.for_call(call.call.max_tokens);
-    let result = state.sessions.fit(&mut session, budget).await?;
+    let mut result = state.sessions.fit(&mut session, budget).await?;
+    crate::transcript::keep_echoed_reasoning(&mut result.messages, &call.messages);
     let (tokens_in, messages_in) = state.sessions.view_size(&mut session);
     let mut report = CallReport::measure(&result, &session.last_context);
     report.turn = session.length;
@@ -418,12 +478,7 @@ async fn finish(
     if let Ok(v) = HeaderValue::from_str(&own.as_micros().to_string()) {
         headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);
     }
-    Ok(passed_through(
-        answer.status,
-        answer.content_type,
-        answer.body,
-        headers,
-    ))
+    Ok(passed_through(answer, headers))
 }
 
 /// Ends a call: its report and the session's state written.
@@ -433,18 +488,12 @@ async fn close(state: &AppState, session: &mut OpenSession, report: CallReport, 
     state.metrics.observe_own(own);
 }
 
-/// The upstream's status and body as they came, with the memory headers.
-fn passed_through(
-    status: reqwest::StatusCode,
-    content_type: Option<HeaderValue>,
-    body: Bytes,
-    mut headers: HeaderMap,
-) -> Response {
-    if let Some(t) = content_type {
-        headers.insert(CONTENT_TYPE, t);
-    }
-    let status = StatusCode::from_u16(status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    (status, headers, body).into_response()
+/// The upstream's status, body and owed headers as they came, with the
+/// memory headers.
+fn passed_through(answer: Answer, mut headers: HeaderMap) -> Response {
+    headers.extend(answer.headers);
+    let status = StatusCode::from_u16(answer.status.as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    (status, headers, answer.body).into_response()
 }
 
 /// An error's response, with the memory headers of the call it ended.
@@ -454,23 +503,16 @@ fn error_response(e: ApiError, headers: HeaderMap) -> Response {
     response
 }
 
-fn unreachable_upstream(state: &AppState, e: &reqwest::Error) -> ApiError {
-    let what = if e.is_timeout() {
-        "timed out"
-    } else if e.is_connect() {
-        "cannot be reached"
-    } else {
-        "broke off"
-    };
+fn unreachable_upstream(state: &AppState, e: &Failure) -> ApiError {
     ApiError::upstream(format!(
-        "the upstream {} {what}: {}",
-        state.config.upstream,
-        error_chain(e)
+        "the upstream {} {}: {e}",
+        crate::config::shown_url(&state.config.upstream),
+        e.what()
     ))
 }
 
 /// An error and its causes, on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -10,11 +10,19 @@
 //! fork) starts a new session with its own history. A request that names
 //! its session sends only the new messages.
 //!
+//! Everything is found in the request's principal's namespace of the
+//! store (a [`Scope`]): the prefix index, names and states of one
+//! principal never reach another's requests.
+//!
 //! Each session this process holds is one [`OpenSession`] behind an async
 //! lock, so its calls run one at a time; the store is the truth, and an
-//! open session whose state another replica moved is read afresh.
+//! open session whose state another replica moved is read afresh. A
+//! request never waits long on another's call: a history whose session is
+//! busy past [`ADMIT_WAIT`] starts a fork, and inspection and recall read
+//! the store without the lock.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use memory_core::{
     Memory as _, Message, Store, StoreError, StoredMessage, TokenCounter, TrimResult, TrimStrategy,
@@ -24,13 +32,47 @@ use memory_session::{SessionPool, WindowMemory};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState};
-use crate::{Admission, ApiError, CallReport, Chain, ServeConfig};
+use crate::{Admission, ApiError, CallReport, Chain, Principal, ServeConfig};
+
+/// The longest a request waits for the session its history continues
+/// while another call holds it. A call that has just answered still
+/// writes its session's state (one store commit, milliseconds even under
+/// load); a call that holds it longer is running or stalled, and the
+/// request starts a fork holding the same history rather than wait.
+pub(crate) const ADMIT_WAIT: Duration = Duration::from_secs(1);
+
+/// The longest session id a client may name: room for any UUID, path or
+/// composite name, while a row's key stays small.
+pub(crate) const MAX_SESSION_ID: usize = 256;
+
+/// One principal's part of the store: its sessions, prefix index and
+/// states.
+#[derive(Clone)]
+pub(crate) struct Scope {
+    tenant: String,
+    store: Arc<dyn Store>,
+    ledger: Ledger,
+}
+
+/// A session as stored, read without waiting for a running call.
+pub(crate) struct Stored {
+    /// Messages in the history.
+    pub(crate) length: usize,
+    /// Tokens of the whole history.
+    pub(crate) history_tokens: usize,
+    /// The stored view.
+    pub(crate) view: Vec<StoredMessage>,
+    /// The report of the last call.
+    pub(crate) last_call: Option<CallReport>,
+}
 
 /// One session as this process holds it: its entry in the server's map
 /// of open sessions.
 pub(crate) struct OpenSession {
     /// The session id.
     pub(crate) id: String,
+    /// Its principal's part of the store.
+    scope: Scope,
     strategy: Arc<dyn TrimStrategy>,
     memory: Option<WindowMemory>,
     /// Messages in the history.
@@ -62,28 +104,51 @@ pub(crate) struct Admitted {
 /// Every session of the server.
 pub(crate) struct Sessions {
     store: Arc<dyn Store>,
-    ledger: Ledger,
     counter: Arc<dyn TokenCounter>,
     config: ServeConfig,
     open: SessionPool<OpenSession>,
+    /// The server's secret, read from the store once.
+    secret: tokio::sync::OnceCell<[u8; 32]>,
 }
 
 impl Sessions {
     pub(crate) fn new(config: &ServeConfig) -> Self {
         Self {
             store: config.store.clone(),
-            ledger: Ledger::new(config.store.clone()),
             counter: config.counter.clone(),
             config: config.clone(),
             open: SessionPool::new(config.max_loaded_sessions),
+            secret: tokio::sync::OnceCell::new(),
         }
     }
 
-    /// The open session of `id`, opened (not loaded) when this process
-    /// has none.
-    fn open_session(&self, id: &str) -> Arc<AsyncMutex<OpenSession>> {
-        self.open.open(id, || OpenSession {
+    /// The server's secret (made by the first replica that needs it).
+    pub(crate) async fn secret(&self) -> Result<[u8; 32], ApiError> {
+        let ledger = Ledger::new(self.store.clone());
+        Ok(*self
+            .secret
+            .get_or_try_init(|| async move { ledger.secret().await })
+            .await?)
+    }
+
+    /// `principal`'s part of the store.
+    pub(crate) fn scope(&self, principal: &Principal) -> Scope {
+        let store = self.store.for_tenant(principal.tenant());
+        Scope {
+            tenant: principal.tenant().to_string(),
+            ledger: Ledger::new(store.clone()),
+            store,
+        }
+    }
+
+    /// The open session of `id` in `scope`, opened (not loaded) when this
+    /// process has none.
+    fn open_session(&self, scope: &Scope, id: &str) -> Arc<AsyncMutex<OpenSession>> {
+        // A control character joins the two: no tenant or id holds one.
+        let key = format!("{}\u{0}{id}", scope.tenant);
+        self.open.open(&key, || OpenSession {
             id: id.to_string(),
+            scope: scope.clone(),
             strategy: (self.config.pipeline)(),
             memory: None,
             length: 0,
@@ -97,22 +162,30 @@ impl Sessions {
         })
     }
 
-    fn memory(&self, id: &str, strategy: Arc<dyn TrimStrategy>) -> WindowMemory {
+    fn memory(&self, session: &OpenSession) -> WindowMemory {
         WindowMemory::new(self.config.budget.for_call(None))
-            .with_strategy(strategy)
+            .with_strategy(session.strategy.clone())
             .with_token_counter(self.counter.clone())
-            .with_store(self.store.clone(), id)
+            .with_store(session.scope.store.clone(), &session.id)
             .with_task(self.config.task_floor)
     }
 
-    /// The session a whole history continues, or a new one; the history's
-    /// messages it had not seen are recorded.
-    pub(crate) async fn admit_history(&self, messages: &[Message]) -> Result<Admitted, ApiError> {
+    /// The session of `scope` a whole history continues, or a new one;
+    /// the history's messages it had not seen are recorded.
+    pub(crate) async fn admit_history(
+        &self,
+        scope: &Scope,
+        messages: &[Message],
+    ) -> Result<Admitted, ApiError> {
         let links = Chain::START.links(messages);
-        let Some((id, length)) = self.longest_stored_prefix(&links).await? else {
-            return self.create(messages, Admission::New).await;
+        let Some((id, length)) = self.longest_stored_prefix(scope, &links).await? else {
+            return self.create(scope, messages, Admission::New).await;
         };
-        let mut session = self.open_session(&id).lock_owned().await;
+        let lock = self.open_session(scope, &id);
+        let Ok(mut session) = tokio::time::timeout(ADMIT_WAIT, lock.lock_owned()).await else {
+            tracing::info!(session = %id, "the session is busy with another call; the request starts a fork");
+            return self.create(scope, messages, Admission::Forked).await;
+        };
         self.sync(&mut session).await?;
         let at = session.length;
         // The session may have gone on since `length` (and been repaired
@@ -126,26 +199,26 @@ impl Sessions {
             });
         }
         drop(session);
-        self.create(messages, Admission::Forked).await
+        self.create(scope, messages, Admission::Forked).await
     }
 
-    /// The session `id`, with `messages` appended: those after its
-    /// history when the request repeats it, all of them otherwise.
+    /// The session `id` of `scope`, with `messages` appended: those after
+    /// its history when the request repeats it, all of them otherwise.
     pub(crate) async fn admit_named(
         &self,
+        scope: &Scope,
         id: &str,
         messages: &[Message],
     ) -> Result<Admitted, ApiError> {
         check_id(id)?;
-        let mut session = self.open_session(id).lock_owned().await;
+        let mut session = self.open_session(scope, id).lock_owned().await;
         self.sync(&mut session).await?;
         let at = session.length;
         let repeats = at > 0
             && messages.len() >= at
             && Chain::START.links(&messages[..at]).last() == Some(&session.link);
         let new = if repeats { &messages[at..] } else { messages };
-        // A session's first messages are noted, so that a retry finds it.
-        self.append(&mut session, new, at == 0).await?;
+        self.append(&mut session, new, false).await?;
         Ok(Admitted {
             session,
             admission: Admission::Named,
@@ -153,22 +226,54 @@ impl Sessions {
         })
     }
 
-    /// The session `id` as stored, locked; `None` when it has no history.
+    /// The session `id` of `scope` as stored, read without its lock (a
+    /// running call does not hold it up); `None` when it has no history.
     pub(crate) async fn inspect(
         &self,
+        scope: &Scope,
         id: &str,
-    ) -> Result<Option<OwnedMutexGuard<OpenSession>>, ApiError> {
+    ) -> Result<Option<Stored>, ApiError> {
         check_id(id)?;
-        let mut session = self.open_session(id).lock_owned().await;
-        self.sync(&mut session).await?;
-        if session.length > 0 {
-            return Ok(Some(session));
-        }
-        // No such session: keep none open (nor a pipeline) for a name asked
-        // about.
-        drop(session);
-        self.open.close_idle(id);
-        Ok(None)
+        let state = scope.ledger.session_state(id).await?;
+        let view = scope.store.load(id).await?.messages;
+        let stored = match state {
+            Some((state, _)) if state.length > 0 => Stored {
+                length: state.length,
+                history_tokens: state.history_tokens,
+                view,
+                last_call: state.last_call,
+            },
+            // A process that stopped before it wrote the state.
+            _ => {
+                let history = scope.store.history(id).await?;
+                if history.is_empty() {
+                    return Ok(None);
+                }
+                let mut tokens = 0;
+                for m in &history {
+                    tokens += self.counter.count_message(m).await?;
+                }
+                Stored {
+                    length: history.len(),
+                    history_tokens: tokens,
+                    view,
+                    last_call: None,
+                }
+            }
+        };
+        Ok(Some(stored))
+    }
+
+    /// Everything session `id` of `scope` recorded, read without its
+    /// lock; `None` when it has no history.
+    pub(crate) async fn stored_history(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<Option<Vec<Message>>, ApiError> {
+        check_id(id)?;
+        let history = scope.store.history(id).await?;
+        Ok((!history.is_empty()).then_some(history))
     }
 
     /// Records the reply of the call the session's lock was taken for.
@@ -206,14 +311,6 @@ impl Sessions {
         Ok(self.memory_of(session).history().await?)
     }
 
-    /// The stored view, as the next call starts from it.
-    pub(crate) async fn memory_view(
-        &self,
-        session: &mut OpenSession,
-    ) -> Result<Vec<StoredMessage>, ApiError> {
-        Ok(self.memory_of(session).view().await?)
-    }
-
     /// Writes the session's state, with the last call's report.
     pub(crate) async fn finish(&self, session: &mut OpenSession) {
         let state = SessionState {
@@ -222,7 +319,8 @@ impl Sessions {
             history_tokens: session.history_tokens,
             last_call: session.last_call.clone(),
         };
-        match self
+        match session
+            .scope
             .ledger
             .set_session_state(&session.id, &state, session.state_version)
             .await
@@ -241,7 +339,7 @@ impl Sessions {
 
     fn memory_of<'s>(&self, session: &'s mut OpenSession) -> &'s mut WindowMemory {
         if session.memory.is_none() {
-            session.memory = Some(self.memory(&session.id, session.strategy.clone()));
+            session.memory = Some(self.memory(session));
         }
         session.memory.as_mut().expect("set above")
     }
@@ -250,10 +348,11 @@ impl Sessions {
     /// (the prefix a stored session's history ends at).
     async fn longest_stored_prefix(
         &self,
+        scope: &Scope,
         links: &[Chain],
     ) -> Result<Option<(String, usize)>, ApiError> {
         for length in (1..=links.len()).rev() {
-            if let Some((id, at)) = self.ledger.find(&links[length - 1]).await?
+            if let Some((id, at)) = scope.ledger.find(&links[length - 1]).await?
                 && at == length
             {
                 return Ok(Some((id, at)));
@@ -262,16 +361,19 @@ impl Sessions {
         Ok(None)
     }
 
-    /// A new session holding `messages`.
+    /// A new session of `scope` holding `messages`. Its history is noted
+    /// in the prefix index only with its first reply: a session whose
+    /// first call failed holds nothing another request can fall into.
     async fn create(
         &self,
+        scope: &Scope,
         messages: &[Message],
         admission: Admission,
     ) -> Result<Admitted, ApiError> {
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
-        let mut session = self.open_session(&id).lock_owned().await;
+        let mut session = self.open_session(scope, &id).lock_owned().await;
         session.loaded = true;
-        self.append(&mut session, messages, true).await?;
+        self.append(&mut session, messages, false).await?;
         Ok(Admitted {
             session,
             admission,
@@ -284,12 +386,12 @@ impl Sessions {
     /// replica); a history longer than its state says (a process that
     /// stopped between the two writes) gets its last link noted.
     async fn sync(&self, session: &mut OpenSession) -> Result<(), ApiError> {
-        let stored = self.ledger.session_state(&session.id).await?;
+        let stored = session.scope.ledger.session_state(&session.id).await?;
         let version = stored.as_ref().map(|(_, v)| *v);
         if session.loaded && version == session.state_version {
             return Ok(());
         }
-        let history = self.store.history(&session.id).await?;
+        let history = session.scope.store.history(&session.id).await?;
         let link = Chain::START
             .links(&history)
             .last()
@@ -299,7 +401,11 @@ impl Sessions {
             Some((h, _)) if h.length == history.len() => (h.history_tokens, h.last_call.clone()),
             other => {
                 if !history.is_empty() {
-                    self.ledger.note(&link, &session.id, history.len()).await?;
+                    session
+                        .scope
+                        .ledger
+                        .note(&link, &session.id, history.len())
+                        .await?;
                 }
                 let mut tokens = 0;
                 for m in &history {
@@ -325,9 +431,9 @@ impl Sessions {
 
     /// Records `messages` through the session's memory, in one append.
     /// The link the history now ends at is noted only when `note` says: a
-    /// continuing call's is not (its next request finds the session by the
-    /// link noted with the previous reply, and goes on from the stored
-    /// length); a new session's and a reply's are.
+    /// reply's is; a request's is not (its next request finds the session
+    /// by the link noted with the reply, and goes on from the stored
+    /// length).
     async fn append(
         &self,
         session: &mut OpenSession,
@@ -349,7 +455,9 @@ impl Sessions {
         self.memory_of(session).record_all_counted(batch).await?;
         session.length += messages.len();
         if note {
-            self.ledger
+            session
+                .scope
+                .ledger
                 .note(&session.link, &session.id, session.length)
                 .await?;
         }
@@ -362,6 +470,12 @@ impl Sessions {
 fn check_id(id: &str) -> Result<(), ApiError> {
     memory_core::store::check_session(id)
         .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
+    if id.len() > MAX_SESSION_ID {
+        return Err(ApiError::bad_request(
+            format!("a session id holds at most {MAX_SESSION_ID} bytes"),
+            None,
+        ));
+    }
     if id.starts_with(RESERVED_PREFIX) {
         return Err(ApiError::bad_request(
             format!("session ids starting with `{RESERVED_PREFIX}` are the server's own"),

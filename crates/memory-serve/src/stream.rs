@@ -2,13 +2,13 @@
 //! they come, and the reply they spell is recorded once complete.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::StreamExt;
 use tokio::sync::{OwnedMutexGuard, mpsc};
 
 use memory_core::Message;
@@ -18,7 +18,7 @@ use crate::StreamedReply;
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::OpenSession;
 use crate::state::AppState;
-use crate::upstream::{Call, send};
+use crate::upstream::{Call, next_piece, send};
 
 /// Events held between the upstream and a slow client.
 const BUFFERED_EVENTS: usize = 32;
@@ -52,13 +52,29 @@ pub(crate) fn stream_to_client(
     streamed: StreamedCall,
 ) -> Response {
     let status = StatusCode::from_u16(upstream.status().as_u16()).unwrap_or(StatusCode::OK);
-    if let Some(t) = upstream.headers().get(CONTENT_TYPE) {
-        headers.insert(CONTENT_TYPE, t.clone());
-    }
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BUFFERED_EVENTS);
+    headers.extend(crate::server::passed_headers(upstream.headers()));
+    let (events, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BUFFERED_EVENTS);
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let tx = ClientSender {
+        events,
+        abandoned: abandoned.clone(),
+    };
     tokio::spawn(relay_rounds(state, session, upstream, tx, streamed));
-    let events = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
+    // A stream given up on ends in an error, so that the connection is
+    // cut rather than the response ended as if it were whole.
+    let events = futures::stream::unfold(Some(rx), move |rx| {
+        let abandoned = abandoned.clone();
+        async move {
+            let mut rx = rx?;
+            match rx.recv().await {
+                Some(item) => Some((item, Some(rx))),
+                None if abandoned.load(Ordering::Relaxed) => {
+                    let why = "the client took nothing for the idle timeout";
+                    Some((Err(std::io::Error::other(why)), None))
+                }
+                None => None,
+            }
+        }
     });
     (status, headers, Body::from_stream(events)).into_response()
 }
@@ -91,7 +107,8 @@ async fn relay_rounds(
         let history = match state.sessions.history(&mut session).await {
             Ok(h) => h,
             Err(e) => {
-                let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                let e = std::io::Error::other(e.to_string());
+                tx.deliver(Err(e), state.config.idle_timeout).await;
                 break;
             }
         };
@@ -104,11 +121,13 @@ async fn relay_rounds(
             Ok(u) if u.status().is_success() => u,
             Ok(u) => {
                 let why = format!("the upstream answered {} after a recall", u.status());
-                let _ = tx.send(Err(std::io::Error::other(why))).await;
+                let e = std::io::Error::other(why);
+                tx.deliver(Err(e), state.config.idle_timeout).await;
                 break;
             }
             Err(e) => {
-                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                let e = std::io::Error::other(e);
+                tx.deliver(Err(e), state.config.idle_timeout).await;
                 break;
             }
         };
@@ -116,8 +135,32 @@ async fn relay_rounds(
     state.sessions.finish(&mut session).await;
 }
 
-/// Where the events for the client go: the response body's channel.
-type ClientSender = mpsc::Sender<Result<Bytes, std::io::Error>>;
+/// Where the events for the client go: the response body's channel, and
+/// whether the relay gave up on a client that took nothing.
+struct ClientSender {
+    events: mpsc::Sender<Result<Bytes, std::io::Error>>,
+    abandoned: Arc<AtomicBool>,
+}
+
+impl ClientSender {
+    /// Hands `item` to the client's body; false when the client is gone
+    /// or has taken nothing for `idle` (a client that stops reading
+    /// releases its session then, as one that left).
+    async fn deliver(&self, item: Result<Bytes, std::io::Error>, idle: Duration) -> bool {
+        match tokio::time::timeout(idle, self.events.send(item)).await {
+            Ok(sent) => sent.is_ok(),
+            Err(_) => {
+                self.abandoned.store(true, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Whether the client is gone.
+    fn is_closed(&self) -> bool {
+        self.events.is_closed()
+    }
+}
 
 /// Reads one upstream stream to its end, or until the client is gone;
 /// when `may_recall`, holds its events until it shows whether it opens
@@ -136,13 +179,15 @@ async fn relay_stream(
         recalling: false,
         recorded: false,
     };
-    let mut events = upstream.bytes_stream();
-    while let Some(chunk) = events.next().await {
-        let bytes = match chunk {
-            Ok(bytes) => bytes,
+    let idle = state.config.idle_timeout;
+    let mut events = std::pin::pin!(upstream.bytes_stream());
+    loop {
+        let bytes = match next_piece(&mut events, idle).await {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => break,
             Err(e) => {
                 tracing::warn!(session = %session.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
-                let _ = tx.send(Err(std::io::Error::other(e))).await;
+                tx.deliver(Err(std::io::Error::other(e)), idle).await;
                 return StreamEnd::Done;
             }
         };
@@ -197,13 +242,14 @@ impl StreamProgress {
             record(state, session, &self.reply).await;
             self.recorded = true;
         }
-        self.flush(tx).await
+        self.flush(tx, state.config.idle_timeout).await
     }
 
-    /// Passes what is held to the client; false once it is gone.
-    async fn flush(&mut self, tx: &ClientSender) -> bool {
+    /// Passes what is held to the client; false once it is gone, or has
+    /// taken nothing for the idle timeout.
+    async fn flush(&mut self, tx: &ClientSender, idle: Duration) -> bool {
         for bytes in self.held.drain(..) {
-            if tx.send(Ok(bytes)).await.is_err() {
+            if !tx.deliver(Ok(bytes), idle).await {
                 return false;
             }
         }
@@ -221,7 +267,7 @@ impl StreamProgress {
         if self.recalling && self.reply.is_finished() {
             return StreamEnd::Recall(self.reply.message());
         }
-        if !self.flush(tx).await {
+        if !self.flush(tx, state.config.idle_timeout).await {
             return StreamEnd::Done;
         }
         if !self.recorded && !tx.is_closed() && self.reply.is_finished() {

@@ -11,7 +11,9 @@
 //! user message is echoed. Replies queued with
 //! [`ScriptedUpstream::queue`] come first, in order (a recorded
 //! transcript's assistant messages, say). A request whose `model` is
-//! `fail-429` gets a 429 with a body of its own. Every request body and
+//! `fail-429` gets a 429 with a body of its own (and `Retry-After: 3`,
+//! an `x-request-id` and a rate-limit header), and one whose `model` is
+//! `stall` a stream that opens and then says nothing. Every request body and
 //! its `Authorization` header are kept for the test to look at.
 
 use std::sync::{Arc, Mutex};
@@ -53,6 +55,34 @@ pub async fn spawn_server(config: crate::ServeConfig) -> String {
     let addr = listener.local_addr().expect("a bound address");
     tokio::spawn(crate::serve(listener, config, std::future::pending()));
     format!("http://{addr}")
+}
+
+/// The part of `store` where a server over it keeps the sessions of a
+/// client that sends `credential` for the upstream (`None`: none), when
+/// the server takes no keys.
+///
+/// # Panics
+///
+/// The store cannot give the server's secret.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// let store: Arc<dyn memory_core::Store> = Arc::new(memory_core::InMemoryStore::new());
+/// let anyone = memory_serve::test_util::principal_store(&store, None).await;
+/// assert!(anyone.load("s").await.unwrap().messages.is_empty());
+/// # });
+/// ```
+pub async fn principal_store(
+    store: &Arc<dyn memory_core::Store>,
+    credential: Option<&str>,
+) -> Arc<dyn memory_core::Store> {
+    let secret = crate::ledger::Ledger::new(store.clone())
+        .secret()
+        .await
+        .expect("the server's secret");
+    let principal = crate::Principal::of_credential(&secret, credential);
+    store.for_tenant(principal.tenant())
 }
 
 /// What `GET /metrics` of the server at `root` answers.
@@ -205,12 +235,10 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
                 .map(str::to_string),
         });
     if body["model"] == "fail-429" {
-        return (
-            StatusCode::TOO_MANY_REQUESTS,
-            [(CONTENT_TYPE, "application/json")],
-            r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
-        )
-            .into_response();
+        return rate_limited();
+    }
+    if body["model"] == "stall" {
+        return stalled();
     }
     tokio::time::sleep(script.delay).await;
     let queued = script
@@ -242,8 +270,29 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
     }
 }
 
-/// The reply as server-sent events: the text in two pieces, each call's
-/// name and arguments in two.
+/// The longest piece of text one streamed event carries: a long reply
+/// comes as many events, as a model streams it.
+const STREAMED_PIECE: usize = 16 * 1024;
+
+/// A reply's text as it is streamed: in two pieces, or in pieces of at
+/// most [`STREAMED_PIECE`] bytes when it is long.
+fn pieces(text: &str) -> Vec<&str> {
+    let size = (text.len() / 2 + 1).min(STREAMED_PIECE);
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let mut end = (at + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&text[at..end]);
+        at = end;
+    }
+    out
+}
+
+/// The reply as server-sent events: the text in pieces ([`pieces`]),
+/// each call's name and arguments in two.
 fn streamed(reply: &Message) -> Response {
     let mut events = Vec::new();
     let chunk = |delta: Value, finish: Value| {
@@ -257,15 +306,8 @@ fn streamed(reply: &Message) -> Response {
         json!({"role": "assistant", "content": ""}),
         Value::Null,
     ));
-    let text = reply.text();
-    let half = text
-        .char_indices()
-        .nth(text.chars().count() / 2)
-        .map_or(0, |(i, _)| i);
-    for piece in [&text[..half], &text[half..]] {
-        if !piece.is_empty() {
-            events.push(chunk(json!({"content": piece}), Value::Null));
-        }
+    for piece in pieces(&reply.text()) {
+        events.push(chunk(json!({"content": piece}), Value::Null));
     }
     for (i, call) in reply.tool_calls().iter().enumerate() {
         let cut = call.arguments.len() / 2;
@@ -291,6 +333,41 @@ fn streamed(reply: &Message) -> Response {
     events.push(chunk(json!({}), json!(finish)));
     events.push("data: [DONE]\n\n".to_string());
     let stream = futures::stream::iter(events.into_iter().map(Ok::<_, std::io::Error>));
+    (
+        [(CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// A 429 with a body of its own, and what a client's retries read.
+fn rate_limited() -> Response {
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [
+            (CONTENT_TYPE, "application/json"),
+            (axum::http::header::RETRY_AFTER, "3"),
+            (
+                axum::http::HeaderName::from_static("x-request-id"),
+                "req-429",
+            ),
+            (
+                axum::http::HeaderName::from_static("x-ratelimit-remaining-requests"),
+                "0",
+            ),
+        ],
+        r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
+    )
+        .into_response()
+}
+
+/// A stream that opens and then says nothing more, as a stalled model.
+fn stalled() -> Response {
+    let opening = futures::stream::iter([Ok::<_, std::io::Error>(
+        "data: {\"id\":\"cmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+            .to_string(),
+    )]);
+    let stream = futures::StreamExt::chain(opening, futures::stream::pending());
     (
         [(CONTENT_TYPE, "text/event-stream")],
         Body::from_stream(stream),

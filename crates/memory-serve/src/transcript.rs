@@ -40,6 +40,30 @@ pub(crate) fn prepare(messages: Vec<Message>, strict: bool) -> Result<Vec<Messag
     Ok(repaired.messages)
 }
 
+/// Leaves out of `context` every assistant's reasoning that the client
+/// did not send in `sent` itself: reasoning recorded from the upstream's
+/// replies is the server's record, not something the client chose to send
+/// on. A session's context then holds, on every call, only reasoning the
+/// client echoed.
+pub(crate) fn keep_echoed_reasoning(context: &mut [Message], sent: &[Message]) {
+    let echoed: std::collections::HashSet<&str> = sent
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant {
+                reasoning: Some(r), ..
+            } => Some(r.as_str()),
+            _ => None,
+        })
+        .collect();
+    for message in context {
+        if let Message::Assistant { reasoning, .. } = message
+            && reasoning.as_deref().is_some_and(|r| !echoed.contains(r))
+        {
+            *reasoning = None;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +84,18 @@ mod tests {
         assert_eq!(e.status().as_u16(), 400);
         assert!(e.message().contains("message 1"), "{}", e.message());
         assert!(prepare(vec![], false).is_err());
+    }
+
+    #[test]
+    fn only_the_reasoning_the_client_sent_goes_on() {
+        let thought = |r: &str| Message::Assistant {
+            content: "ok".into(),
+            reasoning: Some(r.into()),
+            tool_calls: vec![],
+        };
+        let mut context = vec![Message::user("a"), thought("mine"), thought("upstream's")];
+        keep_echoed_reasoning(&mut context, &[Message::user("a"), thought("mine")]);
+        assert_eq!(context[1], thought("mine"));
+        assert_eq!(context[2], Message::assistant("ok"));
     }
 }

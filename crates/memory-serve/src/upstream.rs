@@ -1,6 +1,6 @@
 //! [`Call`]: a checked chat request, and [`send`]ing it upstream.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::http::HeaderValue;
 use axum::http::header::AUTHORIZATION;
@@ -19,17 +19,99 @@ pub(crate) struct Call {
     pub(crate) named: Option<String>,
     /// The `Authorization` header sent upstream, if any.
     pub(crate) authorization: Option<HeaderValue>,
+    /// The caller's part of the store.
+    pub(crate) scope: crate::sessions::Scope,
     /// When the request came in.
     pub(crate) started: Instant,
 }
 
-/// Sends the context (and the exchange the client does not see) upstream.
+/// Why the upstream gave no answer, or broke one off.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The HTTP exchange failed (connect, read, write).
+    Http(reqwest::Error),
+    /// The upstream said nothing for `waited`: before its answer began
+    /// (`what` is `"answer"`) or between two pieces of it (`"stream"`).
+    Silent {
+        waited: Duration,
+        what: &'static str,
+    },
+}
+
+impl Failure {
+    /// What went wrong, in a few words, for the client's 502.
+    pub(crate) fn what(&self) -> &'static str {
+        match self {
+            Failure::Http(e) if e.is_timeout() => "timed out",
+            Failure::Http(e) if e.is_connect() => "cannot be reached",
+            Failure::Http(_) => "broke off",
+            Failure::Silent { .. } => "timed out",
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Http(e) => write!(f, "{}", crate::server::error_chain(e)),
+            Failure::Silent { waited, what } => write!(
+                f,
+                "no {what} for {} s (--{} sets the limit)",
+                waited.as_secs_f64(),
+                if *what == "answer" {
+                    "first-byte-timeout"
+                } else {
+                    "idle-timeout"
+                }
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// The next piece of an upstream's body, waiting at most `idle` for it;
+/// `None` at its end.
+pub(crate) async fn next_piece(
+    pieces: &mut (impl futures::Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Unpin),
+    idle: Duration,
+) -> Result<Option<bytes::Bytes>, Failure> {
+    use futures::StreamExt as _;
+    match tokio::time::timeout(idle, pieces.next()).await {
+        Ok(None) => Ok(None),
+        Ok(Some(piece)) => piece.map(Some).map_err(|e| Failure::Http(e.without_url())),
+        Err(_) => Err(Failure::Silent {
+            waited: idle,
+            what: "stream",
+        }),
+    }
+}
+
+/// Waits at most `limit` for `future`; `what` names the wait in the
+/// failure.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    what: &'static str,
+    future: impl std::future::Future<Output = Result<T, reqwest::Error>>,
+) -> Result<T, Failure> {
+    match tokio::time::timeout(limit, future).await {
+        // The URL is named by the server (without its credentials).
+        Ok(result) => result.map_err(|e| Failure::Http(e.without_url())),
+        Err(_) => Err(Failure::Silent {
+            waited: limit,
+            what,
+        }),
+    }
+}
+
+/// Sends the context (and the exchange the client does not see) upstream;
+/// waits for the answer to begin at most the first-byte timeout.
 pub(crate) async fn send(
     state: &AppState,
     call: &Call,
     context: &[Message],
     hidden: &[Message],
-) -> Result<reqwest::Response, reqwest::Error> {
+) -> Result<reqwest::Response, Failure> {
     let body = crate::recall::upstream_body(&call.call, context, hidden, state.config.recall);
     let mut request = state
         .http
@@ -39,7 +121,7 @@ pub(crate) async fn send(
         request = request.header(AUTHORIZATION, a.clone());
     }
     let sent = Instant::now();
-    let upstream = request.send().await;
+    let upstream = within(state.config.first_byte_timeout, "answer", request.send()).await;
     state.metrics.observe_upstream(sent.elapsed());
     upstream
 }

@@ -149,7 +149,11 @@ async fn the_openai_package_runs_an_agent_loop_through_the_server() {
         check_requests(&received, &messages[1]).await;
         // Every message the client sent, and every reply, once.
         assert_eq!(
-            store.history(&sessions[0]).await.unwrap(),
+            memory_serve::test_util::principal_store(&store, Some("Bearer sk-test"))
+                .await
+                .history(&sessions[0])
+                .await
+                .unwrap(),
             messages,
             "stream: {stream}"
         );

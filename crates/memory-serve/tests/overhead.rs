@@ -13,7 +13,7 @@ use serde_json::json;
 
 /// An in-memory store whose appends take `delay`.
 struct Slow {
-    inner: InMemoryStore,
+    inner: Arc<dyn Store>,
     delay: Duration,
 }
 
@@ -48,13 +48,21 @@ impl Store for Slow {
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
         self.inner.replaced(session).await
     }
+
+    fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
+        let inner = self.inner.for_tenant(tenant);
+        Arc::new(Slow {
+            inner,
+            delay: self.delay,
+        })
+    }
 }
 
 #[tokio::test]
 async fn the_overhead_header_counts_the_reply_s_recording_once() {
     let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
     let store: Arc<dyn Store> = Arc::new(Slow {
-        inner: InMemoryStore::new(),
+        inner: Arc::new(InMemoryStore::new()),
         delay: Duration::from_millis(40),
     });
     let config = ServeConfig::new(

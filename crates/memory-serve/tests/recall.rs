@@ -170,7 +170,14 @@ async fn through_the_server_answering_recalls_itself() {
         // hidden exchange.
         let mut expected = session();
         expected.push(reply);
-        assert_eq!(store.history(&id).await.unwrap(), expected);
+        assert_eq!(
+            memory_serve::test_util::principal_store(&store, None)
+                .await
+                .history(&id)
+                .await
+                .unwrap(),
+            expected
+        );
         // The operator sees the recall the server answered.
         let metrics = memory_serve::test_util::metrics(&server).await;
         assert!(
@@ -195,6 +202,7 @@ async fn through_the_client_answering_recalls_from_the_server() {
     assert_eq!(call.tool_calls()[0].name, RECALL_TOOL);
     let answer: Value = reqwest::Client::new()
         .post(format!("{server}/v1/memory/sessions/{session}/recall"))
+        .header("content-type", "application/json")
         .body(call.tool_calls()[0].arguments.clone())
         .send()
         .await

@@ -67,7 +67,11 @@ async fn a_whole_history_continues_its_session_and_an_edit_forks_it() {
     assert_eq!(header(&second, "x-memory-admission"), "continued");
     let _ = second.bytes().await.unwrap();
     // Every message once, the replies included.
-    let stored = store.history(&session).await.unwrap();
+    let stored = memory_serve::test_util::principal_store(&store, None)
+        .await
+        .history(&session)
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 5);
     assert_eq!(&stored[..4], &history[..]);
     assert!(stored[4].is_assistant());
@@ -76,14 +80,24 @@ async fn a_whole_history_continues_its_session_and_an_edit_forks_it() {
     let edited = vec![Message::system("Be brief."), Message::user("hello, edited")];
     let forked = post(&server, &json!({"model": "m", "messages": wire(&edited)})).await;
     assert_ne!(header(&forked, "x-memory-session"), session);
-    // A retry of the first call after its reply was recorded: a fork.
+    // A retry of the first call after its reply was recorded: a session
+    // of its own (a history is found by what the replies ended).
     let retry = post(
         &server,
         &json!({"model": "m", "messages": wire(&history[..2])}),
     )
     .await;
-    assert_eq!(header(&retry, "x-memory-admission"), "forked");
-    assert_eq!(store.history(&session).await.unwrap().len(), 5);
+    assert_eq!(header(&retry, "x-memory-admission"), "new");
+    assert_ne!(header(&retry, "x-memory-session"), session);
+    assert_eq!(
+        memory_serve::test_util::principal_store(&store, None)
+            .await
+            .history(&session)
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
     // The upstream got the context, and every other field untouched.
     let got = upstream.received();
     assert_eq!(got.len(), 4);
@@ -108,7 +122,11 @@ async fn a_named_session_takes_only_the_new_messages() {
         assert_eq!(r.status(), 200);
         assert_eq!(header(&r, "x-memory-session"), "ticket-42");
     }
-    let stored = store.history("ticket-42").await.unwrap();
+    let stored = memory_serve::test_util::principal_store(&store, None)
+        .await
+        .history("ticket-42")
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 6);
     assert_eq!(stored[4], Message::user("three"));
     // The upstream saw the whole session on the last call.
@@ -202,7 +220,11 @@ async fn a_streamed_reply_is_passed_through_and_recorded() {
     assert!(text.trim_end().ends_with("data: [DONE]"));
     let mut reply = memory_serve::StreamedReply::default();
     reply.feed(text.as_bytes());
-    let stored = store.history(&session).await.unwrap();
+    let stored = memory_serve::test_util::principal_store(&store, None)
+        .await
+        .history(&session)
+        .await
+        .unwrap();
     assert_eq!(stored, vec![history[0].clone(), reply.message()]);
     assert_eq!(stored[1].tool_calls()[0].arguments, r#"{"step":1,"of":5}"#);
 }
@@ -226,13 +248,17 @@ async fn a_client_gone_mid_stream_leaves_its_messages_without_a_reply() {
         .await;
     assert!(gone.is_err());
     tokio::time::sleep(Duration::from_millis(400)).await;
-    // The retry continues the same session: the request's message is
-    // there once, and the reply now too.
+    // The retry does not fall into the abandoned call's session (it holds
+    // the request, and no reply): it starts its own, with the reply.
     let r = post(&server, &json!({"model": "m", "messages": wire(&history)})).await;
-    assert_eq!(header(&r, "x-memory-admission"), "continued");
+    assert_eq!(header(&r, "x-memory-admission"), "new");
     let session = header(&r, "x-memory-session");
     let _ = r.bytes().await.unwrap();
-    let stored = store.history(&session).await.unwrap();
+    let stored = memory_serve::test_util::principal_store(&store, None)
+        .await
+        .history(&session)
+        .await
+        .unwrap();
     assert_eq!(stored.len(), 2);
     assert_eq!(stored[0], history[0]);
 }
@@ -307,6 +333,10 @@ async fn bad_input_gets_its_status_and_a_body_naming_the_problem() {
     .await
     .unwrap();
     assert_eq!(r.status(), 429);
+    // With what a client's retries and logs read.
+    assert_eq!(r.headers()["retry-after"], "3");
+    assert_eq!(r.headers()["x-request-id"], "req-429");
+    assert_eq!(r.headers()["x-ratelimit-remaining-requests"], "0");
     assert_eq!(
         r.text().await.unwrap(),
         r#"{"error":{"message":"slow down","type":"rate_limit"}}"#
@@ -338,7 +368,11 @@ async fn an_unreachable_upstream_is_a_502_and_costs_no_history() {
         "{e}"
     );
     assert_eq!(
-        store.history(&session).await.unwrap(),
+        memory_serve::test_util::principal_store(&store, None)
+            .await
+            .history(&session)
+            .await
+            .unwrap(),
         vec![Message::user("hi")]
     );
     let models = reqwest::get(format!("{server}/v1/models")).await.unwrap();

@@ -117,6 +117,7 @@ impl SqliteStore {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref();
+        create_private(path)?;
         let conn = Connection::open(path).map_err(|e| {
             StoreError::Backend(format!(
                 "cannot open the SQLite file {}: {e}",
@@ -578,6 +579,25 @@ fn replaced(conn: &mut Connection, key: &Key) -> Result<Vec<Vec<StoredMessage>>,
     assemble(bases, views, log)
 }
 
+/// Creates the database file, when there is none, readable and writable
+/// by its owner only (sessions hold what users and tools said); SQLite
+/// gives its journal files the same mode. A file that exists keeps the
+/// mode its owner gave it.
+fn create_private(path: &Path) -> Result<(), StoreError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::Backend(format!(
+            "cannot create the SQLite file {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
 #[async_trait::async_trait]
 impl Store for SqliteStore {
     async fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
@@ -616,6 +636,10 @@ impl Store for SqliteStore {
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
         self.run(session, replaced).await
+    }
+
+    fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
+        Arc::new(self.with_tenant(tenant))
     }
 }
 
@@ -741,5 +765,16 @@ mod tests {
             format!("{store:?}"),
             r#"SqliteStore { path: None, tenant: Some("acme") }"#
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_is_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        SqliteStore::open(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }

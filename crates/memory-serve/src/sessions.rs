@@ -217,13 +217,41 @@ impl Sessions {
         let repeats = at > 0
             && messages.len() >= at
             && Chain::START.links(&messages[..at]).last() == Some(&session.link);
-        let new = if repeats { &messages[at..] } else { messages };
+        let new = if repeats {
+            &messages[at..]
+        } else if self.holds(&mut session, messages).await? {
+            // A retry of a history the session already holds (its reply
+            // recorded since): nothing is new.
+            &[]
+        } else {
+            messages
+        };
         self.append(&mut session, new, false).await?;
         Ok(Admitted {
             session,
             admission: Admission::Named,
             new_messages: new.len(),
         })
+    }
+
+    /// Whether the session's history begins with `messages` (all of them,
+    /// and no more than it holds): a history sent again. One message alone
+    /// is taken as new, never as a retry: a user may say again what the
+    /// session began with.
+    async fn holds(
+        &self,
+        session: &mut OpenSession,
+        messages: &[Message],
+    ) -> Result<bool, ApiError> {
+        if messages.len() < 2 || messages.len() > session.length {
+            return Ok(false);
+        }
+        let history = self.memory_of(session).history().await?;
+        let held = Chain::START
+            .links(&history[..messages.len()])
+            .last()
+            .copied();
+        Ok(held == Chain::START.links(messages).last().copied())
     }
 
     /// The session `id` of `scope` as stored, read without its lock (a

@@ -4,6 +4,9 @@
 //! `compact,thrift` over SQLite, to a scripted upstream on loopback that
 //! keeps every request it gets.
 //!
+//! A second test has two clients with their own keys share one server:
+//! neither sees, continues or recalls the other's session.
+//!
 //! Without Python or PyPI the test says so and passes; under CI (the `CI`
 //! variable set) it fails instead.
 
@@ -185,4 +188,88 @@ async fn check_requests(received: &[memory_serve::test_util::Received], task: &M
         assert_eq!(got.body["tools"][0]["function"]["name"], "step");
     }
     assert!(summarized, "no request carried a summary");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_keys_through_the_openai_package_see_only_their_own() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path().join("team.db")).unwrap());
+    let pipeline = || Arc::new(Thrift::new()) as Arc<dyn TrimStrategy>;
+    let keys = memory_serve::Keys::parse("alice sk-alice\nbob sk-bob").unwrap();
+    let config = ServeConfig::new(upstream.url(), Arc::new(pipeline), store.clone())
+        .with_budget(BudgetMode::Tokens(BUDGET))
+        .with_counter(Arc::new(CharTokenCounter))
+        .with_keys(keys);
+    let server = start(config).await;
+    let out = dir.path().join("two-keys.json");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/two_keys.py");
+    let mut command = Command::new(&python);
+    command
+        .arg(script)
+        .args([&server, "sk-alice", "sk-bob"])
+        .arg(&out);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the clients failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let alices = r["alice"]["session"].as_str().unwrap();
+    // Bob naming Alice's session gets a session of his own by that name;
+    // her history and her opening start sessions of his own.
+    assert_eq!(r["bob_named"]["session"], alices);
+    assert_eq!(r["bob_history"]["admission"], "new");
+    assert_eq!(r["bob_opening"]["admission"], "new");
+    assert_ne!(r["bob_history"]["session"], alices);
+    // Alice goes on in hers, untouched.
+    assert_eq!(r["alice_again"]["admission"], "continued");
+    assert_eq!(r["alice_again"]["session"], alices);
+    // No request of Bob's carried a word of Alice's that he did not send.
+    let received = upstream.received();
+    assert_eq!(received.len(), 6);
+    for (i, bobs) in received[1..4].iter().enumerate() {
+        let sent = bobs.body["messages"].to_string();
+        let sent_alpha = i > 0; // his history and opening hold her words as he sent them
+        assert_eq!(sent.contains("alpha secret"), sent_alpha, "{sent}");
+        assert!(!sent.contains("beta 1") || i == 0, "{sent}");
+    }
+    // To Bob, Alice's session is one that does not exist; the one he named
+    // is his own.
+    assert_eq!(r["bob_inspects"]["status"], 404);
+    assert_eq!(r["bob_inspects"], r["bob_inspects_missing"]);
+    let named = r["bob_inspects_named"]["body"].as_str().unwrap();
+    assert!(named.contains("beta 1") && !named.contains("alpha"), "{named}");
+    assert_eq!(r["alice_inspects"]["status"], 200);
+    assert!(
+        r["alice_inspects"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("alpha secret")
+    );
+    assert!(
+        !r["alice_inspects"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("beta 1")
+    );
+    // In the store, each session is under its principal.
+    let alice_store = store.for_tenant("key-alice");
+    assert_eq!(alice_store.history(alices).await.unwrap().len(), 5);
+    assert_eq!(
+        store
+            .for_tenant("key-bob")
+            .history(alices)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }

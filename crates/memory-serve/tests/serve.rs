@@ -137,6 +137,27 @@ async fn a_named_session_takes_only_the_new_messages() {
             .len(),
         5
     );
+    // The same whole history sent again, ten times at once: stored once,
+    // with the reply of each call.
+    let history =
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "again"}]);
+    let calls = (0..10).map(|_| {
+        client
+            .post(format!("{server}/v1/chat/completions"))
+            .header("X-Memory-Session", "ticket-43")
+            .json(&json!({"model": "m", "messages": history}))
+            .send()
+    });
+    for r in futures::future::join_all(calls).await {
+        assert_eq!(r.unwrap().status(), 200);
+    }
+    let stored = memory_serve::test_util::principal_store(&store, None)
+        .await
+        .history("ticket-43")
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 12, "{stored:?}");
+    assert!(stored[2..].iter().all(Message::is_assistant));
     // A reserved name is refused.
     let r = client
         .post(format!("{server}/v1/chat/completions"))

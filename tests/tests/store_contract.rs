@@ -14,7 +14,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use memory_core::{
     CharTokenCounter, ContentBlock, ImageContent, InMemoryStore, Memory, MemoryError, Message,
-    Snapshot, Store, StoreError, StoredMessage, TokenCounter, ToolCall, summary, validate,
+    Snapshot, Store, StoreError, StoreWrite, StoredMessage, TokenCounter, ToolCall, summary,
+    validate,
 };
 use memory_postgres::PostgresStore;
 use memory_session::WindowMemory;
@@ -741,6 +742,68 @@ async fn window_memory_reopens_without_recounting(backend: &dyn Backend) {
     assert_eq!(reopened.history().await.unwrap().len(), 1 + 30 + 1);
 }
 
+async fn writes_go_together_and_each_is_answered(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let (a, b) = (unique("wa"), unique("wb"));
+    let read = store.append(&b, vec![user("b1")]).await.unwrap();
+    store.append(&b, vec![user("b2")]).await.unwrap();
+    let answers = store
+        .write_all(vec![
+            StoreWrite::Append {
+                session: a.clone(),
+                messages: vec![user("a1"), user("a2")],
+            },
+            // A stale version, then the right one: the first conflicts and
+            // leaves the others to stand.
+            StoreWrite::Replace {
+                session: b.clone(),
+                expected: 9,
+                view: vec![summary_of("no")],
+            },
+            StoreWrite::Replace {
+                session: b.clone(),
+                expected: read,
+                view: vec![summary_of("b1")],
+            },
+            StoreWrite::Append {
+                session: b.clone(),
+                messages: vec![user("b3")],
+            },
+            StoreWrite::Append {
+                session: String::new(),
+                messages: vec![user("nowhere")],
+            },
+            StoreWrite::Append {
+                session: a.clone(),
+                messages: vec![user("a3")],
+            },
+        ])
+        .await;
+    assert_eq!(answers.len(), 6);
+    assert_eq!(answers[0].as_ref().ok(), Some(&1));
+    assert!(
+        matches!(answers[1], Err(StoreError::Conflict { expected: 9, .. })),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(answers[2].as_ref().ok(), Some(&3));
+    assert_eq!(answers[3].as_ref().ok(), Some(&4));
+    assert!(matches!(answers[4], Err(StoreError::InvalidSession(_))));
+    assert_eq!(answers[5].as_ref().ok(), Some(&2));
+    assert_eq!(
+        store.load(&a).await.unwrap().messages,
+        vec![user("a1"), user("a2"), user("a3")]
+    );
+    assert_eq!(
+        store.load(&b).await.unwrap(),
+        Snapshot {
+            messages: vec![summary_of("b1"), user("b2"), user("b3")],
+            version: 4
+        }
+    );
+    assert_eq!(store.history(&b).await.unwrap().len(), 3);
+}
+
 /// One test per case and store.
 macro_rules! contract {
     ($store:ident, $backend:expr) => {
@@ -755,6 +818,7 @@ macro_rules! contract {
                 append_load_and_versions,
                 sessions_are_isolated,
                 tenants_are_isolated,
+                writes_go_together_and_each_is_answered,
                 a_compaction_rebases_over_appends,
                 a_stale_compaction_conflicts_and_changes_nothing,
                 compactions_commit_while_appends_stream_in,

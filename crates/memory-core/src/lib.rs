@@ -111,7 +111,7 @@ pub use provider::{
     ChatRequest, ChatResponse, ModelOptions, Provider, ProviderError, StopReason, Usage,
 };
 pub use shrunk::is_shrunk_from;
-pub use store::{Snapshot, Store, StoreError, StoredMessage, Version};
+pub use store::{Snapshot, Store, StoreError, StoreWrite, StoredMessage, Version};
 pub use strategy::{Selection, TrimResult, TrimStrategy};
 #[cfg(feature = "test-util")]
 pub use test_util::{FakeEmbedder, FakeProvider, FakeReply};

@@ -40,6 +40,44 @@ impl StoredMessage {
 /// A session's version: it grows with every append and every compaction.
 pub type Version = u64;
 
+/// One write of [`Store::write_all`]: what [`Store::append`] or
+/// [`Store::replace_view`] does, to a session of the handle.
+///
+/// ```
+/// use memory_core::{Message, StoredMessage, StoreWrite};
+/// let w = StoreWrite::Append { session: "s1".into(), messages: vec![StoredMessage::new(Message::user("hi"), 1, false)] };
+/// assert_eq!(w.session(), "s1");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoreWrite {
+    /// Appends `messages` to `session`, as [`Store::append`].
+    Append {
+        /// The session appended to.
+        session: String,
+        /// What is appended.
+        messages: Vec<StoredMessage>,
+    },
+    /// Replaces `session`'s view read at `expected` with `view`, as
+    /// [`Store::replace_view`].
+    Replace {
+        /// The session whose view is replaced.
+        session: String,
+        /// The version the view was read at.
+        expected: Version,
+        /// The new view.
+        view: Vec<StoredMessage>,
+    },
+}
+
+impl StoreWrite {
+    /// The session written.
+    pub fn session(&self) -> &str {
+        match self {
+            StoreWrite::Append { session, .. } | StoreWrite::Replace { session, .. } => session,
+        }
+    }
+}
+
 /// A session's current view and the version it was read at.
 ///
 /// ```
@@ -171,6 +209,44 @@ pub trait Store: Send + Sync {
     ///
     /// Backend failures, invalid ids.
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError>;
+
+    /// Runs `writes` in order, each as [`append`](Store::append) or
+    /// [`replace_view`](Store::replace_view) would alone, and answers each:
+    /// a write that fails (a conflict, say) leaves the others to stand. A
+    /// store that can commits them together, in one transaction (with
+    /// other callers' writes, where it groups commits), so that writes
+    /// that go together cost one flush to disk; this default runs them one
+    /// after the other.
+    ///
+    /// ```
+    /// use memory_core::{InMemoryStore, Message, Store, StoreError, StoreWrite, StoredMessage};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// let m = |t: &str| StoredMessage::new(Message::user(t), 1, false);
+    /// let answers = store.write_all(vec![
+    ///     StoreWrite::Append { session: "a".into(), messages: vec![m("1")] },
+    ///     StoreWrite::Replace { session: "b".into(), expected: 7, view: vec![] },
+    ///     StoreWrite::Append { session: "b".into(), messages: vec![m("x")] },
+    /// ]).await;
+    /// assert_eq!(answers[0].as_ref().unwrap(), &1);
+    /// assert!(matches!(answers[1], Err(StoreError::Conflict { .. })));
+    /// assert_eq!(answers[2].as_ref().unwrap(), &1);
+    /// # });
+    /// ```
+    async fn write_all(&self, writes: Vec<StoreWrite>) -> Vec<Result<Version, StoreError>> {
+        let mut answers = Vec::with_capacity(writes.len());
+        for write in writes {
+            answers.push(match write {
+                StoreWrite::Append { session, messages } => self.append(&session, messages).await,
+                StoreWrite::Replace {
+                    session,
+                    expected,
+                    view,
+                } => self.replace_view(&session, expected, view).await,
+            });
+        }
+        answers
+    }
 
     /// The same store seen from `tenant`'s namespace: its session `s` is
     /// another session than `s` of any other tenant, or of this handle,

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo run --release -p memory-serve --features test-util --example load -- \
-//!     --pipeline window --store sqlite --sessions 64 --turns 50 --delay-ms 50
+//!     --pipeline window --store sqlite --sessions 64 --principals 8 --turns 50 --delay-ms 50
 //! ```
 //!
 //! It starts the scripted upstream (`test_util::ScriptedUpstream`, each
@@ -16,7 +16,8 @@
 //! `CharTokenCounter` (the cl100k counter lives in another crate).
 //!
 //! Then `--sessions` agent loops run at once, `--turns` requests each at
-//! most. Each loop sends its whole history every call, as the OpenAI
+//! most, spread over `--principals` clients (each its own credential,
+//! `sk-load-P`, so its own principal on the server). Each loop sends its whole history every call, as the OpenAI
 //! protocol is normally used: a system prompt and the task ("Work through
 //! the task in T steps."), then each reply and, for each tool call, a
 //! tool result "step K of N: " with about `--filler` characters of text
@@ -41,8 +42,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memory_core::{
-    CharTokenCounter, InMemoryStore, Message, Snapshot, Store, StoreError, StoredMessage,
-    TrimStrategy, Version,
+    CharTokenCounter, InMemoryStore, Message, Snapshot, Store, StoreError, StoreWrite,
+    StoredMessage, TrimStrategy, Version,
 };
 use memory_openai::wire;
 use memory_serve::test_util::ScriptedUpstream;
@@ -51,7 +52,7 @@ use serde_json::{Value, json};
 
 const USAGE: &str = "\
 usage: load [--pipeline window|compact,thrift] [--store memory|sqlite|sqlite:PATH|postgres|postgres://...]
-            [--sessions S] [--turns T] [--delay-ms D] [--budget TOKENS] [--filler CHARS]
+            [--sessions S] [--principals P] [--turns T] [--delay-ms D] [--budget TOKENS] [--filler CHARS]
             [--deadline-s SECONDS] [--same-task]";
 
 #[derive(Debug, Clone)]
@@ -59,6 +60,7 @@ struct Options {
     pipeline: String,
     store: String,
     sessions: usize,
+    principals: usize,
     turns: usize,
     delay: Duration,
     budget: usize,
@@ -73,6 +75,7 @@ impl Options {
             pipeline: "window".into(),
             store: "memory".into(),
             sessions: 64,
+            principals: 8,
             turns: 50,
             delay: Duration::from_millis(50),
             budget: 4_000,
@@ -99,6 +102,7 @@ impl Options {
                 "--pipeline" => o.pipeline = value.clone(),
                 "--store" => o.store = value.clone(),
                 "--sessions" => o.sessions = number()?.max(1) as usize,
+                "--principals" => o.principals = number()?.max(1) as usize,
                 "--turns" => o.turns = number()?.max(1) as usize,
                 "--delay-ms" => o.delay = Duration::from_millis(number()?),
                 "--budget" => o.budget = number()? as usize,
@@ -245,6 +249,16 @@ impl Store for Timed {
         r
     }
 
+    async fn write_all(&self, writes: Vec<StoreWrite>) -> Vec<Result<Version, StoreError>> {
+        let started = Instant::now();
+        let first = writes.first().map(|w| w.session().to_string()).unwrap_or_default();
+        let r = self.inner.write_all(writes).await;
+        // Counted by the kind of its first write (a reply's, with the
+        // prefix-index entry and the state riding along).
+        self.note("write_all", &first, started.elapsed());
+        r
+    }
+
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
         Arc::new(Timed {
             inner: self.inner.for_tenant(tenant),
@@ -298,11 +312,18 @@ struct Sample {
 
 /// What one agent loop did.
 struct LoopResult {
+    /// The loop's index.
+    index: usize,
     samples: Vec<Sample>,
     invalid: Vec<String>,
     session: Option<String>,
     history: Vec<Message>,
     id_changes: usize,
+}
+
+/// The credential loop `index` sends: one of `--principals`.
+fn credential(options: &Options, index: usize) -> String {
+    format!("sk-load-{}", index % options.principals)
 }
 
 fn header(r: &reqwest::Response, name: &str) -> Option<String> {
@@ -337,6 +358,7 @@ async fn agent(
     };
     let mut rng = Rng(run ^ ((index as u64 + 1) * 0x9E37_79B9_7F4A_7C15) | 1);
     let mut out = LoopResult {
+        index,
         samples: Vec::with_capacity(options.turns),
         invalid: Vec::new(),
         session: None,
@@ -348,6 +370,7 @@ async fn agent(
         let started = Instant::now();
         let response = client
             .post(format!("{server}/v1/chat/completions"))
+            .bearer_auth(credential(&options, index))
             .json(&body)
             .send()
             .await;
@@ -515,9 +538,10 @@ async fn main() {
     ));
 
     println!(
-        "load: {} sessions x {} turns, pipeline {}, store {store_name}, budget {} tokens \
+        "load: {} sessions over {} principals x {} turns, pipeline {}, store {store_name}, budget {} tokens \
          (CharTokenCounter), upstream delay {} ms, filler {} chars, {} worker threads",
         options.sessions,
+        options.principals,
         options.turns,
         options.pipeline,
         options.budget,
@@ -597,7 +621,9 @@ async fn main() {
             mismatched.push(format!("loop {i}: no session"));
             continue;
         };
-        match store.history(session).await {
+        let of = format!("Bearer {}", credential(&options, r.index));
+        let principal = memory_serve::test_util::principal_store(&store, Some(&of)).await;
+        match principal.history(session).await {
             Ok(stored) if stored == r.history => checked += 1,
             Ok(stored) => {
                 let first = stored

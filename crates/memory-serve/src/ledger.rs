@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use memory_core::{Message, Store, StoreError, StoredMessage, Version};
+use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage, Version};
 use serde::{Deserialize, Serialize};
 
 use crate::{CallReport, Chain};
@@ -146,6 +146,39 @@ impl Ledger {
         Ok(())
     }
 
+    /// The write [`note`](Self::note) makes, to go with others.
+    pub(crate) fn note_write(link: &Chain, session: &str, length: usize) -> StoreWrite {
+        let entry = Entry {
+            session: session.to_string(),
+            length,
+        };
+        StoreWrite::Append {
+            session: prefix_key(link),
+            messages: record(&entry),
+        }
+    }
+
+    /// The write [`set_session_state`](Self::set_session_state) makes, to
+    /// go with others; its answer is read by [`state_written`].
+    pub(crate) fn state_write(
+        session: &str,
+        state: &SessionState,
+        read: Option<Version>,
+    ) -> StoreWrite {
+        let key = state_key(session);
+        match read {
+            Some(expected) => StoreWrite::Replace {
+                session: key,
+                expected,
+                view: record(state),
+            },
+            None => StoreWrite::Append {
+                session: key,
+                messages: record(state),
+            },
+        }
+    }
+
     /// The session's state and the version it was read at; `None` for a
     /// session with no state stored.
     pub(crate) async fn session_state(
@@ -166,23 +199,31 @@ impl Ledger {
         state: &SessionState,
         read: Option<Version>,
     ) -> Result<Version, StoreError> {
-        let key = state_key(session);
-        match read {
-            Some(version) => self.store.replace_view(&key, version, record(state)).await,
-            None => {
-                let version = self.store.append(&key, record(state)).await?;
-                if version != 1 {
-                    // Another replica created it in the meantime.
-                    return Err(StoreError::Conflict {
-                        session: key,
-                        expected: 0,
-                        actual: version,
-                    });
-                }
-                Ok(version)
-            }
-        }
+        let write = Self::state_write(session, state, read);
+        let answer = self.store.write_all(vec![write]).await.remove(0);
+        state_written(session, read, answer)
     }
+}
+
+/// The new version of a session's state from the answer of its
+/// [`Ledger::state_write`] over the state read at `read`.
+///
+/// A [`StoreError::Conflict`] says another replica wrote it first.
+pub(crate) fn state_written(
+    session: &str,
+    read: Option<Version>,
+    answer: Result<Version, StoreError>,
+) -> Result<Version, StoreError> {
+    let version = answer?;
+    if read.is_none() && version != 1 {
+        // Another replica created it in the meantime.
+        return Err(StoreError::Conflict {
+            session: state_key(session),
+            expected: 0,
+            actual: version,
+        });
+    }
+    Ok(version)
 }
 
 #[cfg(test)]

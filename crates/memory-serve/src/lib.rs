@@ -31,6 +31,7 @@
 //! [`Store`]: memory_core::Store
 
 mod auth;
+mod carrying;
 mod chain;
 mod config;
 mod error;

@@ -459,6 +459,8 @@ async fn finish(
     own: Duration,
 ) -> Result<Response, ApiError> {
     let after = Instant::now();
+    // The state the reply's commit writes holds this call's report.
+    session.last_call = Some(report.clone());
     if answer.status.is_success() {
         match reply_of(&answer.body) {
             Some(reply) => {

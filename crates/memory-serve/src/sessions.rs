@@ -31,7 +31,8 @@ use memory_core::{
 use memory_session::{SessionPool, WindowMemory};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState};
+use crate::carrying::Carrying;
+use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState, state_written};
 use crate::{Admission, ApiError, CallReport, Chain, Principal, ServeConfig};
 
 /// The longest a request waits for the session its history continues
@@ -73,6 +74,11 @@ pub(crate) struct OpenSession {
     pub(crate) id: String,
     /// Its principal's part of the store.
     scope: Scope,
+    /// The handle its memory writes through: a reply's append carries
+    /// the prefix-index entry and the state with it.
+    carrying: Arc<Carrying>,
+    /// Whether the reply's commit wrote the state of the call running.
+    state_written: bool,
     strategy: Arc<dyn TrimStrategy>,
     memory: Option<WindowMemory>,
     /// Messages in the history.
@@ -149,6 +155,8 @@ impl Sessions {
         self.open.open(&key, || OpenSession {
             id: id.to_string(),
             scope: scope.clone(),
+            carrying: Arc::new(Carrying::new(scope.store.clone())),
+            state_written: false,
             strategy: (self.config.pipeline)(),
             memory: None,
             length: 0,
@@ -166,7 +174,7 @@ impl Sessions {
         WindowMemory::new(self.config.budget.for_call(None))
             .with_strategy(session.strategy.clone())
             .with_token_counter(self.counter.clone())
-            .with_store(session.scope.store.clone(), &session.id)
+            .with_store(session.carrying.clone(), &session.id)
             .with_task(self.config.task_floor)
     }
 
@@ -339,8 +347,12 @@ impl Sessions {
         Ok(self.memory_of(session).history().await?)
     }
 
-    /// Writes the session's state, with the last call's report.
+    /// Writes the session's state, with the last call's report, unless
+    /// the reply's commit wrote it.
     pub(crate) async fn finish(&self, session: &mut OpenSession) {
+        if std::mem::take(&mut session.state_written) {
+            return;
+        }
         let state = SessionState {
             length: session.length,
             link: session.link.to_hex(),
@@ -354,14 +366,7 @@ impl Sessions {
             .await
         {
             Ok(version) => session.state_version = Some(version),
-            Err(StoreError::Conflict { .. }) => {
-                tracing::warn!(session = %session.id, "another replica wrote the session's head at the same time; reading the session afresh next time");
-                session.loaded = false;
-            }
-            Err(e) => {
-                tracing::warn!(session = %session.id, error = %e, "cannot write the session's head");
-                session.loaded = false;
-            }
+            Err(e) => state_refused(session, &e),
         }
     }
 
@@ -458,39 +463,94 @@ impl Sessions {
     }
 
     /// Records `messages` through the session's memory, in one append.
-    /// The link the history now ends at is noted only when `note` says: a
-    /// reply's is; a request's is not (its next request finds the session
-    /// by the link noted with the reply, and goes on from the stored
-    /// length).
+    /// A reply (`reply`) is noted in the prefix index, and the session's
+    /// state written, in the same commit ([`Carrying`]); a request's
+    /// messages are not noted (its next request finds the session by the
+    /// link noted with the reply, and goes on from the stored length).
+    /// Nothing of the session moves unless the append succeeds.
     async fn append(
         &self,
         session: &mut OpenSession,
         messages: &[Message],
-        note: bool,
+        reply: bool,
     ) -> Result<(), ApiError> {
         if messages.is_empty() {
             return Ok(());
         }
+        let (mut link, mut tokens, mut leading) =
+            (session.link, session.history_tokens, session.leading_system);
         let mut batch = Vec::with_capacity(messages.len());
         for message in messages {
-            let protected = session.leading_system && message.is_system();
-            let tokens = self.counter.count_message(message).await?;
-            session.leading_system &= message.is_system();
-            session.history_tokens += tokens;
-            session.link = session.link.then(message);
-            batch.push(StoredMessage::new(message.clone(), tokens, protected));
+            let protected = leading && message.is_system();
+            let count = self.counter.count_message(message).await?;
+            leading &= message.is_system();
+            tokens += count;
+            link = link.then(message);
+            batch.push(StoredMessage::new(message.clone(), count, protected));
         }
-        self.memory_of(session).record_all_counted(batch).await?;
-        session.length += messages.len();
-        if note {
-            session
-                .scope
-                .ledger
-                .note(&session.link, &session.id, session.length)
-                .await?;
+        let length = session.length + messages.len();
+        if reply {
+            let state = SessionState {
+                length,
+                link: link.to_hex(),
+                history_tokens: tokens,
+                last_call: session.last_call.clone(),
+            };
+            session.carrying.carry(vec![
+                Ledger::note_write(&link, &session.id, length),
+                Ledger::state_write(&session.id, &state, session.state_version),
+            ]);
+        }
+        let recorded = self.memory_of(session).record_all_counted(batch).await;
+        let answers = session.carrying.answers();
+        recorded?;
+        (session.link, session.history_tokens) = (link, tokens);
+        (session.leading_system, session.length) = (leading, length);
+        if reply {
+            self.carried(session, answers).await?;
         }
         Ok(())
     }
+
+    /// Takes the answers of what a reply's append carried: the note, then
+    /// the state. Writes the note alone when the append carried nothing.
+    async fn carried(
+        &self,
+        session: &mut OpenSession,
+        answers: Vec<Result<Version, StoreError>>,
+    ) -> Result<(), ApiError> {
+        let mut answers = answers.into_iter();
+        let Some(note) = answers.next() else {
+            let ledger = &session.scope.ledger;
+            return Ok(ledger
+                .note(&session.link, &session.id, session.length)
+                .await?);
+        };
+        note?;
+        let id = session.id.clone();
+        match answers
+            .next()
+            .map(|a| state_written(&id, session.state_version, a))
+        {
+            Some(Ok(version)) => {
+                session.state_version = Some(version);
+                session.state_written = true;
+            }
+            Some(Err(e)) => state_refused(session, &e),
+            None => {}
+        }
+        Ok(())
+    }
+}
+
+/// A state write that failed: the session is read afresh next time.
+fn state_refused(session: &mut OpenSession, e: &StoreError) {
+    if matches!(e, StoreError::Conflict { .. }) {
+        tracing::warn!(session = %session.id, "another replica wrote the session's head at the same time; reading the session afresh next time");
+    } else {
+        tracing::warn!(session = %session.id, error = %e, "cannot write the session's head");
+    }
+    session.loaded = false;
 }
 
 /// A session id a client may name: what the store accepts, outside the

@@ -246,7 +246,10 @@ async fn two_keys_through_the_openai_package_see_only_their_own() {
     assert_eq!(r["bob_inspects"]["status"], 404);
     assert_eq!(r["bob_inspects"], r["bob_inspects_missing"]);
     let named = r["bob_inspects_named"]["body"].as_str().unwrap();
-    assert!(named.contains("beta 1") && !named.contains("alpha"), "{named}");
+    assert!(
+        named.contains("beta 1") && !named.contains("alpha"),
+        "{named}"
+    );
     assert_eq!(r["alice_inspects"]["status"], 200);
     assert!(
         r["alice_inspects"]["body"]

@@ -1,9 +1,11 @@
-//! The SQL of a group commit: many appends written in one transaction.
+//! The SQL of a group commit: many writes (appends, and views replaced)
+//! in one transaction.
 //!
 //! Each append gets the next version of its session and the history seqs
-//! after the ones before it, in the order the appends are written, exactly
+//! after the ones before it, in the order the writes are written, exactly
 //! as if each were a transaction of its own. A session's row in
-//! `sessions` is read once per group and written once at its end.
+//! `sessions` is read once per group and written once at its end, or
+//! before a view of it is replaced.
 
 use std::collections::HashMap;
 
@@ -13,6 +15,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 use crate::append::{append_in, insert_log};
 use crate::error::backend;
+use crate::replace::replace_in;
 use crate::state::{State, read_state, write_state};
 
 /// Appends written into one open write transaction, not yet committed.
@@ -36,9 +39,26 @@ impl<'c> Batch<'c> {
         })
     }
 
-    /// Writes an append of `rows` to `key`'s session. After an error the
-    /// batch must be dropped (rolled back): what it wrote is partial.
-    pub(crate) fn write(&mut self, key: &Key, rows: &[Row]) -> Result<(), StoreError> {
+    /// Writes `op` to `key`'s session. After an error the batch must be
+    /// dropped (rolled back): what it wrote is partial.
+    pub(crate) fn write(&mut self, key: &Key, op: &Op) -> Result<(), StoreError> {
+        match op {
+            Op::Append(rows) => self.append(key, rows),
+            Op::Replace { expected, rows } => {
+                // The session's row as the appends of this batch left it.
+                let id = (key.tenant.clone(), key.session.clone());
+                if let Some(state) = self.states.remove(&id) {
+                    write_state(&self.tx, key, &state)?;
+                }
+                let version = replace_in(&self.tx, key, *expected, rows)?;
+                self.versions.push(version);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes an append of `rows` to `key`'s session.
+    fn append(&mut self, key: &Key, rows: &[Row]) -> Result<(), StoreError> {
         let state = match self.states.entry((key.tenant.clone(), key.session.clone())) {
             std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
             std::collections::hash_map::Entry::Vacant(new) => {
@@ -65,15 +85,22 @@ impl<'c> Batch<'c> {
     }
 }
 
-/// Commits `appends` (each a session's key and the rows appended to it) in
-/// one transaction with a savepoint for each append, so that an append
-/// that fails leaves the others to commit; the answers follow the order of
-/// `appends`.
-pub(crate) fn commit_one_by_one<'a>(
+/// One write of a group: an append, or a view replaced against the
+/// version it was read at.
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    Append(Vec<Row>),
+    Replace { expected: Version, rows: Vec<Row> },
+}
+
+/// Commits `writes` (each a session's key and what is written to it) in
+/// one transaction with a savepoint for each, so that a write that fails
+/// leaves the others to commit; the answers follow the order of `writes`.
+pub(crate) fn commit_one_by_one(
     conn: &mut Connection,
-    appends: impl ExactSizeIterator<Item = (&'a Key, &'a [Row])>,
+    writes: &[(&Key, &Op)],
 ) -> Vec<Result<Version, StoreError>> {
-    let count = appends.len();
+    let count = writes.len();
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
@@ -82,9 +109,12 @@ pub(crate) fn commit_one_by_one<'a>(
         }
     };
     let mut answers = Vec::with_capacity(count);
-    for (key, rows) in appends {
+    for (key, op) in writes {
         let answer = tx.savepoint().map_err(backend).and_then(|savepoint| {
-            let version = append_in(&savepoint, key, rows)?;
+            let version = match op {
+                Op::Append(rows) => append_in(&savepoint, key, rows)?,
+                Op::Replace { expected, rows } => replace_in(&savepoint, key, *expected, rows)?,
+            };
             savepoint.commit().map_err(backend)?;
             Ok(version)
         });

@@ -1,6 +1,7 @@
-//! Group commit: appends wait in a queue and one blocking thread, the
-//! drainer, commits what waits, many appends in one transaction, so one
-//! flush to disk acknowledges them all. A waiting append holds no thread:
+//! Group commit: writes (appends, and the several writes of one
+//! `write_all`) wait in a queue and one blocking thread, the drainer,
+//! commits what waits, many in one transaction, so one flush to disk
+//! acknowledges them all. A waiting append holds no thread:
 //! its task awaits its answer. The drainer keeps committing groups until
 //! nothing waits; the append that finds no drainer at work starts one.
 //!
@@ -15,21 +16,21 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use memory_core::{StoreError, Version};
-use memory_store_support::{Key, Row};
+use memory_store_support::Key;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use crate::batch::{Batch, commit_one_by_one};
+use crate::batch::{Batch, Op, commit_one_by_one};
 
 /// The longest a drainer waits for the writers of its last group to come
 /// back before it commits what it has.
 pub(crate) const LINGER: Duration = Duration::from_micros(300);
 
-/// An append waiting for a group commit, and where its answer goes.
+/// The writes of one caller waiting for a group commit, and where their
+/// answers go.
 struct Pending {
-    key: Key,
-    rows: Vec<Row>,
-    answer: oneshot::Sender<Result<Version, StoreError>>,
+    writes: Vec<(Key, Op)>,
+    answer: oneshot::Sender<Vec<Result<Version, StoreError>>>,
 }
 
 #[derive(Default)]
@@ -78,17 +79,18 @@ impl Inner {
 #[derive(Default)]
 pub(crate) struct Queue(Arc<Inner>);
 
-/// Where an append's answer comes: the version it produced once durable.
-pub(crate) type Answer = oneshot::Receiver<Result<Version, StoreError>>;
+/// Where the answers of queued writes come: the version each produced
+/// once durable, in order.
+pub(crate) type Answer = oneshot::Receiver<Vec<Result<Version, StoreError>>>;
 
 impl Queue {
-    /// Queues an append of `rows` to `key`'s session. Returns where its
-    /// answer comes and, when no drainer is at work, the duty to run one
-    /// ([`Drainer::run`]).
-    pub(crate) fn push(&self, key: Key, rows: Vec<Row>) -> (Answer, Option<Drainer>) {
+    /// Queues `writes`, committed together in one group. Returns where
+    /// their answers come and, when no drainer is at work, the duty to run
+    /// one ([`Drainer::run`]).
+    pub(crate) fn push(&self, writes: Vec<(Key, Op)>) -> (Answer, Option<Drainer>) {
         let (answer, receiver) = oneshot::channel();
         let mut waiting = self.0.waiting();
-        waiting.pending.push(Pending { key, rows, answer });
+        waiting.pending.push(Pending { writes, answer });
         if waiting.lingering {
             self.0.arrived.notify_one();
         }
@@ -153,16 +155,23 @@ impl Drainer {
         group: &mut Vec<Pending>,
         want: usize,
         deadline: Instant,
-    ) -> Vec<Result<Version, StoreError>> {
+    ) -> Vec<Vec<Result<Version, StoreError>>> {
+        let fail_all = |group: &[Pending], e: StoreError| {
+            group
+                .iter()
+                .map(|p| p.writes.iter().map(|_| Err(e.clone())).collect())
+                .collect()
+        };
         let mut batch = match Batch::begin(conn) {
             Ok(batch) => batch,
-            Err(e) => return group.iter().map(|_| Err(e.clone())).collect(),
+            Err(e) => return fail_all(group, e),
         };
         let mut written = 0;
         let failed = loop {
             if let Some(e) = group[written..]
                 .iter()
-                .find_map(|pending| batch.write(&pending.key, &pending.rows).err())
+                .flat_map(|pending| &pending.writes)
+                .find_map(|(key, op)| batch.write(key, op).err())
             {
                 break Some(e);
             }
@@ -176,17 +185,25 @@ impl Drainer {
             }
             group.extend(arrived);
         };
-        if failed.is_some() {
+        let answers = if failed.is_some() {
             drop(batch);
-            let appends = group
+            let writes: Vec<(&Key, &Op)> = group
                 .iter()
-                .map(|pending| (&pending.key, pending.rows.as_slice()));
-            return commit_one_by_one(conn, appends);
-        }
-        match batch.commit() {
-            Ok(versions) => versions.into_iter().map(Ok).collect(),
-            Err(e) => group.iter().map(|_| Err(e.clone())).collect(),
-        }
+                .flat_map(|pending| pending.writes.iter().map(|(key, op)| (key, op)))
+                .collect();
+            commit_one_by_one(conn, &writes)
+        } else {
+            match batch.commit() {
+                Ok(versions) => versions.into_iter().map(Ok).collect(),
+                Err(e) => return fail_all(group, e),
+            }
+        };
+        // Each caller's answers, in the order of its writes.
+        let mut answers = answers.into_iter();
+        group
+            .iter()
+            .map(|p| answers.by_ref().take(p.writes.len()).collect())
+            .collect()
     }
 }
 
@@ -208,6 +225,7 @@ mod tests {
 
     use super::*;
     use crate::schema;
+    use memory_store_support::Row;
 
     fn connection() -> Mutex<Connection> {
         let mut conn = Connection::open_in_memory().unwrap();
@@ -228,7 +246,11 @@ mod tests {
     }
 
     fn answer(mut answer: Answer) -> Result<Version, StoreError> {
-        answer.try_recv().expect("answered")
+        answer.try_recv().expect("answered").remove(0)
+    }
+
+    fn append(key: Key, rows: Vec<Row>) -> Vec<(Key, Op)> {
+        vec![(key, Op::Append(rows))]
     }
 
     fn seqs(conn: &Mutex<Connection>, session: &str) -> Vec<(i64, i64)> {
@@ -246,9 +268,9 @@ mod tests {
     fn one_group_gives_each_append_the_next_version_of_its_session() {
         let conn = connection();
         let queue = Queue::default();
-        let (a1, drainer) = queue.push(key("a"), rows(&["1", "2"]));
-        let (b1, none) = queue.push(key("b"), rows(&["x"]));
-        let (a2, _) = queue.push(key("a"), rows(&["3"]));
+        let (a1, drainer) = queue.push(append(key("a"), rows(&["1", "2"])));
+        let (b1, none) = queue.push(append(key("b"), rows(&["x"])));
+        let (a2, _) = queue.push(append(key("a"), rows(&["3"])));
         assert!(none.is_none(), "one drainer at a time");
         drainer
             .expect("the first append starts a drainer")
@@ -260,7 +282,7 @@ mod tests {
         assert_eq!(seqs(&conn, "a"), [(1, 1), (2, 1), (3, 2)]);
         assert_eq!(seqs(&conn, "b"), [(1, 1)]);
         // Once it is done, the next append starts a drainer again.
-        let (a3, drainer) = queue.push(key("a"), rows(&["4"]));
+        let (a3, drainer) = queue.push(append(key("a"), rows(&["4"])));
         drainer.expect("a new drainer").run(&conn);
         assert_eq!(answer(a3).unwrap(), 3);
     }
@@ -276,9 +298,9 @@ mod tests {
             )
             .unwrap();
         let queue = Queue::default();
-        let (good1, drainer) = queue.push(key("good"), rows(&["1"]));
-        let (bad, _) = queue.push(key("bad"), rows(&["x", "y"]));
-        let (good2, _) = queue.push(key("good"), rows(&["2"]));
+        let (good1, drainer) = queue.push(append(key("good"), rows(&["1"])));
+        let (bad, _) = queue.push(append(key("bad"), rows(&["x", "y"])));
+        let (good2, _) = queue.push(append(key("good"), rows(&["2"])));
         drainer.unwrap().run(&conn);
         assert_eq!(answer(good1).unwrap(), 1);
         let err = answer(bad).unwrap_err();
@@ -305,11 +327,11 @@ mod tests {
     fn a_drainer_dropped_unrun_fails_the_waiting_appends_and_the_next_starts_one() {
         let conn = connection();
         let queue = Queue::default();
-        let (lost, drainer) = queue.push(key("s"), rows(&["1"]));
+        let (lost, drainer) = queue.push(append(key("s"), rows(&["1"])));
         drop(drainer);
         let mut lost = lost;
         assert_eq!(lost.try_recv(), Err(oneshot::error::TryRecvError::Closed));
-        let (kept, drainer) = queue.push(key("s"), rows(&["2"]));
+        let (kept, drainer) = queue.push(append(key("s"), rows(&["2"])));
         drainer.expect("a new drainer").run(&conn);
         assert_eq!(answer(kept).unwrap(), 1);
     }
@@ -329,11 +351,12 @@ mod tests {
                 let (conn, queue) = (Arc::clone(&conn), Arc::clone(&queue));
                 std::thread::spawn(move || {
                     for n in 1..=APPENDS {
-                        let (answer, drainer) = queue.push(key(&format!("w{w}")), rows(&["m"]));
+                        let (answer, drainer) =
+                            queue.push(append(key(&format!("w{w}")), rows(&["m"])));
                         if let Some(drainer) = drainer {
                             drainer.run(&conn);
                         }
-                        assert_eq!(answer.blocking_recv().unwrap().unwrap(), n);
+                        assert_eq!(answer.blocking_recv().unwrap().remove(0).unwrap(), n);
                         if n % 50 == 0 {
                             // Let the drainer give up lingering now and then.
                             std::thread::sleep(LINGER * 2);

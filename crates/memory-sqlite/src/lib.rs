@@ -58,6 +58,7 @@ mod append;
 mod batch;
 mod error;
 mod group;
+mod replace;
 mod schema;
 mod state;
 mod store;

@@ -4,14 +4,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use memory_core::{Message, Snapshot, Store, StoreError, StoreWrite, StoredMessage, Version};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use crate::append::append_in;
+use crate::batch::{Op, commit_one_by_one};
 use crate::error::{BUSY_TIMEOUT, backend};
 use crate::group::Queue;
+use crate::replace::replace_in;
 use crate::schema;
-use crate::state::{State, read_state, write_state};
+use crate::state::read_state;
 use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_u64};
 
 /// Connections of a file that only read: as many as the reads a busy
@@ -313,24 +315,50 @@ impl SqliteStore {
         .await?
     }
 
-    /// Appends through the file's group commit: queues the append, starts
-    /// a drainer when none is at work (on a blocking thread, inline without
-    /// a tokio runtime), and waits for the answer.
-    async fn append_grouped(&self, session: &str, rows: Vec<Row>) -> Result<Version, StoreError> {
-        let key = Key::new(self.tenant.as_deref(), session)?;
-        let (answer, drainer) = self.shared.queue.push(key, rows);
+    /// Writes through the file's group commit: queues the writes, starts a
+    /// drainer when none is at work (on a blocking thread, inline without
+    /// a tokio runtime), and waits for their answers.
+    async fn grouped(&self, writes: Vec<(Key, Op)>) -> Vec<Result<Version, StoreError>> {
+        let count = writes.len();
+        let (answer, drainer) = self.shared.queue.push(writes);
         if let Some(drainer) = drainer {
             let shared = Arc::clone(&self.shared);
             let drain = move || drainer.run(&shared.conn);
             match tokio::runtime::Handle::try_current() {
-                // It runs on its own; its appends' tasks await their answers.
+                // It runs on its own; its writers' tasks await their answers.
                 Ok(runtime) => drop(runtime.spawn_blocking(drain)),
                 Err(_) => drain(),
             }
         }
-        answer.await.map_err(|_| {
-            StoreError::Backend("the group commit of this append ended without an answer".into())
-        })?
+        answer.await.unwrap_or_else(|_| {
+            let e = StoreError::Backend(
+                "the group commit of this write ended without an answer".into(),
+            );
+            vec![Err(e); count]
+        })
+    }
+
+    /// The writes of [`Store::write_all`] as the group commit takes them;
+    /// a write with an invalid session is answered at once.
+    fn ops(&self, writes: Vec<StoreWrite>) -> Vec<Result<(Key, Op), StoreError>> {
+        writes
+            .into_iter()
+            .map(|write| {
+                let key = Key::new(self.tenant.as_deref(), write.session())?;
+                Ok(match write {
+                    StoreWrite::Append { messages, .. } => {
+                        (key, Op::Append(Row::encode_all(&messages)?))
+                    }
+                    StoreWrite::Replace { expected, view, .. } => (
+                        key,
+                        Op::Replace {
+                            expected,
+                            rows: Row::encode_all(&view)?,
+                        },
+                    ),
+                })
+            })
+            .collect()
     }
 }
 
@@ -409,33 +437,6 @@ fn view_rows(
     Ok(views)
 }
 
-fn insert_view(
-    tx: &Transaction<'_>,
-    key: &Key,
-    generation: i64,
-    rows: &[Row],
-) -> Result<(), StoreError> {
-    let mut stmt = tx
-        .prepare_cached(
-            "INSERT INTO view_messages (tenant, session, generation, pos, body, tokens, protected) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        )
-        .map_err(backend)?;
-    for (pos, row) in (0_i64..).zip(rows) {
-        stmt.execute(params![
-            key.tenant,
-            key.session,
-            generation,
-            pos,
-            row.body,
-            row.tokens,
-            row.protected
-        ])
-        .map_err(backend)?;
-    }
-    Ok(())
-}
-
 fn load(conn: &mut Connection, key: &Key) -> Result<Snapshot, StoreError> {
     // One read transaction: the view and the tail come from one snapshot.
     let tx = conn.transaction().map_err(backend)?;
@@ -462,41 +463,6 @@ fn append(conn: &mut Connection, key: &Key, rows: &[Row]) -> Result<Version, Sto
     Ok(version)
 }
 
-/// The history's length at `version`, if a compaction may be computed from
-/// that version: no compaction since, and the session got there. The
-/// messages appended since all carry later versions.
-fn length_at(
-    tx: &Transaction<'_>,
-    key: &Key,
-    state: &State,
-    version: Version,
-) -> Result<Option<i64>, StoreError> {
-    let Ok(version) = i64::try_from(version) else {
-        return Ok(None);
-    };
-    if version < state.compacted || version > state.version {
-        return Ok(None);
-    }
-    if version == state.version {
-        return Ok(Some(state.length));
-    }
-    // From the end back: as many rows as appended since `version`.
-    let last: Option<i64> = tx
-        .prepare_cached(
-            "SELECT seq FROM messages WHERE tenant = ?1 AND session = ?2 AND seq > ?3 \
-             AND version <= ?4 ORDER BY seq DESC LIMIT 1",
-        )
-        .and_then(|mut stmt| {
-            stmt.query_row(
-                params![key.tenant, key.session, state.base, version],
-                |row| row.get(0),
-            )
-            .optional()
-        })
-        .map_err(backend)?;
-    Ok(Some(last.unwrap_or(state.base)))
-}
-
 fn replace_view(
     conn: &mut Connection,
     key: &Key,
@@ -507,39 +473,9 @@ fn replace_view(
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(backend)?;
-    let state = read_state(&tx, key)?.unwrap_or_default();
-    let Some(base) = length_at(&tx, key, &state, expected)? else {
-        return Err(StoreError::Conflict {
-            session: key.session.clone(),
-            expected,
-            actual: to_u64(state.version, "version")?,
-        });
-    };
-    let next = State {
-        version: state.version + 1,
-        length: state.length,
-        generation: state.generation + 1,
-        base,
-        compacted: state.version + 1,
-    };
-    tx.prepare_cached(
-        "INSERT INTO compactions (tenant, session, generation, base, version) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            key.tenant,
-            key.session,
-            next.generation,
-            next.base,
-            next.version
-        ])
-    })
-    .map_err(backend)?;
-    insert_view(&tx, key, next.generation, rows)?;
-    write_state(&tx, key, &next)?;
+    let version = replace_in(&tx, key, expected, rows)?;
     tx.commit().map_err(backend)?;
-    to_u64(next.version, "version")
+    Ok(version)
 }
 
 fn history(conn: &mut Connection, key: &Key) -> Result<Vec<Message>, StoreError> {
@@ -611,7 +547,8 @@ impl Store for SqliteStore {
     ) -> Result<Version, StoreError> {
         let rows = Row::encode_all(&messages)?;
         if self.group_commit {
-            return self.append_grouped(session, rows).await;
+            let key = Key::new(self.tenant.as_deref(), session)?;
+            return self.grouped(vec![(key, Op::Append(rows))]).await.remove(0);
         }
         self.run(session, move |conn, key| append(conn, key, &rows))
             .await
@@ -640,6 +577,35 @@ impl Store for SqliteStore {
 
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
         Arc::new(self.with_tenant(tenant))
+    }
+
+    async fn write_all(&self, writes: Vec<StoreWrite>) -> Vec<Result<Version, StoreError>> {
+        let ops = self.ops(writes);
+        let valid: Vec<(Key, Op)> = ops
+            .iter()
+            .filter_map(|op| op.as_ref().ok().cloned())
+            .collect();
+        let mut done = if valid.is_empty() {
+            Vec::new()
+        } else if self.group_commit {
+            self.grouped(valid).await
+        } else {
+            self.blocking(move |conn| {
+                let writes: Vec<(&Key, &Op)> = valid.iter().map(|(k, o)| (k, o)).collect();
+                commit_one_by_one(conn, &writes)
+            })
+            .await
+            .unwrap_or_else(|e| vec![Err(e); ops.iter().filter(|o| o.is_ok()).count()])
+        }
+        .into_iter();
+        ops.into_iter()
+            .map(|op| match op {
+                Ok(_) => done.next().unwrap_or_else(|| {
+                    Err(StoreError::Backend("a write was left unanswered".into()))
+                }),
+                Err(e) => Err(e),
+            })
+            .collect()
     }
 }
 

@@ -88,6 +88,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -625,8 +626,8 @@ pub struct Folded {
 /// line of handles has it) and its words.
 #[derive(Debug, Clone)]
 struct FoldedPiece {
-    described: String,
-    named: String,
+    described: Arc<str>,
+    named: Arc<str>,
     words: Words,
 }
 
@@ -637,8 +638,8 @@ impl Folded {
             let tokens = history.tokens(piece.clone());
             let slice = &history.messages()[piece];
             self.pieces.push(FoldedPiece {
-                described: line(slice, tokens, max_tokens),
-                named: named_handle(slice, tokens, max_tokens),
+                described: line(slice, tokens, max_tokens).into(),
+                named: named_handle(slice, tokens, max_tokens).into(),
                 words: piece_words(slice),
             });
         }
@@ -730,7 +731,7 @@ struct Lines<'a, 'h, 'f> {
 impl Lines<'_, '_, '_> {
     /// Piece `k`'s line with who spoke, its size and a few of its words,
     /// and the line's count.
-    async fn described(&mut self, k: usize) -> Result<(String, usize), MemoryError> {
+    async fn described(&mut self, k: usize) -> Result<(Arc<str>, usize), MemoryError> {
         match &self.entries[k] {
             Entry::Piece(piece) => {
                 let piece = piece.clone();
@@ -747,7 +748,7 @@ impl Lines<'_, '_, '_> {
 
     /// Piece `k`'s handle after a space, for the index's line of handles,
     /// and its count.
-    async fn named(&mut self, k: usize) -> Result<(&str, usize), MemoryError> {
+    async fn named(&mut self, k: usize) -> Result<(Arc<str>, usize), MemoryError> {
         match &self.entries[k] {
             Entry::Piece(piece) => {
                 let piece = piece.clone();
@@ -755,7 +756,7 @@ impl Lines<'_, '_, '_> {
             }
             Entry::Folded(f) => {
                 let cost = self.memo.count(&f.named, self.counter).await?;
-                Ok((f.named.as_str(), cost))
+                Ok((f.named.clone(), cost))
             }
         }
     }
@@ -783,35 +784,29 @@ impl Lines<'_, '_, '_> {
         }
         self.memo.read_words(self.history.messages());
         let asked: Vec<u64> = asked.iter().map(|w| word_key(w)).collect();
-        // Whether piece `k` holds asked word `w`, at `k * asked.len() + w`:
-        // a folded piece by its words, a piece of the history by where
-        // the word was said (the pieces are in order).
-        let mut held = vec![false; self.entries.len() * asked.len()];
+        // The pieces that hold each asked word: a folded piece by its
+        // words, a piece of the history by where the word was said (the
+        // pieces are in order).
         let pieces = self
             .entries
             .iter()
             .position(|e| matches!(e, Entry::Piece(_)))
             .unwrap_or(self.entries.len());
-        for (w, word) in asked.iter().enumerate() {
-            for (k, entry) in self.entries[..pieces].iter().enumerate() {
-                if let Entry::Folded(f) = entry {
-                    held[k * asked.len() + w] = f.words.contains(word);
-                }
-            }
-            for k in holding(&self.entries[pieces..], self.memo.said(*word)) {
-                held[(pieces + k) * asked.len() + w] = true;
-            }
-        }
         let mut scores = vec![0.0; self.entries.len()];
         let n = self.entries.len() as f64;
-        for w in 0..asked.len() {
-            let found = || held.iter().skip(w).step_by(asked.len());
-            let df = found().filter(|&&f| f).count() as f64;
+        for word in &asked {
+            let mut held: Vec<usize> = (0..pieces)
+                .filter(|&k| matches!(&self.entries[k], Entry::Folded(f) if f.words.contains(word)))
+                .collect();
+            held.extend(
+                holding(&self.entries[pieces..], self.memo.said(*word))
+                    .into_iter()
+                    .map(|k| pieces + k),
+            );
+            let df = held.len() as f64;
             let weight = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for (score, &f) in scores.iter_mut().zip(found()) {
-                if f {
-                    *score += weight;
-                }
+            for k in held {
+                scores[k] += weight;
             }
         }
         // Every word weighs more than nothing: the pieces that hold one,
@@ -1191,7 +1186,7 @@ async fn index_message(
     }
     let prefix = counter.count_message(&Message::system(PREFIX)).await?;
     // Described lines, in order, while they fit in the room.
-    let mut described: Vec<(usize, String)> = Vec::new();
+    let mut described: Vec<(usize, Arc<str>)> = Vec::new();
     let mut handles = Vec::new();
     let mut used = prefix;
     let mut first_cost = 0;
@@ -1236,8 +1231,8 @@ async fn index_message(
 /// handles may come to fewer tokens than the line (a tokenizer that merges
 /// across a space): those named last go until it fits in `room`.
 async fn finish(
-    mut lines: Vec<(usize, String)>,
-    mut named: Vec<(usize, String)>,
+    mut lines: Vec<(usize, Arc<str>)>,
+    mut named: Vec<(usize, Arc<str>)>,
     room: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Option<(Message, usize, Vec<usize>)>, MemoryError> {
@@ -1246,10 +1241,10 @@ async fn finish(
         if lines.is_empty() && named.is_empty() {
             return Ok(None);
         }
-        let mut body: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
-        let mut in_order: Vec<&(usize, String)> = named.iter().collect();
+        let mut body: Vec<&str> = lines.iter().map(|(_, l)| &**l).collect();
+        let mut in_order: Vec<&(usize, Arc<str>)> = named.iter().collect();
         in_order.sort_by_key(|(k, _)| *k);
-        let handles: String = in_order.iter().map(|(_, h)| h.as_str()).collect();
+        let handles: String = in_order.iter().map(|(_, h)| &**h).collect();
         let line = format!("-{handles}");
         if !handles.is_empty() {
             body.push(&line);
@@ -1277,7 +1272,7 @@ async fn name_in(
     lines: &mut Lines<'_, '_, '_>,
     order: &[usize],
     mut room: usize,
-) -> Result<Vec<(usize, String)>, MemoryError> {
+) -> Result<Vec<(usize, Arc<str>)>, MemoryError> {
     let mut handles = Vec::new();
     let least = lines.least_named().await?;
     for &k in order {
@@ -1288,7 +1283,7 @@ async fn name_in(
         let (handle, cost) = lines.named(k).await?;
         if cost <= room {
             room -= cost;
-            handles.push((k, handle.to_owned()));
+            handles.push((k, handle));
         }
     }
     Ok(handles)
@@ -1396,19 +1391,20 @@ fn handle(piece: &[Message], tokens: usize, max_tokens: usize) -> Handle {
 /// said), and how many are said in all.
 #[derive(Debug, Clone, Default)]
 struct Told {
-    words: Vec<(String, usize, usize)>,
+    words: Vec<(Arc<str>, usize, usize)>,
     said: usize,
 }
 
 impl Told {
     /// The words of `message`.
     fn of(message: &Message) -> Self {
-        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut at: WordMap<usize> = WordMap::default();
         let mut told = Told::default();
         for word in lowercase_words(&message.text(), MIN_WORD_CHARS) {
-            match at.get(&word) {
+            match at.get(word.as_str()) {
                 Some(&k) => told.words[k].1 += 1,
                 None => {
+                    let word: Arc<str> = word.into();
                     at.insert(word.clone(), told.words.len());
                     told.words.push((word, 1, told.said));
                 }
@@ -1419,12 +1415,16 @@ impl Told {
     }
 }
 
+/// A map by word: words are short, hashed a word at a time.
+type WordMap<V> =
+    HashMap<Arc<str>, V, std::hash::BuildHasherDefault<memory_core::identity::WordHasher>>;
+
 /// The words of a piece's messages of at least [`MIN_WORD_CHARS`]
 /// characters, each with how often it was said and when first; a piece
 /// that grows by a message adds that message's words.
 #[derive(Debug, Clone, Default)]
 struct Tally {
-    counts: HashMap<String, (usize, usize)>,
+    counts: WordMap<(usize, usize)>,
     said: usize,
 }
 
@@ -1457,7 +1457,7 @@ impl Tally {
                 continue;
             }
             let at = best.partition_point(|(_, s)| rank(s) < rank(said));
-            best.insert(at, (word.as_str(), *said));
+            best.insert(at, (&**word, *said));
             best.truncate(WORDS_PER_LINE);
         }
         best.into_iter().map(|(w, _)| w).collect()

@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::ops::Range;
+use std::sync::Arc;
 
 use memory_core::covered::Expanded;
 use memory_core::identity::WordHasher;
@@ -34,8 +35,13 @@ pub(crate) struct IndexMemo {
     seen: SeenPrefix,
     /// Each message's [`Lookup`].
     lookups: Vec<Lookup>,
-    /// Positions by lookup key, ascending.
-    buckets: Map<u64, Vec<u32>>,
+    /// The last position of each lookup key; [`before`](Self::before)
+    /// chains each to the one before (a dozen bytes a message, where a
+    /// list a key took five times that at a million messages).
+    last: Map<u64, u32>,
+    /// At each position, the one before it with the same lookup key
+    /// ([`NONE`] for none).
+    before: Vec<u32>,
     /// Positions of the user messages with blocks other than text,
     /// ascending: a shown user message may be one of them with those
     /// blocks replaced by text.
@@ -77,8 +83,8 @@ pub(crate) struct IndexMemo {
 /// needed.
 #[derive(Debug, Default)]
 struct PieceInfo {
-    described: Option<(String, usize)>,
-    named: Option<(String, usize)>,
+    described: Option<(Arc<str>, usize)>,
+    named: Option<(Arc<str>, usize)>,
 }
 
 /// Where a history message is found by the messages shown from it: a key
@@ -119,11 +125,15 @@ impl IndexMemo {
         let messages = history.messages();
         for (i, message) in messages.iter().enumerate().skip(same) {
             let lookup = lookup(message);
-            let at = u32::try_from(i).unwrap_or(u32::MAX);
-            match lookup {
-                Lookup::Key(key) => self.buckets.entry(key).or_default().push(at),
-                Lookup::Media => self.media.push(at),
-            }
+            let at = u32::try_from(i).unwrap_or(NONE);
+            let before = match lookup {
+                Lookup::Key(key) => self.last.insert(key, at).unwrap_or(NONE),
+                Lookup::Media => {
+                    self.media.push(at);
+                    NONE
+                }
+            };
+            self.before.push(before);
             if super::is_index(message) {
                 self.indexes.push(at);
             }
@@ -133,15 +143,18 @@ impl IndexMemo {
 
     /// Forgets the messages from `len` on.
     fn truncate(&mut self, len: usize) {
-        for lookup in self.lookups.drain(len..) {
-            if let Lookup::Key(key) = lookup
-                && let Some(at) = self.buckets.get_mut(&key)
-            {
-                // Ascending: the ones kept lead.
-                at.truncate(at.partition_point(|&i| (i as usize) < len));
-                if at.is_empty() {
-                    self.buckets.remove(&key);
-                }
+        // From the newest back: each is then the last of its key.
+        for (lookup, before) in self
+            .lookups
+            .drain(len..)
+            .zip(self.before.drain(len..))
+            .rev()
+        {
+            if let Lookup::Key(key) = lookup {
+                match before {
+                    NONE => self.last.remove(&key),
+                    at => self.last.insert(key, at),
+                };
             }
         }
         for words in self.words.drain(len.min(self.words.len())..) {
@@ -218,23 +231,30 @@ impl IndexMemo {
         if end > 0 && is_shrunk_from(&messages[end - 1], shown) {
             return Some(end - 1);
         }
-        let last_in = |list: &[u32]| {
-            let before = list.partition_point(|&i| (i as usize) < end);
-            list[..before]
-                .iter()
-                .rev()
-                .map(|&i| i as usize)
-                .find(|&i| is_shrunk_from(&messages[i], shown))
-        };
         match candidates(shown) {
             Candidates::All => messages[..end]
                 .iter()
                 .rposition(|x| is_shrunk_from(x, shown)),
             Candidates::Keyed { key, media } => {
-                let keyed = key
-                    .and_then(|key| self.buckets.get(&key))
-                    .and_then(|list| last_in(list));
-                let with_media = media.then(|| last_in(&self.media)).flatten();
+                let keyed = key.and_then(|key| {
+                    let mut at = self.last.get(&key).copied().unwrap_or(NONE);
+                    while at != NONE
+                        && ((at as usize) >= end || !is_shrunk_from(&messages[at as usize], shown))
+                    {
+                        at = self.before[at as usize];
+                    }
+                    (at != NONE).then_some(at as usize)
+                });
+                let with_media = media
+                    .then(|| {
+                        let before = self.media.partition_point(|&i| (i as usize) < end);
+                        self.media[..before]
+                            .iter()
+                            .rev()
+                            .map(|&i| i as usize)
+                            .find(|&i| is_shrunk_from(&messages[i], shown))
+                    })
+                    .flatten();
                 keyed.max(with_media)
             }
         }
@@ -302,14 +322,15 @@ impl IndexMemo {
         history: &History<'_>,
         range: &Range<usize>,
         counter: &dyn TokenCounter,
-    ) -> Result<(String, usize), MemoryError> {
+    ) -> Result<(Arc<str>, usize), MemoryError> {
         let tokens = self.tokens(range.clone());
         let info = self.info.entry((range.start, range.end)).or_default();
         if let Some(described) = &info.described {
             return Ok(described.clone());
         }
         let line = self.tallied_line(history, range, tokens);
-        let counted = (line.clone(), counter.count(&line).await?);
+        let count = counter.count(&line).await?;
+        let counted: (Arc<str>, usize) = (line.into(), count);
         let info = self.info.entry((range.start, range.end)).or_default();
         info.described = Some(counted.clone());
         Ok(counted)
@@ -358,7 +379,7 @@ impl IndexMemo {
         history: &History<'_>,
         range: &Range<usize>,
         counter: &dyn TokenCounter,
-    ) -> Result<(&str, usize), MemoryError> {
+    ) -> Result<(Arc<str>, usize), MemoryError> {
         let tokens = self.tokens(range.clone());
         let max_tokens = self.max_tokens;
         let info = self.info.entry((range.start, range.end)).or_default();
@@ -366,10 +387,9 @@ impl IndexMemo {
             let handle =
                 super::named_handle(&history.messages()[range.clone()], tokens, max_tokens);
             let count = counter.count(&handle).await?;
-            info.named = Some((handle, count));
+            info.named = Some((handle.into(), count));
         }
-        let (handle, count) = info.named.as_ref().expect("read above");
-        Ok((handle.as_str(), *count))
+        Ok(info.named.clone().expect("read above"))
     }
 
     /// Forgets the pieces not among `listed` when they are many more.
@@ -405,15 +425,20 @@ impl IndexMemo {
     pub fn end_call(&mut self) {
         self.previous = std::mem::take(&mut self.current);
         if self.told.len() > TOLD_PER_MESSAGE * self.seen.len() + MIN_KEPT_PIECES {
-            self.told.clear();
+            // Those of the messages the history still holds stay.
+            let held: std::collections::HashSet<u64> = self.seen.keys().iter().copied().collect();
+            self.told.retain(|key, _| held.contains(key));
         }
     }
 }
 
+/// No position (the end of a chain of positions).
+const NONE: u32 = u32::MAX;
+
 /// Messages' word tallies kept per message of the history, at most,
-/// before they are read afresh: messages rewritten or gone leave theirs
-/// behind. Why: twice the history is room for one rewrite of each.
-/// Figure: none (a bound).
+/// before those of messages it no longer holds (rewritten, or folded away
+/// by a compaction) are dropped. Why: twice the history is room for one
+/// rewrite of each. Figure: none (a bound).
 const TOLD_PER_MESSAGE: usize = 2;
 
 /// Pieces whose lines are kept beyond those listed, whatever their

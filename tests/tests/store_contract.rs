@@ -804,6 +804,39 @@ async fn writes_go_together_and_each_is_answered(backend: &dyn Backend) {
     assert_eq!(store.history(&b).await.unwrap().len(), 3);
 }
 
+async fn a_deleted_session_is_gone_and_nothing_else(backend: &dyn Backend) {
+    let store = backend.open().await;
+    let (gone, kept) = (unique("gone"), unique("kept"));
+    let read = store
+        .append(&gone, vec![user("1"), user("2")])
+        .await
+        .unwrap();
+    store
+        .replace_view(&gone, read, vec![summary_of("1, 2")])
+        .await
+        .unwrap();
+    store.append(&kept, vec![user("k")]).await.unwrap();
+    store.delete(&gone).await.unwrap();
+    assert_eq!(store.load(&gone).await.unwrap(), Snapshot::default());
+    assert!(store.history(&gone).await.unwrap().is_empty());
+    assert!(store.replaced(&gone).await.unwrap().is_empty());
+    assert_eq!(store.history(&kept).await.unwrap().len(), 1);
+    // Written again, it starts afresh.
+    assert_eq!(store.append(&gone, vec![user("new")]).await.unwrap(), 1);
+    assert_eq!(
+        store.history(&gone).await.unwrap(),
+        vec![Message::user("new")]
+    );
+    // Erasing a session never written is no error; another tenant's is
+    // left alone.
+    store.delete(&unique("never")).await.unwrap();
+    if let Some([a, b, _]) = backend.tenants().await {
+        a.append(&kept, vec![user("a")]).await.unwrap();
+        b.delete(&kept).await.unwrap();
+        assert_eq!(a.history(&kept).await.unwrap().len(), 1);
+    }
+}
+
 /// One test per case and store.
 macro_rules! contract {
     ($store:ident, $backend:expr) => {
@@ -819,6 +852,7 @@ macro_rules! contract {
                 sessions_are_isolated,
                 tenants_are_isolated,
                 writes_go_together_and_each_is_answered,
+                a_deleted_session_is_gone_and_nothing_else,
                 a_compaction_rebases_over_appends,
                 a_stale_compaction_conflicts_and_changes_nothing,
                 compactions_commit_while_appends_stream_in,

@@ -97,18 +97,23 @@ impl InMemoryStore {
     }
 
     fn with<R>(&self, session: &str, f: impl FnOnce(&mut Session) -> R) -> Result<R, StoreError> {
+        let key = self.key(session)?;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(f(sessions.entry(key).or_default()))
+    }
+
+    /// The map's key of a session of this handle's tenant.
+    fn key(&self, session: &str) -> Result<String, StoreError> {
         check_session(session)?;
         // A tenant's sessions are keyed behind a control character, which
         // no session id holds, so no two namespaces meet.
-        let key = match &self.tenant {
+        Ok(match &self.tenant {
             Some(tenant) => {
                 check_session(tenant)?;
                 format!("{tenant}\u{0}{session}")
             }
             None => session.to_string(),
-        };
-        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(f(sessions.entry(key).or_default()))
+        })
     }
 }
 
@@ -166,6 +171,13 @@ impl Store for InMemoryStore {
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
         self.with(session, |s| s.replaced())
+    }
+
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        let key = self.key(session)?;
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.remove(&key);
+        Ok(())
     }
 
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {

@@ -210,6 +210,32 @@ pub trait Store: Send + Sync {
     /// Backend failures, invalid ids.
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError>;
 
+    /// Erases the session: its history, its view and the views
+    /// compactions replaced. A session erased is as one never written
+    /// (empty, version 0). The one way a store forgets what was appended:
+    /// for a user's request to delete it, or its retention's end.
+    ///
+    /// # Errors
+    ///
+    /// Backend failures, invalid ids; a store that cannot erase says so
+    /// (this default).
+    ///
+    /// ```
+    /// use memory_core::{InMemoryStore, Message, Store, StoredMessage};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let store = InMemoryStore::new();
+    /// store.append("s", vec![StoredMessage::new(Message::user("hi"), 1, false)]).await.unwrap();
+    /// store.delete("s").await.unwrap();
+    /// assert!(store.history("s").await.unwrap().is_empty());
+    /// assert_eq!(store.load("s").await.unwrap().version, 0);
+    /// # });
+    /// ```
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        Err(StoreError::Backend(format!(
+            "this store cannot erase sessions (asked for `{session}`)"
+        )))
+    }
+
     /// Runs `writes` in order, each as [`append`](Store::append) or
     /// [`replace_view`](Store::replace_view) would alone, and answers each:
     /// a write that fails (a conflict, say) leaves the others to stand. A

@@ -384,6 +384,15 @@ fn row_of(row: &tokio_postgres::Row, first: usize) -> Result<Row, StoreError> {
     })
 }
 
+/// The tables a session's rows are erased from, the row of
+/// `memory_sessions` last.
+const DELETED_FROM: [&str; 4] = [
+    "memory_messages",
+    "memory_view_messages",
+    "memory_compactions",
+    "memory_sessions",
+];
+
 #[async_trait::async_trait]
 impl Store for PostgresStore {
     async fn load(&self, session: &str) -> Result<Snapshot, StoreError> {
@@ -551,6 +560,19 @@ impl Store for PostgresStore {
             .collect::<Result<Vec<_>, _>>()?;
         tx.commit().await.map_err(backend)?;
         assemble(bases, committed, log)
+    }
+
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        let key = self.key(session)?;
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(backend)?;
+        for table in DELETED_FROM {
+            let sql = format!("DELETE FROM {table} WHERE tenant = $1 AND session = $2");
+            tx.execute(&sql, &[&key.tenant, &key.session])
+                .await
+                .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
     }
 
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {

@@ -251,12 +251,19 @@ impl Store for Timed {
 
     async fn write_all(&self, writes: Vec<StoreWrite>) -> Vec<Result<Version, StoreError>> {
         let started = Instant::now();
-        let first = writes.first().map(|w| w.session().to_string()).unwrap_or_default();
+        let first = writes
+            .first()
+            .map(|w| w.session().to_string())
+            .unwrap_or_default();
         let r = self.inner.write_all(writes).await;
         // Counted by the kind of its first write (a reply's, with the
         // prefix-index entry and the state riding along).
         self.note("write_all", &first, started.elapsed());
         r
+    }
+
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        self.inner.delete(session).await
     }
 
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {

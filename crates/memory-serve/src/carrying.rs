@@ -92,6 +92,10 @@ impl Store for Carrying {
         self.inner.write_all(writes).await
     }
 
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        self.inner.delete(session).await
+    }
+
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
         self.inner.for_tenant(tenant)
     }

@@ -96,6 +96,20 @@ impl ApiError {
         )
     }
 
+    /// 409: what is asked for waits on something running.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::conflict("a call is running").status(), 409);
+    /// ```
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "invalid_request_error",
+            "conflict",
+            message.into(),
+        )
+    }
+
     /// 415: a body that is not JSON.
     ///
     /// ```

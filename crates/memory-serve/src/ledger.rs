@@ -179,6 +179,11 @@ impl Ledger {
         }
     }
 
+    /// Erases the session's state.
+    pub(crate) async fn forget(&self, session: &str) -> Result<(), StoreError> {
+        self.store.delete(&state_key(session)).await
+    }
+
     /// The session's state and the version it was read at; `None` for a
     /// session with no state stored.
     pub(crate) async fn session_state(

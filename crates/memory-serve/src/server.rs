@@ -27,8 +27,8 @@ use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of
 pub const SESSION_HEADER: &str = "x-memory-session";
 
 /// The server's routes over `config`: `POST /v1/chat/completions`,
-/// `GET /v1/models`, `GET /v1/memory/sessions/{id}`, `GET /healthz` and
-/// `GET /metrics`.
+/// `GET /v1/models`, `GET` and `DELETE /v1/memory/sessions/{id}`, `POST
+/// /v1/memory/sessions/{id}/recall`, `GET /healthz` and `GET /metrics`.
 ///
 /// # Errors
 ///
@@ -60,7 +60,10 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
     Ok(Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
-        .route("/v1/memory/sessions/{id}", get(session))
+        .route(
+            "/v1/memory/sessions/{id}",
+            get(session).delete(delete_session),
+        )
         .route("/v1/memory/sessions/{id}/recall", post(recall_in))
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
@@ -162,6 +165,28 @@ async fn session(
     state
         .metrics
         .count_request("session", response.status().as_u16());
+    response
+}
+
+/// `DELETE /v1/memory/sessions/{id}`: the session erased; a session of
+/// another principal, or none, is a 404.
+async fn delete_session(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let erased = async {
+        let (_, scope) = caller(&state, &headers).await?;
+        if !state.sessions.delete(&scope, &id).await? {
+            return Err(ApiError::no_session(&id));
+        }
+        let body = json!({"session": id, "deleted": true});
+        Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
+    };
+    let response = erased.await.unwrap_or_else(ApiError::into_response);
+    state
+        .metrics
+        .count_request("delete", response.status().as_u16());
     response
 }
 

@@ -147,11 +147,16 @@ impl Sessions {
         }
     }
 
+    /// The key of session `id` of `scope` among the open sessions.
+    fn pool_key(scope: &Scope, id: &str) -> String {
+        // A control character joins the two: no tenant or id holds one.
+        format!("{}\u{0}{id}", scope.tenant)
+    }
+
     /// The open session of `id` in `scope`, opened (not loaded) when this
     /// process has none.
     fn open_session(&self, scope: &Scope, id: &str) -> Arc<AsyncMutex<OpenSession>> {
-        // A control character joins the two: no tenant or id holds one.
-        let key = format!("{}\u{0}{id}", scope.tenant);
+        let key = Self::pool_key(scope, id);
         self.open.open(&key, || OpenSession {
             id: id.to_string(),
             scope: scope.clone(),
@@ -196,9 +201,15 @@ impl Sessions {
         };
         self.sync(&mut session).await?;
         let at = session.length;
+        if at == 0 {
+            // Erased since it was noted: as if it never was.
+            drop(session);
+            self.open.close_idle(&Self::pool_key(scope, &id));
+            return self.create(scope, messages, Admission::New).await;
+        }
         // The session may have gone on since `length` (and been repaired
         // past it); it continues when its whole history is still a prefix.
-        if at >= length && at <= messages.len() && at > 0 && links[at - 1] == session.link {
+        if at >= length && at <= messages.len() && links[at - 1] == session.link {
             self.append(&mut session, &messages[at..], false).await?;
             return Ok(Admitted {
                 session,
@@ -298,6 +309,33 @@ impl Sessions {
             }
         };
         Ok(Some(stored))
+    }
+
+    /// Erases session `id` of `scope` (its history, views and state) and
+    /// closes it in this process; false when there was none.
+    ///
+    /// # Errors
+    ///
+    /// 409 while a call holds the session past [`ADMIT_WAIT`]; store
+    /// failures.
+    pub(crate) async fn delete(&self, scope: &Scope, id: &str) -> Result<bool, ApiError> {
+        check_id(id)?;
+        let key = Self::pool_key(scope, id);
+        let lock = self.open_session(scope, id);
+        let Ok(mut session) = tokio::time::timeout(ADMIT_WAIT, lock.lock_owned()).await else {
+            return Err(ApiError::conflict(format!(
+                "session `{id}` has a call running; delete it once the call is done"
+            )));
+        };
+        let existed = scope.store.load(id).await?.version > 0;
+        scope.store.delete(id).await?;
+        scope.ledger.forget(id).await?;
+        // What this process held of it goes too.
+        session.loaded = false;
+        session.memory = None;
+        drop(session);
+        self.open.close(&key);
+        Ok(existed)
     }
 
     /// Everything session `id` of `scope` recorded, read without its

@@ -49,6 +49,10 @@ impl Store for Slow {
         self.inner.replaced(session).await
     }
 
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        self.inner.delete(session).await
+    }
+
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {
         let inner = self.inner.for_tenant(tenant);
         Arc::new(Slow {

@@ -349,3 +349,38 @@ async fn a_cross_site_post_and_a_foreign_host_are_refused() {
     assert_eq!(r.status(), 403);
     assert!(upstream.received().is_empty());
 }
+
+async fn delete(server: &str, key: &str, id: &str) -> u16 {
+    reqwest::Client::new()
+        .delete(format!("{server}/v1/memory/sessions/{id}"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_session_is_deleted_by_its_principal_only() {
+    let (server, store, _upstream) = team().await;
+    let history = vec![Message::user("alpha to forget")];
+    let a = chat(&server, ALICE, &history, None).await;
+    let id = header(&a, "x-memory-session");
+    let mut history = history;
+    history.push(reply(a).await);
+    // Bob cannot, and is told it does not exist.
+    assert_eq!(delete(&server, BOB, &id).await, 404);
+    let alice = store.for_tenant("key-alice");
+    assert_eq!(alice.history(&id).await.unwrap().len(), 2);
+    // Alice can; then it is gone everywhere.
+    assert_eq!(delete(&server, ALICE, &id).await, 200);
+    assert!(alice.history(&id).await.unwrap().is_empty());
+    assert_eq!(inspect(&server, ALICE, &id).await.0, 404);
+    assert_eq!(delete(&server, ALICE, &id).await, 404);
+    // Her history sent again starts afresh.
+    history.push(Message::user("and now?"));
+    let again = chat(&server, ALICE, &history, None).await;
+    assert_eq!(header(&again, "x-memory-admission"), "new");
+    assert_ne!(header(&again, "x-memory-session"), id);
+}

@@ -478,6 +478,21 @@ fn replace_view(
     Ok(version)
 }
 
+/// Erases a session's rows from every table, in one transaction.
+fn delete(conn: &mut Connection, key: &Key) -> Result<(), StoreError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    for table in ["messages", "view_messages", "compactions", "sessions"] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE tenant = ?1 AND session = ?2"),
+            params![key.tenant, key.session],
+        )
+        .map_err(backend)?;
+    }
+    tx.commit().map_err(backend)
+}
+
 fn history(conn: &mut Connection, key: &Key) -> Result<Vec<Message>, StoreError> {
     let mut stmt = conn
         .prepare_cached("SELECT body FROM messages WHERE tenant = ?1 AND session = ?2 ORDER BY seq")
@@ -573,6 +588,10 @@ impl Store for SqliteStore {
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
         self.run(session, replaced).await
+    }
+
+    async fn delete(&self, session: &str) -> Result<(), StoreError> {
+        self.run(session, delete).await
     }
 
     fn for_tenant(&self, tenant: &str) -> Arc<dyn Store> {

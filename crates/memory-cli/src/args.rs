@@ -194,6 +194,23 @@ pub struct ServeArgs {
     #[arg(long = "allow-host", value_name = "NAME")]
     pub allow_hosts: Vec<String>,
 
+    /// Requests each principal may send a minute (429 with Retry-After
+    /// past it; counted by each server process).
+    #[arg(long, value_name = "N")]
+    pub rate_limit: Option<u32>,
+
+    /// Sessions each principal may hold at once (429 past it).
+    #[arg(long, value_name = "N")]
+    pub max_sessions: Option<usize>,
+
+    /// Messages one request may send (413 past it).
+    #[arg(long, value_name = "N")]
+    pub max_messages: Option<usize>,
+
+    /// Erase sessions untouched for this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub session_ttl: Option<u64>,
+
     /// Seconds to wait for the upstream's answer to begin.
     #[arg(long, value_name = "SECONDS", default_value_t = memory_serve::DEFAULT_FIRST_BYTE_TIMEOUT.as_secs())]
     pub first_byte_timeout: u64,

@@ -92,6 +92,12 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
     config.allowed_hosts = args.allow_hosts.clone();
     config.first_byte_timeout = std::time::Duration::from_secs(args.first_byte_timeout);
     config.idle_timeout = std::time::Duration::from_secs(args.idle_timeout);
+    config.limits = memory_serve::Limits {
+        requests_per_minute: args.rate_limit,
+        sessions: args.max_sessions,
+        messages_per_request: args.max_messages,
+    };
+    config.session_ttl = args.session_ttl.map(std::time::Duration::from_secs);
     config.max_body_bytes = args.max_body_bytes;
     config.task_floor = !args.no_task_floor;
     config.recall = args.recall;

@@ -122,6 +122,12 @@ pub struct ServeConfig {
     /// The host names a request's `Host` may carry besides the listening
     /// address (and `localhost` when it is a loopback one).
     pub allowed_hosts: Vec<String>,
+    /// What each principal may ask: requests a minute, sessions,
+    /// messages a request.
+    pub limits: crate::Limits,
+    /// How long a session may go untouched before the server erases it;
+    /// `None`: kept until deleted.
+    pub session_ttl: Option<Duration>,
     /// The address the server listens on, when known: its `Host` checks
     /// against it ([`serve`](crate::serve) sets it).
     pub listening: Option<std::net::SocketAddr>,
@@ -186,6 +192,8 @@ impl ServeConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            limits: crate::Limits::default(),
+            session_ttl: None,
             listening: None,
             task_floor: true,
             summarizer_stats: None,

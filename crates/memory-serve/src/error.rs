@@ -21,6 +21,8 @@ pub struct ApiError {
     code: &'static str,
     message: String,
     param: Option<String>,
+    /// Seconds a client waits before it tries again (`Retry-After`).
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -31,7 +33,36 @@ impl ApiError {
             code,
             message,
             param: None,
+            retry_after: None,
         }
+    }
+
+    /// 429: over a limit of the principal's; `retry_after` seconds, when
+    /// waiting helps, go in `Retry-After`.
+    ///
+    /// ```
+    /// let e = memory_serve::ApiError::limited("over 60 requests a minute", Some(2));
+    /// assert_eq!(e.status(), 429);
+    /// assert_eq!(e.retry_after(), Some(2));
+    /// ```
+    pub fn limited(message: impl Into<String>, retry_after: Option<u64>) -> Self {
+        let mut e = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_error",
+            "rate_limit_exceeded",
+            message.into(),
+        );
+        e.retry_after = retry_after;
+        e
+    }
+
+    /// The seconds a client should wait before it tries again, if any.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::unauthorized().retry_after(), None);
+    /// ```
+    pub fn retry_after(&self) -> Option<u64> {
+        self.retry_after
     }
 
     /// 400: the request is malformed (bad JSON, a field of the wrong
@@ -64,6 +95,20 @@ impl ApiError {
             format!(
                 "the request body is over the server's limit of {limit} bytes (--max-body-bytes)"
             ),
+        )
+    }
+
+    /// 413: a request over one of the server's size limits, named.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::too_large_by("too many messages").status(), 413);
+    /// ```
+    pub fn too_large_by(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request_error",
+            "request_too_large",
+            message.into(),
         )
     }
 
@@ -226,11 +271,18 @@ impl From<memory_core::StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::to_vec(&self.body()).unwrap_or_default();
-        (
+        let mut response = (
             self.status,
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body,
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(seconds),
+            );
+        }
+        response
     }
 }

@@ -42,6 +42,10 @@ pub struct SessionState {
     pub history_tokens: usize,
     /// The report of the session's last call, if any.
     pub last_call: Option<CallReport>,
+    /// When the session was last written, in seconds since the Unix
+    /// epoch (0: before this was kept); what `--session-ttl` counts from.
+    #[serde(default)]
+    pub updated: u64,
 }
 
 /// The former name of [`SessionState`], kept for one release.
@@ -266,6 +270,7 @@ mod tests {
             link: link.to_hex(),
             history_tokens: 1,
             last_call: None,
+            updated: 0,
         };
         let v = ledger.set_session_state("a", &state, None).await.unwrap();
         assert_eq!(

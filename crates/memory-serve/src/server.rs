@@ -56,7 +56,14 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
         metrics: Metrics::new(config.summarizer_stats.clone()),
         http,
         config,
+        rate: crate::limits::RateLimiter::default(),
     });
+    if let Some(ttl) = state.config.session_ttl {
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => drop(runtime.spawn(crate::sessions::expire(state.clone(), ttl))),
+            Err(_) => tracing::warn!("no tokio runtime: sessions will not expire"),
+        }
+    }
     Ok(Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/v1/models", get(models))
@@ -133,6 +140,9 @@ async fn caller(state: &AppState, headers: &HeaderMap) -> Result<(Caller, Scope)
         state.sessions.secret().await?
     };
     let caller = auth::identify(&state.config, headers, &secret)?;
+    if let Some(per_minute) = state.config.limits.requests_per_minute {
+        state.rate.take(&caller.principal, per_minute)?;
+    }
     let scope = state.sessions.scope(&caller.principal);
     Ok((caller, scope))
 }
@@ -283,6 +293,11 @@ async fn admit_call(
     let (caller, scope) = caller(&state, &headers).await?;
     let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
     let mut call = ChatCall::decode(&bytes)?;
+    if let Some(limit) = state.config.limits.messages_per_request
+        && call.messages.len() > limit
+    {
+        return Err(crate::limits::too_many_messages(call.messages.len(), limit));
+    }
     let messages =
         crate::transcript::prepare(std::mem::take(&mut call.messages), state.config.strict)?;
     let named = session_header(&headers)?;

@@ -21,6 +21,7 @@
 //! busy past [`ADMIT_WAIT`] starts a fork, and inspection and recall read
 //! the store without the lock.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,6 +34,7 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::carrying::Carrying;
 use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState, state_written};
+use crate::registry;
 use crate::{Admission, ApiError, CallReport, Chain, Principal, ServeConfig};
 
 /// The longest a request waits for the session its history continues
@@ -115,6 +117,8 @@ pub(crate) struct Sessions {
     open: SessionPool<OpenSession>,
     /// The server's secret, read from the store once.
     secret: tokio::sync::OnceCell<[u8; 32]>,
+    /// The principals this process noted in the registry.
+    principals: std::sync::Mutex<HashSet<String>>,
 }
 
 impl Sessions {
@@ -125,6 +129,7 @@ impl Sessions {
             config: config.clone(),
             open: SessionPool::new(config.max_loaded_sessions),
             secret: tokio::sync::OnceCell::new(),
+            principals: std::sync::Mutex::new(HashSet::new()),
         }
     }
 
@@ -139,9 +144,14 @@ impl Sessions {
 
     /// `principal`'s part of the store.
     pub(crate) fn scope(&self, principal: &Principal) -> Scope {
-        let store = self.store.for_tenant(principal.tenant());
+        self.scope_of(principal.tenant())
+    }
+
+    /// The part of the store of the principal whose tenant is `tenant`.
+    fn scope_of(&self, tenant: &str) -> Scope {
+        let store = self.store.for_tenant(tenant);
         Scope {
-            tenant: principal.tenant().to_string(),
+            tenant: tenant.to_string(),
             ledger: Ledger::new(store.clone()),
             store,
         }
@@ -236,6 +246,19 @@ impl Sessions {
         let repeats = at > 0
             && messages.len() >= at
             && Chain::START.links(&messages[..at]).last() == Some(&session.link);
+        if at == 0 && !messages.is_empty() {
+            // A name used for the first time: a session made.
+            if let Some(limit) = self.config.limits.sessions
+                && registry::sessions(&*scope.store).await?.len() >= limit
+            {
+                return Err(crate::limits::too_many_sessions(
+                    limit,
+                    self.config.session_ttl,
+                ));
+            }
+            self.note_principal(scope).await?;
+            session.carrying.carry(vec![registry::register(id)]);
+        }
         let new = if repeats {
             &messages[at..]
         } else if self.holds(&mut session, messages).await? {
@@ -311,6 +334,52 @@ impl Sessions {
         Ok(Some(stored))
     }
 
+    /// Notes once per process that `scope`'s principal holds sessions
+    /// (what expiry walks).
+    async fn note_principal(&self, scope: &Scope) -> Result<(), ApiError> {
+        if self.config.session_ttl.is_none() {
+            return Ok(());
+        }
+        let known = self
+            .principals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&scope.tenant);
+        if !known {
+            registry::note_principal(&*self.store, &scope.tenant).await?;
+            self.principals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(scope.tenant.clone());
+        }
+        Ok(())
+    }
+
+    /// Erases the sessions of every principal untouched for `ttl`; how
+    /// many. A session a call holds is left for the next sweep.
+    pub(crate) async fn sweep(&self, ttl: Duration) -> Result<usize, ApiError> {
+        let now = registry::now();
+        let mut erased = 0;
+        for tenant in registry::principals(&*self.store).await? {
+            let scope = self.scope_of(&tenant);
+            let mut gone = HashSet::new();
+            for entry in registry::sessions(&*scope.store).await? {
+                let touched = match scope.ledger.session_state(&entry.session).await? {
+                    Some((state, _)) if state.updated > 0 => state.updated,
+                    _ => entry.created,
+                };
+                if now.saturating_sub(touched) < ttl.as_secs() {
+                    continue;
+                }
+                if self.delete(&scope, &entry.session).await.is_ok() {
+                    gone.insert(entry.session);
+                }
+            }
+            erased += gone.len();
+        }
+        Ok(erased)
+    }
+
     /// Erases session `id` of `scope` (its history, views and state) and
     /// closes it in this process; false when there was none.
     ///
@@ -330,6 +399,7 @@ impl Sessions {
         let existed = scope.store.load(id).await?.version > 0;
         scope.store.delete(id).await?;
         scope.ledger.forget(id).await?;
+        registry::remove(&*scope.store, &HashSet::from([id.to_string()])).await?;
         // What this process held of it goes too.
         session.loaded = false;
         session.memory = None;
@@ -396,6 +466,7 @@ impl Sessions {
             link: session.link.to_hex(),
             history_tokens: session.history_tokens,
             last_call: session.last_call.clone(),
+            updated: registry::now(),
         };
         match session
             .scope
@@ -441,9 +512,20 @@ impl Sessions {
         messages: &[Message],
         admission: Admission,
     ) -> Result<Admitted, ApiError> {
+        if let Some(limit) = self.config.limits.sessions
+            && registry::sessions(&*scope.store).await?.len() >= limit
+        {
+            return Err(crate::limits::too_many_sessions(
+                limit,
+                self.config.session_ttl,
+            ));
+        }
+        self.note_principal(scope).await?;
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
         let mut session = self.open_session(scope, &id).lock_owned().await;
         session.loaded = true;
+        // Registered in the same commit as its first messages.
+        session.carrying.carry(vec![registry::register(&id)]);
         self.append(&mut session, messages, false).await?;
         Ok(Admitted {
             session,
@@ -533,6 +615,7 @@ impl Sessions {
                 link: link.to_hex(),
                 history_tokens: tokens,
                 last_call: session.last_call.clone(),
+                updated: registry::now(),
             };
             session.carrying.carry(vec![
                 Ledger::note_write(&link, &session.id, length),
@@ -609,4 +692,23 @@ fn check_id(id: &str) -> Result<(), ApiError> {
         ));
     }
     Ok(())
+}
+
+/// How often expiry looks for sessions past their time: a quarter of the
+/// time to live, so a session goes at most a quarter late, and at least
+/// once a minute.
+fn sweep_every(ttl: Duration) -> Duration {
+    (ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
+
+/// Erases sessions untouched for `ttl`, for as long as the server runs.
+pub(crate) async fn expire(state: Arc<crate::state::AppState>, ttl: Duration) {
+    loop {
+        tokio::time::sleep(sweep_every(ttl)).await;
+        match state.sessions.sweep(ttl).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sessions = n, "erased sessions past --session-ttl"),
+            Err(e) => tracing::warn!(error = %e, "cannot expire sessions; trying again later"),
+        }
+    }
 }

@@ -13,4 +13,6 @@ pub(crate) struct AppState {
     pub(crate) http: reqwest::Client,
     /// What `GET /metrics` shows.
     pub(crate) metrics: Metrics,
+    /// Each principal's request rate.
+    pub(crate) rate: crate::limits::RateLimiter,
 }

@@ -384,3 +384,59 @@ async fn a_session_is_deleted_by_its_principal_only() {
     assert_eq!(header(&again, "x-memory-admission"), "new");
     assert_ne!(header(&again, "x-memory-session"), id);
 }
+
+#[tokio::test]
+async fn each_principal_is_held_to_its_limits() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let mut config = config(upstream.url(), store.clone());
+    config.limits = memory_serve::Limits {
+        requests_per_minute: Some(4),
+        sessions: Some(2),
+        messages_per_request: Some(3),
+    };
+    let server = memory_serve::test_util::spawn_server(config).await;
+    let one = |text: &str| vec![Message::user(text)];
+    // Two sessions, then a third is refused until one is deleted.
+    let a = chat(&server, ALICE, &one("first"), None).await;
+    let first = header(&a, "x-memory-session");
+    let _ = reply(a).await;
+    let _ = reply(chat(&server, ALICE, &one("second"), None).await).await;
+    let third = chat(&server, ALICE, &one("third"), None).await;
+    assert_eq!(third.status(), 429);
+    assert_eq!(delete(&server, ALICE, &first).await, 200);
+    // The rate: four requests a minute, and the fifth waits.
+    let r = chat(&server, ALICE, &one("third"), None).await;
+    assert_eq!(r.status(), 429);
+    let wait: u64 = header(&r, "retry-after").parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    // Bob is held to his own.
+    let many: Vec<Message> = (0..4).map(|i| Message::user(format!("m{i}"))).collect();
+    assert_eq!(chat(&server, BOB, &many, None).await.status(), 413);
+    let _ = reply(chat(&server, BOB, &one("bob"), None).await).await;
+}
+
+#[tokio::test]
+async fn a_session_untouched_past_its_time_is_erased() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let mut config = config(upstream.url(), store.clone());
+    config.session_ttl = Some(Duration::from_secs(2));
+    let server = memory_serve::test_util::spawn_server(config).await;
+    let a = chat(&server, ALICE, &[Message::user("short-lived")], None).await;
+    let id = header(&a, "x-memory-session");
+    let _ = reply(a).await;
+    let alice = store.for_tenant("key-alice");
+    assert_eq!(alice.history(&id).await.unwrap().len(), 2);
+    // Within a sweep or two past its time it is gone.
+    let mut gone = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if alice.history(&id).await.unwrap().is_empty() {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "the session outlived its time");
+    assert_eq!(inspect(&server, ALICE, &id).await.0, 404);
+}

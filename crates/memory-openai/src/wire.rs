@@ -188,7 +188,13 @@ pub fn message_from_value(value: &Value, index: usize) -> Result<Message, Import
 
 /// An assistant message: its text, reasoning and tool calls.
 fn assistant_from(obj: &Map<String, Value>, index: usize) -> Result<Message, ImportError> {
-    let content = text_content(obj, index)?;
+    let mut content = text_content(obj, index)?;
+    // A reply that refused has its words in `refusal`, and no content.
+    if content.is_empty()
+        && let Some(Value::String(refusal)) = obj.get("refusal")
+    {
+        content = refusal.clone();
+    }
     let reasoning = match obj
         .get("reasoning_content")
         .or_else(|| obj.get("reasoning"))
@@ -261,7 +267,8 @@ fn text_content(obj: &Map<String, Value>, index: usize) -> Result<String, Import
             for (k, part) in parts.iter().enumerate() {
                 match part {
                     Value::String(s) => texts.push(s.clone()),
-                    Value::Object(p) => match p.get("text") {
+                    // A refusal part's words are the assistant's text.
+                    Value::Object(p) => match p.get("text").or_else(|| p.get("refusal")) {
                         Some(Value::String(t)) => texts.push(t.clone()),
                         _ => {
                             return Err(ImportError::at(
@@ -496,6 +503,23 @@ fn block_to_value(block: &ContentBlock) -> Value {
             json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}})
         }
         ContentBlock::Wire(v) => v.clone(),
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_the_assistants_text() {
+        let v = serde_json::json!([
+            {"role": "user", "content": "do it"},
+            {"role": "assistant", "content": [{"type": "refusal", "refusal": "I can't."}]},
+            {"role": "assistant", "content": null, "refusal": "Nor that."},
+        ]);
+        let messages = from_value(&v).unwrap();
+        assert_eq!(messages[1], Message::assistant("I can't."));
+        assert_eq!(messages[2], Message::assistant("Nor that."));
     }
 }
 

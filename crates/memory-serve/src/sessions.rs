@@ -201,7 +201,7 @@ impl Sessions {
         messages: &[Message],
     ) -> Result<Admitted, ApiError> {
         let links = Chain::START.links(messages);
-        let Some((id, length)) = self.longest_stored_prefix(scope, &links).await? else {
+        let Some((id, length)) = self.longest_stored_prefix(scope, messages, &links).await? else {
             return self.create(scope, messages, Admission::New).await;
         };
         let lock = self.open_session(scope, &id);
@@ -487,13 +487,17 @@ impl Sessions {
     }
 
     /// The session and length noted for the longest prefix of the history
-    /// (the prefix a stored session's history ends at).
+    /// (the prefix a stored session's history ends at). Only a reply's
+    /// link is ever noted, so only prefixes that end at an assistant's
+    /// message are looked up: one lookup a call in a tool loop.
     async fn longest_stored_prefix(
         &self,
         scope: &Scope,
+        messages: &[Message],
         links: &[Chain],
     ) -> Result<Option<(String, usize)>, ApiError> {
-        for length in (1..=links.len()).rev() {
+        let ends_at_a_reply = |length: &usize| messages[*length - 1].is_assistant();
+        for length in (1..=links.len()).rev().filter(ends_at_a_reply) {
             if let Some((id, at)) = scope.ledger.find(&links[length - 1]).await?
                 && at == length
             {
@@ -536,8 +540,8 @@ impl Sessions {
 
     /// Brings the open session to the session as the store has it: read
     /// afresh when not loaded or when its stored state moved (another
-    /// replica); a history longer than its state says (a process that
-    /// stopped between the two writes) gets its last link noted.
+    /// replica); a history longer than its state says (a call that stopped
+    /// before its reply) is counted again.
     async fn sync(&self, session: &mut OpenSession) -> Result<(), ApiError> {
         let stored = session.scope.ledger.session_state(&session.id).await?;
         let version = stored.as_ref().map(|(_, v)| *v);
@@ -552,14 +556,10 @@ impl Sessions {
             .unwrap_or(Chain::START);
         let (tokens, last_call) = match &stored {
             Some((h, _)) if h.length == history.len() => (h.history_tokens, h.last_call.clone()),
+            // A call that stopped before its reply (and its state): its
+            // messages are counted; nothing is noted, so no request falls
+            // into a call whose reply never came.
             other => {
-                if !history.is_empty() {
-                    session
-                        .scope
-                        .ledger
-                        .note(&link, &session.id, history.len())
-                        .await?;
-                }
                 let mut tokens = 0;
                 for m in &history {
                     tokens += self.counter.count_message(m).await?;

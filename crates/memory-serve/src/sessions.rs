@@ -38,11 +38,13 @@ use crate::registry;
 use crate::{Admission, ApiError, CallReport, Chain, Principal, ServeConfig};
 
 /// The longest a request waits for the session its history continues
-/// while another call holds it. A call that has just answered still
-/// writes its session's state (one store commit, milliseconds even under
-/// load); a call that holds it longer is running or stalled, and the
-/// request starts a fork holding the same history rather than wait.
-pub(crate) const ADMIT_WAIT: Duration = Duration::from_secs(1);
+/// while another call holds it. A call that has answered has committed
+/// its reply and state before its client saw the end of the reply, and
+/// lets go of the session right after (microseconds; a loaded machine's
+/// scheduling delay at worst); a call that holds it longer is running,
+/// stalled or abandoned, and the request starts a fork holding the same
+/// history rather than wait for it.
+pub(crate) const ADMIT_WAIT: Duration = Duration::from_millis(250);
 
 /// The longest session id a client may name: room for any UUID, path or
 /// composite name, while a row's key stays small.

@@ -186,3 +186,51 @@ async fn a_stalled_upstream_ends_the_call_at_the_timeouts() {
     assert_eq!(r.status(), 502);
     assert!(started.elapsed() < IDLE * 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_a_client_timeout_does_not_wait_for_the_abandoned_call() {
+    const SLOW: Duration = Duration::from_millis(1500);
+    let upstream = ScriptedUpstream::start(SLOW).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let server = memory_serve::test_util::spawn_server(config(upstream.url(), store)).await;
+    let mut history = vec![Message::user("go on")];
+    let first: Value = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .bearer_auth(ALICE)
+        .json(&body(&history, false, "m"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    history.push(openai_wire::message_from_value(&first["choices"][0]["message"], 0).unwrap());
+    history.push(Message::user("and more"));
+    // The client gives up on its call; the call goes on upstream.
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let gave_up = impatient
+        .post(format!("{server}/v1/chat/completions"))
+        .bearer_auth(ALICE)
+        .json(&body(&history, false, "m"))
+        .send()
+        .await;
+    assert!(gave_up.is_err());
+    // Its retry finds the session busy with the abandoned call and goes
+    // on in a fork of it: answered after its own upstream call, not after
+    // the abandoned one's too.
+    let started = Instant::now();
+    let retry = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .bearer_auth(ALICE)
+        .json(&body(&history, false, "m"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retry.status(), 200);
+    assert_eq!(retry.headers()["x-memory-admission"], "forked");
+    let _ = retry.bytes().await;
+    assert!(started.elapsed() < SLOW * 2, "{:?}", started.elapsed());
+}

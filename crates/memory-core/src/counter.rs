@@ -2,6 +2,7 @@
 
 use crate::error::MemoryError;
 use crate::framing::Framing;
+use crate::image;
 use crate::message::{ContentBlock, Message};
 
 /// Counts tokens of text, and of whole messages.
@@ -12,9 +13,12 @@ use crate::message::{ContentBlock, Message};
 /// reply, the reasoning, and each tool call's name and arguments; plus the
 /// per-message [`Framing`] of the model family the counter stands for
 /// ([`framing`](TokenCounter::framing), none unless the counter says), and
-/// then a tool result's tool name with its framing. Image and pass-through
-/// blocks count as zero tokens under the default; a counter that knows their
-/// price overrides `count_message`.
+/// then a tool result's tool name with its framing. An image costs its
+/// [image tokens](crate::image::tokens) (OpenAI's tile rule, by its
+/// `detail` and size), and so does an image given by URL
+/// ([`image::block_tokens`](crate::image::block_tokens)); other
+/// pass-through blocks count as zero tokens under the default. A counter
+/// that knows other prices overrides `count_message`.
 ///
 /// ```
 /// use memory_core::{MemoryError, Message, TokenCounter};
@@ -74,9 +78,10 @@ pub trait TokenCounter: Send + Sync {
             Message::User(blocks) => {
                 let mut total = 0;
                 for block in blocks {
-                    if let ContentBlock::Text(text) = block {
-                        total += self.count(text).await?;
-                    }
+                    total += match block {
+                        ContentBlock::Text(text) => self.count(text).await?,
+                        other => image::block_tokens(other),
+                    };
                 }
                 Ok(total)
             }
@@ -290,6 +295,30 @@ mod tests {
             ContentBlock::Image(crate::ImageContent::new("image/png", vec![1, 2, 3])),
             ContentBlock::Text("bbbb".into()),
         ]);
-        assert_eq!(CharTokenCounter.count_message(&user).await.unwrap(), 2);
+        // Two texts of 1, and an image of unknown size.
+        assert_eq!(
+            CharTokenCounter.count_message(&user).await.unwrap(),
+            2 + crate::image::UNKNOWN_SIZE_TOKENS
+        );
+    }
+
+    #[tokio::test]
+    async fn every_counter_prices_images_by_the_one_rule() {
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend_from_slice(&4096_u32.to_be_bytes());
+        png.extend_from_slice(&8192_u32.to_be_bytes());
+        let image = crate::ImageContent::new("image/png", png);
+        let low = image.clone().with_detail("low");
+        let user = Message::user_blocks(vec![
+            ContentBlock::Text("abcd".into()),
+            ContentBlock::Image(image),
+            ContentBlock::Image(low),
+        ]);
+        let images = 1105 + 85;
+        assert_eq!(
+            CharTokenCounter.count_message(&user).await.unwrap(),
+            1 + images
+        );
+        assert_eq!(Framed.count_message(&user).await.unwrap(), 1 + images + 4);
     }
 }

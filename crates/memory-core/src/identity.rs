@@ -93,7 +93,14 @@ pub fn message_key(message: &Message) -> u64 {
                     }
                     ContentBlock::Image(image) => {
                         h.write_u8(1);
-                        image.hash(&mut h);
+                        // An image without a detail keeps the key it had
+                        // before images had one.
+                        image.mime_type.hash(&mut h);
+                        image.data.hash(&mut h);
+                        if let Some(detail) = &image.detail {
+                            h.write_u8(1);
+                            detail.hash(&mut h);
+                        }
                     }
                     ContentBlock::Wire(value) => {
                         h.write_u8(2);
@@ -157,7 +164,7 @@ fn avalanche(mut k: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::message::{ImageContent, ToolCall};
 
     #[test]
     fn every_field_tells_messages_apart() {
@@ -184,12 +191,37 @@ mod tests {
                 ContentBlock::Text("b".into()),
             ]),
             Message::User(vec![ContentBlock::Text("ab".into())]),
+            Message::User(vec![ContentBlock::Image(ImageContent::new(
+                "image/png",
+                vec![1],
+            ))]),
+            Message::User(vec![ContentBlock::Image(
+                ImageContent::new("image/png", vec![1]).with_detail("low"),
+            )]),
+            Message::User(vec![ContentBlock::Image(
+                ImageContent::new("image/png", vec![1]).with_detail("high"),
+            )]),
         ];
         let keys: std::collections::HashSet<u64> = messages.iter().map(message_key).collect();
         assert_eq!(keys.len(), messages.len());
         assert_eq!(
             message_key(&Message::user("same")),
             message_key(&Message::user("same"))
+        );
+    }
+
+    #[test]
+    fn an_image_without_a_detail_keeps_its_key() {
+        let image = ImageContent::new("image/png", vec![1, 2, 3]);
+        let mut h = WordHasher::default();
+        h.write_u8(1);
+        h.write_usize(1);
+        h.write_u8(1);
+        (image.mime_type.clone(), image.data.clone()).hash(&mut h);
+        let before = avalanche(h.finish());
+        assert_eq!(
+            message_key(&Message::User(vec![ContentBlock::Image(image)])),
+            before
         );
     }
 }

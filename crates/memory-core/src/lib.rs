@@ -22,6 +22,7 @@
 //! |---|---|
 //! | [`Message`], [`ContentBlock`], [`ImageContent`], [`ToolCall`] | a conversation's messages |
 //! | [`identity`] | a message's key, by which strategies and handles recognize it |
+//! | [`image`] | image tokens: what an image costs, priced as OpenAI prices image input (every counter prices images by it) |
 //! | [`transcript`] | messages as plain text (what a summarizer reads) |
 //! | [`TokenCounter`], [`CharTokenCounter`], [`count_messages`], [`Framing`] | token counting, async and fallible, and what a model family adds per message |
 //! | [`Budget`] | a token limit, a rounds limit, or both |
@@ -74,6 +75,7 @@ mod framing;
 mod handle;
 mod history;
 pub mod identity;
+pub mod image;
 mod in_memory_store;
 pub mod index;
 mod memory;

@@ -40,11 +40,15 @@ impl ToolCall {
     }
 }
 
-/// Raw image bytes with their MIME type.
+/// Raw image bytes with their MIME type, and the `detail` the client asked
+/// the model to see them at.
+///
+/// What an image costs in tokens is [`crate::image::tokens`].
 ///
 /// ```
 /// let image = memory_core::ImageContent::new("image/png", vec![0x89, 0x50]);
 /// assert_eq!(image.mime_type, "image/png");
+/// assert_eq!(image.detail, None);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ImageContent {
@@ -52,10 +56,16 @@ pub struct ImageContent {
     pub mime_type: String,
     /// The bytes, not encoded.
     pub data: Vec<u8>,
+    /// How closely the model looks at the image, as the client sent it:
+    /// OpenAI's `low`, `high` or `auto`, or any other word a provider
+    /// takes; `None` when the client said nothing (the provider's default,
+    /// `auto` at OpenAI). Kept verbatim and written back with the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl ImageContent {
-    /// Builds an image block's content.
+    /// Builds an image block's content, without a `detail`.
     ///
     /// ```
     /// let image = memory_core::ImageContent::new("image/jpeg", Vec::new());
@@ -65,7 +75,19 @@ impl ImageContent {
         Self {
             mime_type: mime_type.into(),
             data,
+            detail: None,
         }
+    }
+
+    /// The same image with the `detail` the client asked for.
+    ///
+    /// ```
+    /// let image = memory_core::ImageContent::new("image/png", vec![1]).with_detail("low");
+    /// assert_eq!(image.detail.as_deref(), Some("low"));
+    /// ```
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
     }
 }
 

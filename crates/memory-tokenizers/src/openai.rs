@@ -191,6 +191,36 @@ mod tests {
         assert_eq!(cached.count_message(&hi).await.unwrap(), 6);
     }
 
+    #[tokio::test]
+    async fn images_cost_what_the_one_rule_says() {
+        use memory_core::{CharTokenCounter, ContentBlock, ImageContent, Message, image};
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+        png.extend_from_slice(&4096_u32.to_be_bytes());
+        png.extend_from_slice(&8192_u32.to_be_bytes());
+        let blocks = vec![
+            ContentBlock::Text("hello world".into()),
+            ContentBlock::Image(ImageContent::new("image/png", png.clone())),
+            ContentBlock::Image(ImageContent::new("image/png", png).with_detail("low")),
+            ContentBlock::Image(ImageContent::new("image/webp", Vec::new())),
+        ];
+        let images = 1105 + 85 + image::UNKNOWN_SIZE_TOKENS;
+        let message = Message::user_blocks(blocks);
+        assert_eq!(
+            Cl100k.count_message(&message).await.unwrap(),
+            2 + 4 + images
+        );
+        assert_eq!(O200k.count_message(&message).await.unwrap(), 2 + 4 + images);
+        assert_eq!(
+            CharTokenCounter.count_message(&message).await.unwrap(),
+            3 + images
+        );
+        let cached = crate::CachedCounter::new(O200k);
+        assert_eq!(
+            cached.count_message(&message).await.unwrap(),
+            2 + 4 + images
+        );
+    }
+
     #[test]
     fn encodings_differ_where_they_should() {
         // o200k has whole-word tokens for much non-English text.

@@ -9,8 +9,9 @@ use crate::message::{ContentBlock, Message};
 
 /// Counts text as [`CharTokenCounter`] does, and each image or
 /// pass-through block of a user message at the number of tokens it holds
-/// (the default counters price them at zero), so that a strategy has a
-/// reason to replace them.
+/// (the default counters price images by [`crate::image`] and other
+/// pass-through blocks at zero), so that a test sets what a strategy gains
+/// by replacing them.
 ///
 /// ```
 /// use memory_core::test_util::PricedImages;
@@ -34,14 +35,15 @@ impl TokenCounter for PricedImages {
     }
 
     async fn count_message(&self, message: &Message) -> Result<usize, MemoryError> {
-        let text = CharTokenCounter.count_message(message).await?;
-        let blocks = match message {
-            Message::User(blocks) => blocks
-                .iter()
-                .filter(|b| !matches!(b, ContentBlock::Text(_)))
-                .count(),
-            _ => 0,
+        let Message::User(blocks) = message else {
+            return CharTokenCounter.count_message(message).await;
         };
-        Ok(text + self.0 * blocks)
+        Ok(blocks
+            .iter()
+            .map(|block| match block {
+                ContentBlock::Text(text) => CharTokenCounter::estimate(text),
+                _ => self.0,
+            })
+            .sum())
     }
 }

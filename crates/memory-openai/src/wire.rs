@@ -5,7 +5,11 @@
 //! Roles `system`, `developer`, `user`, `assistant` and `tool`; content as a
 //! string or an array of parts; `tool_calls[{id, function{name, arguments}}]`
 //! and `tool_call_id`. Unknown fields are ignored. Malformed input is an
-//! [`ImportError`] naming the message's position and the field.
+//! [`ImportError`] naming the message's position and the field. An
+//! `image_url` part with a base64 `data:` URL is an image
+//! ([`ContentBlock::Image`], its `detail` kept); an image by `http(s)` URL,
+//! and any part that would not be written back as it came, is a
+//! pass-through block ([`ContentBlock::Wire`]), sent on unchanged.
 //!
 //! ```
 //! use memory_core::{Message, ToolCall};
@@ -24,12 +28,13 @@
 //! assert_eq!(wire::from_value(&back).unwrap(), messages);
 //! ```
 
+mod image_part;
+
 use std::fmt;
 
-use base64::Engine;
 use serde_json::{Map, Value, json};
 
-use memory_core::{ContentBlock, ImageContent, Message, ToolCall};
+use memory_core::{ContentBlock, Message, ToolCall};
 
 /// Why a message could not be imported.
 ///
@@ -340,27 +345,12 @@ fn user_part(part: &Value, index: usize, k: usize) -> Result<ContentBlock, Impor
                 "a text part needs a string `text`",
             )),
         },
-        Some("image_url") => {
-            let url = p
-                .get("image_url")
-                .and_then(|u| u.get("url").or(Some(u)))
-                .and_then(Value::as_str);
-            match url.and_then(decode_data_url) {
-                Some(image) => Ok(ContentBlock::Image(image)),
-                None => Ok(ContentBlock::Wire(part.clone())),
-            }
-        }
+        Some("image_url") => match image_part::decode(part) {
+            Some(image) => Ok(ContentBlock::Image(image)),
+            None => Ok(ContentBlock::Wire(part.clone())),
+        },
         _ => Ok(ContentBlock::Wire(part.clone())),
     }
-}
-
-fn decode_data_url(url: &str) -> Option<ImageContent> {
-    let rest = url.strip_prefix("data:")?;
-    let (mime, data) = rest.split_once(";base64,")?;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .ok()?;
-    Some(ImageContent::new(mime, bytes))
 }
 
 fn tool_calls(obj: &Map<String, Value>, index: usize) -> Result<Vec<ToolCall>, ImportError> {
@@ -498,10 +488,7 @@ pub fn message_to_value(message: &Message) -> Value {
 fn block_to_value(block: &ContentBlock) -> Value {
     match block {
         ContentBlock::Text(t) => json!({"type": "text", "text": t}),
-        ContentBlock::Image(image) => {
-            let data = base64::engine::general_purpose::STANDARD.encode(&image.data);
-            json!({"type": "image_url", "image_url": {"url": format!("data:{};base64,{data}", image.mime_type)}})
-        }
+        ContentBlock::Image(image) => image_part::encode(image),
         ContentBlock::Wire(v) => v.clone(),
     }
 }
@@ -526,6 +513,7 @@ mod refusal_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use memory_core::ImageContent;
 
     #[test]
     fn every_shape_round_trips() {
@@ -549,6 +537,36 @@ mod tests {
             Message::assistant("done"),
         ];
         assert_eq!(from_value(&to_value(&messages)).unwrap(), messages);
+    }
+
+    #[test]
+    fn an_images_detail_goes_out_as_it_came_in() {
+        let sent = json!([{"role": "user", "content": [
+            {"type": "text", "text": "compare"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AQID", "detail": "low"}},
+            {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,BAU=", "detail": "high"}},
+            {"type": "image_url", "image_url": {"url": "data:image/gif;base64,Bg=="}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/cat.png", "detail": "auto"}},
+        ]}]);
+        let messages = from_value(&sent).unwrap();
+        let Message::User(blocks) = &messages[0] else {
+            panic!("a user message");
+        };
+        assert_eq!(
+            blocks[1],
+            ContentBlock::Image(ImageContent::new("image/png", vec![1, 2, 3]).with_detail("low"))
+        );
+        assert_eq!(
+            blocks[2],
+            ContentBlock::Image(ImageContent::new("image/jpeg", vec![4, 5]).with_detail("high"))
+        );
+        assert_eq!(
+            blocks[3],
+            ContentBlock::Image(ImageContent::new("image/gif", vec![6]))
+        );
+        // An image by URL stays the part it was.
+        assert_eq!(blocks[4], ContentBlock::Wire(sent[0]["content"][4].clone()));
+        assert_eq!(to_value(&messages), sent);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use base64::engine::general_purpose::STANDARD;
 use memory_core::{ContentBlock, ImageContent, Message, ToolCall};
 use rig_core::completion::Message as RigMessage;
 use rig_core::message::{
-    AssistantContent, AssistantMessage, CallId, Document, DocumentSourceKind, Image,
+    AssistantContent, AssistantMessage, CallId, Document, DocumentSourceKind, Image, ImageDetail,
     ImageMediaType, MimeType, Reasoning, Text, ToolFunction, ToolName, ToolResult,
     ToolResultContent, UserContent,
 };
@@ -147,10 +147,32 @@ fn inline_image(image: &Image) -> Option<ContentBlock> {
         return None;
     };
     let mime = image.media_type.as_ref()?.to_mime_type();
-    Some(ContentBlock::Image(ImageContent::new(
-        mime,
-        STANDARD.decode(data).ok()?,
-    )))
+    let ours = ImageContent::new(mime, STANDARD.decode(data).ok()?);
+    Some(ContentBlock::Image(match &image.detail {
+        Some(detail) => ours.with_detail(detail_name(detail)),
+        None => ours,
+    }))
+}
+
+/// Rig's image detail as the word OpenAI's wire format has for it.
+fn detail_name(detail: &ImageDetail) -> &'static str {
+    match detail {
+        ImageDetail::Low => "low",
+        ImageDetail::High => "high",
+        ImageDetail::Auto => "auto",
+    }
+}
+
+/// A detail of ours as Rig's: the outer `None` when Rig has no word for
+/// it.
+fn rig_detail(detail: Option<&str>) -> Option<Option<ImageDetail>> {
+    Some(match detail {
+        None => None,
+        Some("low") => Some(ImageDetail::Low),
+        Some("high") => Some(ImageDetail::High),
+        Some("auto") => Some(ImageDetail::Auto),
+        Some(_) => return None,
+    })
 }
 
 fn assistant_to_ours(turn: &AssistantMessage) -> Message {
@@ -305,20 +327,24 @@ fn block_to_rig(block: &ContentBlock) -> UserContent {
     }
 }
 
-/// An image of ours as Rig's inline image, when Rig knows its type.
+/// An image of ours as Rig's inline image, when Rig knows its type and
+/// its detail.
 fn image_to_rig(image: &ImageContent) -> Option<Image> {
     Some(Image {
         data: DocumentSourceKind::Base64(STANDARD.encode(&image.data)),
         media_type: Some(ImageMediaType::from_mime_type(&image.mime_type)?),
+        detail: rig_detail(image.detail.as_deref())?,
         ..Image::default()
     })
 }
 
-/// An image of a type Rig does not know, as a wire block of ours.
+/// An image of a type or detail Rig does not know, as a wire block of ours.
 fn image_as_wire(image: &ImageContent) -> ContentBlock {
-    ContentBlock::Wire(json!({
-        "memory_image": { "mime_type": image.mime_type, "data": STANDARD.encode(&image.data) }
-    }))
+    let mut inner = json!({ "mime_type": image.mime_type, "data": STANDARD.encode(&image.data) });
+    if let Some(detail) = &image.detail {
+        inner["detail"] = json!(detail);
+    }
+    ContentBlock::Wire(json!({ "memory_image": inner }))
 }
 
 /// A wire block holding Rig's content, as that content.
@@ -356,7 +382,11 @@ fn unwire_image(block: ContentBlock) -> ContentBlock {
     let image = value.get("memory_image").and_then(|image| {
         let mime = image.get("mime_type")?.as_str()?;
         let data = STANDARD.decode(image.get("data")?.as_str()?).ok()?;
-        Some(ImageContent::new(mime, data))
+        let ours = ImageContent::new(mime, data);
+        Some(match image.get("detail") {
+            Some(detail) => ours.with_detail(detail.as_str()?),
+            None => ours,
+        })
     });
     match image {
         Some(image) if image_as_wire(&image) == block => ContentBlock::Image(image),

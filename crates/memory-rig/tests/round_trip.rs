@@ -8,8 +8,9 @@ use proptest::prelude::*;
 use rig_core::completion::Message as RigMessage;
 use rig_core::message::{
     AssistantContent, AssistantMessage, Audio, AudioMediaType, CallId, Document, DocumentMediaType,
-    DocumentSourceKind, Fingerprint, Image, ImageMediaType, Native, Opaque, Origin, Reasoning,
-    StopReason, Text, ToolFunction, ToolName, ToolResult, ToolResultContent, UserContent,
+    DocumentSourceKind, Fingerprint, Image, ImageDetail, ImageMediaType, Native, Opaque, Origin,
+    Reasoning, StopReason, Text, ToolFunction, ToolName, ToolResult, ToolResultContent,
+    UserContent,
 };
 use serde_json::{Value, json};
 
@@ -52,10 +53,16 @@ fn image() -> impl Strategy<Value = Image> {
             Just(ImageMediaType::PNG),
             Just(ImageMediaType::JPEG)
         ]),
+        proptest::option::of(prop_oneof![
+            Just(ImageDetail::Low),
+            Just(ImageDetail::High),
+            Just(ImageDetail::Auto)
+        ]),
     )
-        .prop_map(|(data, media_type)| Image {
+        .prop_map(|(data, media_type, detail)| Image {
             data,
             media_type,
+            detail,
             ..Image::default()
         })
 }
@@ -183,9 +190,16 @@ fn our_message() -> impl Strategy<Value = Message> {
         words().prop_map(ContentBlock::Text),
         (
             prop_oneof![Just("image/png"), Just("image/jpeg"), Just("image/x-raw")],
-            proptest::collection::vec(any::<u8>(), 0..8)
+            proptest::collection::vec(any::<u8>(), 0..8),
+            proptest::option::of(prop_oneof![Just("low"), Just("auto"), Just("ultra")]),
         )
-            .prop_map(|(mime, data)| ContentBlock::Image(ImageContent::new(mime, data))),
+            .prop_map(|(mime, data, detail)| {
+                let image = ImageContent::new(mime, data);
+                ContentBlock::Image(match detail {
+                    Some(detail) => image.with_detail(detail),
+                    None => image,
+                })
+            }),
         "[a-z]{1,6}".prop_map(|t| ContentBlock::Wire(json!({ "type": "input_audio", "id": t }))),
     ];
     prop_oneof![

@@ -114,6 +114,12 @@ fn feed(hasher: &mut blake3::Hasher, message: &Message) {
                         field(hasher, b"image");
                         field(hasher, image.mime_type.as_bytes());
                         field(hasher, &image.data);
+                        // Without a detail, the link it had before images
+                        // had one.
+                        if let Some(detail) = &image.detail {
+                            field(hasher, b"detail");
+                            field(hasher, detail.as_bytes());
+                        }
                     }
                     ContentBlock::Wire(value) => {
                         field(hasher, b"wire");

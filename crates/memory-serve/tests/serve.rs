@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{InMemoryStore, Message, Store, TrimStrategy, validate};
+use memory_core::{
+    ContentBlock, ImageContent, InMemoryStore, Message, Store, TrimStrategy, validate,
+};
 use memory_openai::wire as openai_wire;
 use memory_serve::test_util::ScriptedUpstream;
 use memory_serve::{BudgetMode, ServeConfig};
@@ -222,6 +224,56 @@ async fn what_is_sent_fits_the_budget_and_the_report_says_what_was_shed() {
         .await
         .unwrap();
     assert_eq!(unknown.status(), 404);
+}
+
+/// An `image_url` part: a PNG of `side` x `side` pixels as its header
+/// says, inline, at `detail`.
+fn png_part(side: u32, detail: Option<&str>) -> Value {
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    png.extend_from_slice(&side.to_be_bytes());
+    png.extend_from_slice(&side.to_be_bytes());
+    png.extend_from_slice(&[7; 2048]);
+    let mut image = ImageContent::new("image/png", png);
+    image.detail = detail.map(str::to_string);
+    let message = Message::user_blocks(vec![ContentBlock::Image(image)]);
+    let part = openai_wire::message_to_value(&message)["content"][0].clone();
+    assert_eq!(part["type"], "image_url");
+    part
+}
+
+#[tokio::test]
+async fn images_are_priced_and_go_upstream_as_they_came() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let server = start(window_config(upstream.url(), store, 2_000)).await;
+    let parts = vec![
+        json!({"type": "text", "text": "What differs?"}),
+        png_part(1024, Some("high")),
+        png_part(4096, Some("low")),
+        json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "auto"}}),
+    ];
+    let messages = json!([{"role": "user", "content": parts}]);
+    let r = post(&server, &json!({"model": "m", "messages": messages})).await;
+    assert_eq!(r.status(), 200);
+    // 765 (four tiles), 85 (low), 765 (by URL, its size unknown), and the text.
+    let tokens: usize = header(&r, "x-memory-tokens").parse().unwrap();
+    assert!(
+        (765 + 85 + 765..765 + 85 + 765 + 10).contains(&tokens),
+        "{tokens}"
+    );
+    assert_eq!(header(&r, "x-memory-fits"), "true");
+    let _ = r.bytes().await.unwrap();
+    assert_eq!(upstream.received()[0].body["messages"], messages);
+
+    // Three large pictures in the question: over the budget, and said so.
+    let large = json!([{"role": "user", "content": [
+        png_part(2048, None), png_part(1024, Some("auto")), png_part(800, Some("high")),
+    ]}]);
+    let r = post(&server, &json!({"model": "m", "messages": large})).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(header(&r, "x-memory-fits"), "false");
+    let tokens: usize = header(&r, "x-memory-tokens").parse().unwrap();
+    assert!(tokens >= 3 * 765, "{tokens}");
 }
 
 #[tokio::test]

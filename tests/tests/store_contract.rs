@@ -550,6 +550,9 @@ async fn invalid_session_ids_are_refused(backend: &dyn Backend) {
 
 fn every_shape() -> Vec<StoredMessage> {
     let image = ImageContent::new("image/png", (0..=255).collect());
+    let low = image.clone().with_detail("low");
+    let other = ImageContent::new("image/jpeg", vec![0xFF, 0xD8, 0, 1]).with_detail("high");
+    let empty = ImageContent::new("image/webp", Vec::new()).with_detail("a word of its own");
     let wire = json!({
         "type": "input_audio",
         "input_audio": {"data": "UklGRg==", "format": "wav"},
@@ -562,12 +565,28 @@ fn every_shape() -> Vec<StoredMessage> {
         StoredMessage::new(
             Message::user_blocks(vec![
                 ContentBlock::Text("look at this".into()),
-                ContentBlock::Image(image),
+                ContentBlock::Image(image.clone()),
                 ContentBlock::Wire(wire),
                 ContentBlock::Wire(json!("a bare string")),
             ]),
             1_000,
             false,
+        ),
+        // The same bytes at other details, twice in one message, beside
+        // other images; an image of no bytes; an image by URL.
+        StoredMessage::new(
+            Message::user_blocks(vec![
+                ContentBlock::Image(low.clone()),
+                ContentBlock::Image(other.clone()),
+                ContentBlock::Image(image),
+                ContentBlock::Image(low),
+                ContentBlock::Image(empty),
+                ContentBlock::Wire(
+                    json!({"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}),
+                ),
+            ]),
+            3_000,
+            true,
         ),
         StoredMessage::new(Message::user_blocks(vec![]), 0, false),
         StoredMessage::new(
@@ -621,6 +640,63 @@ async fn messages_of_every_shape_round_trip(backend: &dyn Backend) {
     let reopened = backend.open().await;
     assert_eq!(reopened.load("s").await.unwrap().messages, view);
     assert_eq!(reopened.replaced("s").await.unwrap(), vec![shapes]);
+}
+
+/// An image of `size` bytes that differs from every other `seed`'s.
+fn picture(seed: u8, size: usize) -> ImageContent {
+    let data = (0..size)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect();
+    ImageContent::new("image/png", data)
+}
+
+fn showing(text: &str, images: &[&ImageContent]) -> StoredMessage {
+    let mut blocks = vec![ContentBlock::Text(text.into())];
+    blocks.extend(images.iter().map(|&i| ContentBlock::Image(i.clone())));
+    StoredMessage::new(Message::user_blocks(blocks), 1_530, false)
+}
+
+async fn one_image_in_many_messages_and_sessions_round_trips(backend: &dyn Backend) {
+    let (a, b) = (picture(1, 40_000), picture(2, 30_000).with_detail("low"));
+    let b_high = ImageContent {
+        detail: Some("high".into()),
+        ..b.clone()
+    };
+    let store = backend.open().await;
+    let (first, second) = (unique("images"), unique("images"));
+    let mut shown = Vec::new();
+    let mut v = 0;
+    for i in 0..4 {
+        let message = showing(&format!("turn {i}"), &[&a, &b, &b_high, &a]);
+        v = store.append(&first, vec![message.clone()]).await.unwrap();
+        shown.push(message);
+    }
+    store.append(&second, shown[..2].to_vec()).await.unwrap();
+    let view = vec![
+        summary_of("turns 0-2"),
+        shown[3].clone(),
+        showing("again", &[&b]),
+    ];
+    store.replace_view(&first, v, view.clone()).await.unwrap();
+    let after = showing("after", &[&a]);
+    store.append(&first, vec![after.clone()]).await.unwrap();
+    let reopened = backend.open().await;
+    let mut expected_view = view;
+    expected_view.push(after.clone());
+    assert_eq!(reopened.load(&first).await.unwrap().messages, expected_view);
+    let mut history = plain(&shown);
+    history.push(after.message);
+    assert_eq!(reopened.history(&first).await.unwrap(), history);
+    assert_eq!(
+        reopened.replaced(&first).await.unwrap(),
+        vec![shown.clone()]
+    );
+    assert_eq!(reopened.load(&second).await.unwrap().messages, shown[..2]);
+    if let Some([x, y, _]) = backend.tenants().await {
+        x.append(&first, vec![shown[0].clone()]).await.unwrap();
+        assert_eq!(x.history(&first).await.unwrap(), plain(&shown[..1]));
+        assert!(y.history(&first).await.unwrap().is_empty());
+    }
 }
 
 async fn many_appends_keep_order(backend: &dyn Backend) {
@@ -860,6 +936,7 @@ macro_rules! contract {
                 compaction_keeps_replaced_readable_and_history_intact,
                 invalid_session_ids_are_refused,
                 messages_of_every_shape_round_trip,
+                one_image_in_many_messages_and_sessions_round_trips,
                 many_appends_keep_order,
                 window_memory_reopens_without_recounting
             );

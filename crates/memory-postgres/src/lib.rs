@@ -60,8 +60,9 @@
 //!
 //! Created or migrated on [`PostgresStore::connect`], under an advisory
 //! lock, and versioned in `memory_schema_version`. Every table is keyed by
-//! `(tenant, session)`; the tenant is `''` unless the store was namespaced
-//! with [`PostgresStore::with_tenant`].
+//! `(tenant, session)`, but `memory_images`, by `(tenant, digest)`; the
+//! tenant is `''` unless the store was namespaced with
+//! [`PostgresStore::with_tenant`].
 //!
 //! | table | holds |
 //! |---|---|
@@ -69,6 +70,7 @@
 //! | `memory_messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON text, byte for byte), `tokens`, `protected`, `version` (the version its append produced) |
 //! | `memory_compactions` | one row per compaction: its `generation`, the `base` it was committed at and the `version` it produced |
 //! | `memory_view_messages` | the view each compaction committed, `pos` by `pos` |
+//! | `memory_images` | each distinct image of a tenant's messages once: `digest` (BLAKE3 of its bytes), `data`; a row's `body` names its images by digest instead of holding them |
 //!
 //! The current view is the rows of `memory_view_messages` of the session's
 //! generation followed by the messages appended since (`seq > base`). The
@@ -79,6 +81,7 @@
 //! updated but the `memory_sessions` row. All statements are parameterized.
 
 mod error;
+mod images;
 mod schema;
 mod store;
 mod tls;

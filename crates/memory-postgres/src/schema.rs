@@ -13,16 +13,16 @@ use memory_core::StoreError;
 /// refused, so an old worker never misreads it.
 ///
 /// ```
-/// assert_eq!(memory_postgres::SCHEMA_VERSION, 2);
+/// assert_eq!(memory_postgres::SCHEMA_VERSION, 3);
 /// ```
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Key of the advisory lock that serializes migrations of many workers
 /// starting at once (an arbitrary constant of this crate).
 const MIGRATION_LOCK: i64 = 0x6d65_6d6f_7279_0001;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r"
 CREATE TABLE memory_sessions (
     tenant     TEXT   NOT NULL,
@@ -69,6 +69,17 @@ CREATE TABLE memory_view_messages (
 ALTER TABLE memory_sessions ADD COLUMN compacted BIGINT NOT NULL DEFAULT 0;
 UPDATE memory_sessions SET compacted = version;
 ALTER TABLE memory_messages ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
+",
+    // Images stored once: each distinct image of a tenant's messages, by
+    // the digest of its bytes; the rows that hold it name it. Rows written
+    // before hold their images in their body and read as they are.
+    r"
+CREATE TABLE memory_images (
+    tenant TEXT  NOT NULL,
+    digest TEXT  NOT NULL,
+    data   BYTEA NOT NULL,
+    PRIMARY KEY (tenant, digest)
+);
 ",
 ];
 

@@ -12,9 +12,10 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Config, IsolationLevel};
 
 use crate::error::backend;
+use crate::images::{missing, read_images};
 use crate::schema;
 use crate::tls;
-use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i64, to_u64};
+use memory_store_support::{Key, Row, assemble, decode_all, to_i64, to_u64};
 
 /// Connections a store opens at most unless told otherwise.
 ///
@@ -24,8 +25,9 @@ use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_i6
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
 
 /// One statement: bump the session's version and length under its row
-/// lock, then write the messages at the positions that lock reserved. The
-/// lock is held to the commit, so positions follow the commit order.
+/// lock, then write the messages at the positions that lock reserved, and
+/// the images they name that were not stored yet. The lock is held to the
+/// commit, so positions follow the commit order.
 const APPEND: &str = "\
 WITH bumped AS (
     INSERT INTO memory_sessions AS s (tenant, session, version, length, generation, base)
@@ -38,6 +40,11 @@ WITH bumped AS (
     SELECT $1, $2, bumped.length - $3 + m.ord, m.body, m.tokens, m.protected, bumped.version
     FROM bumped,
          UNNEST($4::text[], $5::bigint[], $6::boolean[]) WITH ORDINALITY AS m(body, tokens, protected, ord)
+), imaged AS (
+    INSERT INTO memory_images (tenant, digest, data)
+    SELECT $1, i.digest, i.data
+    FROM bumped, UNNEST($7::text[], $8::bytea[]) AS i(digest, data)
+    ON CONFLICT (tenant, digest) DO NOTHING
 )
 SELECT version FROM bumped";
 
@@ -46,8 +53,9 @@ SELECT version FROM bumped";
 /// there), record the compaction and write the new view. The new view
 /// continues in the history where the history was at that version (the
 /// last message whose append produced a version no later), so what was
-/// appended since follows it. No row back means another compaction came
-/// first; then nothing was written.
+/// appended since follows it, and the view's images not stored yet are
+/// written. No row back means another compaction came first; then nothing
+/// was written.
 ///
 /// Every message appended up to the version the caller read was committed
 /// before this statement began, and every later one carries a later
@@ -72,6 +80,11 @@ WITH bumped AS (
     SELECT $1, $2, bumped.generation, m.ord - 1, m.body, m.tokens, m.protected
     FROM bumped,
          UNNEST($4::text[], $5::bigint[], $6::boolean[]) WITH ORDINALITY AS m(body, tokens, protected, ord)
+), imaged AS (
+    INSERT INTO memory_images (tenant, digest, data)
+    SELECT $1, i.digest, i.data
+    FROM bumped, UNNEST($7::text[], $8::bytea[]) AS i(digest, data)
+    ON CONFLICT (tenant, digest) DO NOTHING
 )
 SELECT version FROM bumped";
 
@@ -104,8 +117,8 @@ ORDER BY part, ord";
 
 const VERSION: &str = "SELECT version FROM memory_sessions WHERE tenant = $1 AND session = $2";
 
-const HISTORY: &str =
-    "SELECT body FROM memory_messages WHERE tenant = $1 AND session = $2 ORDER BY seq";
+const HISTORY: &str = "SELECT body, tokens, protected FROM memory_messages \
+     WHERE tenant = $1 AND session = $2 ORDER BY seq";
 
 const STATE: &str =
     "SELECT generation, base FROM memory_sessions WHERE tenant = $1 AND session = $2";
@@ -136,7 +149,7 @@ ORDER BY seq";
 /// [`StoreError::Conflict`] with nothing written.
 ///
 /// The schema (tables `memory_sessions`, `memory_messages`,
-/// `memory_compactions`, `memory_view_messages`, versioned in
+/// `memory_compactions`, `memory_view_messages`, `memory_images`, versioned in
 /// `memory_schema_version`) is created or migrated on
 /// [`connect`](Self::connect); put it in its own schema with
 /// `options=-csearch_path%3Dmy_schema` in the connection string. The
@@ -353,11 +366,12 @@ fn describe(config: &Config) -> String {
     )
 }
 
-/// Column arrays for `UNNEST`.
+/// Column arrays for `UNNEST`, and the distinct images the rows name.
 struct Columns {
     bodies: Vec<String>,
     tokens: Vec<i64>,
     protected: Vec<bool>,
+    images: BTreeMap<String, Vec<u8>>,
 }
 
 impl Columns {
@@ -366,11 +380,15 @@ impl Columns {
             bodies: Vec::with_capacity(messages.len()),
             tokens: Vec::with_capacity(messages.len()),
             protected: Vec::with_capacity(messages.len()),
+            images: BTreeMap::new(),
         };
         for row in Row::encode_all(messages)? {
             columns.bodies.push(row.body);
             columns.tokens.push(row.tokens);
             columns.protected.push(row.protected);
+            for blob in row.images {
+                columns.images.insert(blob.digest, blob.data);
+            }
         }
         Ok(columns)
     }
@@ -381,6 +399,7 @@ fn row_of(row: &tokio_postgres::Row, first: usize) -> Result<Row, StoreError> {
         body: row.try_get(first).map_err(backend)?,
         tokens: row.try_get(first + 1).map_err(backend)?,
         protected: row.try_get(first + 2).map_err(backend)?,
+        images: Vec::new(),
     })
 }
 
@@ -407,10 +426,11 @@ impl Store for PostgresStore {
             return Ok(Snapshot::default());
         };
         let version: i64 = first.try_get(5).map_err(backend)?;
-        let messages = rows[1..]
+        let mut messages = rows[1..]
             .iter()
             .map(|row| row_of(row, 2))
             .collect::<Result<Vec<_>, _>>()?;
+        read_images(&client, &key, &mut messages).await?;
         Ok(Snapshot {
             messages: decode_all(messages)?,
             version: to_u64(version, "version")?,
@@ -423,9 +443,10 @@ impl Store for PostgresStore {
         messages: Vec<StoredMessage>,
     ) -> Result<Version, StoreError> {
         let key = self.key(session)?;
-        let columns = Columns::encode(&messages)?;
+        let mut columns = Columns::encode(&messages)?;
         let count = to_i64(messages.len() as u64, "message count")?;
         let client = self.client().await?;
+        let (digests, images) = missing(&client, &key, std::mem::take(&mut columns.images)).await?;
         let statement = client.prepare_cached(APPEND).await.map_err(backend)?;
         let row = client
             .query_one(
@@ -437,6 +458,8 @@ impl Store for PostgresStore {
                     &columns.bodies,
                     &columns.tokens,
                     &columns.protected,
+                    &digests,
+                    &images,
                 ],
             )
             .await
@@ -451,9 +474,10 @@ impl Store for PostgresStore {
         view: Vec<StoredMessage>,
     ) -> Result<Version, StoreError> {
         let key = self.key(session)?;
-        let columns = Columns::encode(&view)?;
+        let mut columns = Columns::encode(&view)?;
         let expected_column = to_i64(expected, "version")?;
         let client = self.client().await?;
+        let (digests, images) = missing(&client, &key, std::mem::take(&mut columns.images)).await?;
         if expected == 0 {
             let statement = client.prepare_cached(CREATE_EMPTY).await.map_err(backend)?;
             client
@@ -472,6 +496,8 @@ impl Store for PostgresStore {
                     &columns.bodies,
                     &columns.tokens,
                     &columns.protected,
+                    &digests,
+                    &images,
                 ],
             )
             .await
@@ -504,9 +530,15 @@ impl Store for PostgresStore {
             .query(&statement, &[&key.tenant, &key.session])
             .await
             .map_err(backend)?;
-        rows.iter()
-            .map(|row| decode_message(row.try_get(0).map_err(backend)?))
-            .collect()
+        let mut rows = rows
+            .iter()
+            .map(|row| row_of(row, 0))
+            .collect::<Result<Vec<_>, _>>()?;
+        read_images(&client, &key, &mut rows).await?;
+        Ok(decode_all(rows)?
+            .into_iter()
+            .map(|stored| stored.message)
+            .collect())
     }
 
     async fn replaced(&self, session: &str) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
@@ -551,13 +583,14 @@ impl Store for PostgresStore {
                 .or_default()
                 .push(row_of(&row, 1)?);
         }
-        let log = tx
+        let mut log = tx
             .query(&log, &[&key.tenant, &key.session, &base])
             .await
             .map_err(backend)?
             .iter()
             .map(|row| row_of(row, 0))
             .collect::<Result<Vec<_>, _>>()?;
+        read_images(&tx, &key, committed.values_mut().flatten().chain(&mut log)).await?;
         tx.commit().await.map_err(backend)?;
         assemble(bases, committed, log)
     }

@@ -6,6 +6,7 @@ use memory_store_support::{Key, Row, to_i64, to_u64};
 use rusqlite::{Connection, params};
 
 use crate::error::backend;
+use crate::images::insert_images;
 use crate::state::{State, read_state, write_state};
 
 /// Appends `rows` inside the caller's transaction; returns the version.
@@ -22,7 +23,7 @@ pub(crate) fn append_in(tx: &Connection, key: &Key, rows: &[Row]) -> Result<Vers
 }
 
 /// Writes `rows` at `first_seq` on, as appended by the append that
-/// produced `version`.
+/// produced `version`, and the images they name.
 pub(crate) fn insert_log(
     tx: &Connection,
     key: &Key,
@@ -30,6 +31,7 @@ pub(crate) fn insert_log(
     version: i64,
     rows: &[Row],
 ) -> Result<(), StoreError> {
+    insert_images(tx, key, rows)?;
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO messages (tenant, session, seq, body, tokens, protected, version) \

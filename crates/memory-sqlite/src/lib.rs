@@ -36,8 +36,9 @@
 //! # Schema
 //!
 //! Versioned with `PRAGMA user_version` and migrated when a file is opened.
-//! Every table is keyed by `(tenant, session)`; the tenant is `''` unless
-//! the store was namespaced with [`SqliteStore::with_tenant`].
+//! Every table is keyed by `(tenant, session)`, but `images`, by
+//! `(tenant, digest)`; the tenant is `''` unless the store was namespaced
+//! with [`SqliteStore::with_tenant`].
 //!
 //! | table | holds |
 //! |---|---|
@@ -45,6 +46,7 @@
 //! | `messages` | the history, append-only: `seq` (1, 2, ...), `body` (the message as JSON), `tokens`, `protected`, `version` (the version its append produced) |
 //! | `compactions` | one row per compaction: its `generation`, the `base` it was committed at and the `version` it produced |
 //! | `view_messages` | the view each compaction committed, `pos` by `pos` |
+//! | `images` | each distinct image of a tenant's messages once: `digest` (BLAKE3 of its bytes), `data`; a row's `body` names its images by digest instead of holding them |
 //!
 //! The current view is the rows of `view_messages` of the session's
 //! generation followed by the messages appended since (`seq > base`). The
@@ -52,12 +54,15 @@
 //! by the messages between the two bases. A compaction computed from
 //! version `V` commits if no compaction came after `V`; its `base` is the
 //! history length at `V` (the last `seq` whose `version` is at most `V`).
-//! Nothing is ever deleted or updated but the `sessions` row.
+//! Nothing is ever deleted or updated but the `sessions` row. An image
+//! named by many messages, in one session or several of a tenant, is
+//! stored once.
 
 mod append;
 mod batch;
 mod error;
 mod group;
+mod images;
 mod replace;
 mod schema;
 mod state;

@@ -6,6 +6,7 @@ use memory_store_support::{Key, Row, to_u64};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::backend;
+use crate::images::insert_images;
 use crate::state::{State, read_state, write_state};
 
 /// Replaces the view `key`'s session had at `expected` with `rows`,
@@ -96,6 +97,7 @@ fn insert_view(
     generation: i64,
     rows: &[Row],
 ) -> Result<(), StoreError> {
+    insert_images(tx, key, rows)?;
     let mut stmt = tx
         .prepare_cached(
             "INSERT INTO view_messages (tenant, session, generation, pos, body, tokens, protected) \

@@ -8,12 +8,12 @@ use rusqlite::{Connection, TransactionBehavior};
 /// newer one is refused, so an old binary never misreads it.
 ///
 /// ```
-/// assert_eq!(memory_sqlite::SCHEMA_VERSION, 2);
+/// assert_eq!(memory_sqlite::SCHEMA_VERSION, 3);
 /// ```
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-pub(crate) const MIGRATIONS: [&str; 2] = [
+pub(crate) const MIGRATIONS: [&str; 3] = [
     r"
 CREATE TABLE sessions (
     tenant     TEXT    NOT NULL,
@@ -60,6 +60,17 @@ CREATE TABLE view_messages (
 ALTER TABLE sessions ADD COLUMN compacted INTEGER NOT NULL DEFAULT 0;
 UPDATE sessions SET compacted = version;
 ALTER TABLE messages ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+",
+    // Images stored once: each distinct image of a tenant's messages, by
+    // the digest of its bytes; the rows that hold it name it. Rows written
+    // before hold their images in their body and read as they are.
+    r"
+CREATE TABLE images (
+    tenant TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    data   BLOB NOT NULL,
+    PRIMARY KEY (tenant, digest)
+);
 ",
 ];
 

@@ -11,10 +11,11 @@ use crate::append::append_in;
 use crate::batch::{Op, commit_one_by_one};
 use crate::error::{BUSY_TIMEOUT, backend};
 use crate::group::Queue;
+use crate::images::read_images;
 use crate::replace::replace_in;
 use crate::schema;
 use crate::state::read_state;
-use memory_store_support::{Key, Row, assemble, decode_all, decode_message, to_u64};
+use memory_store_support::{Key, Row, assemble, decode_all, to_u64};
 
 /// Connections of a file that only read: as many as the reads a busy
 /// server makes at once on a small machine (a chat call reads the
@@ -40,10 +41,13 @@ fn reader(path: &Path) -> Result<Connection, StoreError> {
 
 /// The connection, shared by every handle of one opened file.
 struct Shared {
-    conn: Mutex<Connection>,
     /// Connections that only read (a file's; WAL lets them read while the
     /// writer commits), tried in turn; none for a database in memory.
+    /// Declared first, so dropped first: the writer is the file's last
+    /// connection to close, and it checkpoints the write-ahead log into
+    /// the file and removes it (a reader cannot).
     readers: Vec<Mutex<Connection>>,
+    conn: Mutex<Connection>,
     path: Option<PathBuf>,
     /// Appends waiting for the next group commit.
     queue: Queue,
@@ -175,8 +179,8 @@ impl SqliteStore {
         schema::migrate(&mut conn).map_err(StoreError::Backend)?;
         Ok(Self {
             shared: Arc::new(Shared {
-                conn: Mutex::new(conn),
                 readers: Vec::new(),
+                conn: Mutex::new(conn),
                 path,
                 queue: Queue::default(),
             }),
@@ -397,6 +401,7 @@ fn log_rows(
                 body: row.get(0)?,
                 tokens: row.get(1)?,
                 protected: row.get(2)?,
+                images: Vec::new(),
             })
         })
         .map_err(backend)?;
@@ -425,6 +430,7 @@ fn view_rows(
                     body: row.get(1)?,
                     tokens: row.get(2)?,
                     protected: row.get(3)?,
+                    images: Vec::new(),
                 },
             ))
         })
@@ -447,6 +453,7 @@ fn load(conn: &mut Connection, key: &Key) -> Result<Snapshot, StoreError> {
         .remove(&state.generation)
         .unwrap_or_default();
     rows.extend(log_rows(&tx, key, state.base, state.length)?);
+    read_images(&tx, key, &mut rows)?;
     tx.commit().map_err(backend)?;
     Ok(Snapshot {
         messages: decode_all(rows)?,
@@ -494,17 +501,15 @@ fn delete(conn: &mut Connection, key: &Key) -> Result<(), StoreError> {
 }
 
 fn history(conn: &mut Connection, key: &Key) -> Result<Vec<Message>, StoreError> {
-    let mut stmt = conn
-        .prepare_cached("SELECT body FROM messages WHERE tenant = ?1 AND session = ?2 ORDER BY seq")
-        .map_err(backend)?;
-    let bodies = stmt
-        .query_map(params![key.tenant, key.session], |row| {
-            row.get::<_, String>(0)
-        })
-        .map_err(backend)?;
-    bodies
-        .map(|body| decode_message(&body.map_err(backend)?))
-        .collect()
+    // One read transaction: the rows and their images from one snapshot.
+    let tx = conn.transaction().map_err(backend)?;
+    let mut rows = log_rows(&tx, key, 0, i64::MAX)?;
+    read_images(&tx, key, &mut rows)?;
+    tx.commit().map_err(backend)?;
+    Ok(decode_all(rows)?
+        .into_iter()
+        .map(|stored| stored.message)
+        .collect())
 }
 
 fn replaced(conn: &mut Connection, key: &Key) -> Result<Vec<Vec<StoredMessage>>, StoreError> {
@@ -524,8 +529,9 @@ fn replaced(conn: &mut Connection, key: &Key) -> Result<Vec<Vec<StoredMessage>>,
             .map_err(backend)?;
         bases.collect::<Result<_, _>>().map_err(backend)?
     };
-    let views = view_rows(&tx, key, 0, state.generation)?;
-    let log = log_rows(&tx, key, 0, state.base)?;
+    let mut views = view_rows(&tx, key, 0, state.generation)?;
+    let mut log = log_rows(&tx, key, 0, state.base)?;
+    read_images(&tx, key, views.values_mut().flatten().chain(&mut log))?;
     tx.commit().map_err(backend)?;
     assemble(bases, views, log)
 }
@@ -655,7 +661,7 @@ mod tests {
         assert_eq!(pragma(&store, "journal_mode"), r#"Text("wal")"#);
         assert_eq!(pragma(&store, "synchronous"), "Integer(2)");
         assert_eq!(pragma(&store, "busy_timeout"), "Integer(10000)");
-        assert_eq!(pragma(&store, "user_version"), "Integer(2)");
+        assert_eq!(pragma(&store, "user_version"), "Integer(3)");
     }
 
     #[test]
@@ -739,8 +745,122 @@ mod tests {
             }
         }
         let store = SqliteStore::open(&path).unwrap();
-        assert_eq!(pragma(&store, "user_version"), "Integer(2)");
+        assert_eq!(pragma(&store, "user_version"), "Integer(3)");
         rebases_after_migration(&store).await;
+    }
+
+    fn with_images(text: &str, images: &[&[u8]]) -> StoredMessage {
+        let mut blocks = vec![memory_core::ContentBlock::Text(text.into())];
+        for (i, data) in images.iter().enumerate() {
+            let image = memory_core::ImageContent::new("image/png", data.to_vec());
+            let image = if i % 2 == 0 {
+                image.with_detail("low")
+            } else {
+                image
+            };
+            blocks.push(memory_core::ContentBlock::Image(image));
+        }
+        StoredMessage::new(Message::user_blocks(blocks), 1_000, false)
+    }
+
+    /// The images table's rows and bytes, and the bytes of every body.
+    fn sizes(store: &SqliteStore) -> (i64, i64, i64) {
+        let conn = store.shared.conn.lock().unwrap();
+        let (images, bytes) = conn
+            .query_row(
+                "SELECT count(*), coalesce(sum(length(data)), 0) FROM images",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        let bodies: i64 = conn
+            .query_row(
+                "SELECT (SELECT coalesce(sum(length(body)), 0) FROM messages) + \
+                 (SELECT coalesce(sum(length(body)), 0) FROM view_messages)",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        (images, bytes, bodies)
+    }
+
+    #[tokio::test]
+    async fn an_image_is_stored_once_however_many_messages_hold_it() {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let (a, b) = (vec![1_u8; 50_000], vec![2_u8; 70_000]);
+        let messages: Vec<StoredMessage> = (0..5)
+            .map(|i| with_images(&format!("look {i}"), &[&a, &b, &a]))
+            .collect();
+        let mut v = 0;
+        for message in &messages {
+            v = store.append("s", vec![message.clone()]).await.unwrap();
+        }
+        // Another session of the tenant, and a compaction's view.
+        store.append("t", messages[..1].to_vec()).await.unwrap();
+        store
+            .replace_view("s", v, messages[3..].to_vec())
+            .await
+            .unwrap();
+        let (images, bytes, bodies) = sizes(&store);
+        assert_eq!((images, bytes), (2, 120_000));
+        assert!(bodies < 8 * 1_000, "{bodies} bytes of bodies");
+        assert_eq!(store.load("s").await.unwrap().messages, messages[3..]);
+        assert_eq!(store.history("s").await.unwrap(), plain(&messages));
+        assert_eq!(store.replaced("s").await.unwrap(), vec![messages.clone()]);
+        assert_eq!(store.history("t").await.unwrap(), plain(&messages[..1]));
+        // Another tenant keeps its own.
+        store
+            .with_tenant("acme")
+            .append("s", messages[..1].to_vec())
+            .await
+            .unwrap();
+        assert_eq!(sizes(&store).0, 4);
+    }
+
+    fn plain(stored: &[StoredMessage]) -> Vec<Message> {
+        stored.iter().map(|s| s.message.clone()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_file_of_schema_2_keeps_its_inline_images_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        let old = with_images("before", &[&[5; 300]]);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+            conn.execute_batch(schema::MIGRATIONS[1]).unwrap();
+            conn.execute_batch(
+                "PRAGMA user_version = 2;
+                 INSERT INTO sessions VALUES ('', 's', 1, 1, 0, 0, 0);",
+            )
+            .unwrap();
+            let body = serde_json::to_string(&old.message).unwrap();
+            conn.execute(
+                "INSERT INTO messages VALUES ('', 's', 1, ?1, 1000, 0, 1)",
+                params![body],
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(pragma(&store, "user_version"), "Integer(3)");
+        let new = with_images("after", &[&[5; 300], &[6; 10]]);
+        store.append("s", vec![new.clone()]).await.unwrap();
+        assert_eq!(store.load("s").await.unwrap().messages, vec![old, new]);
+        assert_eq!(sizes(&store).0, 2);
+    }
+
+    #[tokio::test]
+    async fn the_last_handle_closed_leaves_no_write_ahead_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let store = SqliteStore::open(&path).unwrap().with_group_commit(false);
+        store.append("s", vec![m("a")]).await.unwrap();
+        assert!(path.with_extension("db-wal").exists());
+        drop(store);
+        assert!(!path.with_extension("db-wal").exists());
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.history("s").await.unwrap(), vec![Message::user("a")]);
     }
 
     #[test]

@@ -1,0 +1,72 @@
+//! The `memory_images` table: each distinct image of a tenant's messages
+//! once, by the digest of its bytes; rows name them (see
+//! [`memory_store_support::images`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use deadpool_postgres::GenericClient;
+use memory_core::StoreError;
+use memory_store_support::{Key, Row, attach_images, image_digests};
+
+use crate::error::backend;
+
+/// Which of some digests the tenant's table holds.
+const HELD: &str = "SELECT digest FROM memory_images WHERE tenant = $1 AND digest = ANY($2)";
+
+/// The bytes of some digests.
+const READ: &str = "SELECT digest, data FROM memory_images WHERE tenant = $1 AND digest = ANY($2)";
+
+/// Of the distinct images a write names (by digest), those the tenant's
+/// table does not hold yet, as the arrays a write's `UNNEST` takes:
+/// digests and bytes. An image another writer stores meanwhile is skipped
+/// by the write's `ON CONFLICT DO NOTHING`.
+pub(crate) async fn missing(
+    client: &impl GenericClient,
+    key: &Key,
+    images: BTreeMap<String, Vec<u8>>,
+) -> Result<(Vec<String>, Vec<Vec<u8>>), StoreError> {
+    if images.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let digests: Vec<&str> = images.keys().map(String::as_str).collect();
+    let held: BTreeSet<String> = client
+        .query(HELD, &[&key.tenant, &digests])
+        .await
+        .map_err(backend)?
+        .iter()
+        .map(|row| row.try_get(0).map_err(backend))
+        .collect::<Result<_, _>>()?;
+    Ok(images
+        .into_iter()
+        .filter(|(digest, _)| !held.contains(digest))
+        .unzip())
+}
+
+/// Gives `rows` the bytes of the images they name, read from the
+/// tenant's table (images are never changed or deleted, so any read
+/// after the rows' finds them).
+pub(crate) async fn read_images<'r>(
+    client: &impl GenericClient,
+    key: &Key,
+    rows: impl IntoIterator<Item = &'r mut Row>,
+) -> Result<(), StoreError> {
+    let mut rows: Vec<&mut Row> = rows.into_iter().collect();
+    let wanted: Vec<String> = image_digests(rows.iter().map(|row| &**row))?
+        .into_iter()
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let mut fetched = BTreeMap::new();
+    for row in client
+        .query(READ, &[&key.tenant, &wanted])
+        .await
+        .map_err(backend)?
+    {
+        fetched.insert(
+            row.try_get::<_, String>(0).map_err(backend)?,
+            row.try_get::<_, Vec<u8>>(1).map_err(backend)?,
+        );
+    }
+    attach_images(rows.iter_mut().map(|row| &mut **row), &fetched)
+}

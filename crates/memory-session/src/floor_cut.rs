@@ -236,8 +236,10 @@ async fn shorten(
     let total = part_text(message).chars().count();
     // The site's share of the message's tokens, by its share of the
     // message's characters (all of them for a tool result or a one-block
-    // message; a call's arguments may be a part of a step's).
-    let site_tokens = (tokens.saturating_mul(chars) / total.max(chars).max(1)).max(1);
+    // message; a call's arguments may be a part of a step's). What its
+    // images cost stays whatever is cut: the share is of the rest.
+    let text_tokens = tokens.saturating_sub(image_tokens(message)).max(1);
+    let site_tokens = (text_tokens.saturating_mul(chars) / total.max(chars).max(1)).max(1);
     let mut target = site_tokens.saturating_sub(over).max(MIN_KEPT_TOKENS);
     let mut best: Option<(Message, usize)> = None;
     for _ in 0..TRIES_PER_MESSAGE {
@@ -261,6 +263,15 @@ async fn shorten(
             .max(MIN_KEPT_TOKENS);
     }
     Ok(best)
+}
+
+/// What a user message's images cost, by the rule every counter prices
+/// them with unless it says otherwise ([`memory_core::image`]).
+fn image_tokens(message: &Message) -> usize {
+    match message {
+        Message::User(blocks) => blocks.iter().map(memory_core::image::block_tokens).sum(),
+        _ => 0,
+    }
 }
 
 /// `message` with about `keep` characters of its `site` kept, the marker
@@ -336,7 +347,8 @@ fn cut_naming(text: &str, keep: usize, name: impl Fn(Range<usize>, usize) -> Han
         return text.to_string();
     }
     let head_end = chars[head].0;
-    let tail_start = chars[chars.len() - tail].0;
+    // Nothing of the tail kept: the cut runs to the end.
+    let tail_start = chars.get(chars.len() - tail).map_or(text.len(), |c| c.0);
     let removed = chars.len() - head - tail;
     format!(
         "{}\n[{}]\n{}",
@@ -442,6 +454,45 @@ mod tests {
             ),
             Message::user("OBSERVATION:\n".to_string() + &"ünïcödé output line\n".repeat(300)),
         ]
+    }
+
+    #[test]
+    fn a_cut_may_keep_nothing() {
+        let text = "abcdef".repeat(10);
+        let h = Handle::of(&[Message::user(text.clone())]);
+        for keep in [0, 1] {
+            let cut = cut_text(&text, keep, h);
+            assert!(
+                cut.contains(&h.to_string()) && cut.len() < text.len() + 80,
+                "{cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_question_whose_images_are_over_the_budget_keeps_its_text() {
+        let image = memory_core::ImageContent::new("image/png", vec![0; 64]);
+        let question = Message::user_blocks(vec![
+            ContentBlock::Text("Which of these shows the error? ".repeat(40)),
+            ContentBlock::Image(image.clone()),
+            ContentBlock::Image(image),
+        ]);
+        let m = [Message::user("Look at my screenshots."), question];
+        let c = counts(&m);
+        assert!(c[1] > 2 * memory_core::image::UNKNOWN_SIZE_TOKENS);
+        let history = History::new(&m, &c).unwrap();
+        // Over by the images: no cut of the text brings it in.
+        let result = cut(&history, 1_000);
+        assert!(!result.fits);
+        // Over by some of the text: the text is cut, by about that much.
+        let budget = c[0] + c[1] - 100;
+        let result = cut(&history, budget);
+        assert!(result.fits, "{} of {budget}", result.tokens());
+        assert!(
+            result.tokens() + 50 > budget,
+            "{} of {budget}",
+            result.tokens()
+        );
     }
 
     #[test]

@@ -250,15 +250,7 @@ impl Sessions {
             && Chain::START.links(&messages[..at]).last() == Some(&session.link);
         if at == 0 && !messages.is_empty() {
             // A name used for the first time: a session made.
-            if let Some(limit) = self.config.limits.sessions
-                && registry::sessions(&*scope.store).await?.len() >= limit
-            {
-                return Err(crate::limits::too_many_sessions(
-                    limit,
-                    self.config.session_ttl,
-                ));
-            }
-            self.note_principal(scope).await?;
+            self.may_make_session(scope).await?;
             session.carrying.carry(vec![registry::register(id)]);
         }
         let new = if repeats {
@@ -334,6 +326,24 @@ impl Sessions {
             }
         };
         Ok(Some(stored))
+    }
+
+    /// Checks that `scope`'s principal may make one more session, and
+    /// notes it among the principals that hold sessions.
+    ///
+    /// # Errors
+    ///
+    /// 429 at its limit of sessions.
+    async fn may_make_session(&self, scope: &Scope) -> Result<(), ApiError> {
+        if let Some(limit) = self.config.limits.sessions
+            && registry::sessions(&*scope.store).await?.len() >= limit
+        {
+            return Err(crate::limits::too_many_sessions(
+                limit,
+                self.config.session_ttl,
+            ));
+        }
+        self.note_principal(scope).await
     }
 
     /// Notes once per process that `scope`'s principal holds sessions
@@ -518,15 +528,7 @@ impl Sessions {
         messages: &[Message],
         admission: Admission,
     ) -> Result<Admitted, ApiError> {
-        if let Some(limit) = self.config.limits.sessions
-            && registry::sessions(&*scope.store).await?.len() >= limit
-        {
-            return Err(crate::limits::too_many_sessions(
-                limit,
-                self.config.session_ttl,
-            ));
-        }
-        self.note_principal(scope).await?;
+        self.may_make_session(scope).await?;
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
         let mut session = self.open_session(scope, &id).lock_owned().await;
         session.loaded = true;

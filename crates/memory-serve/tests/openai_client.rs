@@ -75,32 +75,37 @@ async fn start(config: ServeConfig) -> String {
 
 /// Runs the agent loop; the client's conversation and the session of each
 /// call.
-async fn agent_loop(
-    python: &Path,
-    base_url: &str,
-    out: &Path,
-    stream: bool,
-) -> (Vec<Message>, Vec<String>) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/agent_loop.py");
+/// Runs `script` (in `tests/python`) with `args` and reads the JSON it
+/// writes to `out`, its last argument.
+async fn run_script(python: &Path, script: &str, args: Vec<String>, out: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
     let mut command = Command::new(python);
-    command
-        .arg(script)
-        .arg(base_url)
-        .arg(STEPS.to_string())
-        .arg(out);
-    if stream {
-        command.arg("--stream");
-    }
+    command.arg(script).args(args).arg(out);
     let output = tokio::task::spawn_blocking(move || command.output())
         .await
         .unwrap()
         .unwrap();
     assert!(
         output.status.success(),
-        "the agent loop failed:\n{}",
+        "the script failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let result: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+async fn agent_loop(
+    python: &Path,
+    base_url: &str,
+    out: &Path,
+    stream: bool,
+) -> (Vec<Message>, Vec<String>) {
+    let mut args = vec![base_url.to_string(), STEPS.to_string()];
+    if stream {
+        args.push("--stream".into());
+    }
+    let result = run_script(python, "agent_loop.py", args, out).await;
     let messages = wire::from_value(&result["messages"]).unwrap();
     let sessions = result["sessions"]
         .as_array()
@@ -206,22 +211,8 @@ async fn two_keys_through_the_openai_package_see_only_their_own() {
         .with_keys(keys);
     let server = start(config).await;
     let out = dir.path().join("two-keys.json");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/two_keys.py");
-    let mut command = Command::new(&python);
-    command
-        .arg(script)
-        .args([&server, "sk-alice", "sk-bob"])
-        .arg(&out);
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the clients failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    let args = vec![server.clone(), "sk-alice".into(), "sk-bob".into()];
+    let r = run_script(&python, "two_keys.py", args, &out).await;
     let alices = r["alice"]["session"].as_str().unwrap();
     // Bob naming Alice's session gets a session of his own by that name;
     // her history and her opening start sessions of his own.

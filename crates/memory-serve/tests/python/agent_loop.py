@@ -1,7 +1,7 @@
 """A tool-calling agent loop written as users write them with the `openai`
 package, pointed at `memory serve`.
 
-    python agent_loop.py BASE_URL STEPS OUT.json [--stream]
+    python agent_loop.py BASE_URL STEPS [--stream] OUT.json
 
 It asks the model to work through a task in STEPS steps, runs each tool
 call it gets (every result starts "step K of N:" and carries a long
@@ -73,8 +73,9 @@ def as_dict(message):
 
 
 def main():
-    base_url, steps, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    stream = "--stream" in sys.argv[4:]
+    stream = "--stream" in sys.argv[1:]
+    base_url, steps, out = [a for a in sys.argv[1:] if a != "--stream"][:3]
+    steps = int(steps)
     client = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
     messages = [
         {"role": "system", "content": "You are a careful agent. Use the step tool."},

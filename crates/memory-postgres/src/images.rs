@@ -19,12 +19,12 @@ const READ: &str = "SELECT digest, data FROM memory_images WHERE tenant = $1 AND
 /// Of the distinct images a write names (by digest), those the tenant's
 /// table does not hold yet, as the arrays a write's `UNNEST` takes:
 /// digests and bytes. An image another writer stores meanwhile is skipped
-/// by the write's `ON CONFLICT DO NOTHING`.
-pub(crate) async fn missing(
+/// by the write's `ON CONFLICT DO NOTHING`. No images, no query.
+pub(crate) async fn missing<'i>(
     client: &impl GenericClient,
     key: &Key,
-    images: BTreeMap<String, Vec<u8>>,
-) -> Result<(Vec<String>, Vec<Vec<u8>>), StoreError> {
+    images: &'i BTreeMap<String, Vec<u8>>,
+) -> Result<(Vec<&'i str>, Vec<&'i [u8]>), StoreError> {
     if images.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
@@ -37,8 +37,9 @@ pub(crate) async fn missing(
         .map(|row| row.try_get(0).map_err(backend))
         .collect::<Result<_, _>>()?;
     Ok(images
-        .into_iter()
-        .filter(|(digest, _)| !held.contains(digest))
+        .iter()
+        .filter(|(digest, _)| !held.contains(digest.as_str()))
+        .map(|(digest, data)| (digest.as_str(), data.as_slice()))
         .unzip())
 }
 

@@ -85,6 +85,7 @@ mod images;
 mod schema;
 mod store;
 mod tls;
+mod write;
 
 pub use schema::SCHEMA_VERSION;
 pub use store::{DEFAULT_MAX_CONNECTIONS, PostgresStore};

@@ -7,15 +7,16 @@ use std::time::Duration;
 use deadpool_postgres::{
     Client, Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime,
 };
-use memory_core::{Message, Snapshot, Store, StoreError, StoredMessage, Version};
+use memory_core::{Message, Snapshot, Store, StoreError, StoreWrite, StoredMessage, Version};
 use tokio_postgres::config::Host;
 use tokio_postgres::{Config, IsolationLevel};
 
 use crate::error::backend;
-use crate::images::{missing, read_images};
+use crate::images::read_images;
 use crate::schema;
 use crate::tls;
-use memory_store_support::{Key, Row, assemble, decode_all, to_i64, to_u64};
+use crate::write::{Columns, Encoded, append_on, none_committed, replace_on, write_in};
+use memory_store_support::{Key, Row, assemble, decode_all, to_u64};
 
 /// Connections a store opens at most unless told otherwise.
 ///
@@ -23,77 +24,6 @@ use memory_store_support::{Key, Row, assemble, decode_all, to_i64, to_u64};
 /// assert_eq!(memory_postgres::DEFAULT_MAX_CONNECTIONS, 16);
 /// ```
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16;
-
-/// One statement: bump the session's version and length under its row
-/// lock, then write the messages at the positions that lock reserved, and
-/// the images they name that were not stored yet. The lock is held to the
-/// commit, so positions follow the commit order.
-const APPEND: &str = "\
-WITH bumped AS (
-    INSERT INTO memory_sessions AS s (tenant, session, version, length, generation, base)
-    VALUES ($1, $2, 1, $3, 0, 0)
-    ON CONFLICT (tenant, session)
-    DO UPDATE SET version = s.version + 1, length = s.length + $3
-    RETURNING version, length
-), written AS (
-    INSERT INTO memory_messages (tenant, session, seq, body, tokens, protected, version)
-    SELECT $1, $2, bumped.length - $3 + m.ord, m.body, m.tokens, m.protected, bumped.version
-    FROM bumped,
-         UNNEST($4::text[], $5::bigint[], $6::boolean[]) WITH ORDINALITY AS m(body, tokens, protected, ord)
-), imaged AS (
-    INSERT INTO memory_images (tenant, digest, data)
-    SELECT $1, i.digest, i.data
-    FROM bumped, UNNEST($7::text[], $8::bytea[]) AS i(digest, data)
-    ON CONFLICT (tenant, digest) DO NOTHING
-)
-SELECT version FROM bumped";
-
-/// One statement: move the session to its next generation only if no
-/// compaction came after the version the caller read (and the session got
-/// there), record the compaction and write the new view. The new view
-/// continues in the history where the history was at that version (the
-/// last message whose append produced a version no later), so what was
-/// appended since follows it, and the view's images not stored yet are
-/// written. No row back means another compaction came first; then nothing
-/// was written.
-///
-/// Every message appended up to the version the caller read was committed
-/// before this statement began, and every later one carries a later
-/// version, so the statement's snapshot finds the right position even when
-/// it waits for the session's row lock.
-const COMPACT: &str = "\
-WITH bumped AS (
-    UPDATE memory_sessions AS s
-    SET version = s.version + 1, generation = s.generation + 1, compacted = s.version + 1,
-        base = COALESCE((
-            SELECT m.seq FROM memory_messages m
-            WHERE m.tenant = $1 AND m.session = $2 AND m.seq > s.base AND m.version <= $3
-            ORDER BY m.seq DESC LIMIT 1
-        ), s.base)
-    WHERE s.tenant = $1 AND s.session = $2 AND s.compacted <= $3 AND s.version >= $3
-    RETURNING s.version, s.generation, s.base
-), recorded AS (
-    INSERT INTO memory_compactions (tenant, session, generation, base, version)
-    SELECT $1, $2, generation, base, version FROM bumped
-), viewed AS (
-    INSERT INTO memory_view_messages (tenant, session, generation, pos, body, tokens, protected)
-    SELECT $1, $2, bumped.generation, m.ord - 1, m.body, m.tokens, m.protected
-    FROM bumped,
-         UNNEST($4::text[], $5::bigint[], $6::boolean[]) WITH ORDINALITY AS m(body, tokens, protected, ord)
-), imaged AS (
-    INSERT INTO memory_images (tenant, digest, data)
-    SELECT $1, i.digest, i.data
-    FROM bumped, UNNEST($7::text[], $8::bytea[]) AS i(digest, data)
-    ON CONFLICT (tenant, digest) DO NOTHING
-)
-SELECT version FROM bumped";
-
-/// Makes a session that was never written exist at version 0, so that a
-/// compaction against version 0 has a row to lock.
-const CREATE_EMPTY: &str = "\
-INSERT INTO memory_sessions (tenant, session, version, length, generation, base)
-VALUES ($1, $2, 0, 0, 0, 0)
-ON CONFLICT (tenant, session) DO NOTHING";
 
 /// One statement, so one snapshot: the version (part 0), the committed
 /// view (part 1) and the messages appended since (part 2).
@@ -114,8 +44,6 @@ SELECT 2, m.seq, m.body, m.tokens, m.protected, s.version
 FROM s JOIN memory_messages m
   ON m.tenant = $1 AND m.session = $2 AND m.seq > s.base AND m.seq <= s.length
 ORDER BY part, ord";
-
-const VERSION: &str = "SELECT version FROM memory_sessions WHERE tenant = $1 AND session = $2";
 
 const HISTORY: &str = "SELECT body, tokens, protected FROM memory_messages \
      WHERE tenant = $1 AND session = $2 ORDER BY seq";
@@ -146,7 +74,12 @@ ORDER BY seq";
 /// since the version it was computed from (they follow its view) and
 /// commits unless another compaction came after that version: when two
 /// workers compact one session at once, one commits and the other gets
-/// [`StoreError::Conflict`] with nothing written.
+/// [`StoreError::Conflict`] with nothing written. [`Store::write_all`]
+/// runs its writes in one transaction, each in a savepoint of its own: a
+/// write that fails is rolled back alone, and the others commit together.
+/// Each of its writes holds its session's row lock to that commit: two
+/// calls writing the same sessions in opposite orders can deadlock, and
+/// PostgreSQL then fails a write of one of them (answered with its error).
 ///
 /// The schema (tables `memory_sessions`, `memory_messages`,
 /// `memory_compactions`, `memory_view_messages`, `memory_images`, versioned in
@@ -366,34 +299,6 @@ fn describe(config: &Config) -> String {
     )
 }
 
-/// Column arrays for `UNNEST`, and the distinct images the rows name.
-struct Columns {
-    bodies: Vec<String>,
-    tokens: Vec<i64>,
-    protected: Vec<bool>,
-    images: BTreeMap<String, Vec<u8>>,
-}
-
-impl Columns {
-    fn encode(messages: &[StoredMessage]) -> Result<Self, StoreError> {
-        let mut columns = Self {
-            bodies: Vec::with_capacity(messages.len()),
-            tokens: Vec::with_capacity(messages.len()),
-            protected: Vec::with_capacity(messages.len()),
-            images: BTreeMap::new(),
-        };
-        for row in Row::encode_all(messages)? {
-            columns.bodies.push(row.body);
-            columns.tokens.push(row.tokens);
-            columns.protected.push(row.protected);
-            for blob in row.images {
-                columns.images.insert(blob.digest, blob.data);
-            }
-        }
-        Ok(columns)
-    }
-}
-
 fn row_of(row: &tokio_postgres::Row, first: usize) -> Result<Row, StoreError> {
     Ok(Row {
         body: row.try_get(first).map_err(backend)?,
@@ -443,28 +348,9 @@ impl Store for PostgresStore {
         messages: Vec<StoredMessage>,
     ) -> Result<Version, StoreError> {
         let key = self.key(session)?;
-        let mut columns = Columns::encode(&messages)?;
-        let count = to_i64(messages.len() as u64, "message count")?;
+        let columns = Columns::encode(&messages)?;
         let client = self.client().await?;
-        let (digests, images) = missing(&client, &key, std::mem::take(&mut columns.images)).await?;
-        let statement = client.prepare_cached(APPEND).await.map_err(backend)?;
-        let row = client
-            .query_one(
-                &statement,
-                &[
-                    &key.tenant,
-                    &key.session,
-                    &count,
-                    &columns.bodies,
-                    &columns.tokens,
-                    &columns.protected,
-                    &digests,
-                    &images,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        to_u64(row.try_get(0).map_err(backend)?, "version")
+        append_on(&client, &key, &columns).await
     }
 
     async fn replace_view(
@@ -474,52 +360,36 @@ impl Store for PostgresStore {
         view: Vec<StoredMessage>,
     ) -> Result<Version, StoreError> {
         let key = self.key(session)?;
-        let mut columns = Columns::encode(&view)?;
-        let expected_column = to_i64(expected, "version")?;
+        let columns = Columns::encode(&view)?;
         let client = self.client().await?;
-        let (digests, images) = missing(&client, &key, std::mem::take(&mut columns.images)).await?;
-        if expected == 0 {
-            let statement = client.prepare_cached(CREATE_EMPTY).await.map_err(backend)?;
-            client
-                .execute(&statement, &[&key.tenant, &key.session])
-                .await
-                .map_err(backend)?;
+        replace_on(&client, &key, expected, &columns).await
+    }
+
+    async fn write_all(&self, writes: Vec<StoreWrite>) -> Vec<Result<Version, StoreError>> {
+        let writes: Vec<_> = writes
+            .iter()
+            .map(|write| Encoded::new(self.tenant.as_deref(), write))
+            .collect();
+        if writes.iter().all(Result::is_err) {
+            return writes
+                .into_iter()
+                .filter_map(Result::err)
+                .map(Err)
+                .collect();
         }
-        let statement = client.prepare_cached(COMPACT).await.map_err(backend)?;
-        let row = client
-            .query_opt(
-                &statement,
-                &[
-                    &key.tenant,
-                    &key.session,
-                    &expected_column,
-                    &columns.bodies,
-                    &columns.tokens,
-                    &columns.protected,
-                    &digests,
-                    &images,
-                ],
-            )
-            .await
-            .map_err(backend)?;
-        if let Some(row) = row {
-            return to_u64(row.try_get(0).map_err(backend)?, "version");
-        }
-        let statement = client.prepare_cached(VERSION).await.map_err(backend)?;
-        let actual = match client
-            .query_opt(&statement, &[&key.tenant, &key.session])
-            .await
-            .map_err(backend)?
-        {
-            Some(row) => to_u64(row.try_get(0).map_err(backend)?, "version")?,
-            None => 0,
+        let mut client = match self.client().await {
+            Ok(client) => client,
+            Err(e) => return none_committed(writes, &e),
         };
-        tracing::debug!(session, expected, actual, "compaction lost a race");
-        Err(StoreError::Conflict {
-            session: key.session,
-            expected,
-            actual,
-        })
+        let tx = match client.transaction().await {
+            Ok(tx) => tx,
+            Err(e) => return none_committed(writes, &backend(e)),
+        };
+        let answers = write_in(&tx, writes).await;
+        match tx.commit().await {
+            Ok(()) => answers,
+            Err(e) => none_committed(answers, &backend(e)),
+        }
     }
 
     async fn history(&self, session: &str) -> Result<Vec<Message>, StoreError> {

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memory_core::test_util::POSTGRES;
-use memory_core::{Message, Store, StoredMessage};
+use memory_core::{
+    ContentBlock, ImageContent, Message, Snapshot, Store, StoreError, StoreWrite, StoredMessage,
+};
 use memory_postgres::{PostgresStore, SCHEMA_VERSION};
 
 /// The server's URL; a notice and `None` when it is unset (a failure under
@@ -109,6 +111,183 @@ async fn a_newer_schema_is_refused() {
         .unwrap();
     let err = PostgresStore::connect(&scratch.url).await.unwrap_err();
     assert!(err.to_string().contains("upgrade memory-postgres"), "{err}");
+    scratch.drop().await;
+}
+
+/// `write_all` commits its writes in one transaction, and a write that
+/// fails in the database (here a check the test adds refuses one message)
+/// is rolled back alone: the writes before and after it commit, the
+/// session it wrote to is left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_commit_in_one_transaction_and_one_that_fails_is_rolled_back_alone() {
+    let Some(url) = url() else { return };
+    let scratch = Scratch::new(&url).await;
+    let store = PostgresStore::connect_with(&scratch.url, 2).await.unwrap();
+    // Which transaction wrote each message, and a message the database
+    // refuses.
+    scratch
+        .client
+        .batch_execute(&format!(
+            "SET search_path = {0};
+             CREATE TABLE written (session text, xid bigint);
+             CREATE FUNCTION note_xid() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN INSERT INTO written VALUES (NEW.session, txid_current()); RETURN NEW; END $$;
+             CREATE TRIGGER note_xid AFTER INSERT ON memory_messages
+                 FOR EACH ROW EXECUTE FUNCTION note_xid();
+             ALTER TABLE memory_messages ADD CONSTRAINT refused CHECK (body NOT LIKE '%refused%');",
+            scratch.name
+        ))
+        .await
+        .unwrap();
+    let m = |t: &str| StoredMessage::new(Message::user(t), 1, false);
+    let append = |session: &str, text: &str| StoreWrite::Append {
+        session: session.into(),
+        messages: vec![m(text)],
+    };
+    let answers = store
+        .write_all(vec![
+            append("a", "a1"),
+            append("b", "refused"),
+            append("c", "c1"),
+            append("a", "a2"),
+        ])
+        .await;
+    assert_eq!(answers[0].as_ref().ok(), Some(&1));
+    assert!(
+        matches!(&answers[1], Err(StoreError::Backend(e)) if e.contains("refused")),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(answers[2].as_ref().ok(), Some(&1));
+    assert_eq!(answers[3].as_ref().ok(), Some(&2));
+    assert_eq!(
+        store.load("a").await.unwrap().messages,
+        vec![m("a1"), m("a2")]
+    );
+    assert_eq!(store.load("b").await.unwrap(), Snapshot::default());
+    assert_eq!(store.load("c").await.unwrap().version, 1);
+    let transactions = |sessions: &'static str| {
+        let client = &scratch.client;
+        async move {
+            let query =
+                format!("SELECT count(DISTINCT xid) FROM written WHERE session IN ({sessions})");
+            client
+                .query_one(&query, &[])
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    };
+    assert_eq!(transactions("'a', 'c'").await, 1);
+    // Alone, each append is a transaction of its own.
+    store.append("d", vec![m("d1")]).await.unwrap();
+    store.append("d", vec![m("d2")]).await.unwrap();
+    assert_eq!(transactions("'d'").await, 2);
+    drop(store);
+    scratch.drop().await;
+}
+
+/// `write_all` stores each distinct image its writes name once, with the
+/// writes that name it: a refused write leaves none of its images behind,
+/// images named by several writes of one call are stored once, and every
+/// message reads back with its images.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_all_stores_each_image_once_and_reads_it_back() {
+    let Some(url) = url() else { return };
+    let scratch = Scratch::new(&url).await;
+    let store = PostgresStore::connect_with(&scratch.url, 2).await.unwrap();
+    scratch
+        .client
+        .batch_execute(&format!(
+            "ALTER TABLE {}.memory_messages ADD CONSTRAINT refused CHECK (body NOT LIKE '%refused%')",
+            scratch.name
+        ))
+        .await
+        .unwrap();
+    let pictured =
+        |text: &str, images: &[u8]| {
+            let mut blocks = vec![ContentBlock::Text(text.into())];
+            blocks.extend(images.iter().map(|&byte| {
+                ContentBlock::Image(ImageContent::new("image/png", vec![byte; 4096]))
+            }));
+            StoredMessage::new(Message::user_blocks(blocks), 1, false)
+        };
+    let write = |session: &str, message: StoredMessage| StoreWrite::Append {
+        session: session.into(),
+        messages: vec![message],
+    };
+    let versions = |answers: &[Result<u64, StoreError>]| {
+        answers
+            .iter()
+            .map(|answer| answer.as_ref().ok().copied())
+            .collect::<Vec<_>>()
+    };
+
+    // Sessions of their own, one write refused.
+    let answers = store
+        .write_all(vec![
+            write("a", pictured("a1", &[1])),
+            write("b", pictured("refused", &[9])),
+            write("c", pictured("c1", &[1, 2])),
+        ])
+        .await;
+    assert_eq!(versions(&answers), vec![Some(1), None, Some(1)]);
+    // Sessions of their own, a view replaced, an image new to two writes.
+    let answers = store
+        .write_all(vec![
+            write("a", pictured("a2", &[2])),
+            StoreWrite::Replace {
+                session: "c".into(),
+                expected: 1,
+                view: vec![pictured("c view", &[1, 3])],
+            },
+            write("d", pictured("d1", &[3])),
+        ])
+        .await;
+    assert_eq!(versions(&answers), vec![Some(2), Some(2), Some(1)]);
+    // A session written twice.
+    let answers = store
+        .write_all(vec![
+            write("a", pictured("a3", &[1])),
+            write("a", pictured("a4", &[4, 4])),
+        ])
+        .await;
+    assert_eq!(versions(&answers), vec![Some(3), Some(4)]);
+
+    let a = vec![
+        pictured("a1", &[1]),
+        pictured("a2", &[2]),
+        pictured("a3", &[1]),
+        pictured("a4", &[4, 4]),
+    ];
+    assert_eq!(store.load("a").await.unwrap().messages, a);
+    assert_eq!(store.load("b").await.unwrap(), Snapshot::default());
+    assert_eq!(
+        store.load("c").await.unwrap().messages,
+        vec![pictured("c view", &[1, 3])]
+    );
+    assert_eq!(
+        store.history("c").await.unwrap(),
+        vec![pictured("c1", &[1, 2]).message]
+    );
+    assert_eq!(
+        store.load("d").await.unwrap().messages,
+        vec![pictured("d1", &[3])]
+    );
+    let held: i64 = scratch
+        .client
+        .query_one(
+            &format!("SELECT count(*) FROM {}.memory_images", scratch.name),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        held, 4,
+        "images 1, 2, 3 and 4, each once; not the refused 9"
+    );
+    drop(store);
     scratch.drop().await;
 }
 

@@ -16,17 +16,25 @@ const HELD: &str = "SELECT digest FROM memory_images WHERE tenant = $1 AND diges
 /// The bytes of some digests.
 const READ: &str = "SELECT digest, data FROM memory_images WHERE tenant = $1 AND digest = ANY($2)";
 
+/// Of a write's images, those the tenant's table lacks, as the arrays the
+/// write's `UNNEST` takes: digests and bytes.
+#[derive(Default)]
+pub(crate) struct Lacking<'i> {
+    pub(crate) digests: Vec<&'i str>,
+    pub(crate) data: Vec<&'i [u8]>,
+}
+
 /// Of the distinct images a write names (by digest), those the tenant's
-/// table does not hold yet, as the arrays a write's `UNNEST` takes:
-/// digests and bytes. An image another writer stores meanwhile is skipped
-/// by the write's `ON CONFLICT DO NOTHING`. No images, no query.
+/// table does not hold yet. An image another writer stores meanwhile is
+/// skipped by the write's `ON CONFLICT DO NOTHING`; one held stays held
+/// (images are never deleted). No images, no query.
 pub(crate) async fn missing<'i>(
     client: &impl GenericClient,
     key: &Key,
     images: &'i BTreeMap<String, Vec<u8>>,
-) -> Result<(Vec<&'i str>, Vec<&'i [u8]>), StoreError> {
+) -> Result<Lacking<'i>, StoreError> {
     if images.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok(Lacking::default());
     }
     let digests: Vec<&str> = images.keys().map(String::as_str).collect();
     let held: BTreeSet<String> = client
@@ -36,11 +44,12 @@ pub(crate) async fn missing<'i>(
         .iter()
         .map(|row| row.try_get(0).map_err(backend))
         .collect::<Result<_, _>>()?;
-    Ok(images
+    let (digests, data) = images
         .iter()
         .filter(|(digest, _)| !held.contains(digest.as_str()))
         .map(|(digest, data)| (digest.as_str(), data.as_slice()))
-        .unzip())
+        .unzip();
+    Ok(Lacking { digests, data })
 }
 
 /// Gives `rows` the bytes of the images they name, read from the

@@ -15,7 +15,7 @@ use crate::error::backend;
 use crate::images::read_images;
 use crate::schema;
 use crate::tls;
-use crate::write::{Columns, Encoded, append_on, none_committed, replace_on, write_in};
+use crate::write::{self, Columns, Encoded, append_on, none_committed, replace_on};
 use memory_store_support::{Key, Row, assemble, decode_all, to_u64};
 
 /// Connections a store opens at most unless told otherwise.
@@ -75,8 +75,10 @@ ORDER BY seq";
 /// commits unless another compaction came after that version: when two
 /// workers compact one session at once, one commits and the other gets
 /// [`StoreError::Conflict`] with nothing written. [`Store::write_all`]
-/// runs its writes in one transaction, each in a savepoint of its own: a
-/// write that fails is rolled back alone, and the others commit together.
+/// commits its writes in one transaction, sent in one round trip when
+/// each is one statement on a session of its own; should one fail in the
+/// database, they run again each in a savepoint of its own, so that a
+/// write that fails is rolled back alone and the others commit together.
 /// Each of its writes holds its session's row lock to that commit: two
 /// calls writing the same sessions in opposite orders can deadlock, and
 /// PostgreSQL then fails a write of one of them (answered with its error).
@@ -377,18 +379,9 @@ impl Store for PostgresStore {
                 .map(Err)
                 .collect();
         }
-        let mut client = match self.client().await {
-            Ok(client) => client,
-            Err(e) => return none_committed(writes, &e),
-        };
-        let tx = match client.transaction().await {
-            Ok(tx) => tx,
-            Err(e) => return none_committed(writes, &backend(e)),
-        };
-        let answers = write_in(&tx, writes).await;
-        match tx.commit().await {
-            Ok(()) => answers,
-            Err(e) => none_committed(answers, &backend(e)),
+        match self.client().await {
+            Ok(client) => write::write_all(client, writes).await,
+            Err(e) => none_committed(writes, &e),
         }
     }
 

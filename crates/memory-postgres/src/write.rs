@@ -3,22 +3,30 @@
 //!
 //! Each write runs its SQL through a [`GenericClient`]: a connection, where
 //! every statement is a transaction of its own ([`Store::append`] and
-//! [`Store::replace_view`] alone), or an open transaction, where a write
-//! has a savepoint of its own so that one that fails is rolled back alone.
-//! A write whose messages hold images first asks which of them the
-//! tenant's table lacks ([`missing`]); its statement stores those.
+//! [`Store::replace_view`] alone), or an open transaction. A write whose
+//! messages hold images first asks which of them the tenant's table lacks
+//! ([`missing`]); its statement stores those.
+//!
+//! Several writes commit in one transaction. When each is one statement
+//! on a session of its own (appends, and views replaced against a version
+//! past 0), the transaction's begin, the writes and its commit go in one
+//! round trip ([`in_one_trip`]), after the questions of the writes that
+//! hold images. Should a write fail in the database (the transaction is
+//! then rolled back whole), or the writes not go so, they run in one
+//! transaction each in a savepoint of its own ([`with_savepoints`]): a
+//! write that fails is rolled back alone.
 //!
 //! [`Store::append`]: memory_core::Store::append
 //! [`Store::replace_view`]: memory_core::Store::replace_view
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
-use deadpool_postgres::{GenericClient, Transaction};
+use deadpool_postgres::{Client, GenericClient, Object, Transaction};
 use memory_core::{StoreError, StoreWrite, StoredMessage, Version};
 use memory_store_support::{Key, Row, to_i64, to_u64};
 
 use crate::error::backend;
-use crate::images::missing;
+use crate::images::{Lacking, missing};
 
 /// One statement: bump the session's version and length under its row
 /// lock, then write the messages at the positions that lock reserved, and
@@ -93,6 +101,12 @@ ON CONFLICT (tenant, session) DO NOTHING";
 
 const VERSION: &str = "SELECT version FROM memory_sessions WHERE tenant = $1 AND session = $2";
 
+/// Commits the transaction only if no statement in it failed: in one that
+/// failed, `SELECT 1` fails and the rest of the string is not run. (A
+/// plain `COMMIT` of such a transaction rolls it back without an error, so
+/// the caller could not tell whether it committed.)
+const COMMIT_IF_SOUND: &str = "SELECT 1; COMMIT";
+
 /// Column arrays for `UNNEST`, and the distinct images the rows name.
 pub(crate) struct Columns {
     bodies: Vec<String>,
@@ -129,8 +143,19 @@ pub(crate) async fn append_on(
     key: &Key,
     columns: &Columns,
 ) -> Result<Version, StoreError> {
+    let lacking = missing(client, key, &columns.images).await?;
+    append_lacking(client, key, columns, &lacking).await
+}
+
+/// [`append_on`], the images the tenant lacks known: one statement, sent
+/// when first polled if `client` has it prepared.
+async fn append_lacking(
+    client: &impl GenericClient,
+    key: &Key,
+    columns: &Columns,
+    lacking: &Lacking<'_>,
+) -> Result<Version, StoreError> {
     let count = to_i64(columns.bodies.len() as u64, "message count")?;
-    let (digests, images) = missing(client, key, &columns.images).await?;
     let statement = client.prepare_cached(APPEND).await.map_err(backend)?;
     let row = client
         .query_one(
@@ -142,8 +167,8 @@ pub(crate) async fn append_on(
                 &columns.bodies,
                 &columns.tokens,
                 &columns.protected,
-                &digests,
-                &images,
+                &lacking.digests,
+                &lacking.data,
             ],
         )
         .await
@@ -162,8 +187,21 @@ pub(crate) async fn replace_on(
     expected: Version,
     columns: &Columns,
 ) -> Result<Version, StoreError> {
+    let lacking = missing(client, key, &columns.images).await?;
+    replace_lacking(client, key, expected, columns, &lacking).await
+}
+
+/// [`replace_on`], the images the tenant lacks known: against a version
+/// past 0, one statement (and a read of the version should it conflict),
+/// sent when first polled if `client` has it prepared.
+async fn replace_lacking(
+    client: &impl GenericClient,
+    key: &Key,
+    expected: Version,
+    columns: &Columns,
+    lacking: &Lacking<'_>,
+) -> Result<Version, StoreError> {
     let expected_column = to_i64(expected, "version")?;
-    let (digests, images) = missing(client, key, &columns.images).await?;
     if expected == 0 {
         let statement = client.prepare_cached(CREATE_EMPTY).await.map_err(backend)?;
         client
@@ -182,8 +220,8 @@ pub(crate) async fn replace_on(
                 &columns.bodies,
                 &columns.tokens,
                 &columns.protected,
-                &digests,
-                &images,
+                &lacking.digests,
+                &lacking.data,
             ],
         )
         .await
@@ -243,6 +281,178 @@ impl Encoded {
             }
         }
     }
+
+    /// As [`run`](Self::run), the images the tenant lacks known.
+    async fn run_lacking(
+        &self,
+        client: &impl GenericClient,
+        lacking: &Lacking<'_>,
+    ) -> Result<Version, StoreError> {
+        match self {
+            Self::Append(key, columns) => append_lacking(client, key, columns, lacking).await,
+            Self::Replace(key, expected, columns) => {
+                replace_lacking(client, key, *expected, columns, lacking).await
+            }
+        }
+    }
+
+    /// Prepares the write's statement on `client` (once per connection)
+    /// and asks which of its images the tenant lacks, so that its
+    /// statement is sent when [`run_lacking`](Self::run_lacking) is first
+    /// polled. The write must be one statement ([`one_statement_each`]).
+    async fn ready(&self, client: &Client) -> Result<Lacking<'_>, StoreError> {
+        let (sql, key, columns) = match self {
+            Self::Append(key, columns) => (APPEND, key, columns),
+            Self::Replace(key, _, columns) => (COMPACT, key, columns),
+        };
+        client.prepare_cached(sql).await.map_err(backend)?;
+        missing(client, key, &columns.images).await
+    }
+}
+
+/// Answers `writes` (each checked and encoded, or refused with its error)
+/// on `client`, in order: one write alone as [`append_on`] or
+/// [`replace_on`] would; several in one transaction, in one round trip
+/// when they can go so, else (or when one of them fails in the database)
+/// each in a savepoint of its own.
+pub(crate) async fn write_all(
+    mut client: Client,
+    writes: Vec<Result<Encoded, StoreError>>,
+) -> Vec<Result<Version, StoreError>> {
+    if writes.iter().filter(|write| write.is_ok()).count() == 1 {
+        let mut answers = Vec::with_capacity(writes.len());
+        for write in &writes {
+            answers.push(answer(&client, write).await);
+        }
+        return answers;
+    }
+    if one_statement_each(&writes) {
+        client = match in_one_trip(client, &writes).await {
+            Ok(answers) => return answers,
+            Err(client) => client,
+        };
+    }
+    with_savepoints(&mut client, writes).await
+}
+
+/// Whether each of `writes` is one statement (an append, or a view
+/// replaced against a version past 0: against 0 the session is made
+/// first) on a session no other of them writes.
+fn one_statement_each(writes: &[Result<Encoded, StoreError>]) -> bool {
+    let mut sessions = HashSet::new();
+    writes.iter().flatten().all(|write| match write {
+        Encoded::Append(key, _) => sessions.insert((&key.tenant, &key.session)),
+        Encoded::Replace(key, expected, _) => {
+            *expected != 0 && sessions.insert((&key.tenant, &key.session))
+        }
+    })
+}
+
+/// A connection inside a transaction not known to have ended. Dropped so
+/// (the caller stopped waiting), it is closed, which rolls the transaction
+/// back, instead of going back to the pool.
+struct Begun(Option<Client>);
+
+impl Drop for Begun {
+    fn drop(&mut self) {
+        if let Some(client) = self.0.take() {
+            drop(Object::take(client));
+        }
+    }
+}
+
+/// Sends the transaction's begin, `writes` and its commit before reading
+/// any answer, so that they cost one round trip (after one question per
+/// write that holds images: which of them the tenant lacks); the answers
+/// follow the order of `writes`. Each write must be one statement on a
+/// session of its own ([`one_statement_each`]): a view replaced that
+/// conflicts reads the session's version after the commit, as
+/// [`replace_on`] alone does.
+///
+/// `Err` gives the connection back when a write failed in the database:
+/// nothing was committed, and the transaction was rolled back.
+async fn in_one_trip(
+    client: Client,
+    writes: &[Result<Encoded, StoreError>],
+) -> Result<Vec<Result<Version, StoreError>>, Client> {
+    // Each statement prepared and its images asked for first, so that every
+    // statement is sent when its write is first polled.
+    let mut lacking = Vec::with_capacity(writes.len());
+    for write in writes {
+        match write {
+            Ok(write) => match write.ready(&client).await {
+                Ok(ready) => lacking.push(ready),
+                Err(e) => {
+                    let writes = writes.iter().map(|w| w.as_ref().map_err(StoreError::clone));
+                    return Ok(none_committed(writes, &e));
+                }
+            },
+            Err(_) => lacking.push(Lacking::default()),
+        }
+    }
+    let mut begun = Begun(Some(client));
+    let client = begun.0.as_ref().expect("the connection is held");
+    // `join!` and `join_all` poll in order, and a statement is sent when
+    // first polled: the begin, the writes, then the commit.
+    let (_, answers, committed) = futures::join!(
+        client.batch_execute("BEGIN"),
+        futures::future::join_all(
+            writes
+                .iter()
+                .zip(&lacking)
+                .map(|(write, lacking)| answer_lacking(client, write, lacking))
+        ),
+        client.batch_execute(COMMIT_IF_SOUND)
+    );
+    if committed.is_ok() {
+        drop(begun.0.take());
+        return Ok(answers);
+    }
+    if let Err(e) = client.batch_execute("ROLLBACK").await {
+        return Ok(none_committed(answers, &backend(e)));
+    }
+    Err(begun.0.take().expect("the connection is held"))
+}
+
+/// The answer of `write`, run on `client` or refused.
+async fn answer(
+    client: &Client,
+    write: &Result<Encoded, StoreError>,
+) -> Result<Version, StoreError> {
+    match write {
+        Ok(write) => write.run(client).await,
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// The answer of `write`, run on `client` with the images the tenant
+/// lacks known, or refused.
+async fn answer_lacking(
+    client: &Client,
+    write: &Result<Encoded, StoreError>,
+    lacking: &Lacking<'_>,
+) -> Result<Version, StoreError> {
+    match write {
+        Ok(write) => write.run_lacking(client, lacking).await,
+        Err(e) => Err(e.clone()),
+    }
+}
+
+/// Runs `writes` in one transaction, each in a savepoint of its own, and
+/// commits.
+async fn with_savepoints(
+    client: &mut Client,
+    writes: Vec<Result<Encoded, StoreError>>,
+) -> Vec<Result<Version, StoreError>> {
+    let tx = match client.transaction().await {
+        Ok(tx) => tx,
+        Err(e) => return none_committed(writes, &backend(e)),
+    };
+    let answers = write_in(&tx, writes).await;
+    match tx.commit().await {
+        Ok(()) => answers,
+        Err(e) => none_committed(answers, &backend(e)),
+    }
 }
 
 /// Runs `writes` in order in `tx`, each in a savepoint of its own: a write
@@ -253,7 +463,7 @@ impl Encoded {
 /// A savepoint is opened in the same round trip as its write's first
 /// statement and never released (its work commits with `tx`), so a write
 /// costs the round trips of its statements alone.
-pub(crate) async fn write_in(
+async fn write_in(
     tx: &Transaction<'_>,
     writes: Vec<Result<Encoded, StoreError>>,
 ) -> Vec<Result<Version, StoreError>> {
@@ -291,7 +501,7 @@ async fn in_savepoint(
 /// The answers of writes none of which committed: a write that failed on
 /// its own keeps its error, the others get `e`.
 pub(crate) fn none_committed<T>(
-    writes: Vec<Result<T, StoreError>>,
+    writes: impl IntoIterator<Item = Result<T, StoreError>>,
     e: &StoreError,
 ) -> Vec<Result<Version, StoreError>> {
     writes

@@ -114,17 +114,11 @@ async fn a_newer_schema_is_refused() {
     scratch.drop().await;
 }
 
-/// `write_all` commits its writes in one transaction, and a write that
-/// fails in the database (here a check the test adds refuses one message)
-/// is rolled back alone: the writes before and after it commit, the
-/// session it wrote to is left as it was.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn writes_commit_in_one_transaction_and_one_that_fails_is_rolled_back_alone() {
-    let Some(url) = url() else { return };
-    let scratch = Scratch::new(&url).await;
+/// A store in a scratch schema where the database refuses every message
+/// with `refused` in it, and notes which transaction wrote each message
+/// (table `written`).
+async fn refusing_store(scratch: &Scratch) -> PostgresStore {
     let store = PostgresStore::connect_with(&scratch.url, 2).await.unwrap();
-    // Which transaction wrote each message, and a message the database
-    // refuses.
     scratch
         .client
         .batch_execute(&format!(
@@ -139,11 +133,64 @@ async fn writes_commit_in_one_transaction_and_one_that_fails_is_rolled_back_alon
         ))
         .await
         .unwrap();
-    let m = |t: &str| StoredMessage::new(Message::user(t), 1, false);
-    let append = |session: &str, text: &str| StoreWrite::Append {
+    store
+}
+
+/// How many transactions wrote the messages of `sessions` (quoted, comma
+/// separated).
+async fn transactions(scratch: &Scratch, sessions: &str) -> i64 {
+    let query = format!("SELECT count(DISTINCT xid) FROM written WHERE session IN ({sessions})");
+    scratch
+        .client
+        .query_one(&query, &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+}
+
+fn m(text: &str) -> StoredMessage {
+    StoredMessage::new(Message::user(text), 1, false)
+}
+
+fn append(session: &str, text: &str) -> StoreWrite {
+    StoreWrite::Append {
         session: session.into(),
         messages: vec![m(text)],
-    };
+    }
+}
+
+fn is_refused(answer: &Result<u64, StoreError>) -> bool {
+    matches!(answer, Err(StoreError::Backend(e)) if e.contains("refused"))
+}
+
+/// `write_all` commits its writes in one transaction, and a write that
+/// fails in the database is rolled back alone: the writes before and after
+/// it commit, the session it wrote to is left as it was. Writes on
+/// sessions of their own go in one round trip (and, after a failure, again
+/// each in a savepoint); writes that share a session go each in a
+/// savepoint from the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_commit_in_one_transaction_and_one_that_fails_is_rolled_back_alone() {
+    let Some(url) = url() else { return };
+    let scratch = Scratch::new(&url).await;
+    let store = refusing_store(&scratch).await;
+
+    // Sessions of their own.
+    let answers = store
+        .write_all(vec![
+            append("e", "e1"),
+            append("f", "refused"),
+            append("g", "g1"),
+        ])
+        .await;
+    assert_eq!(answers[0].as_ref().ok(), Some(&1));
+    assert!(is_refused(&answers[1]), "{:?}", answers[1]);
+    assert_eq!(answers[2].as_ref().ok(), Some(&1));
+    assert_eq!(store.load("f").await.unwrap(), Snapshot::default());
+    assert_eq!(store.load("g").await.unwrap().messages, vec![m("g1")]);
+    assert_eq!(transactions(&scratch, "'e', 'g'").await, 1);
+
+    // A session written twice.
     let answers = store
         .write_all(vec![
             append("a", "a1"),
@@ -153,36 +200,67 @@ async fn writes_commit_in_one_transaction_and_one_that_fails_is_rolled_back_alon
         ])
         .await;
     assert_eq!(answers[0].as_ref().ok(), Some(&1));
+    assert!(is_refused(&answers[1]), "{:?}", answers[1]);
+    assert_eq!(answers[2].as_ref().ok(), Some(&1));
+    assert_eq!(answers[3].as_ref().ok(), Some(&2));
+    let a = store.load("a").await.unwrap().messages;
+    assert_eq!(a, vec![m("a1"), m("a2")]);
+    assert_eq!(store.load("b").await.unwrap(), Snapshot::default());
+    assert_eq!(transactions(&scratch, "'a', 'c'").await, 1);
+
+    // Alone, each append is a transaction of its own.
+    store.append("d", vec![m("d1")]).await.unwrap();
+    store.append("d", vec![m("d2")]).await.unwrap();
+    assert_eq!(transactions(&scratch, "'d'").await, 2);
+    drop(store);
+    scratch.drop().await;
+}
+
+/// Views replaced among writes on sessions of their own: one that
+/// conflicts is answered with the session's version and writes nothing,
+/// the others commit together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn views_replaced_among_other_writes_commit_or_conflict_alone() {
+    let Some(url) = url() else { return };
+    let scratch = Scratch::new(&url).await;
+    let store = refusing_store(&scratch).await;
+    let read = store.append("h", vec![m("h1")]).await.unwrap();
+    let replace = |expected| StoreWrite::Replace {
+        session: "h".into(),
+        expected,
+        view: vec![m("h view")],
+    };
+    let answers = store
+        .write_all(vec![append("i", "i1"), replace(9), append("j", "j1")])
+        .await;
+    assert_eq!(answers[0].as_ref().ok(), Some(&1));
     assert!(
-        matches!(&answers[1], Err(StoreError::Backend(e)) if e.contains("refused")),
+        matches!(
+            answers[1],
+            Err(StoreError::Conflict {
+                expected: 9,
+                actual: 1,
+                ..
+            })
+        ),
         "{:?}",
         answers[1]
     );
     assert_eq!(answers[2].as_ref().ok(), Some(&1));
-    assert_eq!(answers[3].as_ref().ok(), Some(&2));
+    assert_eq!(transactions(&scratch, "'i', 'j'").await, 1);
+    let answers = store
+        .write_all(vec![replace(read), append("k", "k1")])
+        .await;
+    assert_eq!(answers[0].as_ref().ok(), Some(&2));
+    assert_eq!(answers[1].as_ref().ok(), Some(&1));
     assert_eq!(
-        store.load("a").await.unwrap().messages,
-        vec![m("a1"), m("a2")]
-    );
-    assert_eq!(store.load("b").await.unwrap(), Snapshot::default());
-    assert_eq!(store.load("c").await.unwrap().version, 1);
-    let transactions = |sessions: &'static str| {
-        let client = &scratch.client;
-        async move {
-            let query =
-                format!("SELECT count(DISTINCT xid) FROM written WHERE session IN ({sessions})");
-            client
-                .query_one(&query, &[])
-                .await
-                .unwrap()
-                .get::<_, i64>(0)
+        store.load("h").await.unwrap(),
+        Snapshot {
+            messages: vec![m("h view")],
+            version: 2
         }
-    };
-    assert_eq!(transactions("'a', 'c'").await, 1);
-    // Alone, each append is a transaction of its own.
-    store.append("d", vec![m("d1")]).await.unwrap();
-    store.append("d", vec![m("d2")]).await.unwrap();
-    assert_eq!(transactions("'d'").await, 2);
+    );
+    assert_eq!(store.history("h").await.unwrap(), vec![Message::user("h1")]);
     drop(store);
     scratch.drop().await;
 }
@@ -190,20 +268,13 @@ async fn writes_commit_in_one_transaction_and_one_that_fails_is_rolled_back_alon
 /// `write_all` stores each distinct image its writes name once, with the
 /// writes that name it: a refused write leaves none of its images behind,
 /// images named by several writes of one call are stored once, and every
-/// message reads back with its images.
+/// message reads back with its images, whether the writes went in one
+/// round trip or each in a savepoint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_all_stores_each_image_once_and_reads_it_back() {
     let Some(url) = url() else { return };
     let scratch = Scratch::new(&url).await;
-    let store = PostgresStore::connect_with(&scratch.url, 2).await.unwrap();
-    scratch
-        .client
-        .batch_execute(&format!(
-            "ALTER TABLE {}.memory_messages ADD CONSTRAINT refused CHECK (body NOT LIKE '%refused%')",
-            scratch.name
-        ))
-        .await
-        .unwrap();
+    let store = refusing_store(&scratch).await;
     let pictured =
         |text: &str, images: &[u8]| {
             let mut blocks = vec![ContentBlock::Text(text.into())];
@@ -223,7 +294,8 @@ async fn write_all_stores_each_image_once_and_reads_it_back() {
             .collect::<Vec<_>>()
     };
 
-    // Sessions of their own, one write refused.
+    // Sessions of their own, one write refused: one round trip, rolled
+    // back, then each in a savepoint.
     let answers = store
         .write_all(vec![
             write("a", pictured("a1", &[1])),
@@ -232,10 +304,11 @@ async fn write_all_stores_each_image_once_and_reads_it_back() {
         ])
         .await;
     assert_eq!(versions(&answers), vec![Some(1), None, Some(1)]);
-    // Sessions of their own, a view replaced, an image new to two writes.
+    // Sessions of their own, a view replaced, an image new to two writes:
+    // one round trip.
     let answers = store
         .write_all(vec![
-            write("a", pictured("a2", &[2])),
+            write("e", pictured("e1", &[2])),
             StoreWrite::Replace {
                 session: "c".into(),
                 expected: 1,
@@ -244,19 +317,19 @@ async fn write_all_stores_each_image_once_and_reads_it_back() {
             write("d", pictured("d1", &[3])),
         ])
         .await;
-    assert_eq!(versions(&answers), vec![Some(2), Some(2), Some(1)]);
-    // A session written twice.
+    assert_eq!(versions(&answers), vec![Some(1), Some(2), Some(1)]);
+    assert_eq!(transactions(&scratch, "'d', 'e'").await, 1);
+    // A session written twice: each in a savepoint.
     let answers = store
         .write_all(vec![
             write("a", pictured("a3", &[1])),
             write("a", pictured("a4", &[4, 4])),
         ])
         .await;
-    assert_eq!(versions(&answers), vec![Some(3), Some(4)]);
+    assert_eq!(versions(&answers), vec![Some(2), Some(3)]);
 
     let a = vec![
         pictured("a1", &[1]),
-        pictured("a2", &[2]),
         pictured("a3", &[1]),
         pictured("a4", &[4, 4]),
     ];
@@ -273,6 +346,10 @@ async fn write_all_stores_each_image_once_and_reads_it_back() {
     assert_eq!(
         store.load("d").await.unwrap().messages,
         vec![pictured("d1", &[3])]
+    );
+    assert_eq!(
+        store.load("e").await.unwrap().messages,
+        vec![pictured("e1", &[2])]
     );
     let held: i64 = scratch
         .client

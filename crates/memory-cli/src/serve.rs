@@ -80,7 +80,7 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
     let mut config = ServeConfig::new(
         &args.upstream,
         factory(&args.pipeline, &stages)?,
-        store::open(&args.store).await?,
+        store::open_for_server(&args.store).await?,
     )
     .with_budget(budget)
     .with_counter(counter)

@@ -242,6 +242,28 @@ impl PostgresStore {
         self.tenant.as_deref()
     }
 
+    /// Opens every connection the pool may hold, at once, so that the
+    /// first calls of a busy start (a server's first burst of requests)
+    /// do not each wait for a login; a long-running process calls it once
+    /// after [`connect`](Self::connect). Returns how many are open.
+    ///
+    /// # Errors
+    ///
+    /// A connection cannot be opened.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), memory_core::StoreError> {
+    /// let store = memory_postgres::PostgresStore::connect("postgres://agent@localhost/agents").await?;
+    /// assert_eq!(store.warm().await?, store.max_connections());
+    /// # Ok(()) }
+    /// ```
+    pub async fn warm(&self) -> Result<usize, StoreError> {
+        let clients =
+            futures::future::join_all((0..self.max_connections).map(|_| self.client())).await;
+        let open = clients.into_iter().collect::<Result<Vec<_>, _>>()?;
+        Ok(open.len())
+    }
+
     /// The size limit of the connection pool.
     ///
     /// ```no_run

@@ -163,6 +163,8 @@ async fn store(spec: &str) -> Result<(Arc<dyn Store>, Option<tempfile::TempDir>,
     let store = memory_postgres::PostgresStore::connect(&url)
         .await
         .map_err(|e| e.to_string())?;
+    // As `memory serve` opens it: every pooled connection open at start.
+    store.warm().await.map_err(|e| e.to_string())?;
     Ok((Arc::new(store), None, "PostgreSQL".into()))
 }
 

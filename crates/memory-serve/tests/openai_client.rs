@@ -30,8 +30,14 @@ use serde_json::Value;
 const BUDGET: usize = 2_000;
 const STEPS: usize = 40;
 
-/// The venv's python with `openai` installed, made once per target dir.
+/// The venv's python with `openai` installed, made once per target dir
+/// and once per run (the tests of this file run at once and share it).
 fn python() -> Option<PathBuf> {
+    static MADE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    MADE.get_or_init(make_venv).clone()
+}
+
+fn make_venv() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("openai-venv");
     let python = dir.join("bin").join("python");
     let has_openai = |p: &Path| {

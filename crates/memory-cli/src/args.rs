@@ -229,6 +229,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MODE", default_value = "off", value_parser = parse_recall)]
     pub recall: memory_serve::RecallMode,
 
+    /// The protocol the upstream speaks: `chat` (OpenAI Chat Completions:
+    /// llama.cpp, vLLM, Ollama, OpenAI and most gateways) or `messages`
+    /// (Anthropic Messages). Clients may speak either, whatever it is.
+    #[arg(long, value_name = "API", default_value = "chat", value_parser = parse_api)]
+    pub upstream_api: memory_serve::Protocol,
+
     /// The model summarizing stages call (a separate, cheaper endpoint
     /// and model may be named here).
     #[command(flatten)]
@@ -565,11 +571,15 @@ fn parse_pricing(text: &str) -> Result<Pricing, String> {
     Pricing::parse(text)
 }
 
-/// A token budget: a whole number of at least 1.
+fn parse_api(text: &str) -> Result<memory_serve::Protocol, String> {
+    text.parse()
+}
+
 fn parse_recall(text: &str) -> Result<memory_serve::RecallMode, String> {
     text.parse()
 }
 
+/// A token budget: a whole number of at least 1.
 fn parse_budget(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("the budget must be at least 1 token".to_string()),

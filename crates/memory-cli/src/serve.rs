@@ -101,6 +101,7 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
     config.max_body_bytes = args.max_body_bytes;
     config.task_floor = !args.no_task_floor;
     config.recall = args.recall;
+    config.upstream_api = args.upstream_api;
     if registry::summarizes(std::slice::from_ref(&args.pipeline)) {
         config.summarizer_stats = Some(stats(stages.summarizer.clone()));
     }

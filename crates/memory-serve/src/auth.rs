@@ -1,9 +1,9 @@
 //! Who a request is for ([`Caller`]), and which credential goes upstream.
 
-use axum::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header::AUTHORIZATION};
 
 use crate::principal::bearer;
-use crate::{ApiError, Principal, ServeConfig};
+use crate::{ApiError, Principal, Protocol, ServeConfig};
 
 /// The header a client presents the server's key in when its own
 /// `Authorization` is meant for the upstream.
@@ -12,22 +12,62 @@ pub const TOKEN_HEADER: &str = "x-memory-token";
 /// The header Anthropic's clients send their key in.
 const API_KEY_HEADER: &str = "x-api-key";
 
-/// A request's principal, and the `Authorization` sent upstream for it.
+/// A request's principal, and the credential sent upstream for it.
 pub(crate) struct Caller {
     pub(crate) principal: Principal,
-    pub(crate) upstream: Option<HeaderValue>,
+    pub(crate) upstream: Option<Credential>,
 }
 
-/// Finds the request's principal and says which `Authorization` header to
-/// send upstream.
+/// The credential sent upstream, as the client presented it.
+#[derive(Debug, Clone)]
+pub(crate) enum Credential {
+    /// An `Authorization` header (or the configured upstream key, as
+    /// `Bearer`).
+    Authorization(HeaderValue),
+    /// A bare key, as Anthropic's clients send it in `x-api-key`.
+    Key(HeaderValue),
+}
+
+impl Credential {
+    /// The header that carries it to an upstream of protocol `api`: its
+    /// key in `x-api-key` for Messages, as `Authorization: Bearer` for
+    /// Chat Completions; an `Authorization` of another scheme as it is.
+    pub(crate) fn for_upstream(&self, api: Protocol) -> (HeaderName, HeaderValue) {
+        let sensitive = |mut v: HeaderValue| {
+            v.set_sensitive(true);
+            v
+        };
+        match (self, api) {
+            (Credential::Authorization(v), Protocol::Chat) => (AUTHORIZATION, v.clone()),
+            (Credential::Key(k), Protocol::Chat) => {
+                let bearer = HeaderValue::from_bytes(&[b"Bearer ", k.as_bytes()].concat())
+                    .unwrap_or_else(|_| k.clone());
+                (AUTHORIZATION, sensitive(bearer))
+            }
+            (Credential::Authorization(v), Protocol::Messages) => {
+                match v.to_str().ok().and_then(bearer).map(HeaderValue::from_str) {
+                    Some(Ok(key)) => (HeaderName::from_static(API_KEY_HEADER), sensitive(key)),
+                    _ => (AUTHORIZATION, v.clone()),
+                }
+            }
+            (Credential::Key(k), Protocol::Messages) => {
+                (HeaderName::from_static(API_KEY_HEADER), k.clone())
+            }
+        }
+    }
+}
+
+/// Finds the request's principal and says which credential to send
+/// upstream.
 ///
 /// A server that takes keys (`--keys`, `MEMORY_SERVE_TOKEN`) asks for one,
-/// as `Authorization: Bearer <key>` (the configured upstream key then goes
-/// upstream) or in [`TOKEN_HEADER`] (the client's own `Authorization` then
-/// goes upstream, unless it is a server key too); the principal is the
-/// key's. A server that takes none hashes the client's upstream
-/// credential under `secret` into its principal. A server key never goes
-/// upstream; the client's `Authorization` goes nowhere else.
+/// as `Authorization: Bearer <key>` or `x-api-key: <key>` (the configured
+/// upstream key then goes upstream) or in [`TOKEN_HEADER`] (the client's
+/// own `Authorization` or `x-api-key` then goes upstream, unless it is a
+/// server key too); the principal is the key's. A server that takes none
+/// hashes the client's upstream credential under `secret` into its
+/// principal. A server key never goes upstream; the client's credential
+/// goes nowhere else.
 ///
 /// # Errors
 ///
@@ -37,40 +77,49 @@ pub(crate) fn identify(
     headers: &HeaderMap,
     secret: &[u8; 32],
 ) -> Result<Caller, ApiError> {
-    let client = headers.get(AUTHORIZATION).cloned();
+    let authorization = headers.get(AUTHORIZATION).cloned();
+    let api_key = headers.get(API_KEY_HEADER).cloned();
     if !takes_keys(config) {
-        let credential = client
+        let credential = authorization
             .as_ref()
-            .or_else(|| headers.get(API_KEY_HEADER))
+            .or(api_key.as_ref())
             .and_then(|v| v.to_str().ok());
+        let principal = Principal::of_credential(secret, credential);
+        let upstream = authorization
+            .map(Credential::Authorization)
+            .or(api_key.map(Credential::Key))
+            .or_else(|| upstream_key(config));
         return Ok(Caller {
-            principal: Principal::of_credential(secret, credential),
-            upstream: client.or_else(|| upstream_key(config)),
+            principal,
+            upstream,
         });
     }
-    let client_key = client
-        .as_ref()
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer)
-        .and_then(|k| principal_of(config, k));
+    let server_key = |v: &Option<HeaderValue>, bare: bool| {
+        let text = v.as_ref()?.to_str().ok()?;
+        principal_of(config, if bare { text.trim() } else { bearer(text)? })
+    };
+    let by_authorization = server_key(&authorization, false);
+    let by_api_key = server_key(&api_key, true);
     if let Some(presented) = headers.get(TOKEN_HEADER) {
         let principal = presented
             .to_str()
             .ok()
             .and_then(|k| principal_of(config, k.trim()))
             .ok_or_else(ApiError::unauthorized)?;
-        // The client's Authorization goes upstream, unless it is a key of
+        // The client's own credential goes upstream, unless it is a key of
         // this server.
-        let upstream = match client_key {
-            Some(_) => upstream_key(config),
-            None => client.or_else(|| upstream_key(config)),
-        };
+        let own = authorization
+            .filter(|_| by_authorization.is_none())
+            .map(Credential::Authorization)
+            .or(api_key
+                .filter(|_| by_api_key.is_none())
+                .map(Credential::Key));
         return Ok(Caller {
             principal,
-            upstream,
+            upstream: own.or_else(|| upstream_key(config)),
         });
     }
-    match client_key {
+    match by_authorization.or(by_api_key) {
         Some(principal) => Ok(Caller {
             principal,
             upstream: upstream_key(config),
@@ -93,15 +142,15 @@ fn principal_of(config: &ServeConfig, key: &str) -> Option<Principal> {
     crate::Keys::single(token).principal(key).cloned()
 }
 
-/// The configured upstream key, as a (sensitive) `Authorization` value.
-fn upstream_key(config: &ServeConfig) -> Option<HeaderValue> {
+/// The configured upstream key, as a (sensitive) credential.
+fn upstream_key(config: &ServeConfig) -> Option<Credential> {
     config
         .upstream_key
         .as_ref()
-        .and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok())
+        .and_then(|k| HeaderValue::from_str(k).ok())
         .map(|mut v| {
             v.set_sensitive(true);
-            v
+            Credential::Key(v)
         })
 }
 
@@ -135,7 +184,15 @@ mod tests {
 
     fn upstream(c: &ServeConfig, h: &[(&'static str, &str)]) -> Result<Option<String>, u16> {
         identify(c, &headers(h), &SECRET)
-            .map(|caller| caller.upstream.map(|v| v.to_str().unwrap().to_string()))
+            .map(|caller| {
+                caller.upstream.map(|c| {
+                    c.for_upstream(Protocol::Chat)
+                        .1
+                        .to_str()
+                        .unwrap()
+                        .to_string()
+                })
+            })
             .map_err(|e| e.status().as_u16())
     }
 

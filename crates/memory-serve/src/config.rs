@@ -140,6 +140,8 @@ pub struct ServeConfig {
     pub max_loaded_sessions: usize,
     /// Whether the model is offered the `recall` tool, and who answers it.
     pub recall: crate::RecallMode,
+    /// The protocol the upstream speaks (`--upstream-api`).
+    pub upstream_api: crate::Protocol,
 }
 
 /// The default limit on a request body: a long agent session with large
@@ -199,6 +201,7 @@ impl ServeConfig {
             summarizer_stats: None,
             max_loaded_sessions: DEFAULT_LOADED_SESSIONS,
             recall: crate::RecallMode::Off,
+            upstream_api: crate::Protocol::Chat,
         }
     }
 
@@ -323,6 +326,7 @@ impl std::fmt::Debug for ServeConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeConfig")
             .field("upstream", &shown_url(&self.upstream))
+            .field("upstream_api", &self.upstream_api)
             .field("budget", &self.budget)
             .field("strict", &self.strict)
             .field("token", &self.token.as_ref().map(|_| "<set>"))

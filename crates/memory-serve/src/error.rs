@@ -248,6 +248,73 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The JSON body in Anthropic's error shape, for the Messages front:
+    /// `{"type": "error", "error": {"type", "message"}}`, the type named
+    /// as Anthropic names its statuses.
+    ///
+    /// ```
+    /// let body = memory_serve::ApiError::bad_request("no messages", Some("messages")).anthropic_body();
+    /// assert_eq!(body["type"], "error");
+    /// assert_eq!(body["error"]["type"], "invalid_request_error");
+    /// ```
+    pub fn anthropic_body(&self) -> serde_json::Value {
+        let kind = match self.status.as_u16() {
+            400 | 409 | 415 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            413 => "request_too_large",
+            429 => "rate_limit_error",
+            529 => "overloaded_error",
+            _ => "api_error",
+        };
+        json!({"type": "error", "error": {"type": kind, "message": self.message}})
+    }
+
+    /// The upstream's own error status, with the message its body gives
+    /// (in either protocol's error shape, or its text), for a client of
+    /// another protocol.
+    pub(crate) fn relayed(status: u16, body: &[u8]) -> Self {
+        let value: Option<serde_json::Value> = serde_json::from_slice(body).ok();
+        let message = value
+            .as_ref()
+            .and_then(|v| v["error"]["message"].as_str().or(v["message"].as_str()))
+            .map(str::to_string)
+            .unwrap_or_else(|| String::from_utf8_lossy(body).chars().take(2_000).collect());
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+        let kind = if status.is_client_error() {
+            "invalid_request_error"
+        } else {
+            "upstream_error"
+        };
+        let mut e = Self::new(
+            status,
+            kind,
+            "upstream_error",
+            format!("the upstream answered {}: {message}", status.as_u16()),
+        );
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            e.kind = "rate_limit_error";
+        }
+        e
+    }
+
+    /// The response, its body in `front`'s error shape.
+    pub(crate) fn respond(self, front: crate::Protocol) -> Response {
+        if front == crate::Protocol::Chat {
+            return self.into_response();
+        }
+        let body = front.error_body(&self);
+        let mut response = self.into_response();
+        *response.body_mut() = axum::body::Body::from(body.to_string());
+        response
+            .headers_mut()
+            .remove(axum::http::header::CONTENT_LENGTH);
+        response
+    }
+}
+
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.status.as_u16(), self.message)

@@ -2,11 +2,10 @@
 //! server itself (`server`) or passed to the client like any tool
 //! (`client`).
 
+use crate::Metrics;
+use crate::protocol::options::ToolSpec;
 use memory_core::recall::{self, RECALL_TOOL, RecallRequest};
 use memory_core::{Message, TokenCounter};
-use serde_json::Value;
-
-use crate::{ChatCall, Metrics};
 
 /// Whether the model is offered the `recall` tool, and who answers it.
 ///
@@ -47,43 +46,19 @@ impl std::str::FromStr for RecallMode {
 /// four answers is looping, and each round is a whole model call.
 pub const MAX_RECALL_ROUNDS: usize = 4;
 
-/// The body to send upstream: the client's fields, the context, then the
-/// exchange the client does not see; the tool offered unless `mode` is
-/// off.
-pub(crate) fn upstream_body(
-    call: &ChatCall,
-    context: &[Message],
-    hidden: &[Message],
-    mode: RecallMode,
-) -> Value {
-    let mut body = if hidden.is_empty() {
-        call.upstream_body(context)
-    } else {
-        let mut all = context.to_vec();
-        all.extend_from_slice(hidden);
-        call.upstream_body(&all)
-    };
-    if mode != RecallMode::Off {
-        offer(&mut body);
+/// The tools the server offers besides the client's: `recall`, unless
+/// `mode` is off.
+pub(crate) fn offered(mode: RecallMode) -> Vec<ToolSpec> {
+    if mode == RecallMode::Off {
+        return Vec::new();
     }
-    body
-}
-
-/// Adds the tool to the body's `tools`, unless one of that name is there.
-fn offer(body: &mut Value) {
-    let Some(object) = body.as_object_mut() else {
-        return;
-    };
-    let tools = object
-        .entry("tools")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    let Some(tools) = tools.as_array_mut() else {
-        return;
-    };
-    let named = |t: &Value| t["function"]["name"] == RECALL_TOOL;
-    if !tools.iter().any(named) {
-        tools.push(recall::tool_definition());
-    }
+    let definition = recall::tool_definition();
+    let function = &definition["function"];
+    vec![ToolSpec {
+        name: RECALL_TOOL.to_string(),
+        description: function["description"].as_str().map(str::to_string),
+        schema: function["parameters"].clone(),
+    }]
 }
 
 /// Whether the model's reply calls `recall`.
@@ -157,22 +132,10 @@ mod tests {
     }
 
     #[test]
-    fn the_tool_is_offered_once() {
-        let call = ChatCall::decode(
-            br#"{"messages": [], "tools": [{"type": "function", "function": {"name": "shell"}}]}"#,
-        )
-        .unwrap();
-        let body = upstream_body(&call, &[], &[], RecallMode::Server);
-        assert_eq!(body["tools"].as_array().unwrap().len(), 2);
-        let mut again = body.clone();
-        offer(&mut again);
-        assert_eq!(again, body);
-        assert!(
-            upstream_body(&call, &[], &[], RecallMode::Off)["tools"]
-                .as_array()
-                .unwrap()
-                .len()
-                == 1
-        );
+    fn the_tool_is_offered_unless_off() {
+        assert!(offered(RecallMode::Off).is_empty());
+        let tools = offered(RecallMode::Server);
+        assert_eq!(tools[0].name, RECALL_TOOL);
+        assert_eq!(tools[0].schema["type"], "object");
     }
 }

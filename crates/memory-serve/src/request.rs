@@ -48,6 +48,11 @@ impl ChatCall {
     /// assert!(memory_serve::ChatCall::decode(b"{").is_err());
     /// ```
     pub fn decode(body: &[u8]) -> Result<Self, ApiError> {
+        Self::decode_keeping(body).map(|(call, _)| call)
+    }
+
+    /// Decodes a request body, and gives its messages as sent too.
+    pub(crate) fn decode_keeping(body: &[u8]) -> Result<(Self, Vec<Value>), ApiError> {
         let value: Value = serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}"), None))?;
         let Value::Object(mut rest) = value else {
@@ -66,7 +71,7 @@ impl ChatCall {
                     Some("messages"),
                 ));
             }
-            Some(Value::Array(items)) => decode_messages(&items)?,
+            Some(Value::Array(items)) => (decode_messages(&items)?, items),
             Some(other) => {
                 return Err(ApiError::bad_request(
                     format!(
@@ -94,12 +99,14 @@ impl ChatCall {
             Some(n) => Some(n),
             None => limit(&rest, "max_tokens")?,
         };
-        Ok(Self {
+        let (messages, values) = messages;
+        let call = Self {
             messages,
             rest,
             stream,
             max_tokens,
-        })
+        };
+        Ok((call, values))
     }
 
     /// The body to send upstream: every field as the client sent it, with

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -17,11 +17,12 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::auth::Caller;
+use crate::protocol::Reply;
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::{Admitted, OpenSession, Scope, Sessions};
 use crate::state::AppState;
 use crate::upstream::{Call, Failure, send, within};
-use crate::{ApiError, CallReport, ChatCall, Metrics, ServeConfig, auth, reply_of, stream};
+use crate::{ApiError, CallReport, Metrics, Protocol, ServeConfig, auth, stream};
 
 /// The header a client names its session with.
 pub const SESSION_HEADER: &str = "x-memory-session";
@@ -66,6 +67,8 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
     }
     Ok(Router::new()
         .route("/v1/chat/completions", post(chat))
+        .route("/v1/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
         .route("/v1/models", get(models))
         .route(
             "/v1/memory/sessions/{id}",
@@ -148,11 +151,12 @@ async fn caller(state: &AppState, headers: &HeaderMap) -> Result<(Caller, Scope)
 }
 
 async fn forward_models(state: &AppState, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let authorization = caller(state, headers).await?.0.upstream;
+    let credential = caller(state, headers).await?.0.upstream;
     let url = format!("{}/models", state.config.upstream);
     let mut request = state.http.get(&url);
-    if let Some(a) = authorization {
-        request = request.header(AUTHORIZATION, a);
+    if let Some(c) = credential {
+        let (name, value) = c.for_upstream(state.config.upstream_api);
+        request = request.header(name, value);
     }
     let upstream = within(state.config.first_byte_timeout, "answer", request.send())
         .await
@@ -272,13 +276,29 @@ async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Resp
 }
 
 async fn chat(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
-    let response = match admit_call(state.clone(), headers, body).await {
+    completion(state, headers, body, Protocol::Chat, "chat").await
+}
+
+/// `POST /v1/messages`: the Anthropic Messages front.
+async fn messages(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    completion(state, headers, body, Protocol::Messages, "messages").await
+}
+
+/// One completion call through `front`, counted under `route`.
+async fn completion(
+    state: Arc<AppState>,
+    headers: HeaderMap,
+    body: Body,
+    front: Protocol,
+    route: &'static str,
+) -> Response {
+    let response = match admit_call(state.clone(), headers, body, front).await {
         Ok(r) => r,
-        Err(e) => e.into_response(),
+        Err(e) => e.respond(front),
     };
     state
         .metrics
-        .count_request("chat", response.status().as_u16());
+        .count_request(route, response.status().as_u16());
     response
 }
 
@@ -288,30 +308,73 @@ async fn admit_call(
     state: Arc<AppState>,
     headers: HeaderMap,
     body: Body,
+    front: Protocol,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     let (caller, scope) = caller(&state, &headers).await?;
     let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
-    let mut call = ChatCall::decode(&bytes)?;
+    let mut request = front.decode_request(&bytes)?;
     if let Some(limit) = state.config.limits.messages_per_request
-        && call.messages.len() > limit
+        && request.messages.len() > limit
     {
-        return Err(crate::limits::too_many_messages(call.messages.len(), limit));
+        return Err(crate::limits::too_many_messages(
+            request.messages.len(),
+            limit,
+        ));
     }
     let messages =
-        crate::transcript::prepare(std::mem::take(&mut call.messages), state.config.strict)?;
+        crate::transcript::prepare(std::mem::take(&mut request.messages), state.config.strict)?;
     let named = session_header(&headers)?;
     let call = Call {
-        call,
+        request,
         messages,
         named,
-        authorization: caller.upstream,
+        credential: caller.upstream,
+        anthropic: anthropic_headers(&headers),
         scope,
         started,
     };
     tokio::spawn(exchange(state, call))
         .await
         .map_err(|e| ApiError::internal(format!("the call failed: {e}")))?
+}
+
+/// The client's `anthropic-version` and `anthropic-beta` headers.
+fn anthropic_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for name in ["anthropic-version", "anthropic-beta"] {
+        for value in headers.get_all(name) {
+            out.append(HeaderName::from_static(name), value.clone());
+        }
+    }
+    out
+}
+
+/// `POST /v1/messages/count_tokens`: the tokens of the context the server
+/// would send for this request, as Anthropic answers it.
+async fn count_tokens(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let counted = async {
+        let (_, scope) = caller(&state, &headers).await?;
+        let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
+        let mut request = Protocol::Messages.decode_request(&bytes)?;
+        let messages =
+            crate::transcript::prepare(std::mem::take(&mut request.messages), state.config.strict)?;
+        let budget = state.config.budget.for_call(request.max_tokens);
+        let tokens = state.sessions.count(&scope, &messages, budget).await?;
+        let body = json!({"input_tokens": tokens});
+        Ok::<_, ApiError>(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
+    };
+    let response = counted
+        .await
+        .unwrap_or_else(|e| e.respond(Protocol::Messages));
+    state
+        .metrics
+        .count_request("count_tokens", response.status().as_u16());
+    response
 }
 
 /// Records the request in its session, fits the session, sends it
@@ -329,6 +392,7 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
     };
     let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&session, &report);
+    let front = call.request.front;
     let mut own = call.started.elapsed();
     let mut hidden: Vec<Message> = Vec::new();
     for round in 0.. {
@@ -336,11 +400,15 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
             Ok(u) => u,
             Err(e) => {
                 close(&state, &mut session, report, own).await;
-                return Ok(error_response(unreachable_upstream(&state, &e), headers));
+                return Ok(error_response(
+                    unreachable_upstream(&state, &e),
+                    headers,
+                    front,
+                ));
             }
         };
         report.upstream_status = Some(upstream.status().as_u16());
-        if call.call.stream && upstream.status().is_success() && is_event_stream(&upstream) {
+        if call.request.stream && upstream.status().is_success() && is_event_stream(&upstream) {
             session.last_call = Some(report);
             state.metrics.observe_own(own);
             let streamed = stream::StreamedCall {
@@ -361,13 +429,17 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
             Ok(a) => a,
             Err(e) => {
                 close(&state, &mut session, report, own).await;
-                return Ok(error_response(unreachable_upstream(&state, &e), headers));
+                return Ok(error_response(
+                    unreachable_upstream(&state, &e),
+                    headers,
+                    front,
+                ));
             }
         };
         let after = Instant::now();
         match recall_round(&state, &mut session, &answer, round).await? {
             Some(exchange) => hidden.extend(exchange),
-            None => return finish(&state, session, report, answer, headers, own).await,
+            None => return finish(&state, session, report, answer, headers, own, front).await,
         }
         own += after.elapsed();
     }
@@ -388,7 +460,8 @@ async fn recall_round(
     {
         return Ok(None);
     }
-    let Some(reply) = reply_of(&answer.body).filter(crate::recall::wants_recall) else {
+    let reply = state.config.upstream_api.decode_reply(&answer.body);
+    let Some(reply) = reply.map(|r| r.message).filter(crate::recall::wants_recall) else {
         return Ok(None);
     };
     let history = state.sessions.history(session).await?;
@@ -470,7 +543,7 @@ async fn fit(
         admission,
         new_messages,
     } = admitted;
-    let budget = state.config.budget.for_call(call.call.max_tokens);
+    let budget = state.config.budget.for_call(call.request.max_tokens);
     let mut result = state.sessions.fit(&mut session, budget).await?;
     crate::transcript::keep_echoed_reasoning(&mut result.messages, &call.messages);
     let (tokens_in, messages_in) = state.sessions.view_size(&mut session);
@@ -489,7 +562,8 @@ async fn fit(
     Ok((session, report, result.messages))
 }
 
-/// A non-streamed answer: recorded, then passed back.
+/// A non-streamed answer: recorded, then passed back (in the client's
+/// protocol).
 async fn finish(
     state: &AppState,
     mut session: tokio::sync::OwnedMutexGuard<OpenSession>,
@@ -497,21 +571,28 @@ async fn finish(
     answer: Answer,
     mut headers: HeaderMap,
     own: Duration,
+    front: Protocol,
 ) -> Result<Response, ApiError> {
     let after = Instant::now();
     // The state the reply's commit writes holds this call's report.
     session.last_call = Some(report.clone());
-    if answer.status.is_success() {
-        match reply_of(&answer.body) {
-            Some(reply) => {
-                if let Err(e) = state.sessions.record_reply(&mut session, reply).await {
-                    tracing::warn!(session = %session.id, error = %e, "cannot record the reply; the next request records it");
-                }
-            }
-            None => {
-                tracing::warn!(session = %session.id, "the upstream's answer has no assistant message to record")
+    let api = state.config.upstream_api;
+    let reply = answer
+        .status
+        .is_success()
+        .then(|| api.decode_reply(&answer.body))
+        .flatten();
+    match &reply {
+        Some(reply) => {
+            let held = front.as_client_holds(reply.message.clone());
+            if let Err(e) = state.sessions.record_reply(&mut session, held).await {
+                tracing::warn!(session = %session.id, error = %e, "cannot record the reply; the next request records it");
             }
         }
+        None if answer.status.is_success() => {
+            tracing::warn!(session = %session.id, "the upstream's answer has no assistant message to record")
+        }
+        None => {}
     }
     close(state, &mut session, report, own + after.elapsed()).await;
     // The time after the upstream, counted once: recording the reply and
@@ -520,7 +601,33 @@ async fn finish(
     if let Ok(v) = HeaderValue::from_str(&own.as_micros().to_string()) {
         headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);
     }
-    Ok(passed_through(answer, headers))
+    if front == api {
+        return Ok(passed_through(answer, headers));
+    }
+    Ok(translated(answer, reply, headers, front))
+}
+
+/// An answer of the upstream in the client's protocol: the reply written
+/// in it, or the upstream's error in its error shape.
+fn translated(
+    answer: Answer,
+    reply: Option<Reply>,
+    mut headers: HeaderMap,
+    front: Protocol,
+) -> Response {
+    headers.extend(answer.headers);
+    headers.remove(CONTENT_TYPE);
+    if let Some(reply) = reply {
+        let body = front.encode_reply(&reply).to_string();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return (StatusCode::OK, headers, body).into_response();
+    }
+    let e = if answer.status.is_success() {
+        ApiError::upstream("the upstream's answer holds no reply")
+    } else {
+        ApiError::relayed(answer.status.as_u16(), &answer.body)
+    };
+    error_response(e, headers, front)
 }
 
 /// Ends a call: its report and the session's state written.
@@ -539,8 +646,8 @@ fn passed_through(answer: Answer, mut headers: HeaderMap) -> Response {
 }
 
 /// An error's response, with the memory headers of the call it ended.
-fn error_response(e: ApiError, headers: HeaderMap) -> Response {
-    let mut response = e.into_response();
+fn error_response(e: ApiError, headers: HeaderMap, front: Protocol) -> Response {
+    let mut response = e.respond(front);
     response.headers_mut().extend(headers);
     response
 }

@@ -432,6 +432,40 @@ impl Sessions {
         Ok((!history.is_empty()).then_some(history))
     }
 
+    /// The tokens of the context a request sending `messages` would be
+    /// fitted to, found without recording anything: the session the
+    /// history continues, as stored, with the messages it has not seen,
+    /// fitted by a fresh pipeline into `budget` (the whole history when no
+    /// session holds a prefix of it).
+    pub(crate) async fn count(
+        &self,
+        scope: &Scope,
+        messages: &[Message],
+        budget: usize,
+    ) -> Result<usize, ApiError> {
+        let links = Chain::START.links(messages);
+        let (mut batch, from) = match self.longest_stored_prefix(scope, messages, &links).await? {
+            Some((id, length)) => (scope.store.load(&id).await?.messages, length),
+            None => (Vec::new(), 0),
+        };
+        let mut leading = batch.iter().all(|s| s.message.is_system());
+        for message in &messages[from..] {
+            let count = self.counter.count_message(message).await?;
+            batch.push(StoredMessage::new(
+                message.clone(),
+                count,
+                leading && message.is_system(),
+            ));
+            leading &= message.is_system();
+        }
+        let mut memory = WindowMemory::new(budget)
+            .with_strategy((self.config.pipeline)())
+            .with_token_counter(self.counter.clone())
+            .with_task(self.config.task_floor);
+        memory.record_all_counted(batch).await?;
+        Ok(memory.trimmed().await?.tokens())
+    }
+
     /// Records the reply of the call the session's lock was taken for.
     pub(crate) async fn record_reply(
         &self,

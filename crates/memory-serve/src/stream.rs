@@ -14,7 +14,9 @@ use tokio::sync::{OwnedMutexGuard, mpsc};
 use memory_core::Message;
 use memory_core::recall::RECALL_TOOL;
 
-use crate::StreamedReply;
+use crate::protocol::assemble::Assembled;
+use crate::protocol::event::Event;
+use crate::protocol::{StreamDecoder, StreamEncoder};
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::OpenSession;
 use crate::state::AppState;
@@ -100,7 +102,7 @@ async fn relay_rounds(
         let may_recall =
             state.config.recall == RecallMode::Server && streamed.round < MAX_RECALL_ROUNDS;
         let StreamEnd::Recall(reply) =
-            relay_stream(&state, &mut session, upstream, &tx, may_recall).await
+            relay_stream(&state, &mut session, upstream, &tx, may_recall, &streamed).await
         else {
             break;
         };
@@ -164,16 +166,24 @@ impl ClientSender {
 
 /// Reads one upstream stream to its end, or until the client is gone;
 /// when `may_recall`, holds its events until it shows whether it opens
-/// with a `recall` call, and keeps such a stream from the client.
+/// with a `recall` call, and keeps such a stream from the client. Events
+/// pass as they came when the client speaks the upstream's protocol, and
+/// are written afresh in the client's otherwise.
 async fn relay_stream(
     state: &AppState,
     session: &mut OpenSession,
     upstream: reqwest::Response,
     tx: &ClientSender,
     may_recall: bool,
+    streamed: &StreamedCall,
 ) -> StreamEnd {
+    let api = state.config.upstream_api;
+    let front = streamed.call.request.front;
     let mut progress = StreamProgress {
-        reply: StreamedReply::default(),
+        decoder: api.stream_decoder(),
+        encoder: (front != api).then(|| front.stream_encoder()),
+        front,
+        reply: Assembled::default(),
         held: Vec::new(),
         holding: may_recall,
         recalling: false,
@@ -187,7 +197,7 @@ async fn relay_stream(
             Ok(None) => break,
             Err(e) => {
                 tracing::warn!(session = %session.id, error = %e, "the upstream broke off its stream; the reply is not recorded");
-                tx.deliver(Err(std::io::Error::other(e)), idle).await;
+                progress.broken(tx, idle, e.to_string()).await;
                 return StreamEnd::Done;
             }
         };
@@ -201,8 +211,14 @@ async fn relay_stream(
 /// How far one upstream stream has been read, and what of it is held
 /// from the client.
 struct StreamProgress {
+    /// Reads the upstream's events.
+    decoder: StreamDecoder,
+    /// Writes them in the client's protocol, when it is another.
+    encoder: Option<StreamEncoder>,
+    /// The client's protocol.
+    front: crate::Protocol,
     /// The reply the events spell so far.
-    reply: StreamedReply,
+    reply: Assembled,
     /// Events held while it is not known how the reply opens.
     held: Vec<Bytes>,
     /// Whether events are held until the reply shows how it opens.
@@ -223,11 +239,19 @@ impl StreamProgress {
         tx: &ClientSender,
         bytes: Bytes,
     ) -> bool {
-        self.reply.feed(&bytes);
+        let events = self.decoder.feed(&bytes);
+        for event in &events {
+            self.reply.take(event);
+        }
         if self.recalling {
             return true;
         }
-        self.held.push(bytes);
+        self.held.push(match &mut self.encoder {
+            None => bytes,
+            Some(encoder) => {
+                Bytes::from(events.iter().map(|e| encoder.encode(e)).collect::<String>())
+            }
+        });
         if self.holding {
             match self.reply.opening() {
                 None => return true,
@@ -239,7 +263,7 @@ impl StreamProgress {
             }
         }
         if self.reply.is_done() && !self.recorded {
-            record(state, session, &self.reply).await;
+            record(state, session, self.front, &self.reply).await;
             self.recorded = true;
         }
         self.flush(tx, state.config.idle_timeout).await
@@ -249,11 +273,30 @@ impl StreamProgress {
     /// taken nothing for the idle timeout.
     async fn flush(&mut self, tx: &ClientSender, idle: Duration) -> bool {
         for bytes in self.held.drain(..) {
+            if bytes.is_empty() {
+                continue;
+            }
             if !tx.deliver(Ok(bytes), idle).await {
                 return false;
             }
         }
         true
+    }
+
+    /// The upstream broke off: a client of the same protocol has its
+    /// connection cut; one of another gets an error event, never a
+    /// stream that looks whole.
+    async fn broken(&mut self, tx: &ClientSender, idle: Duration, why: String) {
+        match &mut self.encoder {
+            None => {
+                tx.deliver(Err(std::io::Error::other(why)), idle).await;
+            }
+            Some(encoder) => {
+                let error = encoder.encode(&Event::Error { message: why });
+                self.held.push(Bytes::from(error));
+                self.flush(tx, idle).await;
+            }
+        }
     }
 
     /// The stream ended: a recall to answer, or the reply passed on and
@@ -267,11 +310,25 @@ impl StreamProgress {
         if self.recalling && self.reply.is_finished() {
             return StreamEnd::Recall(self.reply.message());
         }
+        if let Some(encoder) = &mut self.encoder
+            && !self.reply.is_done()
+        {
+            // Written afresh, a stream ends as its protocol ends one: or
+            // with an error, when the reply never completed.
+            let end = if self.reply.is_finished() {
+                Event::Done
+            } else {
+                Event::Error {
+                    message: "the upstream's stream ended before its reply was complete".into(),
+                }
+            };
+            self.held.push(Bytes::from(encoder.encode(&end)));
+        }
         if !self.flush(tx, state.config.idle_timeout).await {
             return StreamEnd::Done;
         }
         if !self.recorded && !tx.is_closed() && self.reply.is_finished() {
-            record(state, session, &self.reply).await;
+            record(state, session, self.front, &self.reply).await;
         }
         StreamEnd::Done
     }
@@ -279,8 +336,14 @@ impl StreamProgress {
 
 /// Records the streamed reply in the session; a failure is logged, and
 /// the next request records the reply.
-async fn record(state: &AppState, session: &mut OpenSession, reply: &StreamedReply) {
-    if let Err(e) = state.sessions.record_reply(session, reply.message()).await {
+async fn record(
+    state: &AppState,
+    session: &mut OpenSession,
+    front: crate::Protocol,
+    reply: &Assembled,
+) {
+    let held = front.as_client_holds(reply.message());
+    if let Err(e) = state.sessions.record_reply(session, held).await {
         tracing::warn!(session = %session.id, error = %e, "cannot record the streamed reply; the next request records it");
     }
 }

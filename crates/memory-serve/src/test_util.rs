@@ -119,6 +119,8 @@ pub struct Received {
     pub body: Value,
     /// The `Authorization` header, if any.
     pub authorization: Option<String>,
+    /// Every header.
+    pub headers: HeaderMap,
 }
 
 #[derive(Clone)]
@@ -163,6 +165,7 @@ impl ScriptedUpstream {
         let queued = Arc::new(Mutex::new(std::collections::VecDeque::new()));
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
+            .route("/v1/messages", post(messages))
             .route("/v1/models", get(models))
             .with_state(Script {
                 delay,
@@ -233,6 +236,7 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
                 .get(AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string),
+            headers: headers.clone(),
         });
     if body["model"] == "fail-429" {
         return rate_limited();
@@ -268,6 +272,104 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
         )
             .into_response()
     }
+}
+
+/// `POST /v1/messages`: the same script, in Anthropic's protocol.
+async fn messages(State(script): State<Script>, headers: HeaderMap, body: String) -> Response {
+    use crate::protocol::{Protocol, Reply, event::StopReason, event::Usage};
+    let Ok(decoded) = Protocol::Messages.decode_request(body.as_bytes()) else {
+        return (StatusCode::BAD_REQUEST, "not a Messages request").into_response();
+    };
+    let value: Value = serde_json::from_str(&body).unwrap_or_default();
+    script
+        .received
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Received {
+            body: value.clone(),
+            authorization: headers
+                .get(AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            headers: headers.clone(),
+        });
+    if value["model"] == "fail-429" {
+        return rate_limited();
+    }
+    tokio::time::sleep(script.delay).await;
+    let queued = script
+        .queued
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .pop_front();
+    let message = queued.unwrap_or_else(|| next_step(&decoded.messages));
+    let stop = if message.tool_calls().is_empty() {
+        StopReason::EndTurn
+    } else {
+        StopReason::ToolUse
+    };
+    let reply = Reply {
+        id: "msg_scripted".into(),
+        model: "scripted".into(),
+        message,
+        stop,
+        usage: Usage {
+            input: Some(1),
+            output: Some(1),
+        },
+    };
+    if value["stream"] == true {
+        let mut encoder = Protocol::Messages.stream_encoder();
+        let events: Vec<String> = stream_events(&reply)
+            .iter()
+            .map(|e| encoder.encode(e))
+            .collect();
+        let stream = futures::stream::iter(events.into_iter().map(Ok::<_, std::io::Error>));
+        return (
+            [(CONTENT_TYPE, "text/event-stream")],
+            Body::from_stream(stream),
+        )
+            .into_response();
+    }
+    (
+        [(CONTENT_TYPE, "application/json")],
+        Protocol::Messages.encode_reply(&reply).to_string(),
+    )
+        .into_response()
+}
+
+/// The events of a whole reply, as a model streams it: the text in
+/// pieces, each call's arguments in two.
+fn stream_events(reply: &crate::protocol::Reply) -> Vec<crate::protocol::event::Event> {
+    use crate::protocol::event::Event;
+    let mut events = vec![Event::Start {
+        id: reply.id.clone(),
+        model: reply.model.clone(),
+    }];
+    for piece in pieces(&reply.message.text()) {
+        events.push(Event::Text(piece.to_string()));
+    }
+    for (index, call) in reply.message.tool_calls().iter().enumerate() {
+        events.push(Event::ToolStart {
+            index,
+            id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        let cut = (0..=call.arguments.len() / 2)
+            .rev()
+            .find(|&c| call.arguments.is_char_boundary(c))
+            .unwrap_or(0);
+        for json in [&call.arguments[..cut], &call.arguments[cut..]] {
+            events.push(Event::ToolArguments {
+                index,
+                json: json.to_string(),
+            });
+        }
+    }
+    events.push(Event::Usage(reply.usage));
+    events.push(Event::Stop(reply.stop.clone()));
+    events.push(Event::Done);
+    events
 }
 
 /// The longest piece of text one streamed event carries: a long reply

@@ -2,23 +2,29 @@
 
 use std::time::{Duration, Instant};
 
-use axum::http::HeaderValue;
-use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, HeaderValue};
 use memory_core::Message;
 
-use crate::ChatCall;
+use crate::auth::Credential;
+use crate::protocol::{Decoded, Protocol};
 use crate::state::AppState;
+
+/// The version of the Messages API asked for when the client names none.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A checked request, on its way upstream.
 pub(crate) struct Call {
     /// The request as decoded, its messages taken out.
-    pub(crate) call: ChatCall,
+    pub(crate) request: Decoded,
     /// The request's messages, checked (repaired unless `--strict`).
     pub(crate) messages: Vec<Message>,
     /// The session the client names, if it does.
     pub(crate) named: Option<String>,
-    /// The `Authorization` header sent upstream, if any.
-    pub(crate) authorization: Option<HeaderValue>,
+    /// The credential sent upstream, if any.
+    pub(crate) credential: Option<Credential>,
+    /// The client's `anthropic-version` and `anthropic-beta`, passed to a
+    /// Messages upstream unchanged.
+    pub(crate) anthropic: HeaderMap,
     /// The caller's part of the store.
     pub(crate) scope: crate::sessions::Scope,
     /// When the request came in.
@@ -112,13 +118,36 @@ pub(crate) async fn send(
     context: &[Message],
     hidden: &[Message],
 ) -> Result<reqwest::Response, Failure> {
-    let body = crate::recall::upstream_body(&call.call, context, hidden, state.config.recall);
+    let api = state.config.upstream_api;
+    let all;
+    let messages = if hidden.is_empty() {
+        context
+    } else {
+        all = [context, hidden].concat();
+        &all
+    };
+    let extra = crate::recall::offered(state.config.recall);
+    let reply_tokens = call
+        .request
+        .max_tokens
+        .unwrap_or(crate::DEFAULT_REPLY_TOKENS);
+    let body = api.encode_request(&call.request, messages, &extra, reply_tokens);
     let mut request = state
         .http
-        .post(format!("{}/chat/completions", state.config.upstream))
+        .post(format!("{}{}", state.config.upstream, api.path()))
         .json(&body);
-    if let Some(a) = &call.authorization {
-        request = request.header(AUTHORIZATION, a.clone());
+    if let Some(credential) = &call.credential {
+        let (name, value) = credential.for_upstream(api);
+        request = request.header(name, value);
+    }
+    if api == Protocol::Messages {
+        request = request.headers(call.anthropic.clone());
+        if !call.anthropic.contains_key("anthropic-version") {
+            request = request.header(
+                "anthropic-version",
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
+        }
     }
     let sent = Instant::now();
     let upstream = within(state.config.first_byte_timeout, "answer", request.send()).await;

@@ -1,0 +1,302 @@
+//! A Messages stream: named events (`message_start`,
+//! `content_block_start`, `content_block_delta`, `content_block_stop`,
+//! `message_delta`, `message_stop`, `ping`, `error`).
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::reply::{message_id, usage};
+use crate::protocol::Lines;
+use crate::protocol::event::{Event, StopReason};
+
+/// Reads a Messages stream into events.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Decoder {
+    lines: Lines,
+    /// The call number of each `tool_use` block, by block index.
+    calls: HashMap<u64, usize>,
+}
+
+impl Decoder {
+    /// The events the next bytes complete.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
+        let mut events = Vec::new();
+        for line in self.lines.feed(bytes) {
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            if let Ok(event) = serde_json::from_str::<Value>(data.trim()) {
+                self.event(&event, &mut events);
+            }
+        }
+        events
+    }
+
+    fn event(&mut self, event: &Value, out: &mut Vec<Event>) {
+        match event["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                let m = &event["message"];
+                out.push(Event::Start {
+                    id: m["id"].as_str().unwrap_or_default().to_string(),
+                    model: m["model"].as_str().unwrap_or_default().to_string(),
+                });
+                out.push(Event::Usage(usage(&m["usage"])));
+            }
+            "content_block_start" => self.block_start(event, out),
+            "content_block_delta" => self.delta(event, out),
+            "message_delta" => {
+                if let Some(reason) = event["delta"]["stop_reason"].as_str() {
+                    out.push(Event::Stop(StopReason::from_messages(reason)));
+                }
+                out.push(Event::Usage(usage(&event["usage"])));
+            }
+            "message_stop" => out.push(Event::Done),
+            "error" => out.push(Event::Error {
+                message: event["error"]["message"]
+                    .as_str()
+                    .unwrap_or("the upstream failed")
+                    .to_string(),
+            }),
+            _ => {}
+        }
+    }
+
+    fn block_start(&mut self, event: &Value, out: &mut Vec<Event>) {
+        let block = &event["content_block"];
+        match block["type"].as_str().unwrap_or_default() {
+            "text" => text(block["text"].as_str(), Event::Text, out),
+            "thinking" => text(block["thinking"].as_str(), Event::Reasoning, out),
+            "tool_use" => {
+                let index = self.calls.len();
+                self.calls
+                    .insert(event["index"].as_u64().unwrap_or(0), index);
+                out.push(Event::ToolStart {
+                    index,
+                    id: block["id"].as_str().unwrap_or_default().to_string(),
+                    name: block["name"].as_str().unwrap_or_default().to_string(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn delta(&mut self, event: &Value, out: &mut Vec<Event>) {
+        let delta = &event["delta"];
+        match delta["type"].as_str().unwrap_or_default() {
+            "text_delta" => text(delta["text"].as_str(), Event::Text, out),
+            "thinking_delta" => text(delta["thinking"].as_str(), Event::Reasoning, out),
+            "input_json_delta" => {
+                let block = event["index"].as_u64().unwrap_or(0);
+                if let (Some(index), Some(json)) =
+                    (self.calls.get(&block), delta["partial_json"].as_str())
+                    && !json.is_empty()
+                {
+                    out.push(Event::ToolArguments {
+                        index: *index,
+                        json: json.to_string(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn text(text: Option<&str>, event: fn(String) -> Event, out: &mut Vec<Event>) {
+    if let Some(t) = text.filter(|t| !t.is_empty()) {
+        out.push(event(t.to_string()));
+    }
+}
+
+/// The kind of the block being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Text,
+    Thinking,
+    Tool(usize),
+}
+
+/// Writes events as a Messages stream.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Encoder {
+    started: bool,
+    open: Option<Open>,
+    /// Blocks opened so far.
+    blocks: usize,
+    stop: Option<StopReason>,
+    output_tokens: u64,
+    ended: bool,
+}
+
+impl Encoder {
+    /// The bytes of `event`.
+    pub(crate) fn encode(&mut self, event: &Event) -> String {
+        let mut out = String::new();
+        if self.ended {
+            return out;
+        }
+        if !self.started && !matches!(event, Event::Error { .. }) {
+            self.started = true;
+            let (id, model) = match event {
+                Event::Start { id, model } => (id.as_str(), model.as_str()),
+                _ => ("", ""),
+            };
+            put(
+                &mut out,
+                "message_start",
+                json!({"type": "message_start", "message": {
+                "id": message_id(id), "type": "message", "role": "assistant", "model": model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
+            );
+        }
+        match event {
+            Event::Start { .. } => {}
+            Event::Text(t) => {
+                self.open_block(Open::Text, json!({"type": "text", "text": ""}), &mut out);
+                self.delta(json!({"type": "text_delta", "text": t}), &mut out);
+            }
+            Event::Reasoning(t) => {
+                let block = json!({"type": "thinking", "thinking": "", "signature": ""});
+                self.open_block(Open::Thinking, block, &mut out);
+                self.delta(json!({"type": "thinking_delta", "thinking": t}), &mut out);
+            }
+            Event::ToolStart { index, id, name } => {
+                let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+                self.close_block(&mut out);
+                self.open_block(Open::Tool(*index), block, &mut out);
+            }
+            Event::ToolArguments { index, json } => {
+                if self.open == Some(Open::Tool(*index)) {
+                    self.delta(
+                        json!({"type": "input_json_delta", "partial_json": json}),
+                        &mut out,
+                    );
+                } else {
+                    crate::protocol::options::left_out(
+                        "arguments of a tool call interleaved with another's",
+                    );
+                }
+            }
+            Event::Usage(u) => self.output_tokens = u.output.unwrap_or(self.output_tokens),
+            Event::Stop(reason) => {
+                self.close_block(&mut out);
+                self.stop = Some(reason.clone());
+            }
+            Event::Done => self.end(&mut out),
+            Event::Error { message } => {
+                self.ended = true;
+                put(
+                    &mut out,
+                    "error",
+                    json!({"type": "error",
+                    "error": {"type": "api_error", "message": message}}),
+                );
+            }
+        }
+        out
+    }
+
+    fn open_block(&mut self, kind: Open, block: Value, out: &mut String) {
+        if self.open == Some(kind) {
+            return;
+        }
+        self.close_block(out);
+        self.open = Some(kind);
+        put(
+            out,
+            "content_block_start",
+            json!({"type": "content_block_start",
+            "index": self.blocks, "content_block": block}),
+        );
+    }
+
+    fn delta(&self, delta: Value, out: &mut String) {
+        put(
+            out,
+            "content_block_delta",
+            json!({"type": "content_block_delta",
+            "index": self.blocks, "delta": delta}),
+        );
+    }
+
+    fn close_block(&mut self, out: &mut String) {
+        if self.open.take().is_some() {
+            put(
+                out,
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": self.blocks}),
+            );
+            self.blocks += 1;
+        }
+    }
+
+    fn end(&mut self, out: &mut String) {
+        self.close_block(out);
+        self.ended = true;
+        let reason = self
+            .stop
+            .as_ref()
+            .map_or("end_turn", StopReason::as_messages);
+        put(
+            out,
+            "message_delta",
+            json!({"type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": null},
+            "usage": {"output_tokens": self.output_tokens}}),
+        );
+        put(out, "message_stop", json!({"type": "message_stop"}));
+    }
+}
+
+fn put(out: &mut String, name: &str, data: Value) {
+    out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_written_read_back_the_same() {
+        let events = vec![
+            Event::Start {
+                id: "msg_1".into(),
+                model: "m".into(),
+            },
+            Event::Reasoning("hm".into()),
+            Event::Text("Hi".into()),
+            Event::ToolStart {
+                index: 0,
+                id: "t1".into(),
+                name: "ls".into(),
+            },
+            Event::ToolArguments {
+                index: 0,
+                json: "{\"p\":".into(),
+            },
+            Event::ToolArguments {
+                index: 0,
+                json: "1}".into(),
+            },
+            Event::ToolStart {
+                index: 1,
+                id: "t2".into(),
+                name: "cat".into(),
+            },
+            Event::Stop(StopReason::ToolUse),
+            Event::Done,
+        ];
+        let mut encoder = Encoder::default();
+        let bytes: String = events.iter().map(|e| encoder.encode(e)).collect();
+        let mut decoder = Decoder::default();
+        let mut back = Vec::new();
+        for piece in bytes.as_bytes().chunks(5) {
+            back.extend(decoder.feed(piece));
+        }
+        let usage = |e: &Event| matches!(e, Event::Usage(_));
+        back.retain(|e| !usage(e));
+        assert_eq!(back, events);
+    }
+}

@@ -1,0 +1,103 @@
+//! [`Originals`]: the messages of a request as the client wrote them, for
+//! the ones the neutral [`Message`] does not hold whole.
+//!
+//! A front decodes each wire message into [`Message`]s; where encoding
+//! them back would not give what the client sent (a signature, a
+//! `cache_control`, a block this server does not know), the wire form is
+//! kept under the digest of the message it decoded to. The upstream's
+//! encoder, in the same protocol, sends a context message whose digest it
+//! finds as it came: what the pipeline kept unchanged reaches the upstream
+//! JSON-equal, and what it cut or made (a shortened result, a summary)
+//! has no original and is encoded afresh.
+
+use std::collections::{HashMap, VecDeque};
+
+use memory_core::Message;
+use serde_json::{Map, Value};
+
+/// The wire form of one decoded message.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Original {
+    /// For a protocol that puts several messages in one (Anthropic's
+    /// tool results and text in one user turn): its blocks, in order.
+    /// For one that does not: the message itself, as one value.
+    pub(crate) blocks: Vec<Value>,
+    /// Whether the content came as a string (one text block).
+    pub(crate) string: bool,
+    /// The wire message's fields other than its role and content.
+    pub(crate) fields: Map<String, Value>,
+    /// Whether it opened its wire message (a later one continues it).
+    pub(crate) opens: bool,
+}
+
+/// The originals of a request's messages, by digest.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Originals {
+    by_digest: HashMap<[u8; 32], VecDeque<Original>>,
+}
+
+impl Originals {
+    /// Keeps `original` for `message`.
+    pub(crate) fn keep(&mut self, message: &Message, original: Original) {
+        self.by_digest
+            .entry(digest(message))
+            .or_default()
+            .push_back(original);
+    }
+
+    /// Whether none is kept.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_digest.is_empty()
+    }
+
+    /// The originals of `messages`, in order (`None` for a message that
+    /// has none); a message that came twice takes its originals in turn.
+    pub(crate) fn of(&self, messages: &[Message]) -> Vec<Option<Original>> {
+        if self.is_empty() {
+            return vec![None; messages.len()];
+        }
+        let mut taken: HashMap<[u8; 32], usize> = HashMap::new();
+        messages
+            .iter()
+            .map(|m| {
+                let key = digest(m);
+                let list = self.by_digest.get(&key)?;
+                let n = taken.entry(key).or_default();
+                let original = list.get(*n).or_else(|| list.back()).cloned();
+                *n += 1;
+                original
+            })
+            .collect()
+    }
+}
+
+/// What identifies a message exactly: the hash of all it holds.
+fn digest(message: &Message) -> [u8; 32] {
+    let bytes = serde_json::to_vec(message).unwrap_or_default();
+    *blake3::hash(&bytes).as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn original(tag: &str) -> Original {
+        Original {
+            blocks: vec![Value::String(tag.into())],
+            string: false,
+            fields: Map::new(),
+            opens: true,
+        }
+    }
+
+    #[test]
+    fn a_changed_message_has_no_original_and_repeats_take_theirs_in_turn() {
+        let mut o = Originals::default();
+        o.keep(&Message::user("a"), original("a1"));
+        o.keep(&Message::user("a"), original("a2"));
+        let found = o.of(&[Message::user("a"), Message::user("b"), Message::user("a")]);
+        assert_eq!(found[0], Some(original("a1")));
+        assert_eq!(found[1], None);
+        assert_eq!(found[2], Some(original("a2")));
+    }
+}

@@ -1,0 +1,400 @@
+//! The Anthropic Messages front (`POST /v1/messages`, as Claude Code and
+//! Anthropic's SDKs send it), over a Chat Completions upstream and over a
+//! Messages one, streamed and not; and the Chat front over a Messages
+//! upstream. The upstream is a real server on loopback whose model is a
+//! script.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{InMemoryStore, Store, TrimStrategy, validate};
+use memory_openai::wire as openai_wire;
+use memory_serve::test_util::ScriptedUpstream;
+use memory_serve::{BudgetMode, Protocol, ServeConfig};
+use serde_json::{Value, json};
+
+fn config(upstream: &str, api: Protocol, budget: usize) -> ServeConfig {
+    let mut c = ServeConfig::new(
+        upstream,
+        Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn TrimStrategy>),
+        Arc::new(InMemoryStore::new()) as Arc<dyn Store>,
+    )
+    .with_budget(BudgetMode::Tokens(budget));
+    c.upstream_api = api;
+    c
+}
+
+async fn send(server: &str, path: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{server}{path}"))
+        .header("x-api-key", "sk-ant-client")
+        .header("anthropic-version", "2023-06-01")
+        .header(
+            "anthropic-beta",
+            "context-management-2025-06-27,interleaved-thinking-2025-05-14",
+        )
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The assistant turn of a Messages stream: its content blocks, assembled
+/// from the events as a client does; and the stop reason.
+fn assemble(events: &str) -> (Vec<Value>, String) {
+    let mut blocks: Vec<Value> = Vec::new();
+    let mut partial: Vec<String> = Vec::new();
+    let mut stop = String::new();
+    let mut names = Vec::new();
+    for line in events.lines() {
+        if let Some(name) = line.strip_prefix("event: ") {
+            names.push(name.to_string());
+        }
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
+        let e: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(
+            Some(e["type"].as_str().unwrap()),
+            names.last().map(String::as_str)
+        );
+        let i = e["index"].as_u64().unwrap_or(0) as usize;
+        match e["type"].as_str().unwrap() {
+            "content_block_start" => {
+                blocks.push(e["content_block"].clone());
+                partial.push(String::new());
+            }
+            "content_block_delta" => match e["delta"]["type"].as_str().unwrap() {
+                "text_delta" => {
+                    let t = blocks[i]["text"].as_str().unwrap().to_string();
+                    blocks[i]["text"] = json!(t + e["delta"]["text"].as_str().unwrap());
+                }
+                "input_json_delta" => {
+                    partial[i].push_str(e["delta"]["partial_json"].as_str().unwrap())
+                }
+                other => panic!("unexpected delta {other}"),
+            },
+            "content_block_stop" if blocks[i]["type"] == "tool_use" && !partial[i].is_empty() => {
+                blocks[i]["input"] = serde_json::from_str(&partial[i]).unwrap();
+            }
+            "message_delta" => stop = e["delta"]["stop_reason"].as_str().unwrap().to_string(),
+            "error" => panic!("an error event: {e}"),
+            _ => {}
+        }
+    }
+    assert_eq!(names.first().map(String::as_str), Some("message_start"));
+    assert_eq!(names.last().map(String::as_str), Some("message_stop"));
+    (blocks, stop)
+}
+
+/// Runs a tool loop of `steps` steps through the Messages front, as an
+/// Anthropic client does; the requests it sent, in order.
+async fn tool_loop(server: &str, steps: usize, stream: bool) -> Vec<Value> {
+    let mut turns = vec![json!({"role": "user", "content": [
+        {"type": "text", "text": format!("Do the task in {steps} steps."),
+         "cache_control": {"type": "ephemeral"}}]})];
+    let mut sent = Vec::new();
+    for _ in 0..=steps + 1 {
+        let body = json!({
+            "model": "m", "max_tokens": 256, "stream": stream,
+            "system": [{"type": "text", "text": "You work in steps.", "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "step", "description": "does a step", "input_schema": {"type": "object"}}],
+            "thinking": {"type": "adaptive"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "messages": turns,
+        });
+        sent.push(body.clone());
+        let answer = send(server, "/v1/messages", &body).await;
+        assert_eq!(answer.status(), 200);
+        assert!(!answer.headers()["x-memory-session"].is_empty());
+        let (content, stop) = if stream {
+            assemble(&answer.text().await.unwrap())
+        } else {
+            let m: Value = answer.json().await.unwrap();
+            assert_eq!(m["type"], "message");
+            assert!(m["id"].as_str().unwrap().starts_with("msg_"));
+            (
+                m["content"].as_array().unwrap().clone(),
+                m["stop_reason"].as_str().unwrap().to_string(),
+            )
+        };
+        turns.push(json!({"role": "assistant", "content": content}));
+        if stop == "end_turn" {
+            let text = content
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<String>();
+            assert_eq!(text, format!("All {steps} steps are done."));
+            return sent;
+        }
+        assert_eq!(stop, "tool_use");
+        let results: Vec<Value> = content
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .map(|b| {
+                let (k, n) = (
+                    b["input"]["step"].as_u64().unwrap(),
+                    b["input"]["of"].as_u64().unwrap(),
+                );
+                json!({"type": "tool_result", "tool_use_id": b["id"],
+                       "content": format!("step {k} of {n}: {}", "output ".repeat(40))})
+            })
+            .collect();
+        turns.push(json!({"role": "user", "content": results}));
+    }
+    panic!("the loop did not end");
+}
+
+#[tokio::test]
+async fn a_tool_loop_over_a_chat_upstream_fits_and_keeps_its_pairs() {
+    for stream in [false, true] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server =
+            memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 1_500))
+                .await;
+        let sent = tool_loop(&server, 20, stream).await;
+        let received = upstream.received();
+        assert_eq!(received.len(), sent.len());
+        let mut trimmed = 0;
+        for r in &received {
+            // Translated: Chat Completions, the key as a bearer token, the
+            // Anthropic-only fields consumed.
+            assert_eq!(r.authorization.as_deref(), Some("Bearer sk-ant-client"));
+            assert!(r.body.get("context_management").is_none() && r.body.get("thinking").is_none());
+            assert_eq!(r.body["tools"][0]["function"]["name"], "step");
+            assert_eq!(r.body["stream"].as_bool().unwrap_or(false), stream);
+            let messages = openai_wire::from_value(&r.body["messages"]).unwrap();
+            assert!(validate(&messages).is_empty(), "pairs intact");
+            assert_eq!(messages[0].text(), "You work in steps.");
+            assert!(
+                messages.iter().any(|m| m.text().contains("in 20 steps")),
+                "the task is kept"
+            );
+            let chars: usize = messages
+                .iter()
+                .map(|m| serde_json::to_string(m).unwrap().len())
+                .sum();
+            trimmed += usize::from(messages.len() < 2 + 2 * 20 && chars > 0);
+        }
+        assert!(trimmed > 0, "the history outgrew the budget and was fitted");
+    }
+}
+
+#[tokio::test]
+async fn over_a_messages_upstream_what_is_kept_goes_as_the_client_sent_it() {
+    for stream in [false, true] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server = memory_serve::test_util::spawn_server(config(
+            upstream.url(),
+            Protocol::Messages,
+            1_000_000,
+        ))
+        .await;
+        let sent = tool_loop(&server, 8, stream).await;
+        let received = upstream.received();
+        assert_eq!(received.len(), sent.len());
+        for (s, r) in sent.iter().zip(&received) {
+            // Nothing shed under a large budget: every field JSON-equal.
+            assert_eq!(&r.body, s);
+            assert_eq!(r.headers["x-api-key"], "sk-ant-client");
+            assert!(r.authorization.is_none());
+            assert_eq!(
+                r.headers["anthropic-beta"],
+                "context-management-2025-06-27,interleaved-thinking-2025-05-14"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_chat_front_goes_over_a_messages_upstream() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Messages, 100_000))
+            .await;
+    for stream in [false, true] {
+        let body = json!({"model": "m", "stream": stream, "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Do the task in 3 steps."}]});
+        let answer = reqwest::Client::new()
+            .post(format!("{server}/v1/chat/completions"))
+            .bearer_auth("sk-openai-style")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        if stream {
+            assert!(
+                text.contains("\"tool_calls\"") && text.ends_with("data: [DONE]\n\n"),
+                "{text}"
+            );
+            assert!(text.contains("\"finish_reason\":\"tool_calls\""), "{text}");
+        } else {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+            assert_eq!(
+                v["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+                "step"
+            );
+        }
+    }
+    let r = &upstream.received()[0];
+    assert_eq!(r.headers["x-api-key"], "sk-openai-style");
+    assert_eq!(r.headers["anthropic-version"], "2023-06-01");
+    assert_eq!(r.body["system"], "Be brief.");
+    assert_eq!(r.body["max_tokens"], memory_serve::DEFAULT_REPLY_TOKENS);
+}
+
+#[tokio::test]
+async fn errors_come_in_anthropics_shape() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 10_000)).await;
+    let cases = [
+        (json!({"model": "m"}), "messages"),
+        (
+            json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}),
+            "messages[0].role",
+        ),
+        (
+            json!({"model": "m", "messages": [{"role": "user", "content": [{"text": "x"}]}]}),
+            "messages[0].content[0].type",
+        ),
+        (
+            json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}),
+            "messages[0].content[0].tool_use_id",
+        ),
+    ];
+    for (body, field) in cases {
+        let answer = send(&server, "/v1/messages?beta=true", &body).await;
+        assert_eq!(answer.status(), 400);
+        let e: Value = answer.json().await.unwrap();
+        assert_eq!(e["type"], "error");
+        assert_eq!(e["error"]["type"], "invalid_request_error");
+        assert!(
+            e["error"]["message"].as_str().unwrap().contains(field),
+            "{e}"
+        );
+    }
+    // The upstream's 429, translated: its status, its Retry-After.
+    let body = json!({"model": "fail-429", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]});
+    let answer = send(&server, "/v1/messages", &body).await;
+    assert_eq!(answer.status(), 429);
+    assert_eq!(answer.headers()["retry-after"], "3");
+    let e: Value = answer.json().await.unwrap();
+    assert_eq!(e["error"]["type"], "rate_limit_error");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("slow down")
+    );
+}
+
+#[tokio::test]
+async fn count_tokens_is_the_size_of_the_next_context() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 600)).await;
+    let mut turns = vec![json!({"role": "user", "content": "Do the task in 30 steps."})];
+    for round in 0..12 {
+        let body = json!({"model": "m", "max_tokens": 64, "system": "You work in steps.", "messages": turns});
+        let counted: Value = send(&server, "/v1/messages/count_tokens", &body)
+            .await
+            .json()
+            .await
+            .unwrap();
+        let answer = send(&server, "/v1/messages", &body).await;
+        let tokens: u64 = answer.headers()["x-memory-tokens"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            counted["input_tokens"].as_u64(),
+            Some(tokens),
+            "round {round}"
+        );
+        let m: Value = answer.json().await.unwrap();
+        let content = m["content"].as_array().unwrap().clone();
+        let results: Vec<Value> = content
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .map(|b| {
+                json!({"type": "tool_result", "tool_use_id": b["id"],
+                   "content": format!("step {} of 30: {}", b["input"]["step"], "x".repeat(300))})
+            })
+            .collect();
+        turns.push(json!({"role": "assistant", "content": content}));
+        turns.push(json!({"role": "user", "content": results}));
+    }
+    // Counting records nothing: the upstream saw only the 12 calls.
+    assert_eq!(upstream.received().len(), 12);
+}
+
+/// Claude Code's own requests (captured from `claude -p` 2.1.332 running a
+/// tool: a system of three blocks with `cache_control`, a system turn in
+/// the messages with a field of its own, twelve tools, `thinking`,
+/// `context_management`, `output_config`, `metadata`).
+fn claude_code_request(n: usize) -> Value {
+    let path = format!(
+        "{}/tests/fixtures/claude-code/request-{n}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn claude_codes_requests_reach_a_messages_upstream_unchanged() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server = memory_serve::test_util::spawn_server(config(
+        upstream.url(),
+        Protocol::Messages,
+        1_000_000,
+    ))
+    .await;
+    for n in [1, 2] {
+        let body = claude_code_request(n);
+        let answer = send(&server, "/v1/messages?beta=true", &body).await;
+        assert_eq!(answer.status(), 200);
+        let _ = answer.text().await.unwrap();
+        assert_eq!(upstream.received()[n - 1].body, body, "request {n}");
+    }
+}
+
+#[tokio::test]
+async fn claude_codes_requests_translate_for_a_chat_upstream() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 1_000_000))
+            .await;
+    let body = claude_code_request(2);
+    let answer = send(&server, "/v1/messages?beta=true", &body).await;
+    assert_eq!(answer.status(), 200);
+    let _ = answer.text().await.unwrap();
+    let sent = &upstream.received()[0].body;
+    let messages = openai_wire::from_value(&sent["messages"]).unwrap();
+    assert!(validate(&messages).is_empty());
+    // The system blocks joined, the environment turn kept, the tool call
+    // and its result paired by id.
+    assert!(messages[0].is_system());
+    let call = messages
+        .iter()
+        .find_map(|m| m.tool_calls().first())
+        .unwrap();
+    assert_eq!(call.name, "Bash");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.tool_call_id() == Some(call.id.as_str()))
+    );
+    assert_eq!(
+        sent["tools"].as_array().unwrap().len(),
+        body["tools"].as_array().unwrap().len()
+    );
+    for gone in ["thinking", "context_management", "output_config", "system"] {
+        assert!(sent.get(gone).is_none(), "{gone} is consumed");
+    }
+}

@@ -53,7 +53,7 @@ use serde_json::{Value, json};
 const USAGE: &str = "\
 usage: load [--pipeline window|compact,thrift] [--store memory|sqlite|sqlite:PATH|postgres|postgres://...]
             [--sessions S] [--principals P] [--turns T] [--delay-ms D] [--budget TOKENS] [--filler CHARS]
-            [--deadline-s SECONDS] [--same-task]";
+            [--deadline-s SECONDS] [--same-task] [--front chat|messages]";
 
 #[derive(Debug, Clone)]
 struct Options {
@@ -67,6 +67,8 @@ struct Options {
     filler: usize,
     deadline: Duration,
     same_task: bool,
+    /// The protocol the agents speak: `chat` or `messages`.
+    front: String,
 }
 
 impl Options {
@@ -82,6 +84,7 @@ impl Options {
             filler: 1_500,
             deadline: Duration::from_secs(600),
             same_task: false,
+            front: "chat".into(),
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -100,6 +103,7 @@ impl Options {
             };
             match flag.as_str() {
                 "--pipeline" => o.pipeline = value.clone(),
+                "--front" if value == "chat" || value == "messages" => o.front = value.clone(),
                 "--store" => o.store = value.clone(),
                 "--sessions" => o.sessions = number()?.max(1) as usize,
                 "--principals" => o.principals = number()?.max(1) as usize,
@@ -375,10 +379,17 @@ async fn agent(
         id_changes: 0,
     };
     for turn in 0..options.turns {
-        let body = json!({"model": "scripted", "messages": wire::to_value(&history)});
+        let (path, body) = if options.front == "messages" {
+            ("messages", anthropic::request(&history))
+        } else {
+            (
+                "chat/completions",
+                json!({"model": "scripted", "messages": wire::to_value(&history)}),
+            )
+        };
         let started = Instant::now();
         let response = client
-            .post(format!("{server}/v1/chat/completions"))
+            .post(format!("{server}/v1/{path}"))
             .bearer_auth(credential(&options, index))
             .json(&body)
             .send()
@@ -442,10 +453,13 @@ async fn agent(
         if session.is_some() {
             out.session = session;
         }
-        let reply = bytes
+        let answer = bytes
             .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| wire::message_from_value(&v["choices"][0]["message"], 0).ok());
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+        let reply = answer.and_then(|v| match options.front.as_str() {
+            "messages" => anthropic::reply(&v),
+            _ => wire::message_from_value(&v["choices"][0]["message"], 0).ok(),
+        });
         let Some(reply) = reply else {
             if ok {
                 invalid("the answer has no message".into());
@@ -489,6 +503,74 @@ async fn agent(
     }
     out.history = history;
     out
+}
+
+/// The agents' side of Anthropic's Messages protocol (`--front messages`).
+mod anthropic {
+    use memory_core::{Message, ToolCall};
+    use serde_json::{Value, json};
+
+    /// A request holding `history`: its system message as `system`, tool
+    /// results in user turns.
+    pub(super) fn request(history: &[Message]) -> Value {
+        let mut turns: Vec<Value> = Vec::new();
+        for m in &history[1..] {
+            let (role, block) = match m {
+                Message::Assistant { .. } => ("assistant", None),
+                Message::ToolResult {
+                    tool_call_id,
+                    content,
+                    ..
+                } => (
+                    "user",
+                    Some(
+                        json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
+                    ),
+                ),
+                other => ("user", Some(json!({"type": "text", "text": other.text()}))),
+            };
+            let blocks = match block {
+                Some(b) => vec![b],
+                None => assistant_blocks(m),
+            };
+            match turns.last_mut() {
+                Some(t) if t["role"] == role && role == "user" => {
+                    t["content"].as_array_mut().expect("blocks").extend(blocks);
+                }
+                _ => turns.push(json!({"role": role, "content": blocks})),
+            }
+        }
+        json!({"model": "scripted", "max_tokens": 1024, "system": history[0].text(), "messages": turns})
+    }
+
+    fn assistant_blocks(m: &Message) -> Vec<Value> {
+        let mut blocks = Vec::new();
+        if !m.text().is_empty() {
+            blocks.push(json!({"type": "text", "text": m.text()}));
+        }
+        for c in m.tool_calls() {
+            let input: Value = serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+            blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+        }
+        blocks
+    }
+
+    /// The assistant message of a Messages answer.
+    pub(super) fn reply(answer: &Value) -> Option<Message> {
+        let (mut text, mut calls) = (String::new(), Vec::new());
+        for b in answer["content"].as_array()? {
+            match b["type"].as_str()? {
+                "text" => text.push_str(b["text"].as_str()?),
+                "tool_use" => calls.push(ToolCall::new(
+                    b["id"].as_str()?,
+                    b["name"].as_str()?,
+                    b["input"].to_string(),
+                )),
+                _ => {}
+            }
+        }
+        Some(Message::assistant_with_tools(text, calls))
+    }
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {

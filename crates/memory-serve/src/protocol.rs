@@ -97,28 +97,35 @@ impl Protocol {
         }
     }
 
-    /// Decodes a request body sent to this front.
-    pub(crate) fn decode_request(self, body: &[u8]) -> Result<Decoded, ApiError> {
+    /// Decodes a request body sent to this front; the messages' originals
+    /// are kept when `upstream` speaks it too.
+    pub(crate) fn decode_request(
+        self,
+        body: &[u8],
+        upstream: Protocol,
+    ) -> Result<Decoded, ApiError> {
+        let keep = upstream == self;
         match self {
-            Protocol::Chat => chat::request::decode(body),
-            Protocol::Messages => messages::request::decode(body),
+            Protocol::Chat => chat::request::decode(body, keep),
+            Protocol::Messages => messages::request::decode(body, keep),
         }
     }
 
     /// The body to send an upstream of this protocol: `request`'s fields
     /// (as sent when it came in this protocol, translated otherwise),
-    /// `context` as its messages, and `extra` tools offered besides the
-    /// client's.
+    /// `context` as its messages (those of `sent`, the request's messages,
+    /// as they came), and `extra` tools offered besides the client's.
     pub(crate) fn encode_request(
         self,
         request: &Decoded,
+        sent: &[Message],
         context: &[Message],
         extra: &[ToolSpec],
         reply_tokens: usize,
     ) -> Value {
         let same = request.front == self;
         let originals = if same {
-            request.originals.of(context)
+            request.originals.of(context, sent)
         } else {
             vec![None; context.len()]
         };
@@ -132,7 +139,7 @@ impl Protocol {
                     Some(o) => chat::options::write(o),
                     None => request.rest.clone(),
                 };
-                chat::request::encode(rest, context, &originals, extra)
+                chat::request::encode(rest, context, &originals, extra, !same)
             }
             Protocol::Messages => {
                 let rest = match &options {

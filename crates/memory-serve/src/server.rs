@@ -313,7 +313,7 @@ async fn admit_call(
     let started = Instant::now();
     let (caller, scope) = caller(&state, &headers).await?;
     let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
-    let mut request = front.decode_request(&bytes)?;
+    let mut request = front.decode_request(&bytes, state.config.upstream_api)?;
     if let Some(limit) = state.config.limits.messages_per_request
         && request.messages.len() > limit
     {
@@ -360,7 +360,7 @@ async fn count_tokens(
     let counted = async {
         let (_, scope) = caller(&state, &headers).await?;
         let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
-        let mut request = Protocol::Messages.decode_request(&bytes)?;
+        let mut request = Protocol::Messages.decode_request(&bytes, Protocol::Chat)?;
         let messages =
             crate::transcript::prepare(std::mem::take(&mut request.messages), state.config.strict)?;
         let budget = state.config.budget.for_call(request.max_tokens);
@@ -381,15 +381,7 @@ async fn count_tokens(
 /// upstream (answering the model's recalls itself under `--recall
 /// server`) and records the reply.
 async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError> {
-    let sessions = &state.sessions;
-    let admitted = match &call.named {
-        Some(id) => {
-            sessions
-                .admit_named(&call.scope, id, &call.messages)
-                .await?
-        }
-        None => sessions.admit_history(&call.scope, &call.messages).await?,
-    };
+    let admitted = admit(&state.sessions, &call).await?;
     let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&session, &report);
     let front = call.request.front;
@@ -444,6 +436,14 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
         own += after.elapsed();
     }
     unreachable!("the loop returns")
+}
+
+/// The call's session: the one it names, or the one its history continues.
+async fn admit(sessions: &Sessions, call: &Call) -> Result<Admitted, ApiError> {
+    match &call.named {
+        Some(id) => sessions.admit_named(&call.scope, id, &call.messages).await,
+        None => sessions.admit_history(&call.scope, &call.messages).await,
+    }
 }
 
 /// The model's reply when it calls `recall` under `--recall server` and

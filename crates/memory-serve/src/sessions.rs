@@ -91,9 +91,11 @@ pub(crate) struct OpenSession {
     link: Chain,
     /// Tokens of the whole history.
     pub(crate) history_tokens: usize,
-    /// Whether every message so far is a system message (the next system
-    /// message is then protected, as a leading system prompt is).
-    leading_system: bool,
+    /// Whether no assistant has spoken yet: a system message then is
+    /// part of the session's instructions and protected, as a leading
+    /// system prompt is (Claude Code sends its environment as a system
+    /// turn after the task).
+    opening: bool,
     /// The version of the stored state this process last read or wrote.
     state_version: Option<Version>,
     /// Whether it holds the session as the store has it.
@@ -179,7 +181,7 @@ impl Sessions {
             length: 0,
             link: Chain::START,
             history_tokens: 0,
-            leading_system: true,
+            opening: true,
             state_version: None,
             loaded: false,
             last_context: Vec::new(),
@@ -448,7 +450,7 @@ impl Sessions {
             Some((id, length)) => (scope.store.load(&id).await?.messages, length),
             None => (Vec::new(), 0),
         };
-        let mut leading = batch.iter().all(|s| s.message.is_system());
+        let mut leading = !batch.iter().any(|s| s.message.is_assistant());
         for message in &messages[from..] {
             let count = self.counter.count_message(message).await?;
             batch.push(StoredMessage::new(
@@ -456,7 +458,7 @@ impl Sessions {
                 count,
                 leading && message.is_system(),
             ));
-            leading &= message.is_system();
+            leading &= !message.is_assistant();
         }
         let mut memory = WindowMemory::new(budget)
             .with_strategy((self.config.pipeline)())
@@ -611,7 +613,7 @@ impl Sessions {
         session.memory = None;
         session.length = history.len();
         session.link = link;
-        session.leading_system = history.iter().all(Message::is_system);
+        session.opening = !history.iter().any(Message::is_assistant);
         session.history_tokens = tokens;
         session.state_version = version;
         session.loaded = true;
@@ -636,12 +638,12 @@ impl Sessions {
             return Ok(());
         }
         let (mut link, mut tokens, mut leading) =
-            (session.link, session.history_tokens, session.leading_system);
+            (session.link, session.history_tokens, session.opening);
         let mut batch = Vec::with_capacity(messages.len());
         for message in messages {
             let protected = leading && message.is_system();
             let count = self.counter.count_message(message).await?;
-            leading &= message.is_system();
+            leading &= !message.is_assistant();
             tokens += count;
             link = link.then(message);
             batch.push(StoredMessage::new(message.clone(), count, protected));
@@ -664,7 +666,7 @@ impl Sessions {
         let answers = session.carrying.answers();
         recorded?;
         (session.link, session.history_tokens) = (link, tokens);
-        (session.leading_system, session.length) = (leading, length);
+        (session.opening, session.length) = (leading, length);
         if reply {
             self.carried(session, answers).await?;
         }

@@ -276,8 +276,8 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
 
 /// `POST /v1/messages`: the same script, in Anthropic's protocol.
 async fn messages(State(script): State<Script>, headers: HeaderMap, body: String) -> Response {
-    use crate::protocol::{Protocol, Reply, event::StopReason, event::Usage};
-    let Ok(decoded) = Protocol::Messages.decode_request(body.as_bytes()) else {
+    use crate::protocol::Protocol;
+    let Ok(decoded) = Protocol::Messages.decode_request(body.as_bytes(), Protocol::Chat) else {
         return (StatusCode::BAD_REQUEST, "not a Messages request").into_response();
     };
     let value: Value = serde_json::from_str(&body).unwrap_or_default();
@@ -302,22 +302,7 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop_front();
-    let message = queued.unwrap_or_else(|| next_step(&decoded.messages));
-    let stop = if message.tool_calls().is_empty() {
-        StopReason::EndTurn
-    } else {
-        StopReason::ToolUse
-    };
-    let reply = Reply {
-        id: "msg_scripted".into(),
-        model: "scripted".into(),
-        message,
-        stop,
-        usage: Usage {
-            input: Some(1),
-            output: Some(1),
-        },
-    };
+    let reply = scripted_reply(queued.unwrap_or_else(|| next_step(&decoded.messages)));
     if value["stream"] == true {
         let mut encoder = Protocol::Messages.stream_encoder();
         let events: Vec<String> = stream_events(&reply)
@@ -336,6 +321,26 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         Protocol::Messages.encode_reply(&reply).to_string(),
     )
         .into_response()
+}
+
+/// A reply of the script's, as an upstream answers it.
+fn scripted_reply(message: Message) -> crate::protocol::Reply {
+    use crate::protocol::event::{StopReason, Usage};
+    let stop = if message.tool_calls().is_empty() {
+        StopReason::EndTurn
+    } else {
+        StopReason::ToolUse
+    };
+    crate::protocol::Reply {
+        id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+        model: "scripted".into(),
+        message,
+        stop,
+        usage: Usage {
+            input: Some(1),
+            output: Some(1),
+        },
+    }
 }
 
 /// The events of a whole reply, as a model streams it: the text in
@@ -573,4 +578,19 @@ fn steps_asked(text: &str) -> Option<usize> {
         .rev()
         .collect();
     digits.parse().ok()
+}
+
+/// Decodes a body as the Messages front does (for fuzzing the decoder):
+/// the number of messages it holds, or the 400's message.
+///
+/// ```
+/// use memory_serve::test_util::decode_messages_request;
+/// assert_eq!(decode_messages_request(br#"{"messages": [{"role": "user", "content": "hi"}]}"#), Ok(1));
+/// assert!(decode_messages_request(b"{").unwrap_err().contains("not valid JSON"));
+/// ```
+pub fn decode_messages_request(body: &[u8]) -> Result<usize, String> {
+    crate::Protocol::Messages
+        .decode_request(body, crate::Protocol::Messages)
+        .map(|d| d.messages.len())
+        .map_err(|e| e.message().to_string())
 }

@@ -131,7 +131,13 @@ pub(crate) async fn send(
         .request
         .max_tokens
         .unwrap_or(crate::DEFAULT_REPLY_TOKENS);
-    let body = api.encode_request(&call.request, messages, &extra, reply_tokens);
+    let body = api.encode_request(
+        &call.request,
+        &call.messages,
+        messages,
+        &extra,
+        reply_tokens,
+    );
     let mut request = state
         .http
         .post(format!("{}{}", state.config.upstream, api.path()))

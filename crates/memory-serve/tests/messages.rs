@@ -398,3 +398,72 @@ async fn claude_codes_requests_translate_for_a_chat_upstream() {
         assert!(sent.get(gone).is_none(), "{gone} is consumed");
     }
 }
+
+#[tokio::test]
+async fn the_chat_front_sends_developer_turns_and_cache_control_as_they_came() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
+            .await;
+    let messages = json!([
+        {"role": "developer", "content": "Answer in French."},
+        {"role": "user", "content": [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]},
+        {"role": "assistant", "content": "bonjour", "refusal": null},
+        {"role": "user", "content": "again"}
+    ]);
+    let answer = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .json(&json!({"model": "m", "messages": messages}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(upstream.received()[0].body["messages"], messages);
+}
+
+#[tokio::test]
+async fn images_cross_both_ways() {
+    let png = "iVBORw0KGgo=";
+    // Messages front, Chat upstream.
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
+            .await;
+    let body = json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "d"}},
+        {"type": "text", "text": "what is this?"}]}]});
+    assert_eq!(send(&server, "/v1/messages", &body).await.status(), 200);
+    let parts = upstream.received()[0].body["messages"][0]["content"].clone();
+    assert_eq!(
+        parts,
+        json!([
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+            {"type": "text", "text": "what is this?"}
+        ])
+    );
+    // Chat front, Messages upstream.
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Messages, 100_000))
+            .await;
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}},
+        {"type": "text", "text": "and this?"}]}]});
+    let answer = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(
+        upstream.received()[0].body["messages"][0]["content"],
+        json!([
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+            {"type": "text", "text": "and this?"}
+        ])
+    );
+}

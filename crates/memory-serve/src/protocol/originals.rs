@@ -30,40 +30,54 @@ pub(crate) struct Original {
     pub(crate) opens: bool,
 }
 
-/// The originals of a request's messages, by digest.
+/// The originals of a request's messages, in the order they were decoded.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Originals {
-    by_digest: HashMap<[u8; 32], VecDeque<Original>>,
+    /// Whether they are kept at all (only an upstream of the front's
+    /// protocol has a use for them).
+    keeps: bool,
+    list: Vec<Option<Original>>,
 }
 
 impl Originals {
-    /// Keeps `original` for `message`.
-    pub(crate) fn keep(&mut self, message: &Message, original: Original) {
-        self.by_digest
-            .entry(digest(message))
-            .or_default()
-            .push_back(original);
+    /// Originals to be kept, or (`keeps` false) none.
+    pub(crate) fn new(keeps: bool) -> Self {
+        Self {
+            keeps,
+            list: Vec::new(),
+        }
     }
 
-    /// Whether none is kept.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.by_digest.is_empty()
+    /// The original of the next decoded message (`None`: it encodes back
+    /// as it came).
+    pub(crate) fn push(&mut self, original: Option<Original>) {
+        if self.keeps {
+            self.list.push(original);
+        }
     }
 
-    /// The originals of `messages`, in order (`None` for a message that
-    /// has none); a message that came twice takes its originals in turn.
-    pub(crate) fn of(&self, messages: &[Message]) -> Vec<Option<Original>> {
-        if self.is_empty() {
-            return vec![None; messages.len()];
+    /// The originals of `context`, in order (`None` for a message that has
+    /// none), found by digest among `sent`, the request's messages as
+    /// decoded (a transcript repaired since has none: its messages are
+    /// encoded afresh); a message sent twice takes its originals in turn.
+    pub(crate) fn of(&self, context: &[Message], sent: &[Message]) -> Vec<Option<Original>> {
+        if self.list.len() != sent.len() || self.list.iter().all(Option::is_none) {
+            return vec![None; context.len()];
+        }
+        let mut by_digest: HashMap<[u8; 32], VecDeque<&Original>> = HashMap::new();
+        for (message, original) in sent.iter().zip(&self.list) {
+            if let Some(o) = original {
+                by_digest.entry(digest(message)).or_default().push_back(o);
+            }
         }
         let mut taken: HashMap<[u8; 32], usize> = HashMap::new();
-        messages
+        context
             .iter()
             .map(|m| {
                 let key = digest(m);
-                let list = self.by_digest.get(&key)?;
+                let list = by_digest.get(&key)?;
                 let n = taken.entry(key).or_default();
-                let original = list.get(*n).or_else(|| list.back()).cloned();
+                let original = list.get(*n).or_else(|| list.back()).map(|o| (*o).clone());
                 *n += 1;
                 original
             })
@@ -92,10 +106,14 @@ mod tests {
 
     #[test]
     fn a_changed_message_has_no_original_and_repeats_take_theirs_in_turn() {
-        let mut o = Originals::default();
-        o.keep(&Message::user("a"), original("a1"));
-        o.keep(&Message::user("a"), original("a2"));
-        let found = o.of(&[Message::user("a"), Message::user("b"), Message::user("a")]);
+        let mut o = Originals::new(true);
+        o.push(Some(original("a1")));
+        o.push(Some(original("a2")));
+        let sent = [Message::user("a"), Message::user("a")];
+        let found = o.of(
+            &[Message::user("a"), Message::user("b"), Message::user("a")],
+            &sent,
+        );
         assert_eq!(found[0], Some(original("a1")));
         assert_eq!(found[1], None);
         assert_eq!(found[2], Some(original("a2")));

@@ -1,31 +1,29 @@
 //! A Chat Completions request: decoded from a client, encoded for an
 //! upstream.
 
-use memory_core::Message;
+use memory_core::{ContentBlock, Message};
 use memory_openai::wire;
 use serde_json::{Map, Value, json};
 
-use crate::protocol::options::ToolSpec;
+use crate::protocol::options::{ToolSpec, left_out};
 use crate::protocol::originals::{Original, Originals};
 use crate::protocol::{Decoded, Protocol};
 use crate::{ApiError, ChatCall};
 
 /// Decodes a request body; a message that would not encode back as it
 /// came is kept whole among the originals.
-pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ApiError> {
+pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
     let (call, values) = ChatCall::decode_keeping(body)?;
-    let mut originals = Originals::default();
-    for (message, value) in call.messages.iter().zip(values) {
-        if wire::message_to_value(message) != value {
-            originals.keep(
-                message,
-                Original {
-                    blocks: vec![value],
-                    string: false,
-                    fields: Map::new(),
-                    opens: true,
-                },
-            );
+    let mut originals = Originals::new(keep);
+    if keep {
+        for (message, value) in call.messages.iter().zip(values) {
+            let differs = !plain(&value) && wire::message_to_value(message) != value;
+            originals.push(differs.then(|| Original {
+                blocks: vec![value],
+                string: false,
+                fields: Map::new(),
+                opens: true,
+            }));
         }
     }
     Ok(Decoded {
@@ -38,20 +36,44 @@ pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ApiError> {
     })
 }
 
+/// Whether a wire message is one the neutral form holds whole, seen from
+/// its fields alone (no encoding to compare): strings only, and only the
+/// fields its role's encoding writes. Most of an agent's history is such
+/// (tool results, plain turns); anything else is compared.
+fn plain(value: &Value) -> bool {
+    let Some(object) = value.as_object() else {
+        return false;
+    };
+    if !object.values().all(Value::is_string) {
+        return false;
+    }
+    let has = |k: &str| object.contains_key(k);
+    let fields = match object["role"].as_str() {
+        Some("system" | "user") => 2,
+        Some("assistant") => 2 + usize::from(has("reasoning_content")),
+        Some("tool") => 3 + usize::from(has("name")),
+        _ => return false,
+    };
+    object.len() == fields && has("content") && (object["role"] != "tool" || has("tool_call_id"))
+}
+
 /// The body for a Chat Completions upstream: `rest`, `context` as its
-/// messages (each as it came where it has an original), and `extra`
-/// tools besides the client's.
+/// messages (each as it came where it has an original; `translated`, from
+/// another protocol, with its pass-through blocks made Chat Completions
+/// parts), and `extra` tools besides the client's.
 pub(crate) fn encode(
     mut rest: Map<String, Value>,
     context: &[Message],
     originals: &[Option<Original>],
     extra: &[ToolSpec],
+    translated: bool,
 ) -> Value {
     let messages: Vec<Value> = context
         .iter()
         .zip(originals)
         .map(|(m, o)| match o.as_ref().and_then(|o| o.blocks.first()) {
             Some(value) => value.clone(),
+            None if translated => wire::message_to_value(&chat_parts(m)),
             None => wire::message_to_value(m),
         })
         .collect();
@@ -60,6 +82,33 @@ pub(crate) fn encode(
         offer(&mut rest, spec);
     }
     Value::Object(rest)
+}
+
+/// A message of another protocol with its pass-through blocks as Chat
+/// Completions parts: an image by URL as an `image_url`; any other (a
+/// document, a search result) left out, as no Chat Completions model
+/// takes it.
+fn chat_parts(message: &Message) -> Message {
+    let Message::User(blocks) = message else {
+        return message.clone();
+    };
+    let blocks = blocks
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Wire(part) => match part["source"]["url"].as_str() {
+                Some(url) if part["type"] == "image" => Some(ContentBlock::Wire(
+                    json!({"type": "image_url", "image_url": {"url": url}}),
+                )),
+                _ => {
+                    let kind = part["type"].as_str().unwrap_or("?");
+                    left_out(&format!("a `{kind}` content block"));
+                    None
+                }
+            },
+            other => Some(other.clone()),
+        })
+        .collect();
+    Message::User(blocks)
 }
 
 /// A function tool in Chat Completions' shape.
@@ -90,16 +139,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plain_message_encodes_back_as_it_came() {
+        let cases = [
+            json!({"role": "system", "content": "s"}),
+            json!({"role": "user", "content": ""}),
+            json!({"role": "assistant", "content": "a", "reasoning_content": "r"}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "out", "name": "ls"}),
+        ];
+        for value in cases {
+            assert!(plain(&value), "{value}");
+            let message = wire::message_from_value(&value, 0).unwrap();
+            assert_eq!(wire::message_to_value(&message), value);
+        }
+        for value in [
+            json!({"role": "developer", "content": "d"}),
+            json!({"role": "assistant", "content": "a", "reasoning": "r"}),
+            json!({"role": "user", "content": "u", "name": "bob"}),
+            json!({"role": "tool", "content": "out", "name": "ls", "x": "y"}),
+        ] {
+            assert!(!plain(&value), "{value}");
+        }
+    }
+
+    #[test]
     fn what_the_neutral_message_drops_goes_back_as_sent() {
         let body = br#"{"model": "m", "messages": [
             {"role": "developer", "content": "rules"},
             {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]},
             {"role": "user", "content": "plain"}]}"#;
-        let decoded = decode(body).unwrap();
+        let decoded = decode(body, true).unwrap();
         let sent: Value = serde_json::from_slice(body).unwrap();
-        let originals = decoded.originals.of(&decoded.messages);
+        let originals = decoded.originals.of(&decoded.messages, &decoded.messages);
         assert!(originals[0].is_some() && originals[1].is_some() && originals[2].is_none());
-        let out = encode(decoded.rest.clone(), &decoded.messages, &originals, &[]);
+        let out = encode(
+            decoded.rest.clone(),
+            &decoded.messages,
+            &originals,
+            &[],
+            false,
+        );
         assert_eq!(out["messages"], sent["messages"]);
     }
 }

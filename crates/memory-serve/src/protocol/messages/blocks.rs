@@ -18,30 +18,30 @@ pub(crate) struct Piece {
 
 /// The pieces of a user turn's blocks: each tool result its own, each run
 /// of other blocks one user message. `at` names the blocks in errors.
-pub(crate) fn user_pieces(blocks: &[Value], at: &str) -> Result<Vec<Piece>, ApiError> {
+pub(crate) fn user_pieces(blocks: Vec<Value>, at: &str) -> Result<Vec<Piece>, ApiError> {
     let mut pieces: Vec<Piece> = Vec::new();
-    for (k, block) in blocks.iter().enumerate() {
+    for (k, block) in blocks.into_iter().enumerate() {
         let at = format!("{at}[{k}]");
-        let kind = block_type(block, &at)?;
+        let kind = block_type(&block, &at)?;
         if kind == "tool_result" {
             pieces.push(Piece {
-                message: tool_result(block, &at)?,
-                blocks: vec![block.clone()],
+                message: tool_result(&block, &at)?,
+                blocks: vec![block],
             });
             continue;
         }
-        let content = user_block(kind, block, &at)?;
+        let content = user_block(kind, &block, &at)?;
         match pieces.last_mut() {
             Some(Piece {
                 message: Message::User(list),
                 blocks,
             }) => {
                 list.push(content);
-                blocks.push(block.clone());
+                blocks.push(block);
             }
             _ => pieces.push(Piece {
                 message: Message::User(vec![content]),
-                blocks: vec![block.clone()],
+                blocks: vec![block],
             }),
         }
     }

@@ -49,14 +49,15 @@ pub(crate) fn encode(reply: &Reply) -> Value {
     })
 }
 
-/// A message id as Anthropic's clients expect one.
+/// A message id as Anthropic's clients expect one: a Messages upstream's
+/// own, or a new one. Claude Code takes blocks of one id for one turn, and
+/// another protocol's ids need not be unique (some servers draw them from
+/// a small range), so they are never reused.
 pub(crate) fn message_id(id: &str) -> String {
     if id.starts_with("msg_") {
         id.to_string()
-    } else if id.is_empty() {
-        format!("msg_{}", uuid::Uuid::new_v4().simple())
     } else {
-        format!("msg_{id}")
+        format!("msg_{}", uuid::Uuid::new_v4().simple())
     }
 }
 

@@ -17,7 +17,7 @@ use crate::protocol::originals::{Original, Originals};
 use crate::protocol::{Decoded, Protocol};
 
 /// Decodes a request body.
-pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ApiError> {
+pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}"), None))?;
     let Value::Object(mut rest) = value else {
@@ -50,7 +50,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ApiError> {
     let mut decoded = Decoded {
         front: Protocol::Messages,
         messages: Vec::new(),
-        originals: Originals::default(),
+        originals: Originals::new(keep),
         stream: flag(&rest, "stream")?,
         max_tokens: limit(&rest, "max_tokens")?,
         rest: Map::new(),
@@ -58,7 +58,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Decoded, ApiError> {
     if let Some(system) = rest.remove("system") {
         system_of(system, &mut decoded)?;
     }
-    for (i, turn) in turns.iter().enumerate() {
+    for (i, turn) in turns.into_iter().enumerate() {
         turn_of(turn, i, &mut decoded)?;
     }
     decoded.rest = rest;
@@ -89,33 +89,31 @@ fn system_of(system: Value, decoded: &mut Decoded) -> Result<(), ApiError> {
             ));
         }
     };
-    let message = Message::system(text);
     let blocks = match system {
         Value::Array(blocks) => blocks,
         other => vec![other],
     };
-    let original = Original {
+    decoded.originals.push(Some(Original {
         blocks,
         string,
         fields: Map::new(),
         opens: true,
-    };
-    decoded.originals.keep(&message, original);
-    decoded.messages.push(message);
+    }));
+    decoded.messages.push(Message::system(text));
     Ok(())
 }
 
-fn turn_of(turn: &Value, i: usize, decoded: &mut Decoded) -> Result<(), ApiError> {
+fn turn_of(turn: Value, i: usize, decoded: &mut Decoded) -> Result<(), ApiError> {
     let at = format!("messages[{i}]");
-    let Some(object) = turn.as_object() else {
+    let Value::Object(mut object) = turn else {
         return Err(ApiError::bad_request(
-            format!("`{at}` must be an object, found {}", wire::kind(turn)),
+            format!("`{at}` must be an object, found {}", wire::kind(&turn)),
             Some(&at),
         ));
     };
-    let (blocks, string) = match object.get("content") {
+    let (blocks, string) = match object.remove("content") {
         Some(Value::String(s)) => (vec![json!({"type": "text", "text": s})], true),
-        Some(Value::Array(blocks)) => (blocks.clone(), false),
+        Some(Value::Array(blocks)) => (blocks, false),
         _ => {
             let at = format!("{at}.content");
             return Err(ApiError::bad_request(
@@ -126,7 +124,7 @@ fn turn_of(turn: &Value, i: usize, decoded: &mut Decoded) -> Result<(), ApiError
     };
     let at = format!("{at}.content");
     let pieces = match object.get("role").and_then(Value::as_str) {
-        Some("user") => blocks::user_pieces(&blocks, &at)?,
+        Some("user") => blocks::user_pieces(blocks, &at)?,
         Some("assistant") => vec![Piece {
             message: blocks::assistant(&blocks, &at)?,
             blocks,
@@ -145,17 +143,20 @@ fn turn_of(turn: &Value, i: usize, decoded: &mut Decoded) -> Result<(), ApiError
             ));
         }
     };
-    let mut fields = object.clone();
-    fields.remove("role");
-    fields.remove("content");
+    object.remove("role");
+    let mut fields = object;
     for (k, piece) in pieces.into_iter().enumerate() {
         let original = Original {
             blocks: piece.blocks,
             string,
-            fields: if k == 0 { fields.clone() } else { Map::new() },
+            fields: if k == 0 {
+                std::mem::take(&mut fields)
+            } else {
+                Map::new()
+            },
             opens: k == 0,
         };
-        decoded.originals.keep(&piece.message, original);
+        decoded.originals.push(Some(original));
         decoded.messages.push(piece.message);
     }
     Ok(())

@@ -137,19 +137,7 @@ impl Encoder {
             return out;
         }
         if !self.started && !matches!(event, Event::Error { .. }) {
-            self.started = true;
-            let (id, model) = match event {
-                Event::Start { id, model } => (id.as_str(), model.as_str()),
-                _ => ("", ""),
-            };
-            put(
-                &mut out,
-                "message_start",
-                json!({"type": "message_start", "message": {
-                "id": message_id(id), "type": "message", "role": "assistant", "model": model,
-                "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": 0, "output_tokens": 0}}}),
-            );
+            self.start(event, &mut out);
         }
         match event {
             Event::Start { .. } => {}
@@ -196,6 +184,24 @@ impl Encoder {
             }
         }
         out
+    }
+
+    /// `message_start`, with the upstream's id and model when the event
+    /// names them.
+    fn start(&mut self, event: &Event, out: &mut String) {
+        self.started = true;
+        let (id, model) = match event {
+            Event::Start { id, model } => (id.as_str(), model.as_str()),
+            _ => ("", ""),
+        };
+        let message = json!({"id": message_id(id), "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0}});
+        put(
+            out,
+            "message_start",
+            json!({"type": "message_start", "message": message}),
+        );
     }
 
     fn open_block(&mut self, kind: Open, block: Value, out: &mut String) {

@@ -14,7 +14,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 corpus="$here/corpus"
 fixtures="$root/crates/memory-cli/tests/fixtures"
-targets=(input_chat input_locomo input_traj repair_trim wire serve_request)
+targets=(input_chat input_locomo input_traj repair_trim wire serve_request serve_messages)
 
 for target in "${targets[@]}"; do
     mkdir -p "$corpus/$target"
@@ -24,6 +24,7 @@ for target in "${targets[@]}"; do
 done
 cp "$fixtures"/*.traj "$corpus/input_traj/"
 cp "$fixtures"/locomo-*.json "$corpus/input_locomo/"
+cp "$root"/crates/memory-serve/tests/fixtures/claude-code/request-*.json "$corpus/serve_messages/"
 for fixture in "$fixtures"/*.traj "$fixtures"/*.json; do
     # repair_trim reads its budget from the first two bytes (80 tokens here).
     { printf 'P\0'; cat "$fixture"; } >"$corpus/repair_trim/fixture-$(basename "$fixture")"

@@ -38,13 +38,14 @@ pub type Target = (&'static str, fn(&[u8]));
 /// ```
 /// assert!(memory_tests::fuzz::TARGETS.iter().any(|(name, _)| *name == "wire"));
 /// ```
-pub const TARGETS: [Target; 6] = [
+pub const TARGETS: [Target; 7] = [
     ("input_chat", input),
     ("input_locomo", input),
     ("input_traj", input),
     ("repair_trim", repair_trim),
     ("wire", wire),
     ("serve_request", serve_request),
+    ("serve_messages", serve_messages),
 ];
 
 /// The pipelines [`repair_trim`] runs every transcript through: each stage
@@ -291,4 +292,67 @@ pub fn serve_request(bytes: &[u8]) {
         (call.stream, call.max_tokens),
         "{body}"
     );
+}
+
+/// The top-level fields the Messages decoder reads, one of which a refusal that is
+/// not about the whole body names (`messages[3].content[0].type`, say).
+const MESSAGES_FIELDS: [&str; 4] = ["messages", "system", "stream", "max_tokens"];
+
+/// `memory serve`'s Messages front (`POST /v1/messages`): its request
+/// decoder never panics; a refusal names the field at fault or says the
+/// body is not JSON (or not an object); a decoded body keeps every turn.
+///
+/// # Panics
+///
+/// When one of those does not hold.
+///
+/// ```
+/// memory_tests::fuzz::serve_messages(br#"{"messages": [{"role": "user", "content": "hi"}]}"#);
+/// ```
+pub fn serve_messages(bytes: &[u8]) {
+    use memory_serve::test_util::decode_messages_request;
+    match decode_messages_request(bytes) {
+        Ok(decoded) => {
+            let (fewest, most) = message_bounds(bytes);
+            assert!(
+                (fewest..=most).contains(&decoded),
+                "{decoded} messages from a body that holds {fewest} to {most}"
+            );
+        }
+        Err(message) => {
+            let whole_body = message.starts_with("the body is not valid JSON")
+                || message.starts_with("the body must be a JSON object");
+            let named = message
+                .split('`')
+                .nth(1)
+                .and_then(|field| field.split(['[', '.']).next());
+            assert!(
+                whole_body || named.is_some_and(|f| MESSAGES_FIELDS.contains(&f)),
+                "a refusal that names no field: {message}"
+            );
+        }
+    }
+}
+
+/// The fewest and the most messages a body that decodes may give: one
+/// for `system`, one for each assistant or system turn and each user turn
+/// sent as a string, and for a user turn of blocks at most one a block
+/// (each tool result its own, each run of other blocks one).
+fn message_bounds(bytes: &[u8]) -> (usize, usize) {
+    let body: serde_json::Value = serde_json::from_slice(bytes).expect("a decoded body is JSON");
+    let system = usize::from(!body["system"].is_null());
+    let turns = body["messages"]
+        .as_array()
+        .expect("a decoded body has turns");
+    let blocks: usize = turns
+        .iter()
+        .filter(|t| t["role"] == "user")
+        .filter_map(|t| t["content"].as_array())
+        .map(Vec::len)
+        .sum();
+    let whole = turns
+        .iter()
+        .filter(|t| t["role"] != "user" || t["content"].is_string())
+        .count();
+    (system + whole, system + whole + blocks)
 }

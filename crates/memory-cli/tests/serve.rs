@@ -277,6 +277,161 @@ async fn through(server: &Server, upstream: &ScriptedUpstream, messages: &[Messa
     }
 }
 
+/// One SWE-Gym trajectory sent through the Anthropic Messages front, call
+/// by call, as an Anthropic client would send it (its system prompt as
+/// `system`, tool calls as `tool_use` blocks, results as `tool_result`
+/// blocks), gets upstream, over Chat Completions, exactly the contexts
+/// `memory replay` measures for the same conversation. A Messages client
+/// holds a call's arguments as the object it parsed and a result without
+/// its tool's name, so the replay is given the conversation so written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trajectory_through_the_messages_front_gets_the_contexts_of_the_replay() {
+    let Some(file) = DATA.file("agent-trajectories/swe-gym-openhands.json") else {
+        return;
+    };
+    let all: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let messages: Vec<Message> = wire::from_value(&all[0]["messages"])
+        .unwrap()
+        .into_iter()
+        .map(as_a_messages_client_holds)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("trajectory.json");
+    let trajectory = json!([{"messages": wire::to_value(&messages)}]);
+    std::fs::write(&input, trajectory.to_string()).unwrap();
+    for pipeline in ["compact,thrift", "thrift", "window"] {
+        let replayed = replayed_contexts(&input, pipeline, "4000");
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server = Server::with(upstream.url(), "memory", pipeline, "4000");
+        let client = reqwest::Client::new();
+        for (i, message) in messages.iter().enumerate().skip(1) {
+            if !message.is_assistant() {
+                continue;
+            }
+            upstream.queue(vec![message.clone()]);
+            let response = client
+                .post(format!("{}/v1/messages", server.url))
+                .json(&messages_request(&messages[..i]))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "{pipeline}: call at {i}");
+            let _ = response.bytes().await.unwrap();
+        }
+        let sent: Vec<Vec<Message>> = upstream
+            .received()
+            .iter()
+            .map(|r| wire::from_value(&r.body["messages"]).unwrap())
+            .collect();
+        assert_eq!(sent.len(), replayed.len(), "{pipeline}: calls");
+        for (call, (server_context, replay_context)) in sent.iter().zip(&replayed).enumerate() {
+            assert!(
+                server_context == replay_context,
+                "{pipeline}: call {call} differs"
+            );
+        }
+        let lengths = messages
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, m)| m.is_assistant());
+        let fitted = sent
+            .iter()
+            .zip(lengths)
+            .filter(|(context, (i, _))| context.len() < *i)
+            .count();
+        assert!(fitted > 0, "{pipeline}: the history outgrew the budget");
+        eprintln!(
+            "{pipeline}: {} calls through the Messages front ({fitted} fitted), every context identical to the replay's",
+            sent.len()
+        );
+    }
+}
+
+/// A message as an Anthropic client holds it: arguments as the JSON
+/// object it parsed (compact, keys in order), results without a tool
+/// name, no reasoning (a Chat trajectory's has no signature to send).
+fn as_a_messages_client_holds(message: Message) -> Message {
+    match message {
+        Message::Assistant {
+            content,
+            tool_calls,
+            ..
+        } => {
+            let calls = tool_calls
+                .into_iter()
+                .map(|mut c| {
+                    c.arguments = input_of(&c.arguments).to_string();
+                    c
+                })
+                .collect();
+            Message::assistant_with_tools(content, calls)
+        }
+        Message::ToolResult {
+            tool_call_id,
+            content,
+            ..
+        } => Message::tool_result(tool_call_id, content),
+        other => other,
+    }
+}
+
+/// A call's arguments as Anthropic's `input` object.
+fn input_of(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ if arguments.trim().is_empty() => json!({}),
+        _ => json!({"arguments": arguments}),
+    }
+}
+
+/// A Messages request holding `history`: leading system messages as
+/// `system`, tool results in user turns, calls as `tool_use` blocks.
+fn messages_request(history: &[Message]) -> Value {
+    let lead = history.iter().take_while(|m| m.is_system()).count();
+    let system: Vec<String> = history[..lead].iter().map(Message::text).collect();
+    let mut turns: Vec<Value> = Vec::new();
+    for m in &history[lead..] {
+        let (role, blocks) = match m {
+            Message::Assistant { content, .. } => {
+                let mut blocks = Vec::new();
+                if !content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": content}));
+                }
+                for c in m.tool_calls() {
+                    blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name,
+                        "input": input_of(&c.arguments)}));
+                }
+                ("assistant", blocks)
+            }
+            Message::ToolResult {
+                tool_call_id,
+                content,
+                ..
+            } => (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
+                ],
+            ),
+            Message::System(text) => ("system", vec![json!({"type": "text", "text": text})]),
+            Message::User(_) => ("user", vec![json!({"type": "text", "text": m.text()})]),
+        };
+        match turns.last_mut() {
+            // The results of one reply go in one user turn.
+            Some(t) if m.is_tool_result() && t["content"][0]["type"] == "tool_result" => {
+                t["content"].as_array_mut().unwrap().extend(blocks)
+            }
+            _ => turns.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    let mut body = json!({"model": "m", "max_tokens": 1024, "messages": turns});
+    if !system.is_empty() {
+        body["system"] = json!(system.join("\n"));
+    }
+    body
+}
+
 #[test]
 fn listening_off_loopback_needs_a_token() {
     let output = Command::new(env!("CARGO_BIN_EXE_memory"))

@@ -467,3 +467,40 @@ async fn images_cross_both_ways() {
         ])
     );
 }
+
+#[tokio::test]
+async fn a_session_reloaded_from_sqlite_sends_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("serve.db");
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let over = |store: Arc<dyn Store>| {
+        let mut c = config(upstream.url(), Protocol::Messages, 1_000_000);
+        c.store = store;
+        c
+    };
+    // The first call, answered with the tool call Claude Code then sent.
+    let first = claude_code_request(1);
+    let second = claude_code_request(2);
+    let call = &second["messages"][2]["content"][0];
+    assert_eq!(call["type"], "tool_use");
+    upstream.queue(vec![memory_core::Message::assistant_with_tools(
+        "",
+        vec![memory_core::ToolCall::new(
+            call["id"].as_str().unwrap(),
+            call["name"].as_str().unwrap(),
+            call["input"].to_string(),
+        )],
+    )]);
+    let store: Arc<dyn Store> = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
+    let server = memory_serve::test_util::spawn_server(over(store)).await;
+    let answer = send(&server, "/v1/messages?beta=true", &first).await;
+    assert_eq!(answer.status(), 200);
+    let _ = answer.text().await.unwrap();
+    // Another server over the same file: the session read from it.
+    let store: Arc<dyn Store> = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
+    let server = memory_serve::test_util::spawn_server(over(store)).await;
+    let answer = send(&server, "/v1/messages?beta=true", &second).await;
+    assert_eq!(answer.headers()["x-memory-admission"], "continued");
+    let _ = answer.text().await.unwrap();
+    assert_eq!(upstream.received()[1].body, second);
+}

@@ -185,11 +185,14 @@ impl Protocol {
         }
     }
 
-    /// A writer of this front's stream events.
-    pub(crate) fn stream_encoder(self) -> StreamEncoder {
+    /// A writer of this front's stream events; a Messages stream reports
+    /// `edits` on its `message_delta`.
+    pub(crate) fn stream_encoder(self, edits: Option<Value>) -> StreamEncoder {
         match self {
             Protocol::Chat => StreamEncoder::Chat(chat::stream::Encoder::default()),
-            Protocol::Messages => StreamEncoder::Messages(messages::stream::Encoder::default()),
+            Protocol::Messages => {
+                StreamEncoder::Messages(messages::stream::Encoder::reporting(edits))
+            }
         }
     }
 
@@ -200,6 +203,20 @@ impl Protocol {
             Protocol::Messages => e.anthropic_body(),
         }
     }
+}
+
+/// What the pipeline changed in a Messages client's context, as that
+/// protocol reports context edits; `None` for other fronts, or when
+/// nothing was changed.
+pub(crate) fn applied_edits(
+    call: &crate::upstream::Call,
+    context: &[Message],
+    report: &crate::CallReport,
+) -> Option<Value> {
+    if call.request.front != Protocol::Messages {
+        return None;
+    }
+    messages::edits::Cleared::between(&call.messages, context).field(report.tokens_saved)
 }
 
 /// Reads an upstream's stream, in its protocol, into [`Event`]s.

@@ -333,6 +333,7 @@ async fn admit_call(
         anthropic: anthropic_headers(&headers),
         scope,
         started,
+        edits: None,
     };
     tokio::spawn(exchange(state, call))
         .await
@@ -380,10 +381,11 @@ async fn count_tokens(
 /// Records the request in its session, fits the session, sends it
 /// upstream (answering the model's recalls itself under `--recall
 /// server`) and records the reply.
-async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError> {
+async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiError> {
     let admitted = admit(&state.sessions, &call).await?;
     let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&session, &report);
+    call.edits = crate::protocol::applied_edits(&call, &context, &report);
     let front = call.request.front;
     let mut own = call.started.elapsed();
     let mut hidden: Vec<Message> = Vec::new();
@@ -431,7 +433,7 @@ async fn exchange(state: Arc<AppState>, call: Call) -> Result<Response, ApiError
         let after = Instant::now();
         match recall_round(&state, &mut session, &answer, round).await? {
             Some(exchange) => hidden.extend(exchange),
-            None => return finish(&state, session, report, answer, headers, own, front).await,
+            None => return finish(&state, session, report, answer, headers, own, &call).await,
         }
         own += after.elapsed();
     }
@@ -473,12 +475,12 @@ async fn recall_round(
 }
 
 /// A non-streamed answer, read whole.
-struct Answer {
-    status: reqwest::StatusCode,
+pub(crate) struct Answer {
+    pub(crate) status: reqwest::StatusCode,
     /// The headers passed back to the client: its content type, and what
     /// a client's retries and logs read ([`passed_headers`]).
-    headers: HeaderMap,
-    body: Bytes,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
 }
 
 impl Answer {
@@ -571,8 +573,9 @@ async fn finish(
     answer: Answer,
     mut headers: HeaderMap,
     own: Duration,
-    front: Protocol,
+    call: &Call,
 ) -> Result<Response, ApiError> {
+    let (front, edits) = (call.request.front, call.edits.as_ref());
     let after = Instant::now();
     // The state the reply's commit writes holds this call's report.
     session.last_call = Some(report.clone());
@@ -602,9 +605,13 @@ async fn finish(
         headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);
     }
     if front == api {
+        let answer = match edits {
+            Some(edits) => crate::protocol::messages::reply::with_edits(answer, edits),
+            None => answer,
+        };
         return Ok(passed_through(answer, headers));
     }
-    Ok(translated(answer, reply, headers, front))
+    Ok(translated(answer, reply, headers, front, edits))
 }
 
 /// An answer of the upstream in the client's protocol: the reply written
@@ -614,11 +621,16 @@ fn translated(
     reply: Option<Reply>,
     mut headers: HeaderMap,
     front: Protocol,
+    edits: Option<&serde_json::Value>,
 ) -> Response {
     headers.extend(answer.headers);
     headers.remove(CONTENT_TYPE);
     if let Some(reply) = reply {
-        let body = front.encode_reply(&reply).to_string();
+        let mut body = front.encode_reply(&reply);
+        if let Some(edits) = edits {
+            body["context_management"] = edits.clone();
+        }
+        let body = body.to_string();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return (StatusCode::OK, headers, body).into_response();
     }

@@ -181,7 +181,7 @@ async fn relay_stream(
     let front = streamed.call.request.front;
     let mut progress = StreamProgress {
         decoder: api.stream_decoder(),
-        encoder: (front != api).then(|| front.stream_encoder()),
+        encoder: (front != api).then(|| front.stream_encoder(streamed.call.edits.clone())),
         front,
         reply: Assembled::default(),
         held: Vec::new(),

@@ -304,7 +304,7 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         .pop_front();
     let reply = scripted_reply(queued.unwrap_or_else(|| next_step(&decoded.messages)));
     if value["stream"] == true {
-        let mut encoder = Protocol::Messages.stream_encoder();
+        let mut encoder = Protocol::Messages.stream_encoder(None);
         let events: Vec<String> = stream_events(&reply)
             .iter()
             .map(|e| encoder.encode(e))

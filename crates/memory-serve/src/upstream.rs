@@ -27,6 +27,9 @@ pub(crate) struct Call {
     pub(crate) anthropic: HeaderMap,
     /// The caller's part of the store.
     pub(crate) scope: crate::sessions::Scope,
+    /// What the pipeline changed, reported to a Messages client as
+    /// `context_management` (set once the session is fitted).
+    pub(crate) edits: Option<serde_json::Value>,
     /// When the request came in.
     pub(crate) started: Instant,
 }

@@ -504,3 +504,50 @@ async fn a_session_reloaded_from_sqlite_sends_the_same_bytes() {
     let _ = answer.text().await.unwrap();
     assert_eq!(upstream.received()[1].body, second);
 }
+
+#[tokio::test]
+async fn what_the_pipeline_cleared_is_reported_as_context_management() {
+    let mut turns = vec![json!({"role": "user", "content": "Do the task in 30 steps."})];
+    for k in 1..=12 {
+        let id = format!("toolu_{k}");
+        turns.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": "step", "input": {"step": k, "of": 30}}]}));
+        turns.push(
+            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id,
+            "content": format!("step {k} of 30: {}", "x".repeat(400))}]}),
+        );
+    }
+    // A Messages upstream's streamed events pass as they came, so only
+    // the others carry the report.
+    for (api, stream) in [
+        (Protocol::Chat, false),
+        (Protocol::Chat, true),
+        (Protocol::Messages, false),
+    ] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server =
+            memory_serve::test_util::spawn_server(config(upstream.url(), api, 1_200)).await;
+        let body = json!({"model": "m", "max_tokens": 64, "stream": stream, "messages": turns});
+        let answer = send(&server, "/v1/messages", &body).await;
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        let report: Value = if stream {
+            let delta = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .map(|d| serde_json::from_str::<Value>(d).unwrap())
+                .find(|e| e["type"] == "message_delta")
+                .unwrap();
+            delta["context_management"].clone()
+        } else {
+            serde_json::from_str::<Value>(&text).unwrap()["context_management"].clone()
+        };
+        let edit = &report["applied_edits"][0];
+        assert_eq!(
+            edit["type"], "clear_tool_uses_20250919",
+            "{api:?} {stream}: {text}"
+        );
+        assert!(edit["cleared_tool_uses"].as_u64().unwrap() > 0);
+        assert!(edit["cleared_input_tokens"].as_u64().unwrap() > 0);
+    }
+}

@@ -61,6 +61,32 @@ pub(crate) fn message_id(id: &str) -> String {
     }
 }
 
+/// A Messages upstream's answer with the server's `edits` reported in
+/// its `context_management` (the provider's own edits, if any, kept
+/// beside them); an answer that is not a message stays as it came.
+pub(crate) fn with_edits(
+    mut answer: crate::server::Answer,
+    edits: &Value,
+) -> crate::server::Answer {
+    let Ok(mut body) = serde_json::from_slice::<Value>(&answer.body) else {
+        return answer;
+    };
+    if body["type"] != "message" {
+        return answer;
+    }
+    let ours = edits["applied_edits"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let field = &mut body["context_management"];
+    match field["applied_edits"].as_array_mut() {
+        Some(theirs) => theirs.extend(ours),
+        None => *field = edits.clone(),
+    }
+    answer.body = bytes::Bytes::from(body.to_string());
+    answer
+}
+
 /// The reply as a Messages client sends it back: its blocks read again
 /// (each call's arguments as the object the client parsed).
 pub(crate) fn as_client_holds(reply: Message) -> Message {

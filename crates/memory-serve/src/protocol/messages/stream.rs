@@ -127,9 +127,20 @@ pub(crate) struct Encoder {
     stop: Option<StopReason>,
     output_tokens: u64,
     ended: bool,
+    /// `context_management` for the `message_delta`, when the server's
+    /// pipeline changed the context.
+    edits: Option<Value>,
 }
 
 impl Encoder {
+    /// An encoder whose `message_delta` reports `edits`.
+    pub(crate) fn reporting(edits: Option<Value>) -> Self {
+        Self {
+            edits,
+            ..Self::default()
+        }
+    }
+
     /// The bytes of `event`.
     pub(crate) fn encode(&mut self, event: &Event) -> String {
         let mut out = String::new();
@@ -245,13 +256,13 @@ impl Encoder {
             .stop
             .as_ref()
             .map_or("end_turn", StopReason::as_messages);
-        put(
-            out,
-            "message_delta",
-            json!({"type": "message_delta",
+        let mut delta = json!({"type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": null},
-            "usage": {"output_tokens": self.output_tokens}}),
-        );
+            "usage": {"output_tokens": self.output_tokens}});
+        if let Some(edits) = self.edits.take() {
+            delta["context_management"] = edits;
+        }
+        put(out, "message_delta", delta);
         put(out, "message_stop", json!({"type": "message_stop"}));
     }
 }

@@ -16,6 +16,7 @@ use memory_core::recall::RECALL_TOOL;
 
 use crate::protocol::assemble::Assembled;
 use crate::protocol::event::Event;
+use crate::protocol::messages::stream::Reporter;
 use crate::protocol::{StreamDecoder, StreamEncoder};
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::OpenSession;
@@ -179,9 +180,14 @@ async fn relay_stream(
 ) -> StreamEnd {
     let api = state.config.upstream_api;
     let front = streamed.call.request.front;
+    let edits = streamed.call.edits.clone();
     let mut progress = StreamProgress {
         decoder: api.stream_decoder(),
-        encoder: (front != api).then(|| front.stream_encoder(streamed.call.edits.clone())),
+        reporter: edits
+            .clone()
+            .filter(|_| front == api && front == crate::Protocol::Messages)
+            .map(Reporter::new),
+        encoder: (front != api).then(|| front.stream_encoder(edits)),
         front,
         reply: Assembled::default(),
         held: Vec::new(),
@@ -215,6 +221,8 @@ struct StreamProgress {
     decoder: StreamDecoder,
     /// Writes them in the client's protocol, when it is another.
     encoder: Option<StreamEncoder>,
+    /// Adds the server's report to a Messages stream passed as it came.
+    reporter: Option<Reporter>,
     /// The client's protocol.
     front: crate::Protocol,
     /// The reply the events spell so far.
@@ -246,12 +254,14 @@ impl StreamProgress {
         if self.recalling {
             return true;
         }
-        self.held.push(match &mut self.encoder {
-            None => bytes,
-            Some(encoder) => {
-                Bytes::from(events.iter().map(|e| encoder.encode(e)).collect::<String>())
-            }
-        });
+        self.held
+            .push(match (&mut self.encoder, &mut self.reporter) {
+                (Some(encoder), _) => {
+                    Bytes::from(events.iter().map(|e| encoder.encode(e)).collect::<String>())
+                }
+                (None, Some(reporter)) => Bytes::from(reporter.feed(&bytes)),
+                (None, None) => bytes,
+            });
         if self.holding {
             match self.reply.opening() {
                 None => return true,
@@ -309,6 +319,9 @@ impl StreamProgress {
     ) -> StreamEnd {
         if self.recalling && self.reply.is_finished() {
             return StreamEnd::Recall(self.reply.message());
+        }
+        if let Some(reporter) = &mut self.reporter {
+            self.held.push(Bytes::from(reporter.rest()));
         }
         if let Some(encoder) = &mut self.encoder
             && !self.reply.is_done()

@@ -13,8 +13,12 @@
 //! transcript's assistant messages, say). A request whose `model` is
 //! `fail-429` gets a 429 with a body of its own (and `Retry-After: 3`,
 //! an `x-request-id` and a rate-limit header), and one whose `model` is
-//! `stall` a stream that opens and then says nothing. Every request body and
-//! its `Authorization` header are kept for the test to look at.
+//! `stall` a stream that opens and then says nothing; `break` a stream
+//! that breaks off mid-reply (the connection cut), and, on `/v1/messages`,
+//! `novel` a reply holding a content block and an event of kinds no
+//! protocol has yet. The script answers Chat Completions on
+//! `/v1/chat/completions` and Anthropic Messages on `/v1/messages`. Every
+//! request body and its headers are kept for the test to look at.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -244,6 +248,11 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
     if body["model"] == "stall" {
         return stalled();
     }
+    if body["model"] == "break" {
+        return broken(
+            "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Half\"}}]}\n\n",
+        );
+    }
     tokio::time::sleep(script.delay).await;
     let queued = script
         .queued
@@ -295,6 +304,14 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         });
     if value["model"] == "fail-429" {
         return rate_limited();
+    }
+    if value["model"] == "break" {
+        return broken(
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_b\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half\"}}\n\n",
+        );
+    }
+    if value["model"] == "novel" {
+        return novel();
     }
     tokio::time::sleep(script.delay).await;
     let queued = script
@@ -466,6 +483,50 @@ fn rate_limited() -> Response {
         r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
     )
         .into_response()
+}
+
+/// A stream that sends `opening` and then breaks off: the connection is
+/// cut before the reply is whole.
+fn broken(opening: &'static str) -> Response {
+    let opening = futures::stream::iter([Ok::<_, std::io::Error>(opening.to_string())]);
+    // The break comes once the opening has gone out.
+    let break_off = futures::stream::once(async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        Err(std::io::Error::other("the model server went away"))
+    });
+    let events = futures::StreamExt::chain(opening, break_off);
+    (
+        [(CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(events),
+    )
+        .into_response()
+}
+
+/// A Messages stream with a block and an event of kinds that do not exist
+/// yet, between a text block and the end.
+fn novel() -> Response {
+    let events = [
+        r#"{"type":"message_start","message":{"id":"msg_n","type":"message","role":"assistant","model":"m","content":[],"usage":{"input_tokens":1,"output_tokens":0}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"hologram","frames":[1,2],"signature":"sig"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"weather_report","sky":"clear"}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Seen."}}"#,
+        r#"{"type":"content_block_stop","index":1}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let body: String = events
+        .iter()
+        .map(|e| {
+            let name = serde_json::from_str::<Value>(e).unwrap_or_default()["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            format!("event: {name}\ndata: {e}\n\n")
+        })
+        .collect();
+    ([(CONTENT_TYPE, "text/event-stream")], body).into_response()
 }
 
 /// A stream that opens and then says nothing more, as a stalled model.

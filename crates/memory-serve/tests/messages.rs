@@ -517,12 +517,11 @@ async fn what_the_pipeline_cleared_is_reported_as_context_management() {
             "content": format!("step {k} of 30: {}", "x".repeat(400))}]}),
         );
     }
-    // A Messages upstream's streamed events pass as they came, so only
-    // the others carry the report.
     for (api, stream) in [
         (Protocol::Chat, false),
         (Protocol::Chat, true),
         (Protocol::Messages, false),
+        (Protocol::Messages, true),
     ] {
         let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
         let server =
@@ -550,4 +549,124 @@ async fn what_the_pipeline_cleared_is_reported_as_context_management() {
         assert!(edit["cleared_tool_uses"].as_u64().unwrap() > 0);
         assert!(edit["cleared_input_tokens"].as_u64().unwrap() > 0);
     }
+}
+
+#[tokio::test]
+async fn every_kind_of_block_reaches_a_messages_upstream_as_it_came() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Messages, 100_000))
+            .await;
+    let body = json!({"model": "m", "max_tokens": 100, "messages": [
+        {"role": "user", "content": [
+            {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "Notes."},
+             "title": "notes", "citations": {"enabled": true}, "cache_control": {"type": "ephemeral"}},
+            {"type": "search_result", "source": "https://example.com", "title": "t",
+             "content": [{"type": "text", "text": "found"}]},
+            {"type": "text", "text": "What do the notes say?"}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Look at the notes.", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA"},
+            {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"},
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "notes"}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+            {"type": "text", "text": "They say: Notes.", "citations": [{"type": "char_location",
+              "cited_text": "Notes.", "document_index": 0, "start_char_index": 0, "end_char_index": 6}]},
+            {"type": "hologram", "frames": [1, 2, 3], "future_field": {"x": true}}]},
+        {"role": "user", "content": [{"type": "text", "text": "Thanks."}], "future_turn_field": 1}
+    ]});
+    let answer = send(&server, "/v1/messages", &body).await;
+    assert_eq!(answer.status(), 200);
+    let _ = answer.text().await.unwrap();
+    assert_eq!(upstream.received()[0].body, body);
+}
+
+#[tokio::test]
+async fn a_novel_block_and_event_pass_through_and_are_left_out_in_translation() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Messages, 100_000))
+            .await;
+    let body = json!({"model": "novel", "max_tokens": 10, "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let answer = send(&server, "/v1/messages", &body).await;
+    let session = answer.headers()["x-memory-session"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let text = answer.text().await.unwrap();
+    assert!(text.contains("\"type\":\"hologram\"") && text.contains("event: weather_report"));
+    let stored: Value = reqwest::Client::new()
+        .get(format!("{server}/v1/memory/sessions/{session}"))
+        .header("x-api-key", "sk-ant-client")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        stored["history_length"], 2,
+        "the reply is recorded: {stored}"
+    );
+    // The Chat front over the same upstream: the text, and nothing else.
+    let chat = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .json(&json!({"model": "novel", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        chat.contains("\"content\":\"Seen.\"") && chat.ends_with("data: [DONE]\n\n"),
+        "{chat}"
+    );
+    assert!(!chat.contains("hologram") && !chat.contains("weather"));
+}
+
+#[tokio::test]
+async fn an_upstream_that_breaks_off_is_never_a_silent_success() {
+    let body = |model: &str| {
+        json!({"model": model, "max_tokens": 10, "stream": true,
+               "messages": [{"role": "user", "content": "hi"}]})
+    };
+    // Translated, the client gets an error event and no message_stop.
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
+            .await;
+    let text = send(&server, "/v1/messages", &body("break"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("event: error") && !text.contains("message_stop"),
+        "{text}"
+    );
+    // The Chat front over a Messages upstream: an error chunk, no [DONE].
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Messages, 100_000))
+            .await;
+    let text = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .json(&json!({"model": "break", "stream": true, "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("\"error\"") && !text.contains("[DONE]"),
+        "{text}"
+    );
+    // Same protocol: the connection is cut, as the upstream's was.
+    let cut = send(&server, "/v1/messages", &body("break"))
+        .await
+        .text()
+        .await;
+    assert!(cut.is_err(), "{cut:?}");
 }

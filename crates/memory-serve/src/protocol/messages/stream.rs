@@ -267,6 +267,76 @@ impl Encoder {
     }
 }
 
+/// Passes a Messages upstream's stream to a Messages client as it came,
+/// event by event, but for the `message_delta`, which gains the server's
+/// `context_management` report (beside the provider's own edits).
+#[derive(Debug, Clone)]
+pub(crate) struct Reporter {
+    pending: Vec<u8>,
+    edits: Option<Value>,
+}
+
+impl Reporter {
+    /// A reporter of `edits`.
+    pub(crate) fn new(edits: Value) -> Self {
+        Self {
+            pending: Vec::new(),
+            edits: Some(edits),
+        }
+    }
+
+    /// The whole events the next bytes complete; the rest is held.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(bytes);
+        let Some(end) = self.pending.windows(2).rposition(|w| w == b"\n\n") else {
+            return Vec::new();
+        };
+        let events: Vec<u8> = self.pending.drain(..end + 2).collect();
+        if self.edits.is_none() || !contains(&events, b"\"message_delta\"") {
+            return events;
+        }
+        let text = String::from_utf8_lossy(&events);
+        let mut out = String::with_capacity(text.len() + 200);
+        for event in text.split_inclusive("\n\n") {
+            out.push_str(&self.reported(event));
+        }
+        out.into_bytes()
+    }
+
+    /// What is held at the end of the stream.
+    pub(crate) fn rest(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.pending)
+    }
+
+    fn reported(&mut self, event: &str) -> String {
+        let data = event.lines().find_map(|l| l.strip_prefix("data:"));
+        let Some(mut value) = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        else {
+            return event.to_string();
+        };
+        if value["type"] != "message_delta" {
+            return event.to_string();
+        }
+        let Some(edits) = self.edits.take() else {
+            return event.to_string();
+        };
+        let ours = edits["applied_edits"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let field = &mut value["context_management"];
+        match field["applied_edits"].as_array_mut() {
+            Some(theirs) => theirs.extend(ours),
+            None => *field = edits,
+        }
+        format!("event: message_delta\ndata: {value}\n\n")
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 fn put(out: &mut String, name: &str, data: Value) {
     out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
 }
@@ -315,5 +385,29 @@ mod tests {
         let usage = |e: &Event| matches!(e, Event::Usage(_));
         back.retain(|e| !usage(e));
         assert_eq!(back, events);
+    }
+
+    #[test]
+    fn the_report_joins_the_message_delta_however_the_bytes_split() {
+        let stream = "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+        let edits = json!({"applied_edits": [{"type": "clear_tool_uses_20250919"}]});
+        let mut reporter = Reporter::new(edits.clone());
+        let mut out = Vec::new();
+        for piece in stream.as_bytes().chunks(3) {
+            out.extend(reporter.feed(piece));
+        }
+        out.extend(reporter.rest());
+        let mut decoder = Decoder::default();
+        let events = decoder.feed(&out);
+        assert_eq!(events.last(), Some(&Event::Done));
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("event: message_start\n"));
+        let delta = text
+            .lines()
+            .find(|l| l.contains("message_delta") && l.starts_with("data:"))
+            .unwrap();
+        let delta: Value = serde_json::from_str(&delta[5..]).unwrap();
+        assert_eq!(delta["context_management"], edits);
+        assert_eq!(delta["delta"]["stop_reason"], "end_turn");
     }
 }

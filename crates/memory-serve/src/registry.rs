@@ -34,6 +34,11 @@ pub(crate) struct Entry {
     pub(crate) session: String,
     /// When it was made, in seconds since the Unix epoch.
     pub(crate) created: u64,
+    /// The client's own name for the conversation it belongs to (Claude
+    /// Code's `X-Claude-Code-Session-Id`), under which its forks are shown
+    /// together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) group: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -60,14 +65,15 @@ fn parse<T: for<'de> Deserialize<'de>>(stored: &StoredMessage) -> Option<T> {
     }
 }
 
-/// The write that registers session `id`, made now, to go with the
-/// session's first append.
-pub(crate) fn register(id: &str) -> StoreWrite {
+/// The write that registers session `id`, made now (in the client's
+/// `group`, when it names one), to go with the session's first append.
+pub(crate) fn register(id: &str, group: Option<&str>) -> StoreWrite {
     StoreWrite::Append {
         session: sessions_key(),
         messages: vec![message(&Entry {
             session: id.to_string(),
             created: now(),
+            group: group.map(str::to_string),
         })],
     }
 }
@@ -142,7 +148,11 @@ mod tests {
     async fn sessions_are_registered_once_and_removed() {
         let store = InMemoryStore::new();
         store
-            .write_all(vec![register("a"), register("b"), register("a")])
+            .write_all(vec![
+                register("a", None),
+                register("b", Some("g")),
+                register("a", None),
+            ])
             .await;
         let ids: Vec<String> = sessions(&store)
             .await
@@ -151,6 +161,13 @@ mod tests {
             .map(|e| e.session)
             .collect();
         assert_eq!(ids, ["a", "b"]);
+        let grouped: Vec<_> = sessions(&store)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.group.as_deref() == Some("g"))
+            .collect();
+        assert_eq!(grouped.len(), 1);
         remove(&store, &HashSet::from(["a".to_string()]))
             .await
             .unwrap();

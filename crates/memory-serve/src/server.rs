@@ -251,7 +251,7 @@ async fn answer_recall(
 async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     let (_, scope) = caller(state, headers).await?;
     let Some(stored) = state.sessions.inspect(&scope, id).await? else {
-        return Err(ApiError::no_session(id));
+        return inspect_group(state, &scope, id).await;
     };
     let view: Vec<_> = stored
         .view
@@ -272,6 +272,30 @@ async fn inspect(state: &AppState, id: &str, headers: &HeaderMap) -> Result<Resp
         "view": view,
         "last_call": stored.last_call,
     });
+    Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
+}
+
+/// The sessions a client grouped under `group` (the forks of one Claude
+/// Code conversation): each one's id, when it was made, its history's
+/// length and tokens and its last call; 404 when there are none.
+async fn inspect_group(state: &AppState, scope: &Scope, group: &str) -> Result<Response, ApiError> {
+    let sessions = state.sessions.group(scope, group).await?;
+    if sessions.is_empty() {
+        return Err(ApiError::no_session(group));
+    }
+    let sessions: Vec<_> = sessions
+        .into_iter()
+        .map(|(entry, stored)| {
+            json!({
+                "session": entry.session,
+                "created": entry.created,
+                "history_length": stored.length,
+                "history_tokens": stored.history_tokens,
+                "last_call": stored.last_call,
+            })
+        })
+        .collect();
+    let body = json!({"group": group, "sessions": sessions});
     Ok(([(CONTENT_TYPE, "application/json")], body.to_string()).into_response())
 }
 
@@ -329,6 +353,7 @@ async fn admit_call(
         request,
         messages,
         named,
+        group: client_group(&headers),
         credential: caller.upstream,
         anthropic: anthropic_headers(&headers),
         scope,
@@ -444,7 +469,12 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
 async fn admit(sessions: &Sessions, call: &Call) -> Result<Admitted, ApiError> {
     match &call.named {
         Some(id) => sessions.admit_named(&call.scope, id, &call.messages).await,
-        None => sessions.admit_history(&call.scope, &call.messages).await,
+        None => {
+            let group = call.group.as_deref();
+            sessions
+                .admit_history(&call.scope, &call.messages, group)
+                .await
+        }
     }
 }
 
@@ -708,6 +738,19 @@ fn memory_headers(session: &OpenSession, report: &CallReport) -> HeaderMap {
         put("x-memory-admission", a.as_str().to_string());
     }
     headers
+}
+
+/// The headers a client names its own conversation in (its forks are
+/// shown together): Claude Code's.
+const GROUP_HEADERS: [&str; 1] = ["x-claude-code-session-id"];
+
+/// The client's own name for its conversation, when it sends one that
+/// could be a session id (one that could not is ignored: it only groups).
+fn client_group(headers: &HeaderMap) -> Option<String> {
+    let value = GROUP_HEADERS.iter().find_map(|h| headers.get(*h))?;
+    let name = value.to_str().ok()?.trim();
+    let fits = !name.is_empty() && name.len() <= crate::sessions::MAX_SESSION_ID;
+    fits.then(|| name.to_string())
 }
 
 /// The session the client names, if it does.

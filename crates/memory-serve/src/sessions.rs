@@ -203,15 +203,16 @@ impl Sessions {
         &self,
         scope: &Scope,
         messages: &[Message],
+        group: Option<&str>,
     ) -> Result<Admitted, ApiError> {
         let links = Chain::START.links(messages);
         let Some((id, length)) = self.longest_stored_prefix(scope, messages, &links).await? else {
-            return self.create(scope, messages, Admission::New).await;
+            return self.create(scope, messages, Admission::New, group).await;
         };
         let lock = self.open_session(scope, &id);
         let Ok(mut session) = tokio::time::timeout(ADMIT_WAIT, lock.lock_owned()).await else {
             tracing::info!(session = %id, "the session is busy with another call; the request starts a fork");
-            return self.create(scope, messages, Admission::Forked).await;
+            return self.create(scope, messages, Admission::Forked, group).await;
         };
         self.sync(&mut session).await?;
         let at = session.length;
@@ -219,7 +220,7 @@ impl Sessions {
             // Erased since it was noted: as if it never was.
             drop(session);
             self.open.close_idle(&Self::pool_key(scope, &id));
-            return self.create(scope, messages, Admission::New).await;
+            return self.create(scope, messages, Admission::New, group).await;
         }
         // The session may have gone on since `length` (and been repaired
         // past it); it continues when its whole history is still a prefix.
@@ -232,7 +233,7 @@ impl Sessions {
             });
         }
         drop(session);
-        self.create(scope, messages, Admission::Forked).await
+        self.create(scope, messages, Admission::Forked, group).await
     }
 
     /// The session `id` of `scope`, with `messages` appended: those after
@@ -253,7 +254,7 @@ impl Sessions {
         if at == 0 && !messages.is_empty() {
             // A name used for the first time: a session made.
             self.may_make_session(scope).await?;
-            session.carrying.carry(vec![registry::register(id)]);
+            session.carrying.carry(vec![registry::register(id, None)]);
         }
         let new = if repeats {
             &messages[at..]
@@ -422,6 +423,25 @@ impl Sessions {
         Ok(existed)
     }
 
+    /// The sessions of `scope` a client grouped under `group`, as stored,
+    /// oldest first.
+    pub(crate) async fn group(
+        &self,
+        scope: &Scope,
+        group: &str,
+    ) -> Result<Vec<(registry::Entry, Stored)>, ApiError> {
+        let mut found = Vec::new();
+        for entry in registry::sessions(&*scope.store).await? {
+            if entry.group.as_deref() != Some(group) {
+                continue;
+            }
+            if let Some(stored) = self.inspect(scope, &entry.session).await? {
+                found.push((entry, stored));
+            }
+        }
+        Ok(found)
+    }
+
     /// Everything session `id` of `scope` recorded, read without its
     /// lock; `None` when it has no history.
     pub(crate) async fn stored_history(
@@ -563,13 +583,14 @@ impl Sessions {
         scope: &Scope,
         messages: &[Message],
         admission: Admission,
+        group: Option<&str>,
     ) -> Result<Admitted, ApiError> {
         self.may_make_session(scope).await?;
         let id = format!("s-{}", uuid::Uuid::new_v4().simple());
         let mut session = self.open_session(scope, &id).lock_owned().await;
         session.loaded = true;
         // Registered in the same commit as its first messages.
-        session.carrying.carry(vec![registry::register(&id)]);
+        session.carrying.carry(vec![registry::register(&id, group)]);
         self.append(&mut session, messages, false).await?;
         Ok(Admitted {
             session,

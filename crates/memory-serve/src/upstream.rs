@@ -20,6 +20,8 @@ pub(crate) struct Call {
     pub(crate) messages: Vec<Message>,
     /// The session the client names, if it does.
     pub(crate) named: Option<String>,
+    /// The client's own name for its conversation, grouping its forks.
+    pub(crate) group: Option<String>,
     /// The credential sent upstream, if any.
     pub(crate) credential: Option<Credential>,
     /// The client's `anthropic-version` and `anthropic-beta`, passed to a

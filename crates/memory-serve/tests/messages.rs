@@ -670,3 +670,61 @@ async fn an_upstream_that_breaks_off_is_never_a_silent_success() {
         .await;
     assert!(cut.is_err(), "{cut:?}");
 }
+
+#[tokio::test]
+async fn claude_codes_session_id_shows_its_forks_together() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
+            .await;
+    let client = reqwest::Client::new();
+    let call = |turns: Value| {
+        client
+            .post(format!("{server}/v1/messages"))
+            .header("x-api-key", "sk-ant-client")
+            .header("x-claude-code-session-id", "cc-1")
+            .json(&json!({"model": "m", "max_tokens": 10, "messages": turns}))
+            .send()
+    };
+    let first = call(json!([{"role": "user", "content": "first try"}]))
+        .await
+        .unwrap();
+    let a = first.headers()["x-memory-session"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = first.text().await;
+    // An edited first message: a fork, in the same group.
+    let fork = call(json!([{"role": "user", "content": "second try"}]))
+        .await
+        .unwrap();
+    let b = fork.headers()["x-memory-session"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let _ = fork.text().await;
+    assert_ne!(a, b);
+    let inspect = |key: &'static str| {
+        client
+            .get(format!("{server}/v1/memory/sessions/cc-1"))
+            .header("x-api-key", key)
+            .send()
+    };
+    let group: Value = inspect("sk-ant-client")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(group["group"], "cc-1");
+    let ids: Vec<&str> = group["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [a.as_str(), b.as_str()]);
+    assert_eq!(group["sessions"][0]["history_length"], 2);
+    // Another principal's group answers as a missing one.
+    assert_eq!(inspect("sk-other").await.unwrap().status(), 404);
+}

@@ -185,6 +185,7 @@ impl Ledger {
 
     /// Erases the session's state.
     pub(crate) async fn forget(&self, session: &str) -> Result<(), StoreError> {
+        self.store.delete(&crate::kept::key(session)).await?;
         self.store.delete(&state_key(session)).await
     }
 

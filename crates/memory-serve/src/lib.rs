@@ -36,6 +36,7 @@ mod chain;
 mod config;
 mod error;
 mod guard;
+mod kept;
 mod ledger;
 mod limits;
 mod metrics;

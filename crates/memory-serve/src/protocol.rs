@@ -76,6 +76,8 @@ pub(crate) struct Decoded {
     pub(crate) stream: bool,
     /// The most tokens the reply may take, when the client said.
     pub(crate) max_tokens: Option<usize>,
+    /// The originals a named session kept from earlier calls, by digest.
+    pub(crate) stored: Vec<([u8; 32], originals::Original)>,
 }
 
 /// A whole reply, decoded from an upstream's answer.
@@ -125,7 +127,7 @@ impl Protocol {
     ) -> Value {
         let same = request.front == self;
         let originals = if same {
-            request.originals.of(context, sent)
+            request.originals.of(context, sent, &request.stored)
         } else {
             vec![None; context.len()]
         };

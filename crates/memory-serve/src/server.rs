@@ -407,7 +407,7 @@ async fn count_tokens(
 /// upstream (answering the model's recalls itself under `--recall
 /// server`) and records the reply.
 async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiError> {
-    let admitted = admit(&state.sessions, &call).await?;
+    let admitted = admit(&state, &mut call).await?;
     let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&session, &report);
     call.edits = crate::protocol::applied_edits(&call, &context, &report);
@@ -465,10 +465,21 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
     unreachable!("the loop returns")
 }
 
-/// The call's session: the one it names, or the one its history continues.
-async fn admit(sessions: &Sessions, call: &Call) -> Result<Admitted, ApiError> {
+/// The call's session: the one it names (with the originals it kept
+/// from earlier calls, for an upstream of the client's protocol), or the
+/// one its history continues.
+async fn admit(state: &AppState, call: &mut Call) -> Result<Admitted, ApiError> {
+    let sessions = &state.sessions;
     match &call.named {
-        Some(id) => sessions.admit_named(&call.scope, id, &call.messages).await,
+        Some(id) => {
+            let admitted = sessions
+                .admit_named(&call.scope, id, &call.messages, &call.request.originals)
+                .await?;
+            if call.request.front == state.config.upstream_api {
+                call.request.stored = sessions.kept_originals(&call.scope, id).await?;
+            }
+            Ok(admitted)
+        }
         None => {
             let group = call.group.as_deref();
             sessions

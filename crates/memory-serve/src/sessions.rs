@@ -34,6 +34,7 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 use crate::carrying::Carrying;
 use crate::ledger::{Ledger, RESERVED_PREFIX, SessionState, state_written};
+use crate::protocol::originals::{Original, Originals};
 use crate::registry;
 use crate::{Admission, ApiError, CallReport, Chain, Principal, ServeConfig};
 
@@ -243,6 +244,7 @@ impl Sessions {
         scope: &Scope,
         id: &str,
         messages: &[Message],
+        originals: &Originals,
     ) -> Result<Admitted, ApiError> {
         check_id(id)?;
         let mut session = self.open_session(scope, id).lock_owned().await;
@@ -251,20 +253,26 @@ impl Sessions {
         let repeats = at > 0
             && messages.len() >= at
             && Chain::START.links(&messages[..at]).last() == Some(&session.link);
+        let mut riders = Vec::new();
         if at == 0 && !messages.is_empty() {
             // A name used for the first time: a session made.
             self.may_make_session(scope).await?;
-            session.carrying.carry(vec![registry::register(id, None)]);
+            riders.push(registry::register(id, None));
         }
-        let new = if repeats {
-            &messages[at..]
+        let from = if repeats {
+            at
         } else if self.holds(&mut session, messages).await? {
             // A retry of a history the session already holds (its reply
             // recorded since): nothing is new.
-            &[]
+            messages.len()
         } else {
-            messages
+            0
         };
+        let new = &messages[from..];
+        // The new messages' wire forms, for the calls that will not send
+        // them again.
+        riders.extend(crate::kept::write(id, originals.kept_from(messages, from)));
+        session.carrying.carry(riders);
         self.append(&mut session, new, false).await?;
         Ok(Admitted {
             session,
@@ -421,6 +429,15 @@ impl Sessions {
         drop(session);
         self.open.close(&key);
         Ok(existed)
+    }
+
+    /// The originals named session `id` of `scope` kept from earlier calls.
+    pub(crate) async fn kept_originals(
+        &self,
+        scope: &Scope,
+        id: &str,
+    ) -> Result<Vec<([u8; 32], Original)>, ApiError> {
+        Ok(crate::kept::load(&*scope.store, id).await?)
     }
 
     /// The sessions of `scope` a client grouped under `group`, as stored,

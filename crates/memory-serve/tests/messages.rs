@@ -728,3 +728,42 @@ async fn claude_codes_session_id_shows_its_forks_together() {
     // Another principal's group answers as a missing one.
     assert_eq!(inspect("sk-other").await.unwrap().status(), 404);
 }
+
+#[tokio::test]
+async fn a_named_session_sends_its_earlier_turns_as_they_came_even_reloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("named.db");
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let start = || async {
+        let mut c = config(upstream.url(), Protocol::Messages, 1_000_000);
+        c.store = Arc::new(memory_sqlite::SqliteStore::open(&path).unwrap());
+        memory_serve::test_util::spawn_server(c).await
+    };
+    let turn = |text: &str| {
+        json!({"role": "user", "content": [
+            {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}},
+            {"type": "hologram", "frames": [1]}]})
+    };
+    let call = |server: String, turn: Value| async move {
+        let answer = reqwest::Client::new()
+            .post(format!("{server}/v1/messages"))
+            .header("x-memory-session", "notes")
+            .json(&json!({"model": "m", "max_tokens": 10, "messages": [turn]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let _ = answer.text().await.unwrap();
+    };
+    let server = start().await;
+    call(server.clone(), turn("first")).await;
+    call(server, turn("second")).await;
+    // Another server over the same file.
+    call(start().await, turn("third")).await;
+    let received = upstream.received();
+    let last = &received[2].body["messages"];
+    assert_eq!(last.as_array().unwrap().len(), 5, "{last}");
+    assert_eq!(last[0], turn("first"));
+    assert_eq!(last[2], turn("second"));
+    assert_eq!(last[4], turn("third"));
+}

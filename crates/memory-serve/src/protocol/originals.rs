@@ -16,7 +16,7 @@ use memory_core::Message;
 use serde_json::{Map, Value};
 
 /// The wire form of one decoded message.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Original {
     /// For a protocol that puts several messages in one (Anthropic's
     /// tool results and text in one user turn): its blocks, in order.
@@ -56,18 +56,49 @@ impl Originals {
         }
     }
 
+    /// The originals of `sent[from..]` that are kept, each with its
+    /// message's digest (what a named session stores, for its later calls
+    /// that do not send these messages again).
+    pub(crate) fn kept_from<'a>(
+        &'a self,
+        sent: &'a [Message],
+        from: usize,
+    ) -> Vec<([u8; 32], &'a Original)> {
+        if self.list.len() != sent.len() {
+            return Vec::new();
+        }
+        sent.iter()
+            .zip(&self.list)
+            .skip(from)
+            .filter_map(|(m, o)| o.as_ref().map(|o| (digest(m), o)))
+            .collect()
+    }
+
     /// The originals of `context`, in order (`None` for a message that has
     /// none), found by digest among `sent`, the request's messages as
     /// decoded (a transcript repaired since has none: its messages are
-    /// encoded afresh); a message sent twice takes its originals in turn.
-    pub(crate) fn of(&self, context: &[Message], sent: &[Message]) -> Vec<Option<Original>> {
-        if self.list.len() != sent.len() || self.list.iter().all(Option::is_none) {
+    /// encoded afresh), then among `stored` (those a named session kept
+    /// from earlier calls); a message sent twice takes its originals in
+    /// turn.
+    pub(crate) fn of(
+        &self,
+        context: &[Message],
+        sent: &[Message],
+        stored: &[([u8; 32], Original)],
+    ) -> Vec<Option<Original>> {
+        let aligned = self.list.len() == sent.len() && self.list.iter().any(Option::is_some);
+        if !aligned && stored.is_empty() {
             return vec![None; context.len()];
         }
         let mut by_digest: HashMap<[u8; 32], VecDeque<&Original>> = HashMap::new();
-        for (message, original) in sent.iter().zip(&self.list) {
-            if let Some(o) = original {
-                by_digest.entry(digest(message)).or_default().push_back(o);
+        for (key, o) in stored {
+            by_digest.entry(*key).or_default().push_back(o);
+        }
+        if aligned {
+            for (message, original) in sent.iter().zip(&self.list) {
+                if let Some(o) = original {
+                    by_digest.entry(digest(message)).or_default().push_back(o);
+                }
             }
         }
         let mut taken: HashMap<[u8; 32], usize> = HashMap::new();
@@ -113,6 +144,7 @@ mod tests {
         let found = o.of(
             &[Message::user("a"), Message::user("b"), Message::user("a")],
             &sent,
+            &[],
         );
         assert_eq!(found[0], Some(original("a1")));
         assert_eq!(found[1], None);

@@ -33,6 +33,7 @@ pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
         rest: call.rest,
         stream: call.stream,
         max_tokens: call.max_tokens,
+        stored: Vec::new(),
     })
 }
 
@@ -169,7 +170,9 @@ mod tests {
             {"role": "user", "content": "plain"}]}"#;
         let decoded = decode(body, true).unwrap();
         let sent: Value = serde_json::from_slice(body).unwrap();
-        let originals = decoded.originals.of(&decoded.messages, &decoded.messages);
+        let originals = decoded
+            .originals
+            .of(&decoded.messages, &decoded.messages, &[]);
         assert!(originals[0].is_some() && originals[1].is_some() && originals[2].is_none());
         let out = encode(
             decoded.rest.clone(),

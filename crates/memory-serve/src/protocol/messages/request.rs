@@ -54,6 +54,7 @@ pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
         stream: flag(&rest, "stream")?,
         max_tokens: limit(&rest, "max_tokens")?,
         rest: Map::new(),
+        stored: Vec::new(),
     };
     if let Some(system) = rest.remove("system") {
         system_of(system, &mut decoded)?;

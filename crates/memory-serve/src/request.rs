@@ -53,17 +53,7 @@ impl ChatCall {
 
     /// Decodes a request body, and gives its messages as sent too.
     pub(crate) fn decode_keeping(body: &[u8]) -> Result<(Self, Vec<Value>), ApiError> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}"), None))?;
-        let Value::Object(mut rest) = value else {
-            return Err(ApiError::bad_request(
-                format!(
-                    "the body must be a JSON object, found {}",
-                    wire::kind(&value)
-                ),
-                None,
-            ));
-        };
+        let mut rest = object_body(body)?;
         let messages = match rest.remove("messages") {
             None => {
                 return Err(ApiError::bad_request(
@@ -82,19 +72,7 @@ impl ChatCall {
                 ));
             }
         };
-        let stream = match rest.get("stream") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(ApiError::bad_request(
-                    format!(
-                        "field `stream` must be a boolean, found {}",
-                        wire::kind(other)
-                    ),
-                    Some("stream"),
-                ));
-            }
-        };
+        let stream = flag(&rest, "stream")?;
         let max_tokens = match limit(&rest, "max_completion_tokens")? {
             Some(n) => Some(n),
             None => limit(&rest, "max_tokens")?,
@@ -143,8 +121,43 @@ fn decode_messages(items: &[Value]) -> Result<Vec<Message>, ApiError> {
         .collect()
 }
 
+/// A request body's JSON object.
+///
+/// # Errors
+///
+/// 400: the body is not JSON (line and column named), or not an object.
+pub(crate) fn object_body(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}"), None))?;
+    match value {
+        Value::Object(rest) => Ok(rest),
+        other => Err(ApiError::bad_request(
+            format!(
+                "the body must be a JSON object, found {}",
+                wire::kind(&other)
+            ),
+            None,
+        )),
+    }
+}
+
+/// A boolean field; false when absent or null.
+pub(crate) fn flag(rest: &Map<String, Value>, field: &str) -> Result<bool, ApiError> {
+    match rest.get(field) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(ApiError::bad_request(
+            format!(
+                "field `{field}` must be a boolean, found {}",
+                wire::kind(other)
+            ),
+            Some(field),
+        )),
+    }
+}
+
 /// A non-negative whole number field, when present and not null.
-fn limit(rest: &Map<String, Value>, field: &str) -> Result<Option<usize>, ApiError> {
+pub(crate) fn limit(rest: &Map<String, Value>, field: &str) -> Result<Option<usize>, ApiError> {
     match rest.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v

@@ -127,6 +127,24 @@ pub struct Received {
     pub headers: HeaderMap,
 }
 
+impl Script {
+    /// Keeps a request for the test to look at.
+    fn keep(&self, body: &Value, headers: &HeaderMap) {
+        let authorization = headers
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        self.received
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Received {
+                body: body.clone(),
+                authorization,
+                headers: headers.clone(),
+            });
+    }
+}
+
 #[derive(Clone)]
 struct Script {
     delay: Duration,
@@ -230,18 +248,7 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
     let Ok(body) = serde_json::from_str::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
-    script
-        .received
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Received {
-            body: body.clone(),
-            authorization: headers
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
-            headers: headers.clone(),
-        });
+    script.keep(&body, &headers);
     if body["model"] == "fail-429" {
         return rate_limited();
     }
@@ -290,18 +297,7 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         return (StatusCode::BAD_REQUEST, "not a Messages request").into_response();
     };
     let value: Value = serde_json::from_str(&body).unwrap_or_default();
-    script
-        .received
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(Received {
-            body: value.clone(),
-            authorization: headers
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
-            headers: headers.clone(),
-        });
+    script.keep(&value, &headers);
     if value["model"] == "fail-429" {
         return rate_limited();
     }

@@ -10,6 +10,9 @@
 //! Without Python or PyPI the test says so and passes; under CI (the `CI`
 //! variable set) it fails instead.
 
+#[path = "support/venv.rs"]
+mod venv;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -42,45 +45,7 @@ const KEY: &str = "sk-ant-test";
 /// and once per run (the tests of this file run at once and share it).
 fn python() -> Option<PathBuf> {
     static MADE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    MADE.get_or_init(make_venv).clone()
-}
-
-fn make_venv() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("anthropic-venv");
-    let python = dir.join("bin").join("python");
-    let has_anthropic = |p: &Path| {
-        Command::new(p)
-            .args(["-c", "import anthropic"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if has_anthropic(&python) {
-        return Some(python);
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&dir)
-        .status()
-        .is_ok_and(|s| s.success());
-    let installed = made
-        && Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "anthropic",
-            ])
-            .status()
-            .is_ok_and(|s| s.success());
-    if installed && has_anthropic(&python) {
-        return Some(python);
-    }
-    let why = "cannot make a virtual environment with the `anthropic` package (python3 -m venv, pip install anthropic)";
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    MADE.get_or_init(|| venv::with_package("anthropic")).clone()
 }
 
 /// Runs `anthropic_loop.py` against the server at `root` and reads the

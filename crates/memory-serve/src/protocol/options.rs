@@ -61,6 +61,22 @@ pub(crate) fn left_out(what: &str) {
     }
 }
 
+/// The tools of a request's `tools` field that `read` takes, in order;
+/// each kind it does not take is logged, once, as left out.
+pub(crate) fn tools(field: Option<&Value>, read: fn(&Value) -> Option<ToolSpec>) -> Vec<ToolSpec> {
+    let mut specs = Vec::new();
+    for tool in field.and_then(Value::as_array).into_iter().flatten() {
+        match read(tool) {
+            Some(spec) => specs.push(spec),
+            None => left_out(&format!(
+                "tool of type `{}`",
+                tool["type"].as_str().unwrap_or("?")
+            )),
+        }
+    }
+    specs
+}
+
 /// The text of a stop sequence field: one string, or an array of them.
 pub(crate) fn stops(value: Option<&Value>) -> Vec<String> {
     match value {

@@ -5,25 +5,11 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::protocol::options::{Options, ToolChoice, ToolSpec, left_out, stops};
+use crate::protocol::options::{Options, ToolChoice, ToolSpec, stops, tools};
 
 /// The options of a Messages request's fields.
 pub(crate) fn read(rest: &Map<String, Value>) -> Options {
-    let mut tools = Vec::new();
-    for t in rest
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        match tool_spec(t) {
-            Some(spec) => tools.push(spec),
-            None => left_out(&format!(
-                "tool of type `{}`",
-                t["type"].as_str().unwrap_or("?")
-            )),
-        }
-    }
+    let tools = tools(rest.get("tools"), tool_spec);
     Options {
         model: rest.get("model").cloned(),
         max_tokens: rest.get("max_tokens").and_then(Value::as_u64),

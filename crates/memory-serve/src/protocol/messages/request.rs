@@ -15,20 +15,11 @@ use crate::ApiError;
 use crate::protocol::options::ToolSpec;
 use crate::protocol::originals::{Original, Originals};
 use crate::protocol::{Decoded, Protocol};
+use crate::request::{flag, limit, object_body};
 
 /// Decodes a request body.
 pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}"), None))?;
-    let Value::Object(mut rest) = value else {
-        return Err(ApiError::bad_request(
-            format!(
-                "the body must be a JSON object, found {}",
-                wire::kind(&value)
-            ),
-            None,
-        ));
-    };
+    let mut rest = object_body(body)?;
     let turns = match rest.remove("messages") {
         Some(Value::Array(turns)) => turns,
         None => {
@@ -290,38 +281,5 @@ fn offer(rest: &mut Map<String, Value>, spec: &ToolSpec) {
         && !tools.iter().any(|t| t["name"].as_str() == Some(&spec.name))
     {
         tools.push(tool(spec));
-    }
-}
-
-fn flag(rest: &Map<String, Value>, field: &str) -> Result<bool, ApiError> {
-    match rest.get(field) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(ApiError::bad_request(
-            format!(
-                "field `{field}` must be a boolean, found {}",
-                wire::kind(other)
-            ),
-            Some(field),
-        )),
-    }
-}
-
-fn limit(rest: &Map<String, Value>, field: &str) -> Result<Option<usize>, ApiError> {
-    match rest.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    format!(
-                        "field `{field}` must be a non-negative whole number, found {}",
-                        wire::kind(v)
-                    ),
-                    Some(field),
-                )
-            }),
     }
 }

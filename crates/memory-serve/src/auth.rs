@@ -12,6 +12,10 @@ pub const TOKEN_HEADER: &str = "x-memory-token";
 /// The header Anthropic's clients send their key in.
 const API_KEY_HEADER: &str = "x-api-key";
 
+/// How Anthropic's sign-in (OAuth) tokens begin: sent as a bearer token,
+/// never as `x-api-key`.
+const OAUTH_TOKEN_PREFIX: &str = "sk-ant-oat";
+
 /// A request's principal, and the credential sent upstream for it.
 pub(crate) struct Caller {
     pub(crate) principal: Principal,
@@ -38,21 +42,30 @@ impl Credential {
             v
         };
         match (self, api) {
-            (Credential::Authorization(v), Protocol::Chat) => (AUTHORIZATION, v.clone()),
+            (Credential::Authorization(v), Protocol::Chat) => (AUTHORIZATION, sensitive(v.clone())),
             (Credential::Key(k), Protocol::Chat) => {
                 let bearer = HeaderValue::from_bytes(&[b"Bearer ", k.as_bytes()].concat())
                     .unwrap_or_else(|_| k.clone());
                 (AUTHORIZATION, sensitive(bearer))
             }
             (Credential::Authorization(v), Protocol::Messages) => {
-                match v.to_str().ok().and_then(bearer).map(HeaderValue::from_str) {
-                    Some(Ok(key)) => (HeaderName::from_static(API_KEY_HEADER), sensitive(key)),
-                    _ => (AUTHORIZATION, v.clone()),
+                // An API key goes as Anthropic takes keys; a sign-in token
+                // (Claude Code's OAuth, `sk-ant-oat...`) stays a bearer.
+                let key = v
+                    .to_str()
+                    .ok()
+                    .and_then(bearer)
+                    .filter(|k| !k.starts_with(OAUTH_TOKEN_PREFIX))
+                    .and_then(|k| HeaderValue::from_str(k).ok());
+                match key {
+                    Some(key) => (HeaderName::from_static(API_KEY_HEADER), sensitive(key)),
+                    None => (AUTHORIZATION, sensitive(v.clone())),
                 }
             }
-            (Credential::Key(k), Protocol::Messages) => {
-                (HeaderName::from_static(API_KEY_HEADER), k.clone())
-            }
+            (Credential::Key(k), Protocol::Messages) => (
+                HeaderName::from_static(API_KEY_HEADER),
+                sensitive(k.clone()),
+            ),
         }
     }
 }
@@ -242,6 +255,30 @@ mod tests {
             Ok(Some("Bearer up".into()))
         );
         assert_eq!(upstream(&c, &[(TOKEN_HEADER, "nope")]), Err(401));
+    }
+
+    #[test]
+    fn a_credential_takes_the_upstreams_form() {
+        let value = |c: &Credential, api| {
+            let (name, v) = c.for_upstream(api);
+            assert!(v.is_sensitive());
+            format!("{name}: {}", v.to_str().unwrap())
+        };
+        let bearer = |t: &str| Credential::Authorization(HeaderValue::from_str(t).unwrap());
+        let key = Credential::Key(HeaderValue::from_static("sk-ant-api-1"));
+        assert_eq!(
+            value(&key, Protocol::Chat),
+            "authorization: Bearer sk-ant-api-1"
+        );
+        assert_eq!(value(&key, Protocol::Messages), "x-api-key: sk-ant-api-1");
+        assert_eq!(
+            value(&bearer("Bearer sk-1"), Protocol::Messages),
+            "x-api-key: sk-1"
+        );
+        assert_eq!(
+            value(&bearer("Bearer sk-ant-oat01-x"), Protocol::Messages),
+            "authorization: Bearer sk-ant-oat01-x"
+        );
     }
 
     #[test]

@@ -95,6 +95,7 @@ mod tests {
             string: false,
             fields: serde_json::Map::new(),
             opens: true,
+            in_system: false,
         };
         assert!(write("s", Vec::new()).is_none());
         let w = write("s", vec![([7; 32], &original)]).unwrap();

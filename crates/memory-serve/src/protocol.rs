@@ -115,19 +115,18 @@ impl Protocol {
 
     /// The body to send an upstream of this protocol: `request`'s fields
     /// (as sent when it came in this protocol, translated otherwise),
-    /// `context` as its messages (those of `sent`, the request's messages,
-    /// as they came), and `extra` tools offered besides the client's.
+    /// `context` as its messages (those the client sent, as they came), and
+    /// `extra` tools offered besides the client's.
     pub(crate) fn encode_request(
         self,
         request: &Decoded,
-        sent: &[Message],
         context: &[Message],
         extra: &[ToolSpec],
         reply_tokens: usize,
     ) -> Value {
         let same = request.front == self;
         let originals = if same {
-            request.originals.of(context, sent, &request.stored)
+            request.originals.of(context, &request.stored)
         } else {
             vec![None; context.len()]
         };

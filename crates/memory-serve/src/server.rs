@@ -158,6 +158,9 @@ async fn forward_models(state: &AppState, headers: &HeaderMap) -> Result<Respons
         let (name, value) = c.for_upstream(state.config.upstream_api);
         request = request.header(name, value);
     }
+    if state.config.upstream_api == Protocol::Messages {
+        request = request.header("anthropic-version", crate::upstream::ANTHROPIC_VERSION);
+    }
     let upstream = within(state.config.first_byte_timeout, "answer", request.send())
         .await
         .map_err(|e| unreachable_upstream(state, &e))?;

@@ -271,7 +271,7 @@ impl Sessions {
         let new = &messages[from..];
         // The new messages' wire forms, for the calls that will not send
         // them again.
-        riders.extend(crate::kept::write(id, originals.kept_from(messages, from)));
+        riders.extend(crate::kept::write(id, originals.kept_for(new)));
         session.carrying.carry(riders);
         self.append(&mut session, new, false).await?;
         Ok(Admitted {

@@ -10,7 +10,7 @@ use crate::protocol::{Decoded, Protocol};
 use crate::state::AppState;
 
 /// The version of the Messages API asked for when the client names none.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A checked request, on its way upstream.
 pub(crate) struct Call {
@@ -136,13 +136,7 @@ pub(crate) async fn send(
         .request
         .max_tokens
         .unwrap_or(crate::DEFAULT_REPLY_TOKENS);
-    let body = api.encode_request(
-        &call.request,
-        &call.messages,
-        messages,
-        &extra,
-        reply_tokens,
-    );
+    let body = api.encode_request(&call.request, messages, &extra, reply_tokens);
     let mut request = state
         .http
         .post(format!("{}{}", state.config.upstream, api.path()))

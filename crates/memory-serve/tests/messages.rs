@@ -767,3 +767,52 @@ async fn a_named_session_sends_its_earlier_turns_as_they_came_even_reloaded() {
     assert_eq!(last[2], turn("second"));
     assert_eq!(last[4], turn("third"));
 }
+
+#[tokio::test]
+async fn turns_of_odd_shapes_reach_a_messages_upstream_whole_and_valid() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Messages, 100_000))
+            .await;
+    // A system turn of a string, after a `system` field of a string: both
+    // go back as they came.
+    let body = json!({"model": "m", "max_tokens": 10, "system": "rules",
+        "messages": [{"role": "system", "content": "env"}, {"role": "user", "content": "hi"}]});
+    assert_eq!(send(&server, "/v1/messages", &body).await.status(), 200);
+    assert_eq!(upstream.received()[0].body, body);
+    // A result sent after text in its turn: repaired into order, nothing
+    // lost, every block its own.
+    let body = json!({"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "ls", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "note"},
+            {"type": "tool_result", "tool_use_id": "c1", "content": "out"}]}]});
+    assert_eq!(send(&server, "/v1/messages", &body).await.status(), 200);
+    let sent = upstream.received()[1].body["messages"].to_string();
+    assert!(
+        sent.contains("\"note\"") && sent.contains("\"out\""),
+        "{sent}"
+    );
+    let turns = upstream.received()[1].body["messages"].clone();
+    assert_eq!(turns[1]["content"][0]["type"], "tool_use");
+    assert_eq!(turns[2]["content"][0]["type"], "tool_result", "{turns}");
+    // From the Chat front: a reply that was only reasoning and an empty
+    // user message leave no empty turn or block.
+    let chat = json!({"model": "m", "messages": [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "", "reasoning_content": "r"},
+        {"role": "user", "content": ""},
+        {"role": "user", "content": "b"}]});
+    let answer = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    for turn in upstream.received()[2].body["messages"].as_array().unwrap() {
+        let content = &turn["content"];
+        assert!(content.as_array().is_none_or(|b| !b.is_empty()), "{turn}");
+        assert!(!content.to_string().contains("\"text\":\"\""), "{turn}");
+    }
+}

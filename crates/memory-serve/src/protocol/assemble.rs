@@ -39,12 +39,22 @@ impl Assembled {
             }
             Event::Reasoning(text) => self.reasoning.push_str(text),
             Event::ToolStart { index, id, name } => {
-                if self.calls.len() <= *index {
-                    self.calls
-                        .resize(index + 1, ToolCall::new("", "", String::new()));
+                // A call's number comes from the upstream: one past the
+                // calls so far at most, so that no number makes room for
+                // calls that never come.
+                let index = (*index).min(self.calls.len());
+                if index == self.calls.len() {
+                    self.calls.push(ToolCall::new("", "", String::new()));
                 }
-                self.calls[*index].id.push_str(id);
-                self.calls[*index].name.push_str(name);
+                // Some servers send a call's id and name with every piece
+                // of it: taken once.
+                let call = &mut self.calls[index];
+                if call.id.is_empty() {
+                    call.id.clone_from(id);
+                }
+                if call.name.is_empty() {
+                    call.name.clone_from(name);
+                }
                 if !self.text_first && self.first_tool.is_none() && !name.is_empty() {
                     self.first_tool = Some(name.clone());
                 }

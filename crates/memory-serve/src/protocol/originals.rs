@@ -28,15 +28,21 @@ pub(crate) struct Original {
     pub(crate) fields: Map<String, Value>,
     /// Whether it opened its wire message (a later one continues it).
     pub(crate) opens: bool,
+    /// Whether it came as the request's `system` field (Anthropic's), not
+    /// as a turn.
+    #[serde(default)]
+    pub(crate) in_system: bool,
 }
 
-/// The originals of a request's messages, in the order they were decoded.
+/// The originals of a request's messages, each under the digest of the
+/// message it was decoded to (so that a transcript repaired since, its
+/// messages moved, dropped or made, still finds each its own).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Originals {
     /// Whether they are kept at all (only an upstream of the front's
     /// protocol has a use for them).
     keeps: bool,
-    list: Vec<Option<Original>>,
+    list: Vec<([u8; 32], Original)>,
 }
 
 impl Originals {
@@ -48,57 +54,49 @@ impl Originals {
         }
     }
 
-    /// The original of the next decoded message (`None`: it encodes back
-    /// as it came).
-    pub(crate) fn push(&mut self, original: Option<Original>) {
-        if self.keeps {
-            self.list.push(original);
+    /// Keeps the original of the next decoded message, `message` (`None`:
+    /// it encodes back as it came).
+    pub(crate) fn push(&mut self, message: &Message, original: Option<Original>) {
+        if let Some(original) = original.filter(|_| self.keeps) {
+            self.list.push((digest(message), original));
         }
     }
 
-    /// The originals of `sent[from..]` that are kept, each with its
-    /// message's digest (what a named session stores, for its later calls
-    /// that do not send these messages again).
-    pub(crate) fn kept_from<'a>(
-        &'a self,
-        sent: &'a [Message],
-        from: usize,
-    ) -> Vec<([u8; 32], &'a Original)> {
-        if self.list.len() != sent.len() {
+    /// The originals of `messages` that are kept, each with its message's
+    /// digest (what a named session stores, for its later calls that do
+    /// not send these messages again).
+    pub(crate) fn kept_for(&self, messages: &[Message]) -> Vec<([u8; 32], &Original)> {
+        if self.list.is_empty() || messages.is_empty() {
             return Vec::new();
         }
-        sent.iter()
-            .zip(&self.list)
-            .skip(from)
-            .filter_map(|(m, o)| o.as_ref().map(|o| (digest(m), o)))
+        let wanted: std::collections::HashSet<[u8; 32]> = messages.iter().map(digest).collect();
+        self.list
+            .iter()
+            .filter(|(key, _)| wanted.contains(key))
+            .map(|(key, o)| (*key, o))
             .collect()
     }
 
     /// The originals of `context`, in order (`None` for a message that has
-    /// none), found by digest among `sent`, the request's messages as
-    /// decoded (a transcript repaired since has none: its messages are
-    /// encoded afresh), then among `stored` (those a named session kept
-    /// from earlier calls); a message sent twice takes its originals in
+    /// none), found by digest among this request's, then among `stored`
+    /// (those a named session kept from earlier calls) for a message this
+    /// request did not send; a message sent twice takes its originals in
     /// turn.
     pub(crate) fn of(
         &self,
         context: &[Message],
-        sent: &[Message],
         stored: &[([u8; 32], Original)],
     ) -> Vec<Option<Original>> {
-        let aligned = self.list.len() == sent.len() && self.list.iter().any(Option::is_some);
-        if !aligned && stored.is_empty() {
+        if self.list.is_empty() && stored.is_empty() {
             return vec![None; context.len()];
         }
         let mut by_digest: HashMap<[u8; 32], VecDeque<&Original>> = HashMap::new();
-        for (key, o) in stored {
+        for (key, o) in &self.list {
             by_digest.entry(*key).or_default().push_back(o);
         }
-        if aligned {
-            for (message, original) in sent.iter().zip(&self.list) {
-                if let Some(o) = original {
-                    by_digest.entry(digest(message)).or_default().push_back(o);
-                }
+        for (key, o) in stored {
+            if !self.list.iter().any(|(k, _)| k == key) {
+                by_digest.entry(*key).or_default().push_back(o);
             }
         }
         let mut taken: HashMap<[u8; 32], usize> = HashMap::new();
@@ -132,22 +130,32 @@ mod tests {
             string: false,
             fields: Map::new(),
             opens: true,
+            in_system: false,
         }
     }
 
     #[test]
     fn a_changed_message_has_no_original_and_repeats_take_theirs_in_turn() {
         let mut o = Originals::new(true);
-        o.push(Some(original("a1")));
-        o.push(Some(original("a2")));
-        let sent = [Message::user("a"), Message::user("a")];
+        o.push(&Message::user("a"), Some(original("a1")));
+        o.push(&Message::user("a"), Some(original("a2")));
+        let stored = [
+            (digest(&Message::user("a")), original("old")),
+            (digest(&Message::user("c")), original("c0")),
+        ];
         let found = o.of(
-            &[Message::user("a"), Message::user("b"), Message::user("a")],
-            &sent,
-            &[],
+            &[
+                Message::user("a"),
+                Message::user("b"),
+                Message::user("a"),
+                Message::user("c"),
+            ],
+            &stored,
         );
         assert_eq!(found[0], Some(original("a1")));
         assert_eq!(found[1], None);
         assert_eq!(found[2], Some(original("a2")));
+        // What the request sends wins over what an earlier call kept.
+        assert_eq!(found[3], Some(original("c0")));
     }
 }

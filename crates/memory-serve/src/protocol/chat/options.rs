@@ -47,12 +47,17 @@ pub(crate) fn write(options: &Options) -> Map<String, Value> {
     );
     put(
         "tool_choice",
-        options.tool_choice.as_ref().map(|c| match c {
-            ToolChoice::Auto => json!("auto"),
-            ToolChoice::None => json!("none"),
-            ToolChoice::Any => json!("required"),
-            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-        }),
+        // A choice among no tools is refused: none is sent then.
+        options
+            .tool_choice
+            .as_ref()
+            .filter(|_| !options.tools.is_empty())
+            .map(|c| match c {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Any => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            }),
     );
     put("user", options.user.clone().map(Value::String));
     if options.stream {

@@ -18,12 +18,16 @@ pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
     if keep {
         for (message, value) in call.messages.iter().zip(values) {
             let differs = !plain(&value) && wire::message_to_value(message) != value;
-            originals.push(differs.then(|| Original {
-                blocks: vec![value],
-                string: false,
-                fields: Map::new(),
-                opens: true,
-            }));
+            originals.push(
+                message,
+                differs.then(|| Original {
+                    blocks: vec![value],
+                    string: false,
+                    fields: Map::new(),
+                    opens: true,
+                    in_system: false,
+                }),
+            );
         }
     }
     Ok(Decoded {
@@ -170,9 +174,7 @@ mod tests {
             {"role": "user", "content": "plain"}]}"#;
         let decoded = decode(body, true).unwrap();
         let sent: Value = serde_json::from_slice(body).unwrap();
-        let originals = decoded
-            .originals
-            .of(&decoded.messages, &decoded.messages, &[]);
+        let originals = decoded.originals.of(&decoded.messages, &[]);
         assert!(originals[0].is_some() && originals[1].is_some() && originals[2].is_none());
         let out = encode(
             decoded.rest.clone(),

@@ -109,6 +109,9 @@ pub(crate) struct Encoder {
     model: String,
     started: bool,
     finish: Option<String>,
+    /// The tokens reported so far, written once, before the end.
+    usage: crate::protocol::event::Usage,
+    reported: bool,
 }
 
 impl Encoder {
@@ -139,24 +142,39 @@ impl Encoder {
                 None,
             )),
             Event::Usage(usage) => {
-                let (i, o) = (usage.input.unwrap_or(0), usage.output.unwrap_or(0));
-                let body = json!({"id": self.id, "object": "chat.completion.chunk", "created": 0,
-                    "model": self.model, "choices": [],
-                    "usage": {"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o}});
-                out.push_str(&format!("data: {body}\n\n"));
+                self.reported = true;
+                self.usage.input = usage.input.or(self.usage.input);
+                self.usage.output = usage.output.or(self.usage.output);
             }
             Event::Stop(reason) => {
                 let reason = reason.as_chat().to_string();
                 self.finish = Some(reason.clone());
                 out.push_str(&self.chunk(json!({}), Some(&reason)));
             }
-            Event::Done => out.push_str("data: [DONE]\n\n"),
+            Event::Done => {
+                if self.reported {
+                    out.push_str(&self.usage_chunk());
+                }
+                out.push_str("data: [DONE]\n\n");
+            }
             Event::Error { message } => {
                 let body = json!({"error": {"message": message, "type": "upstream_error"}});
                 out.push_str(&format!("data: {body}\n\n"));
             }
         }
         out
+    }
+
+    /// The usage chunk (no choices), as a stream with `include_usage` ends.
+    fn usage_chunk(&self) -> String {
+        let (i, o) = (
+            self.usage.input.unwrap_or(0),
+            self.usage.output.unwrap_or(0),
+        );
+        let body = json!({"id": self.id, "object": "chat.completion.chunk", "created": 0,
+            "model": self.model, "choices": [],
+            "usage": {"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o}});
+        format!("data: {body}\n\n")
     }
 
     fn chunk(&self, delta: Value, finish: Option<&str>) -> String {

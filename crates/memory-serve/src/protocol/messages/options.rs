@@ -40,7 +40,14 @@ pub(crate) fn write(options: &Options, reply_tokens: usize) -> Map<String, Value
         "max_tokens",
         Some(json!(options.max_tokens.unwrap_or(reply_tokens as u64))),
     );
-    put("temperature", options.temperature.clone());
+    // Anthropic takes a temperature of 0 to 1 (OpenAI's goes to 2).
+    put(
+        "temperature",
+        options
+            .temperature
+            .as_ref()
+            .map(|t| t.as_f64().map_or(t.clone(), |t| json!(t.clamp(0.0, 1.0)))),
+    );
     put("top_p", options.top_p.clone());
     put(
         "stop_sequences",
@@ -53,12 +60,17 @@ pub(crate) fn write(options: &Options, reply_tokens: usize) -> Map<String, Value
     );
     put(
         "tool_choice",
-        options.tool_choice.as_ref().map(|c| match c {
-            ToolChoice::Auto => json!({"type": "auto"}),
-            ToolChoice::None => json!({"type": "none"}),
-            ToolChoice::Any => json!({"type": "any"}),
-            ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
-        }),
+        // A choice among no tools is refused: none is sent then.
+        options
+            .tool_choice
+            .as_ref()
+            .filter(|_| !options.tools.is_empty())
+            .map(|c| match c {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Any => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+            }),
     );
     put(
         "metadata",

@@ -83,15 +83,18 @@ fn system_of(system: Value, decoded: &mut Decoded) -> Result<(), ApiError> {
     };
     let blocks = match system {
         Value::Array(blocks) => blocks,
-        other => vec![other],
+        other => vec![json!({"type": "text", "text": other})],
     };
-    decoded.originals.push(Some(Original {
+    let message = Message::system(text);
+    let original = Original {
         blocks,
         string,
         fields: Map::new(),
         opens: true,
-    }));
-    decoded.messages.push(Message::system(text));
+        in_system: true,
+    };
+    decoded.originals.push(&message, Some(original));
+    decoded.messages.push(message);
     Ok(())
 }
 
@@ -147,8 +150,9 @@ fn turn_of(turn: Value, i: usize, decoded: &mut Decoded) -> Result<(), ApiError>
                 Map::new()
             },
             opens: k == 0,
+            in_system: false,
         };
-        decoded.originals.push(Some(original));
+        decoded.originals.push(&piece.message, Some(original));
         decoded.messages.push(piece.message);
     }
     Ok(())
@@ -163,7 +167,13 @@ pub(crate) fn encode(
     originals: &[Option<Original>],
     extra: &[ToolSpec],
 ) -> Value {
-    let lead = context.iter().take_while(|m| m.is_system()).count();
+    // The leading system messages the client sent as `system` (or the
+    // server made); one the client sent as a turn goes back as a turn.
+    let lead = context
+        .iter()
+        .zip(originals)
+        .take_while(|(m, o)| m.is_system() && o.as_ref().is_none_or(|o| o.in_system))
+        .count();
     if let Some(system) = system(&context[..lead], &originals[..lead]) {
         rest.insert("system".into(), system);
     }
@@ -183,13 +193,12 @@ pub(crate) fn encode(
 fn system(lead: &[Message], originals: &[Option<Original>]) -> Option<Value> {
     match (lead, originals) {
         ([], _) => None,
-        ([_], [Some(o)]) if o.string => o.blocks.first().cloned(),
+        ([_], [Some(o)]) if o.string => o.blocks.first().map(|b| b["text"].clone()),
         ([m], [None]) => Some(Value::String(m.text())),
         _ => Some(Value::Array(
             lead.iter()
                 .zip(originals)
                 .flat_map(|(m, o)| match o {
-                    Some(o) if o.string => vec![json!({"type": "text", "text": o.blocks[0]})],
                     Some(o) => o.blocks.clone(),
                     None => vec![json!({"type": "text", "text": m.text()})],
                 })
@@ -233,22 +242,28 @@ impl Turns {
             }
             None => {
                 self.string = false;
-                self.blocks.extend(if message.is_assistant() {
+                let fresh = if message.is_assistant() {
                     blocks::of_assistant(message, false)
                 } else {
                     blocks::of_user(message)
-                });
+                };
+                // Anthropic refuses an empty text block.
+                self.blocks
+                    .extend(fresh.into_iter().filter(|b| b["text"] != ""));
             }
         }
     }
 
     fn close(&mut self) {
-        if self.pieces > 0 {
+        // A turn left with no content (a reply that was only reasoning, a
+        // message of parts the protocol cannot take) is left out:
+        // Anthropic refuses an empty one.
+        let mut turn = std::mem::take(&mut self.fields);
+        if self.pieces > 0 && !self.blocks.is_empty() {
             let content = match (self.string, self.blocks.as_slice()) {
                 (true, [one]) => one["text"].clone(),
                 _ => Value::Array(std::mem::take(&mut self.blocks)),
             };
-            let mut turn = std::mem::take(&mut self.fields);
             turn.insert("role".into(), json!(self.role));
             turn.insert("content".into(), content);
             self.done.push(Value::Object(turn));

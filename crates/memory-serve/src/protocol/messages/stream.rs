@@ -114,8 +114,10 @@ fn text(text: Option<&str>, event: fn(String) -> Event, out: &mut Vec<Event>) {
 enum Open {
     Text,
     Thinking,
-    Tool(usize),
 }
+
+/// A tool call being gathered: its id, name and arguments so far.
+type PendingCall = (String, String, String);
 
 /// Writes events as a Messages stream.
 #[derive(Debug, Default, Clone)]
@@ -125,11 +127,16 @@ pub(crate) struct Encoder {
     /// Blocks opened so far.
     blocks: usize,
     stop: Option<StopReason>,
+    input_tokens: u64,
     output_tokens: u64,
     ended: bool,
     /// `context_management` for the `message_delta`, when the server's
     /// pipeline changed the context.
     edits: Option<Value>,
+    /// The reply's tool calls, gathered whole before they are written: a
+    /// Chat Completions stream may interleave the arguments of parallel
+    /// calls, which Anthropic's blocks, one open at a time, cannot.
+    calls: Vec<PendingCall>,
 }
 
 impl Encoder {
@@ -153,34 +160,32 @@ impl Encoder {
         match event {
             Event::Start { .. } => {}
             Event::Text(t) => {
+                self.write_calls(&mut out);
                 self.open_block(Open::Text, json!({"type": "text", "text": ""}), &mut out);
                 self.delta(json!({"type": "text_delta", "text": t}), &mut out);
             }
             Event::Reasoning(t) => {
                 let block = json!({"type": "thinking", "thinking": "", "signature": ""});
+                self.write_calls(&mut out);
                 self.open_block(Open::Thinking, block, &mut out);
                 self.delta(json!({"type": "thinking_delta", "thinking": t}), &mut out);
             }
             Event::ToolStart { index, id, name } => {
-                let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
                 self.close_block(&mut out);
-                self.open_block(Open::Tool(*index), block, &mut out);
+                self.gather(*index, id, name);
             }
             Event::ToolArguments { index, json } => {
-                if self.open == Some(Open::Tool(*index)) {
-                    self.delta(
-                        json!({"type": "input_json_delta", "partial_json": json}),
-                        &mut out,
-                    );
-                } else {
-                    crate::protocol::options::left_out(
-                        "arguments of a tool call interleaved with another's",
-                    );
+                if let Some(call) = self.calls.get_mut(*index) {
+                    call.2.push_str(json);
                 }
             }
-            Event::Usage(u) => self.output_tokens = u.output.unwrap_or(self.output_tokens),
+            Event::Usage(u) => {
+                self.input_tokens = u.input.unwrap_or(self.input_tokens);
+                self.output_tokens = u.output.unwrap_or(self.output_tokens);
+            }
             Event::Stop(reason) => {
                 self.close_block(&mut out);
+                self.write_calls(&mut out);
                 self.stop = Some(reason.clone());
             }
             Event::Done => self.end(&mut out),
@@ -249,8 +254,51 @@ impl Encoder {
         }
     }
 
+    /// Gathers the start of the `index`th call (its id and name taken
+    /// once, however often they come).
+    fn gather(&mut self, index: usize, id: &str, name: &str) {
+        let index = index.min(self.calls.len());
+        if index == self.calls.len() {
+            self.calls.push(PendingCall::default());
+        }
+        let call = &mut self.calls[index];
+        if call.0.is_empty() {
+            call.0 = id.to_string();
+        }
+        if call.1.is_empty() {
+            call.1 = name.to_string();
+        }
+    }
+
+    /// The gathered tool calls, each a whole `tool_use` block: its start,
+    /// its arguments in one `input_json_delta`, its stop.
+    fn write_calls(&mut self, out: &mut String) {
+        for (id, name, arguments) in std::mem::take(&mut self.calls) {
+            let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+            put(
+                out,
+                "content_block_start",
+                json!({"type": "content_block_start",
+                "index": self.blocks, "content_block": block}),
+            );
+            if !arguments.is_empty() {
+                self.delta(
+                    json!({"type": "input_json_delta", "partial_json": arguments}),
+                    out,
+                );
+            }
+            put(
+                out,
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": self.blocks}),
+            );
+            self.blocks += 1;
+        }
+    }
+
     fn end(&mut self, out: &mut String) {
         self.close_block(out);
+        self.write_calls(out);
         self.ended = true;
         let reason = self
             .stop
@@ -258,7 +306,7 @@ impl Encoder {
             .map_or("end_turn", StopReason::as_messages);
         let mut delta = json!({"type": "message_delta",
             "delta": {"stop_reason": reason, "stop_sequence": null},
-            "usage": {"output_tokens": self.output_tokens}});
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}});
         if let Some(edits) = self.edits.take() {
             delta["context_management"] = edits;
         }
@@ -345,46 +393,64 @@ fn put(out: &mut String, name: &str, data: Value) {
 mod tests {
     use super::*;
 
+    fn call(index: usize, id: &str, name: &str) -> Event {
+        Event::ToolStart {
+            index,
+            id: id.into(),
+            name: name.into(),
+        }
+    }
+
+    fn arguments(index: usize, json: &str) -> Event {
+        Event::ToolArguments {
+            index,
+            json: json.into(),
+        }
+    }
+
+    /// Parallel calls whose arguments come interleaved (as a Chat
+    /// Completions stream may send them) are written one whole block each.
     #[test]
     fn events_written_read_back_the_same() {
-        let events = vec![
-            Event::Start {
-                id: "msg_1".into(),
-                model: "m".into(),
-            },
+        let start = Event::Start {
+            id: "msg_1".into(),
+            model: "m".into(),
+        };
+        let head = vec![
+            start,
             Event::Reasoning("hm".into()),
             Event::Text("Hi".into()),
-            Event::ToolStart {
-                index: 0,
-                id: "t1".into(),
-                name: "ls".into(),
-            },
-            Event::ToolArguments {
-                index: 0,
-                json: "{\"p\":".into(),
-            },
-            Event::ToolArguments {
-                index: 0,
-                json: "1}".into(),
-            },
-            Event::ToolStart {
-                index: 1,
-                id: "t2".into(),
-                name: "cat".into(),
-            },
-            Event::Stop(StopReason::ToolUse),
-            Event::Done,
         ];
+        let tail = vec![Event::Stop(StopReason::ToolUse), Event::Done];
+        let sent: Vec<Event> = head
+            .iter()
+            .cloned()
+            .chain([
+                call(0, "t1", "ls"),
+                call(1, "t2", "cat"),
+                arguments(0, "{\"p\":"),
+                arguments(1, "{}"),
+                call(0, "t1", "ls"),
+                arguments(0, "1}"),
+            ])
+            .chain(tail.iter().cloned())
+            .collect();
         let mut encoder = Encoder::default();
-        let bytes: String = events.iter().map(|e| encoder.encode(e)).collect();
+        let bytes: String = sent.iter().map(|e| encoder.encode(e)).collect();
         let mut decoder = Decoder::default();
         let mut back = Vec::new();
         for piece in bytes.as_bytes().chunks(5) {
             back.extend(decoder.feed(piece));
         }
-        let usage = |e: &Event| matches!(e, Event::Usage(_));
-        back.retain(|e| !usage(e));
-        assert_eq!(back, events);
+        back.retain(|e| !matches!(e, Event::Usage(_)));
+        let calls = [
+            call(0, "t1", "ls"),
+            arguments(0, "{\"p\":1}"),
+            call(1, "t2", "cat"),
+            arguments(1, "{}"),
+        ];
+        let expected: Vec<Event> = head.into_iter().chain(calls).chain(tail).collect();
+        assert_eq!(back, expected);
     }
 
     #[test]

@@ -112,6 +112,22 @@ impl Handle {
         }
     }
 
+    /// The handle of the stretch's last message, where this one names it:
+    /// the message itself for a handle of one message, the end for a
+    /// stretch named by its ends ([`through`](Self::through)); `None` for
+    /// a stretch named by its length.
+    pub(crate) fn end(self) -> Option<Handle> {
+        match self.last {
+            Some(last) => Some(Handle {
+                key: last,
+                len: 1,
+                parts: None,
+                last: None,
+            }),
+            None => (self.len == 1).then(|| self.whole()),
+        }
+    }
+
     /// The handle that brings back the characters `span` of `message`'s
     /// text ([`part_text`], `chars` characters long) in pieces a
     /// recall returns whole: the message's own handle when its text is at

@@ -171,6 +171,33 @@ pub fn is_shrunk_from(original: &Message, shown: &Message) -> bool {
     }
 }
 
+/// Whether `shown` may be what a stage showed of the recorded message
+/// `handle` names (a handle of one message) without that message at hand:
+/// the message itself, or a shrunk form of it whose marker line (a
+/// placeholder for its reasoning or its output, the marker of a cut) names
+/// it, whole or by parts, as the stages' markers name the message they
+/// shrank. A shrunk message's own key is no recorded message's key.
+pub(crate) fn shows_recorded(shown: &Message, handle: Handle) -> bool {
+    if Handle::of(std::slice::from_ref(shown)) == handle {
+        return true;
+    }
+    let names = |text: &str| {
+        text.split('\n').any(|line| {
+            is_marker_line(line) && Handle::all_in(line).iter().any(|h| h.whole() == handle)
+        })
+    };
+    match shown {
+        Message::System(_) => false,
+        Message::User(blocks) => blocks
+            .iter()
+            .any(|block| matches!(block, ContentBlock::Text(text) if names(text))),
+        Message::Assistant {
+            content, reasoning, ..
+        } => names(content) || reasoning.as_deref().is_some_and(names),
+        Message::ToolResult { content, .. } => names(content),
+    }
+}
+
 /// Whether `shown` is the JSON text `original` cut as the floor cut cuts a
 /// call's arguments: a
 /// beginning of it, a bracketed `marker` line written with escaped line

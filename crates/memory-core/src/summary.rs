@@ -24,6 +24,7 @@ use std::ops::Range;
 
 use crate::handle::Handle;
 use crate::message::Message;
+use crate::shrunk;
 
 /// What every summary message starts with.
 pub const PREFIX: &str = "Summary of prior context:\n";
@@ -133,7 +134,10 @@ fn split(message: &Message) -> Option<(Option<&str>, &str)> {
 /// ([`stands_for`]) lends their start; else the stretch starts at the
 /// region's first message that is not a summary. A region that folds
 /// nothing new keeps the folded summary's handle, so that summarizing a
-/// summarized history again names the same stretch. `None` for a region
+/// summarized history again names the same stretch; so does one whose
+/// last message is the stretch's last shown again after the summary, as
+/// recorded or shrunk by a stage ([`shrunk`]: a shrunk message's key is no
+/// recorded message's, and would name no original). `None` for a region
 /// without a message that is not a summary, nor a summary that names its
 /// originals.
 ///
@@ -162,11 +166,19 @@ pub fn originals(m: &[Message], region: &[Range<usize>]) -> Option<Handle> {
     let first = new.next();
     let last = new.next_back().or(first);
     let single = |i: usize| Handle::of(std::slice::from_ref(&m[i]));
+    // The stretch's last message, or a shrunk form of it (whose own key no
+    // recorded message has), folded again last.
+    let ends_it = |earlier: Handle, i: usize| {
+        earlier
+            .end()
+            .is_some_and(|end| shrunk::shows_recorded(&m[i], end))
+    };
     match (earlier, first, last) {
-        // A one-message stretch folded again with a message like its own
-        // is taken to be folding it again (a covered original shown after
-        // the summary), not a second message alike.
-        (Some(earlier), _, Some(last)) if earlier == single(last) => Some(earlier),
+        // A stretch folded again with its last message last, as recorded
+        // or shrunk, is taken to be folding it again (covered originals
+        // shown after the summary), not a newer message alike: the same
+        // handle, whatever a stage shed of that message.
+        (Some(earlier), _, Some(last)) if ends_it(earlier, last) => Some(earlier),
         (Some(earlier), _, Some(last)) => Some(earlier.through(&m[last])),
         (Some(earlier), _, None) => Some(earlier),
         (None, Some(first), Some(last)) if first == last => Some(single(first)),
@@ -224,5 +236,53 @@ mod tests {
         ];
         assert_eq!(originals(&view, &one(1..2)), Some(handle));
         assert_eq!(originals(&view, &one(1..3)).unwrap().find(&m), Some(1..5));
+    }
+
+    #[test]
+    fn originals_shown_again_shrunk_keep_the_handle() {
+        let thought = Message::Assistant {
+            content: "Lisbon.".into(),
+            reasoning: Some("because of the weather ".repeat(4)),
+            tool_calls: Vec::new(),
+        };
+        let m = [Message::user("Lisbon or Porto?"), thought.clone()];
+        let handle = originals(&m, &one(0..2)).unwrap();
+        assert_eq!(handle.find(&m), Some(0..2));
+        // Shown again after the summary, the reasoning shed as a stage
+        // sheds it (a marker naming the message), and folded again.
+        let own = Handle::of(std::slice::from_ref(&thought));
+        let shrunk = Message::Assistant {
+            content: "Lisbon.".into(),
+            reasoning: Some(format!("[reasoning omitted: 92 characters; recall {own}]")),
+            tool_calls: Vec::new(),
+        };
+        assert!(crate::is_shrunk_from(&thought, &shrunk));
+        let view = [message_for("so far", Some(handle)), m[0].clone(), shrunk];
+        assert_eq!(originals(&view, &one(0..3)), Some(handle));
+        // A tool result's placeholder or cut marker names its message too.
+        let output = Message::tool_result("c1", "x".repeat(300));
+        let at = Handle::of(std::slice::from_ref(&output));
+        let calls = [
+            Message::assistant_with_tools("", vec![crate::ToolCall::new("c1", "ls", "{}")]),
+            output,
+        ];
+        let handle = originals(&calls, &one(0..2)).unwrap();
+        for shown in [
+            format!("[earlier tool result omitted: 300 characters; recall {at}]"),
+            format!("xx\n[... 296 characters cut; recall {at} ...]\nxx"),
+        ] {
+            let view = [
+                message_for("so far", Some(handle)),
+                calls[0].clone(),
+                Message::tool_result("c1", shown),
+            ];
+            assert_eq!(originals(&view, &one(0..3)), Some(handle));
+        }
+        // A newer message after them still extends the stretch.
+        let newer = [
+            message_for("so far", Some(handle)),
+            Message::user("And dinner?"),
+        ];
+        assert_ne!(originals(&newer, &one(0..2)), Some(handle));
     }
 }

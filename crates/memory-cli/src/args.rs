@@ -51,9 +51,9 @@ pub enum Command {
     /// Evaluate pipelines against a benchmark.
     #[command(subcommand)]
     Eval(Eval),
-    /// Serve an OpenAI-compatible chat-completions endpoint that manages
-    /// every session's context with a pipeline and forwards the fitted
-    /// request to an upstream model server.
+    /// Serve OpenAI Chat Completions and Anthropic Messages endpoints that
+    /// manage every session's context with a pipeline and forward the
+    /// fitted request to an upstream model server, in its own protocol.
     Serve(ServeArgs),
     /// Print what a recall handle (r:KEY, r:KEY+N, or r:KEY#P for a part of
     /// a long message, as a shortened or left-out piece of a context names
@@ -121,8 +121,9 @@ pub struct RecallArgs {
 /// ```
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Base URL of the OpenAI-compatible model server the fitted requests
-    /// go to (URL/chat/completions), e.g. `http://127.0.0.1:8080/v1`.
+    /// Base URL of the model server the fitted requests go to
+    /// (URL/chat/completions, or URL/messages with `--upstream-api
+    /// messages`), e.g. `http://127.0.0.1:8080/v1`.
     #[arg(long, value_name = "URL")]
     pub upstream: String,
 

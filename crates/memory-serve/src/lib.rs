@@ -1,8 +1,11 @@
-//! `memory serve`: an OpenAI-compatible server that manages every
-//! session's context for any client.
+//! `memory serve`: a server that manages every session's context for any
+//! client, in the client's own protocol, over any model.
 //!
 //! A client (any language, any agent) points its base URL at the server
-//! and goes on sending Chat Completions requests as it did. The server
+//! and goes on sending its requests as it did: OpenAI Chat Completions, or
+//! Anthropic Messages as Claude Code sends them. Each front is a codec
+//! around one neutral conversation, and so is the upstream's protocol
+//! (`--upstream-api`), so any front goes over any upstream. The server
 //! finds each request's session by the history it sends (or by the
 //! `X-Memory-Session` header), records what is new in a [`Store`], fits
 //! the session to the budget with its pipeline, sends that upstream with
@@ -14,6 +17,7 @@
 //! | [`router`], [`serve`] | the routes, and running them on a listener |
 //! | [`ServeConfig`], [`BudgetMode`], [`PipelineFactory`], [`SummarizerStats`] | what the server runs with |
 //! | [`Principal`], [`Keys`] | whom a request is for (every session belongs to one), and the keys the server takes |
+//! | [`Protocol`] | a protocol the server speaks, to its clients (a front) or its upstream |
 //! | [`ChatCall`] | a chat-completions request, decoded |
 //! | [`Chain`] | the hash chain that matches a history to its session |
 //! | [`SessionState`] | a session's state as the store keeps it (formerly `Head`) |
@@ -21,12 +25,15 @@
 //! | [`reply_of`], [`StreamedReply`] | the reply to record, from a body or a stream |
 //! | [`RecallMode`], [`MAX_RECALL_ROUNDS`] | the `recall` tool offered to the model, answered by the server or the client |
 //! | [`Metrics`] | what `GET /metrics` shows |
-//! | [`ApiError`] | a refused or failed request, in OpenAI's error shape |
-//! | `test_util` (feature `test-util`) | `ScriptedUpstream`, a chat-completions server on loopback whose model is a script |
+//! | [`ApiError`] | a refused or failed request, in OpenAI's error shape or Anthropic's |
+//! | `test_util` (feature `test-util`) | `ScriptedUpstream`, a Chat Completions and Messages server on loopback whose model is a script |
 //!
-//! Routes: `POST /v1/chat/completions`, `GET /v1/models` (passed
-//! through), `GET /v1/memory/sessions/{id}` (the stored view, the history
-//! length and the last call's report), `GET /healthz`, `GET /metrics`.
+//! Routes: `POST /v1/chat/completions`, `POST /v1/messages` and
+//! `/v1/messages/count_tokens`, `GET /v1/models` (passed through), `GET`
+//! and `DELETE /v1/memory/sessions/{id}` (the stored view, the history
+//! length and the last call's report; or a client's conversation's
+//! sessions), `POST /v1/memory/sessions/{id}/recall`, `GET /healthz`,
+//! `GET /metrics`.
 //!
 //! [`Store`]: memory_core::Store
 

@@ -82,6 +82,10 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
             crate::guard::guard,
         ))
         .layer(DefaultBodyLimit::disable())
+        // A body sent compressed (`Content-Encoding: gzip` or `zstd`) is
+        // read as it was before; the size limit holds for what it unpacks
+        // to (`read_body`).
+        .layer(tower_http::decompression::RequestDecompressionLayer::new())
         .with_state(state))
 }
 

@@ -816,3 +816,66 @@ async fn turns_of_odd_shapes_reach_a_messages_upstream_whole_and_valid() {
         assert!(!content.to_string().contains("\"text\":\"\""), "{turn}");
     }
 }
+
+#[tokio::test]
+async fn bodies_compressed_with_gzip_or_zstd_are_read() {
+    use std::io::Write as _;
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let server =
+        memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
+            .await;
+    let body = json!({"model": "m", "max_tokens": 10,
+        "messages": [{"role": "user", "content": "packed"}]})
+    .to_string();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(body.as_bytes()).unwrap();
+    let packed = [
+        ("gzip", gzip.finish().unwrap()),
+        ("zstd", zstd::encode_all(body.as_bytes(), 3).unwrap()),
+    ];
+    for (path, (encoding, bytes)) in ["/v1/messages", "/v1/chat/completions"]
+        .iter()
+        .flat_map(|p| packed.iter().map(move |b| (p, b)))
+    {
+        let answer = reqwest::Client::new()
+            .post(format!("{server}{path}"))
+            .header("content-type", "application/json")
+            .header("content-encoding", *encoding)
+            .body(bytes.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{path} {encoding}");
+        let last = upstream.received().last().unwrap().body.clone();
+        assert_eq!(
+            last["messages"][0]["content"], "packed",
+            "{path} {encoding}"
+        );
+    }
+    // An encoding the server does not read is refused, not read as JSON.
+    let answer = reqwest::Client::new()
+        .post(format!("{server}/v1/messages"))
+        .header("content-type", "application/json")
+        .header("content-encoding", "br")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 415);
+    // The size limit holds for what a body unpacks to.
+    let mut small = config(upstream.url(), Protocol::Chat, 100_000);
+    small.max_body_bytes = 10_000;
+    let server = memory_serve::test_util::spawn_server(small).await;
+    let big = json!({"model": "m", "messages": [{"role": "user", "content": " ".repeat(100_000)}]});
+    let bomb = zstd::encode_all(big.to_string().as_bytes(), 3).unwrap();
+    assert!(bomb.len() < 1_000);
+    let answer = reqwest::Client::new()
+        .post(format!("{server}/v1/messages"))
+        .header("content-type", "application/json")
+        .header("content-encoding", "zstd")
+        .body(bomb)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 413);
+}

@@ -166,17 +166,13 @@ pub trait Store: Send + Sync {
     /// Backend failures, invalid ids.
     async fn load(&self, session: &str) -> Result<Snapshot, StoreError>;
 
-    /// Appends messages at the end of the view and the history, in one
-    /// atomic step; returns the new version.
+    /// Appends the messages of `batch` at the end of session `id`'s view
+    /// and history, in one atomic step; returns the new version.
     ///
     /// # Errors
     ///
     /// Backend failures, invalid ids. Nothing is appended on error.
-    async fn append(
-        &self,
-        session: &str,
-        messages: Vec<StoredMessage>,
-    ) -> Result<Version, StoreError>;
+    async fn append(&self, id: &str, batch: Vec<StoredMessage>) -> Result<Version, StoreError>;
 
     /// Replaces the view the session had at version `expected` (the
     /// version the caller read and computed `view` from) with `view`;

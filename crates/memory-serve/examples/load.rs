@@ -53,7 +53,8 @@ use serde_json::{Value, json};
 const USAGE: &str = "\
 usage: load [--pipeline window|compact,thrift] [--store memory|sqlite|sqlite:PATH|postgres|postgres://...]
             [--sessions S] [--principals P] [--turns T] [--delay-ms D] [--budget TOKENS] [--filler CHARS]
-            [--deadline-s SECONDS] [--same-task] [--front chat|messages]";
+            [--deadline-s SECONDS] [--same-task] [--front chat|messages]
+            [--upstream-api chat|messages]";
 
 #[derive(Debug, Clone)]
 struct Options {
@@ -69,6 +70,8 @@ struct Options {
     same_task: bool,
     /// The protocol the agents speak: `chat` or `messages`.
     front: String,
+    /// The protocol the scripted upstream is spoken to in.
+    upstream_api: memory_serve::Protocol,
 }
 
 impl Options {
@@ -85,6 +88,7 @@ impl Options {
             deadline: Duration::from_secs(600),
             same_task: false,
             front: "chat".into(),
+            upstream_api: memory_serve::Protocol::Chat,
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -104,6 +108,7 @@ impl Options {
             match flag.as_str() {
                 "--pipeline" => o.pipeline = value.clone(),
                 "--front" if value == "chat" || value == "messages" => o.front = value.clone(),
+                "--upstream-api" => o.upstream_api = value.parse()?,
                 "--store" => o.store = value.clone(),
                 "--sessions" => o.sessions = number()?.max(1) as usize,
                 "--principals" => o.principals = number()?.max(1) as usize,
@@ -615,9 +620,10 @@ async fn main() {
     let upstream = ScriptedUpstream::start(options.delay)
         .await
         .expect("a loopback port for the upstream");
-    let config = ServeConfig::new(upstream.url(), factory, timed.clone())
+    let mut config = ServeConfig::new(upstream.url(), factory, timed.clone())
         .with_budget(BudgetMode::Tokens(options.budget))
         .with_counter(Arc::new(CharTokenCounter));
+    config.upstream_api = options.upstream_api;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("a loopback port for the server");

@@ -94,12 +94,12 @@ impl Chain {
 
 /// Writes a field with its length, so that no two messages feed the same
 /// bytes.
-fn field(hasher: &mut blake3::Hasher, bytes: &[u8]) {
+pub(crate) fn field(hasher: &mut blake3::Hasher, bytes: &[u8]) {
     hasher.update(&(bytes.len() as u64).to_le_bytes());
     hasher.update(bytes);
 }
 
-fn feed(hasher: &mut blake3::Hasher, message: &Message) {
+pub(crate) fn feed(hasher: &mut blake3::Hasher, message: &Message) {
     field(hasher, message.role().as_bytes());
     match message {
         Message::System(text) => field(hasher, text.as_bytes()),

@@ -253,7 +253,8 @@ impl StreamEncoder {
     }
 }
 
-/// Splits server-sent-event bytes into lines as they complete.
+/// Splits server-sent-event bytes into lines as they complete, and gives
+/// their `data:` fields.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Lines {
     pending: Vec<u8>,
@@ -270,5 +271,14 @@ impl Lines {
             lines.push(line.trim_end_matches(['\n', '\r']).to_string());
         }
         lines
+    }
+
+    /// The `data:` fields of the lines the next bytes complete, trimmed
+    /// (the events' names and comments are left out).
+    pub(crate) fn data(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.feed(bytes)
+            .into_iter()
+            .filter_map(|line| line.strip_prefix("data:").map(|d| d.trim().to_string()))
+            .collect()
     }
 }

@@ -82,11 +82,11 @@ impl Originals {
     /// (those a named session kept from earlier calls) for a message this
     /// request did not send; a message sent twice takes its originals in
     /// turn.
-    pub(crate) fn of(
-        &self,
+    pub(crate) fn of<'a>(
+        &'a self,
         context: &[Message],
-        stored: &[([u8; 32], Original)],
-    ) -> Vec<Option<Original>> {
+        stored: &'a [([u8; 32], Original)],
+    ) -> Vec<Option<&'a Original>> {
         if self.list.is_empty() && stored.is_empty() {
             return vec![None; context.len()];
         }
@@ -106,7 +106,7 @@ impl Originals {
                 let key = digest(m);
                 let list = by_digest.get(&key)?;
                 let n = taken.entry(key).or_default();
-                let original = list.get(*n).or_else(|| list.back()).map(|o| (*o).clone());
+                let original = list.get(*n).or_else(|| list.back()).copied();
                 *n += 1;
                 original
             })
@@ -114,10 +114,27 @@ impl Originals {
     }
 }
 
-/// What identifies a message exactly: the hash of all it holds.
+/// What identifies a message exactly: what the chain hashes of it
+/// ([`crate::chain::feed`]), and what it leaves out (reasoning, a result's
+/// tool name), hashed as they are, with no encoding on the way.
 fn digest(message: &Message) -> [u8; 32] {
-    let bytes = serde_json::to_vec(message).unwrap_or_default();
-    *blake3::hash(&bytes).as_bytes()
+    use crate::chain::{feed, field};
+    let mut hasher = blake3::Hasher::new();
+    feed(&mut hasher, message);
+    match message {
+        Message::Assistant {
+            reasoning: Some(r), ..
+        } => {
+            field(&mut hasher, b"reasoning");
+            field(&mut hasher, r.as_bytes());
+        }
+        Message::ToolResult { name: Some(n), .. } => {
+            field(&mut hasher, b"name");
+            field(&mut hasher, n.as_bytes());
+        }
+        _ => {}
+    }
+    *hasher.finalize().as_bytes()
 }
 
 #[cfg(test)]
@@ -132,6 +149,23 @@ mod tests {
             opens: true,
             in_system: false,
         }
+    }
+
+    #[test]
+    fn what_the_chain_leaves_out_tells_messages_apart() {
+        let thought = |r: Option<&str>| Message::Assistant {
+            content: "ok".into(),
+            reasoning: r.map(str::to_string),
+            tool_calls: Vec::new(),
+        };
+        assert_ne!(digest(&thought(None)), digest(&thought(Some(""))));
+        assert_ne!(digest(&thought(Some("a"))), digest(&thought(Some("b"))));
+        let named = Message::ToolResult {
+            tool_call_id: "c".into(),
+            content: "x".into(),
+            name: Some("ls".into()),
+        };
+        assert_ne!(digest(&named), digest(&Message::tool_result("c", "x")));
     }
 
     #[test]
@@ -152,10 +186,10 @@ mod tests {
             ],
             &stored,
         );
-        assert_eq!(found[0], Some(original("a1")));
+        assert_eq!(found[0], Some(&original("a1")));
         assert_eq!(found[1], None);
-        assert_eq!(found[2], Some(original("a2")));
+        assert_eq!(found[2], Some(&original("a2")));
         // What the request sends wins over what an earlier call kept.
-        assert_eq!(found[3], Some(original("c0")));
+        assert_eq!(found[3], Some(&original("c0")));
     }
 }

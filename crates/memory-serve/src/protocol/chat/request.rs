@@ -69,7 +69,7 @@ fn plain(value: &Value) -> bool {
 pub(crate) fn encode(
     mut rest: Map<String, Value>,
     context: &[Message],
-    originals: &[Option<Original>],
+    originals: &[Option<&Original>],
     extra: &[ToolSpec],
     translated: bool,
 ) -> Value {

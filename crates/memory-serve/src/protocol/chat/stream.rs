@@ -17,16 +17,12 @@ impl Decoder {
     /// The events the next bytes complete.
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut events = Vec::new();
-        for line in self.lines.feed(bytes) {
-            let Some(data) = line.strip_prefix("data:") else {
-                continue;
-            };
-            let data = data.trim();
+        for data in self.lines.data(bytes) {
             if data == "[DONE]" {
                 events.push(Event::Done);
                 continue;
             }
-            if let Ok(chunk) = serde_json::from_str::<Value>(data) {
+            if let Ok(chunk) = serde_json::from_str::<Value>(&data) {
                 self.chunk(&chunk, &mut events);
             }
         }
@@ -108,7 +104,6 @@ pub(crate) struct Encoder {
     id: String,
     model: String,
     started: bool,
-    finish: Option<String>,
     /// The tokens reported so far, written once, before the end.
     usage: crate::protocol::event::Usage,
     reported: bool,
@@ -147,9 +142,7 @@ impl Encoder {
                 self.usage.output = usage.output.or(self.usage.output);
             }
             Event::Stop(reason) => {
-                let reason = reason.as_chat().to_string();
-                self.finish = Some(reason.clone());
-                out.push_str(&self.chunk(json!({}), Some(&reason)));
+                out.push_str(&self.chunk(json!({}), Some(reason.as_chat())));
             }
             Event::Done => {
                 if self.reported {

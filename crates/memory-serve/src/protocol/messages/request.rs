@@ -164,7 +164,7 @@ fn turn_of(turn: Value, i: usize, decoded: &mut Decoded) -> Result<(), ApiError>
 pub(crate) fn encode(
     mut rest: Map<String, Value>,
     context: &[Message],
-    originals: &[Option<Original>],
+    originals: &[Option<&Original>],
     extra: &[ToolSpec],
 ) -> Value {
     // The leading system messages the client sent as `system` (or the
@@ -179,7 +179,7 @@ pub(crate) fn encode(
     }
     let mut turns = Turns::default();
     for (message, original) in context[lead..].iter().zip(&originals[lead..]) {
-        turns.push(message, original.as_ref());
+        turns.push(message, *original);
     }
     rest.insert("messages".into(), Value::Array(turns.finish()));
     for spec in extra {
@@ -190,7 +190,7 @@ pub(crate) fn encode(
 
 /// The `system` field of the leading system messages: as the client sent
 /// it when it alone leads, text blocks otherwise.
-fn system(lead: &[Message], originals: &[Option<Original>]) -> Option<Value> {
+fn system(lead: &[Message], originals: &[Option<&Original>]) -> Option<Value> {
     match (lead, originals) {
         ([], _) => None,
         ([_], [Some(o)]) if o.string => o.blocks.first().map(|b| b["text"].clone()),

@@ -22,11 +22,8 @@ impl Decoder {
     /// The events the next bytes complete.
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut events = Vec::new();
-        for line in self.lines.feed(bytes) {
-            let Some(data) = line.strip_prefix("data:") else {
-                continue;
-            };
-            if let Ok(event) = serde_json::from_str::<Value>(data.trim()) {
+        for data in self.lines.data(bytes) {
+            if let Ok(event) = serde_json::from_str::<Value>(&data) {
                 self.event(&event, &mut events);
             }
         }

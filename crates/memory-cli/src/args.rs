@@ -231,10 +231,18 @@ pub struct ServeArgs {
     pub recall: memory_serve::RecallMode,
 
     /// The protocol the upstream speaks: `chat` (OpenAI Chat Completions:
-    /// llama.cpp, vLLM, Ollama, OpenAI and most gateways) or `messages`
-    /// (Anthropic Messages). Clients may speak either, whatever it is.
+    /// llama.cpp, vLLM, Ollama, OpenAI and most gateways), `messages`
+    /// (Anthropic Messages) or `responses` (OpenAI Responses). Clients may
+    /// speak any of them, whatever it is.
     #[arg(long, value_name = "API", default_value = "chat", value_parser = parse_api)]
     pub upstream_api: memory_serve::Protocol,
+
+    /// Who answers a Responses client's request to compact (Codex's
+    /// remote compaction): `native`, a Responses upstream that compacts
+    /// (the default with `--upstream-api responses`), or `ours`, the
+    /// server, with no model call (the only choice over another upstream).
+    #[arg(long, value_name = "MODE", value_parser = parse_compaction)]
+    pub compaction: Option<memory_serve::Compaction>,
 
     /// The model summarizing stages call (a separate, cheaper endpoint
     /// and model may be named here).
@@ -573,6 +581,10 @@ fn parse_pricing(text: &str) -> Result<Pricing, String> {
 }
 
 fn parse_api(text: &str) -> Result<memory_serve::Protocol, String> {
+    text.parse()
+}
+
+fn parse_compaction(text: &str) -> Result<memory_serve::Compaction, String> {
     text.parse()
 }
 

@@ -102,6 +102,7 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
     config.task_floor = !args.no_task_floor;
     config.recall = args.recall;
     config.upstream_api = args.upstream_api;
+    config.compaction = compaction(args)?;
     if registry::summarizes(std::slice::from_ref(&args.pipeline)) {
         config.summarizer_stats = Some(stats(stages.summarizer.clone()));
     }
@@ -109,6 +110,19 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
 }
 
 /// The keys of `--keys FILE`.
+/// `--compaction`, checked against the upstream's protocol.
+fn compaction(args: &ServeArgs) -> Result<Option<memory_serve::Compaction>, CliError> {
+    if args.compaction == Some(memory_serve::Compaction::Native)
+        && args.upstream_api != memory_serve::Protocol::Responses
+    {
+        return Err(CliError::Usage(
+            "--compaction native needs --upstream-api responses: only a Responses upstream compacts"
+                .into(),
+        ));
+    }
+    Ok(args.compaction)
+}
+
 fn read_keys(path: &std::path::Path) -> Result<memory_serve::Keys, CliError> {
     let shown = path.display();
     let text = std::fs::read_to_string(path)

@@ -42,8 +42,10 @@ impl Credential {
             v
         };
         match (self, api) {
-            (Credential::Authorization(v), Protocol::Chat) => (AUTHORIZATION, sensitive(v.clone())),
-            (Credential::Key(k), Protocol::Chat) => {
+            (Credential::Authorization(v), Protocol::Chat | Protocol::Responses) => {
+                (AUTHORIZATION, sensitive(v.clone()))
+            }
+            (Credential::Key(k), Protocol::Chat | Protocol::Responses) => {
                 let bearer = HeaderValue::from_bytes(&[b"Bearer ", k.as_bytes()].concat())
                     .unwrap_or_else(|_| k.clone());
                 (AUTHORIZATION, sensitive(bearer))

@@ -142,6 +142,10 @@ pub struct ServeConfig {
     pub recall: crate::RecallMode,
     /// The protocol the upstream speaks (`--upstream-api`).
     pub upstream_api: crate::Protocol,
+    /// Who answers a Responses client's request to compact
+    /// (`--compaction`); `None`: the upstream when it speaks Responses,
+    /// the server otherwise ([`ServeConfig::compaction_mode`]).
+    pub compaction: Option<crate::Compaction>,
 }
 
 /// The default limit on a request body: a long agent session with large
@@ -162,6 +166,26 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_LOADED_SESSIONS: usize = memory_session::DEFAULT_OPEN_SESSIONS;
 
 impl ServeConfig {
+    /// Who answers a request to compact: as configured, or a Responses
+    /// upstream (whose compaction is opaque and its own), or the server.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # let factory: memory_serve::PipelineFactory = Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn memory_core::TrimStrategy>);
+    /// use memory_serve::{Compaction, Protocol, ServeConfig};
+    /// let mut config = ServeConfig::new("http://u/v1", factory, Arc::new(memory_core::InMemoryStore::new()));
+    /// assert_eq!(config.compaction_mode(), Compaction::Ours);
+    /// config.upstream_api = Protocol::Responses;
+    /// assert_eq!(config.compaction_mode(), Compaction::Native);
+    /// ```
+    pub fn compaction_mode(&self) -> crate::Compaction {
+        match (self.compaction, self.upstream_api) {
+            (Some(mode), crate::Protocol::Responses) => mode,
+            (_, crate::Protocol::Responses) => crate::Compaction::Native,
+            _ => crate::Compaction::Ours,
+        }
+    }
+
     /// A configuration with the defaults: a context window of
     /// [`DEFAULT_CONTEXT_WINDOW`], the chars counter (the `memory serve`
     /// command defaults to cl100k), repair of invalid transcripts, no
@@ -202,6 +226,7 @@ impl ServeConfig {
             max_loaded_sessions: DEFAULT_LOADED_SESSIONS,
             recall: crate::RecallMode::Off,
             upstream_api: crate::Protocol::Chat,
+            compaction: None,
         }
     }
 
@@ -327,6 +352,7 @@ impl std::fmt::Debug for ServeConfig {
         f.debug_struct("ServeConfig")
             .field("upstream", &shown_url(&self.upstream))
             .field("upstream_api", &self.upstream_api)
+            .field("compaction", &self.compaction)
             .field("budget", &self.budget)
             .field("strict", &self.strict)
             .field("token", &self.token.as_ref().map(|_| "<set>"))

@@ -186,6 +186,20 @@ impl ApiError {
         )
     }
 
+    /// 404: no response of this id is kept.
+    ///
+    /// ```
+    /// assert_eq!(memory_serve::ApiError::no_response("resp_1").status(), 404);
+    /// ```
+    pub fn no_response(id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            "response_not_found",
+            format!("no response `{id}` is kept"),
+        )
+    }
+
     /// 502: the upstream could not be reached or broke off.
     ///
     /// ```

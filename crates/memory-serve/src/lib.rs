@@ -40,6 +40,7 @@
 mod auth;
 mod carrying;
 mod chain;
+mod compaction;
 mod config;
 mod error;
 mod guard;
@@ -57,6 +58,7 @@ mod request;
 mod server;
 mod sessions;
 mod state;
+mod stored_responses;
 mod stream;
 mod summarizer_stats;
 #[cfg(any(test, feature = "test-util"))]
@@ -66,6 +68,7 @@ mod upstream;
 
 pub use auth::TOKEN_HEADER;
 pub use chain::Chain;
+pub use compaction::Compaction;
 pub use config::{
     BudgetMode, DEFAULT_CONTEXT_WINDOW, DEFAULT_FIRST_BYTE_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_LOADED_SESSIONS, DEFAULT_MAX_BODY_BYTES, DEFAULT_REPLY_TOKENS, MIN_CALL_BUDGET,

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`chat`] | OpenAI Chat Completions: requests, replies, stream events |
 //! | [`messages`] | Anthropic Messages: requests, replies, stream events |
+//! | [`responses`] | OpenAI Responses: requests, replies, stream events |
 //! | [`event`] | a streamed reply's steps, in no protocol's shape |
 //! | [`assemble`] | the reply a stream's events spell |
 //! | [`options`] | a request's options, for translating it |
@@ -23,6 +24,7 @@ pub(crate) mod event;
 pub(crate) mod messages;
 pub(crate) mod options;
 pub(crate) mod originals;
+pub(crate) mod responses;
 
 use memory_core::Message;
 use serde_json::{Map, Value};
@@ -37,16 +39,20 @@ use originals::Originals;
 /// ```
 /// use memory_serve::Protocol;
 /// assert_eq!("messages".parse::<Protocol>().unwrap(), Protocol::Messages);
+/// assert_eq!("responses".parse::<Protocol>().unwrap(), Protocol::Responses);
 /// assert_eq!(Protocol::default(), Protocol::Chat);
 /// assert!("soap".parse::<Protocol>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Protocol {
     /// OpenAI Chat Completions (`POST /chat/completions`).
     #[default]
     Chat,
     /// Anthropic Messages (`POST /messages`).
     Messages,
+    /// OpenAI Responses (`POST /responses`), as Codex speaks it.
+    Responses,
 }
 
 impl std::str::FromStr for Protocol {
@@ -56,7 +62,8 @@ impl std::str::FromStr for Protocol {
         match text {
             "chat" => Ok(Protocol::Chat),
             "messages" => Ok(Protocol::Messages),
-            other => Err(format!("`{other}`: expected chat or messages")),
+            "responses" => Ok(Protocol::Responses),
+            other => Err(format!("`{other}`: expected chat, messages or responses")),
         }
     }
 }
@@ -78,6 +85,8 @@ pub(crate) struct Decoded {
     pub(crate) max_tokens: Option<usize>,
     /// The originals a named session kept from earlier calls, by digest.
     pub(crate) stored: Vec<([u8; 32], originals::Original)>,
+    /// What a Responses request asks of the server itself.
+    pub(crate) asks: responses::request::Asks,
 }
 
 /// A whole reply, decoded from an upstream's answer.
@@ -96,6 +105,7 @@ impl Protocol {
         match self {
             Protocol::Chat => "/chat/completions",
             Protocol::Messages => "/messages",
+            Protocol::Responses => "/responses",
         }
     }
 
@@ -110,6 +120,7 @@ impl Protocol {
         match self {
             Protocol::Chat => chat::request::decode(body, keep),
             Protocol::Messages => messages::request::decode(body, keep),
+            Protocol::Responses => responses::request::decode(body, keep),
         }
     }
 
@@ -133,6 +144,7 @@ impl Protocol {
         let options = (!same).then(|| match request.front {
             Protocol::Chat => chat::options::read(&request.rest),
             Protocol::Messages => messages::options::read(&request.rest),
+            Protocol::Responses => responses::options::read(&request.rest),
         });
         match self {
             Protocol::Chat => {
@@ -149,6 +161,20 @@ impl Protocol {
                 };
                 messages::request::encode(rest, context, &originals, extra)
             }
+            Protocol::Responses => {
+                let rest = match &options {
+                    Some(o) => responses::options::write(o),
+                    None => request.rest.clone(),
+                };
+                let mut body = responses::request::encode(rest, context, &originals, extra);
+                if request.asks.trigger
+                    && request.asks.native
+                    && let Some(input) = body["input"].as_array_mut()
+                {
+                    input.push(serde_json::json!({"type": "compaction_trigger"}));
+                }
+                body
+            }
         }
     }
 
@@ -157,6 +183,7 @@ impl Protocol {
         match self {
             Protocol::Chat => chat::reply::decode(body),
             Protocol::Messages => messages::reply::decode(body),
+            Protocol::Responses => responses::reply::decode(body),
         }
     }
 
@@ -165,6 +192,9 @@ impl Protocol {
         match self {
             Protocol::Chat => chat::reply::encode(reply),
             Protocol::Messages => messages::reply::encode(reply),
+            Protocol::Responses => {
+                responses::reply::encode(reply, &responses::reply::new_id("resp"))
+            }
         }
     }
 
@@ -175,6 +205,7 @@ impl Protocol {
         match self {
             Protocol::Chat => reply,
             Protocol::Messages => messages::reply::as_client_holds(reply),
+            Protocol::Responses => responses::reply::as_client_holds(reply),
         }
     }
 
@@ -183,17 +214,27 @@ impl Protocol {
         match self {
             Protocol::Chat => StreamDecoder::Chat(chat::stream::Decoder::default()),
             Protocol::Messages => StreamDecoder::Messages(messages::stream::Decoder::default()),
+            Protocol::Responses => StreamDecoder::Responses(responses::stream::Decoder::default()),
         }
     }
 
     /// A writer of this front's stream events; a Messages stream reports
-    /// `edits` on its `message_delta`.
-    pub(crate) fn stream_encoder(self, edits: Option<Value>) -> StreamEncoder {
+    /// `edits` on its `message_delta`, a Responses stream ends its output
+    /// with `trailing` items.
+    pub(crate) fn stream_encoder(
+        self,
+        edits: Option<Value>,
+        trailing: Vec<Value>,
+    ) -> StreamEncoder {
         match self {
             Protocol::Chat => StreamEncoder::Chat(chat::stream::Encoder::default()),
             Protocol::Messages => {
                 StreamEncoder::Messages(messages::stream::Encoder::reporting(edits))
             }
+            Protocol::Responses => StreamEncoder::Responses(responses::stream::Encoder::new(
+                responses::reply::new_id("resp"),
+                trailing,
+            )),
         }
     }
 
@@ -202,6 +243,7 @@ impl Protocol {
         match self {
             Protocol::Chat => e.body(),
             Protocol::Messages => e.anthropic_body(),
+            Protocol::Responses => e.body(),
         }
     }
 }
@@ -224,6 +266,7 @@ pub(crate) fn applied_edits(
 pub(crate) enum StreamDecoder {
     Chat(chat::stream::Decoder),
     Messages(messages::stream::Decoder),
+    Responses(responses::stream::Decoder),
 }
 
 impl StreamDecoder {
@@ -232,6 +275,7 @@ impl StreamDecoder {
         match self {
             StreamDecoder::Chat(d) => d.feed(bytes),
             StreamDecoder::Messages(d) => d.feed(bytes),
+            StreamDecoder::Responses(d) => d.feed(bytes),
         }
     }
 }
@@ -240,6 +284,7 @@ impl StreamDecoder {
 pub(crate) enum StreamEncoder {
     Chat(chat::stream::Encoder),
     Messages(messages::stream::Encoder),
+    Responses(responses::stream::Encoder),
 }
 
 impl StreamEncoder {
@@ -249,6 +294,7 @@ impl StreamEncoder {
         match self {
             StreamEncoder::Chat(e) => e.encode(event),
             StreamEncoder::Messages(e) => e.encode(event),
+            StreamEncoder::Responses(e) => e.encode(event),
         }
     }
 }

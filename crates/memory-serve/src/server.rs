@@ -69,6 +69,9 @@ pub fn router(config: ServeConfig) -> Result<Router, ApiError> {
         .route("/v1/chat/completions", post(chat))
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses))
+        .route("/v1/responses/compact", post(compact))
+        .route("/v1/responses/{id}", get(stored_response))
         .route("/v1/models", get(models))
         .route(
             "/v1/memory/sessions/{id}",
@@ -156,8 +159,17 @@ async fn caller(state: &AppState, headers: &HeaderMap) -> Result<(Caller, Scope)
 
 async fn forward_models(state: &AppState, headers: &HeaderMap) -> Result<Response, ApiError> {
     let credential = caller(state, headers).await?.0.upstream;
-    let url = format!("{}/models", state.config.upstream);
-    let mut request = state.http.get(&url);
+    let request = state.http.get(format!("{}/models", state.config.upstream));
+    relay(state, request, credential).await
+}
+
+/// Sends `request` to the upstream with the caller's `credential` (and
+/// the API version a Messages upstream asks for); its answer as it came.
+async fn relay(
+    state: &AppState,
+    mut request: reqwest::RequestBuilder,
+    credential: Option<crate::auth::Credential>,
+) -> Result<Response, ApiError> {
     if let Some(c) = credential {
         let (name, value) = c.for_upstream(state.config.upstream_api);
         request = request.header(name, value);
@@ -315,6 +327,66 @@ async fn messages(State(state): State<Arc<AppState>>, headers: HeaderMap, body: 
     completion(state, headers, body, Protocol::Messages, "messages").await
 }
 
+/// `POST /v1/responses`: the OpenAI Responses front.
+async fn responses(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    completion(state, headers, body, Protocol::Responses, "responses").await
+}
+
+/// `POST /v1/responses/compact`: one compaction item for the history
+/// sent, made by the server, or by a Responses upstream that compacts
+/// (`--compaction native`).
+async fn compact(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+    if state.config.compaction_mode() == crate::Compaction::Native {
+        let response = forward_compact(&state, &headers, body)
+            .await
+            .unwrap_or_else(|e| e.respond(Protocol::Responses));
+        state
+            .metrics
+            .count_request("compact", response.status().as_u16());
+        return response;
+    }
+    completion(state, headers, body, Protocol::Responses, "compact").await
+}
+
+/// `GET /v1/responses/{id}`: a response the server kept.
+async fn stored_response(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let found = async {
+        let (_, scope) = caller(&state, &headers).await?;
+        match crate::stored_responses::load(&*scope.store(), &id).await? {
+            Some(record) => Ok((
+                [(CONTENT_TYPE, "application/json")],
+                record.body.to_string(),
+            )
+                .into_response()),
+            None => Err(ApiError::no_response(&id)),
+        }
+    };
+    found
+        .await
+        .unwrap_or_else(|e| e.respond(Protocol::Responses))
+}
+
+/// A compaction asked of a Responses upstream that compacts: the body
+/// passed as it came, the answer as it came.
+async fn forward_compact(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let credential = caller(state, headers).await?.0.upstream;
+    let bytes = read_body(headers, body, state.config.max_body_bytes).await?;
+    let request = state
+        .http
+        .post(format!("{}/responses/compact", state.config.upstream))
+        .header(CONTENT_TYPE, "application/json")
+        .body(bytes);
+    relay(state, request, credential).await
+}
+
 /// One completion call through `front`, counted under `route`.
 async fn completion(
     state: Arc<AppState>,
@@ -323,7 +395,7 @@ async fn completion(
     front: Protocol,
     route: &'static str,
 ) -> Response {
-    let response = match admit_call(state.clone(), headers, body, front).await {
+    let response = match admit_call(state.clone(), headers, body, front, route).await {
         Ok(r) => r,
         Err(e) => e.respond(front),
     };
@@ -340,11 +412,16 @@ async fn admit_call(
     headers: HeaderMap,
     body: Body,
     front: Protocol,
+    route: &str,
 ) -> Result<Response, ApiError> {
     let started = Instant::now();
     let (caller, scope) = caller(&state, &headers).await?;
     let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
     let mut request = front.decode_request(&bytes, state.config.upstream_api)?;
+    let group = client_group(&headers);
+    if front == Protocol::Responses {
+        prepare_responses(&state, &scope, &mut request, group.as_deref(), route).await?;
+    }
     if let Some(limit) = state.config.limits.messages_per_request
         && request.messages.len() > limit
     {
@@ -360,16 +437,40 @@ async fn admit_call(
         request,
         messages,
         named,
-        group: client_group(&headers),
+        group,
         credential: caller.upstream,
         anthropic: anthropic_headers(&headers),
         scope,
         started,
         edits: None,
+        compaction: None,
     };
     tokio::spawn(exchange(state, call))
         .await
         .map_err(|e| ApiError::internal(format!("the call failed: {e}")))?
+}
+
+/// What a Responses request asks of the server itself, made ready: the
+/// messages of the response it continues and of the compactions it holds
+/// put in, and what the upstream does not answer taken out.
+async fn prepare_responses(
+    state: &AppState,
+    scope: &Scope,
+    request: &mut crate::protocol::Decoded,
+    group: Option<&str>,
+    route: &str,
+) -> Result<(), ApiError> {
+    let native = state.config.compaction_mode() == crate::Compaction::Native;
+    request.asks.native = native;
+    if route == "compact" {
+        request.asks.trigger = true;
+        request.asks.compact_endpoint = true;
+    }
+    if !native {
+        request.rest.remove("context_management");
+    }
+    crate::compaction::expand(state, scope, request, group).await?;
+    crate::stored_responses::continue_from(state, scope, request).await
 }
 
 /// The client's `anthropic-version` and `anthropic-beta` headers.
@@ -417,6 +518,11 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
     let admitted = admit(&state, &mut call).await?;
     let (mut session, mut report, context) = fit(&state, admitted, &call).await?;
     let headers = memory_headers(&session, &report);
+    let asks = &call.request.asks;
+    if asks.trigger && !asks.native {
+        return compacted(&state, session, report, headers, &call).await;
+    }
+    call.compaction = past_threshold(&state, &session, &report, &call).await?;
     call.edits = crate::protocol::applied_edits(&call, &context, &report);
     let front = call.request.front;
     let mut own = call.started.elapsed();
@@ -426,11 +532,7 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
             Ok(u) => u,
             Err(e) => {
                 close(&state, &mut session, report, own).await;
-                return Ok(error_response(
-                    unreachable_upstream(&state, &e),
-                    headers,
-                    front,
-                ));
+                return Ok(failed(&state, &e, headers, front));
             }
         };
         report.upstream_status = Some(upstream.status().as_u16());
@@ -455,11 +557,7 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
             Ok(a) => a,
             Err(e) => {
                 close(&state, &mut session, report, own).await;
-                return Ok(error_response(
-                    unreachable_upstream(&state, &e),
-                    headers,
-                    front,
-                ));
+                return Ok(failed(&state, &e, headers, front));
             }
         };
         let after = Instant::now();
@@ -470,6 +568,96 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
         own += after.elapsed();
     }
     unreachable!("the loop returns")
+}
+
+/// The 502 of an upstream that gave no answer, with the call's headers.
+fn failed(state: &AppState, e: &Failure, headers: HeaderMap, front: Protocol) -> Response {
+    error_response(unreachable_upstream(state, e), headers, front)
+}
+
+/// The compaction a Responses reply ends with when the history is past
+/// the threshold its `context_management` names (and the server answers
+/// compaction).
+async fn past_threshold(
+    state: &AppState,
+    session: &OpenSession,
+    report: &CallReport,
+    call: &Call,
+) -> Result<Option<serde_json::Value>, ApiError> {
+    let asks = &call.request.asks;
+    match asks.threshold {
+        Some(threshold) if !asks.native && report.history_tokens as u64 > threshold => {
+            // The reply is recorded after the request's messages: the
+            // compaction, at the end of the output, stands for it too.
+            let item = compaction_item(state, session, session.length + 1, call).await?;
+            Ok(Some(item))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A compaction item standing for the first `length` messages of the
+/// session.
+async fn compaction_item(
+    state: &AppState,
+    session: &OpenSession,
+    length: usize,
+    call: &Call,
+) -> Result<serde_json::Value, ApiError> {
+    let handle = crate::compaction::Handle {
+        session: session.id.clone(),
+        length,
+        group: call.group.clone(),
+    };
+    let secret = state.sessions.secret().await?;
+    Ok(crate::compaction::item(
+        handle.seal(&secret, call.scope.tenant()),
+    ))
+}
+
+/// A request to compact, answered by the server with no model call: the
+/// request's messages recorded and fitted (a summarizer, when the
+/// pipeline has one, summarizes then; one that fails falls back), and one
+/// compaction item standing for the session's history.
+async fn compacted(
+    state: &AppState,
+    mut session: tokio::sync::OwnedMutexGuard<OpenSession>,
+    report: CallReport,
+    mut headers: HeaderMap,
+    call: &Call,
+) -> Result<Response, ApiError> {
+    use crate::protocol::responses::{reply, stream};
+    let item = compaction_item(state, &session, session.length, call).await?;
+    if call.request.front == state.config.upstream_api {
+        let (scope, originals) = (&call.scope, &call.request.originals);
+        let sessions = &state.sessions;
+        sessions
+            .keep_originals(scope, &session.id, originals, &call.messages)
+            .await?;
+    }
+    let usage = crate::protocol::event::Usage {
+        input: Some(report.tokens_out as u64),
+        output: Some(0),
+    };
+    close(state, &mut session, report, call.started.elapsed()).await;
+    let model = call.request.rest["model"].as_str().unwrap_or_default();
+    let mut body = reply::response(
+        &reply::new_id("resp"),
+        model,
+        "completed",
+        vec![item],
+        usage,
+    );
+    if call.request.asks.compact_endpoint {
+        body["id"] = json!(reply::new_id("cmp"));
+        body["object"] = json!("response.compaction");
+    } else if call.request.stream {
+        let events = stream::whole(&body);
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        return Ok((StatusCode::OK, headers, events).into_response());
+    }
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Ok((StatusCode::OK, headers, body.to_string()).into_response())
 }
 
 /// The call's session: the one it names (with the originals it kept
@@ -489,8 +677,9 @@ async fn admit(state: &AppState, call: &mut Call) -> Result<Admitted, ApiError> 
         }
         None => {
             let group = call.group.as_deref();
+            let hint = call.request.asks.session.as_deref();
             sessions
-                .admit_history(&call.scope, &call.messages, group)
+                .admit_history(&call.scope, &call.messages, group, hint)
                 .await
         }
     }
@@ -623,7 +812,7 @@ async fn finish(
     own: Duration,
     call: &Call,
 ) -> Result<Response, ApiError> {
-    let (front, edits) = (call.request.front, call.edits.as_ref());
+    let front = call.request.front;
     let after = Instant::now();
     // The state the reply's commit writes holds this call's report.
     session.last_call = Some(report.clone());
@@ -645,6 +834,7 @@ async fn finish(
         }
         None => {}
     }
+    let (id, length) = (session.id.clone(), session.length);
     close(state, &mut session, report, own + after.elapsed()).await;
     // The time after the upstream, counted once: recording the reply and
     // closing the call.
@@ -652,35 +842,90 @@ async fn finish(
     if let Ok(v) = HeaderValue::from_str(&own.as_micros().to_string()) {
         headers.insert(HeaderName::from_static("x-memory-overhead-us"), v);
     }
-    if front == api {
-        let answer = match edits {
+    Ok(to_client(state, call, answer, reply, headers, (&id, length)).await)
+}
+
+/// The upstream's answer for the client: as it came when it speaks the
+/// client's protocol (with the server's report and compaction added),
+/// written in the client's otherwise; a Responses reply kept when asked,
+/// as closing the first `closes.1` messages of session `closes.0`.
+async fn to_client(
+    state: &AppState,
+    call: &Call,
+    answer: Answer,
+    reply: Option<Reply>,
+    headers: HeaderMap,
+    closes: (&str, usize),
+) -> Response {
+    let (front, edits) = (call.request.front, call.edits.as_ref());
+    if front == state.config.upstream_api {
+        let mut answer = match edits {
             Some(edits) => crate::protocol::messages::reply::with_edits(answer, edits),
             None => answer,
         };
-        return Ok(passed_through(answer, headers));
+        if let Some(item) = &call.compaction {
+            answer = crate::protocol::responses::reply::with_item(answer, item);
+        }
+        if answer.status.is_success() {
+            keep_response(call, closes, &answer.body).await;
+        }
+        return passed_through(answer, headers);
     }
-    Ok(translated(answer, reply, headers, front, edits))
-}
-
-/// An answer of the upstream in the client's protocol: the reply written
-/// in it, or the upstream's error in its error shape.
-fn translated(
-    answer: Answer,
-    reply: Option<Reply>,
-    mut headers: HeaderMap,
-    front: Protocol,
-    edits: Option<&serde_json::Value>,
-) -> Response {
-    headers.extend(answer.headers);
-    headers.remove(CONTENT_TYPE);
-    if let Some(reply) = reply {
+    let body = reply.map(|reply| {
         let mut body = front.encode_reply(&reply);
         if let Some(edits) = edits {
             body["context_management"] = edits.clone();
         }
-        let body = body.to_string();
+        if let (Some(item), Some(output)) = (&call.compaction, body["output"].as_array_mut()) {
+            output.push(item.clone());
+        }
+        body
+    });
+    if let Some(body) = &body {
+        keep_response(call, closes, body.to_string().as_bytes()).await;
+    }
+    translated(answer, body, headers, front)
+}
+
+/// Keeps a Responses reply the client asked to be kept (`store`), under
+/// the id its body holds, as closing the first `closes.1` messages of
+/// session `closes.0`; a failure is logged (the reply stands).
+pub(crate) async fn keep_response(call: &Call, closes: (&str, usize), body: &[u8]) {
+    if call.request.front != Protocol::Responses || !call.request.asks.store {
+        return;
+    }
+    let Ok(body) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return;
+    };
+    let (session, length) = closes;
+    let record = crate::stored_responses::Record {
+        session: session.to_string(),
+        length,
+        body,
+    };
+    let Some(write) = crate::stored_responses::write(&record) else {
+        return;
+    };
+    for result in call.scope.store().write_all(vec![write]).await {
+        if let Err(e) = result {
+            tracing::warn!(session, error = %e, "cannot keep the response");
+        }
+    }
+}
+
+/// An answer of the upstream in the client's protocol: the reply written
+/// in it (`body`), or the upstream's error in its error shape.
+fn translated(
+    answer: Answer,
+    body: Option<serde_json::Value>,
+    mut headers: HeaderMap,
+    front: Protocol,
+) -> Response {
+    headers.extend(answer.headers);
+    headers.remove(CONTENT_TYPE);
+    if let Some(body) = body {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        return (StatusCode::OK, headers, body).into_response();
+        return (StatusCode::OK, headers, body.to_string()).into_response();
     }
     let e = if answer.status.is_success() {
         ApiError::upstream("the upstream's answer holds no reply")
@@ -759,8 +1004,9 @@ fn memory_headers(session: &OpenSession, report: &CallReport) -> HeaderMap {
 }
 
 /// The headers a client names its own conversation in (its forks are
-/// shown together): Claude Code's.
-const GROUP_HEADERS: [&str; 1] = ["x-claude-code-session-id"];
+/// shown together): Claude Code's, and Codex's (`session-id`, and
+/// `session_id` as its earlier versions wrote it).
+const GROUP_HEADERS: [&str; 3] = ["x-claude-code-session-id", "session-id", "session_id"];
 
 /// The client's own name for its conversation, when it sends one that
 /// could be a session id (one that could not is ignored: it only groups).

@@ -60,6 +60,18 @@ pub(crate) struct Scope {
     ledger: Ledger,
 }
 
+impl Scope {
+    /// The tenant whose part of the store it is.
+    pub(crate) fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// Its part of the store.
+    pub(crate) fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+}
+
 /// A session as stored, read without waiting for a running call.
 pub(crate) struct Stored {
     /// Messages in the history.
@@ -112,6 +124,16 @@ pub(crate) struct Admitted {
     pub(crate) session: OwnedMutexGuard<OpenSession>,
     pub(crate) admission: Admission,
     pub(crate) new_messages: usize,
+}
+
+/// Whether a history goes on in a session.
+enum Going {
+    /// It does.
+    On(Admitted),
+    /// The session was erased.
+    Gone,
+    /// The session holds another history, or is busy.
+    Apart,
 }
 
 /// Every session of the server.
@@ -199,42 +221,68 @@ impl Sessions {
     }
 
     /// The session of `scope` a whole history continues, or a new one;
-    /// the history's messages it had not seen are recorded.
+    /// the history's messages it had not seen are recorded. `hint` names
+    /// the session the history is known to come from (a compaction's or a
+    /// stored response's), tried first.
     pub(crate) async fn admit_history(
         &self,
         scope: &Scope,
         messages: &[Message],
         group: Option<&str>,
+        hint: Option<&str>,
     ) -> Result<Admitted, ApiError> {
         let links = Chain::START.links(messages);
+        if let Some(id) = hint
+            && let Going::On(admitted) = self.go_on(scope, id, messages, &links, 0).await?
+        {
+            return Ok(admitted);
+        }
         let Some((id, length)) = self.longest_stored_prefix(scope, messages, &links).await? else {
             return self.create(scope, messages, Admission::New, group).await;
         };
-        let lock = self.open_session(scope, &id);
+        let admission = match self.go_on(scope, &id, messages, &links, length).await? {
+            Going::On(admitted) => return Ok(admitted),
+            Going::Gone => Admission::New,
+            Going::Apart => Admission::Forked,
+        };
+        self.create(scope, messages, admission, group).await
+    }
+
+    /// Session `id` of `scope` with the messages of `messages` it had not
+    /// seen, when its whole history (at least `length` messages) is a
+    /// prefix of them.
+    async fn go_on(
+        &self,
+        scope: &Scope,
+        id: &str,
+        messages: &[Message],
+        links: &[Chain],
+        length: usize,
+    ) -> Result<Going, ApiError> {
+        let lock = self.open_session(scope, id);
         let Ok(mut session) = tokio::time::timeout(ADMIT_WAIT, lock.lock_owned()).await else {
             tracing::info!(session = %id, "the session is busy with another call; the request starts a fork");
-            return self.create(scope, messages, Admission::Forked, group).await;
+            return Ok(Going::Apart);
         };
         self.sync(&mut session).await?;
         let at = session.length;
         if at == 0 {
             // Erased since it was noted: as if it never was.
             drop(session);
-            self.open.close_idle(&Self::pool_key(scope, &id));
-            return self.create(scope, messages, Admission::New, group).await;
+            self.open.close_idle(&Self::pool_key(scope, id));
+            return Ok(Going::Gone);
         }
         // The session may have gone on since `length` (and been repaired
         // past it); it continues when its whole history is still a prefix.
         if at >= length && at <= messages.len() && links[at - 1] == session.link {
             self.append(&mut session, &messages[at..], false).await?;
-            return Ok(Admitted {
+            return Ok(Going::On(Admitted {
                 session,
                 admission: Admission::Continued,
                 new_messages: messages.len() - at,
-            });
+            }));
         }
-        drop(session);
-        self.create(scope, messages, Admission::Forked, group).await
+        Ok(Going::Apart)
     }
 
     /// The session `id` of `scope`, with `messages` appended: those after
@@ -438,6 +486,47 @@ impl Sessions {
         id: &str,
     ) -> Result<Vec<([u8; 32], Original)>, ApiError> {
         Ok(crate::kept::load(&*scope.store, id).await?)
+    }
+
+    /// The first `length` messages session `id` of `scope` recorded, for a
+    /// request that goes on from them (a compaction's, a stored
+    /// response's): the request is told the session, and given their
+    /// originals when its upstream speaks its protocol. `None` when the
+    /// session holds fewer.
+    pub(crate) async fn resume(
+        &self,
+        scope: &Scope,
+        id: &str,
+        length: usize,
+        request: &mut crate::protocol::Decoded,
+    ) -> Result<Option<Vec<Message>>, ApiError> {
+        let mut history = self.stored_history(scope, id).await?.unwrap_or_default();
+        if history.len() < length {
+            return Ok(None);
+        }
+        history.truncate(length);
+        request.asks.session = Some(id.to_string());
+        if request.front == self.config.upstream_api {
+            request.stored = self.kept_originals(scope, id).await?;
+        }
+        Ok(Some(history))
+    }
+
+    /// Keeps the wire forms of `messages` of session `id` of `scope`, for
+    /// the calls that will not send them again.
+    pub(crate) async fn keep_originals(
+        &self,
+        scope: &Scope,
+        id: &str,
+        originals: &Originals,
+        messages: &[Message],
+    ) -> Result<(), ApiError> {
+        if let Some(write) = crate::kept::write(id, originals.kept_for(messages)) {
+            for result in scope.store.write_all(vec![write]).await {
+                result?;
+            }
+        }
+        Ok(())
     }
 
     /// The sessions of `scope` a client grouped under `group`, as stored,

@@ -187,8 +187,14 @@ async fn relay_stream(
             .clone()
             .filter(|_| front == api && front == crate::Protocol::Messages)
             .map(Reporter::new),
-        encoder: (front != api).then(|| front.stream_encoder(edits)),
+        // A compaction the server adds is written into the stream: a
+        // same-protocol stream is written afresh for it.
+        encoder: (front != api || streamed.call.compaction.is_some()).then(|| {
+            let trailing = streamed.call.compaction.iter().cloned().collect();
+            front.stream_encoder(edits, trailing)
+        }),
         front,
+        call: streamed.call.clone(),
         reply: Assembled::default(),
         held: Vec::new(),
         holding: may_recall,
@@ -225,6 +231,8 @@ struct StreamProgress {
     reporter: Option<Reporter>,
     /// The client's protocol.
     front: crate::Protocol,
+    /// The call the stream answers.
+    call: Arc<Call>,
     /// The reply the events spell so far.
     reply: Assembled,
     /// Events held while it is not known how the reply opens.
@@ -238,6 +246,29 @@ struct StreamProgress {
 }
 
 impl StreamProgress {
+    /// Records the streamed reply in the session (and keeps a Responses
+    /// reply the client asked to be kept); a failure is logged, and the
+    /// next request records the reply.
+    async fn record(&self, state: &AppState, session: &mut OpenSession) {
+        let held = self.front.as_client_holds(self.reply.message());
+        if let Err(e) = state.sessions.record_reply(session, held).await {
+            tracing::warn!(session = %session.id, error = %e, "cannot record the streamed reply; the next request records it");
+        }
+        let call = &self.call;
+        if self.front == crate::Protocol::Responses && call.request.asks.store {
+            let id = match &self.encoder {
+                Some(StreamEncoder::Responses(e)) => e.id().to_string(),
+                _ => self.reply.id.clone(),
+            };
+            let mut body = crate::protocol::responses::reply::encode(&self.reply.whole(), &id);
+            if let (Some(item), Some(output)) = (&call.compaction, body["output"].as_array_mut()) {
+                output.push(item.clone());
+            }
+            let closes = (session.id.as_str(), session.length);
+            crate::server::keep_response(call, closes, body.to_string().as_bytes()).await;
+        }
+    }
+
     /// Takes the next bytes: holds them, keeps them back or passes them
     /// (with what was held); false once the client is gone.
     async fn on_bytes(
@@ -273,7 +304,7 @@ impl StreamProgress {
             }
         }
         if self.reply.is_done() && !self.recorded {
-            record(state, session, self.front, &self.reply).await;
+            self.record(state, session).await;
             self.recorded = true;
         }
         self.flush(tx, state.config.idle_timeout).await
@@ -341,22 +372,8 @@ impl StreamProgress {
             return StreamEnd::Done;
         }
         if !self.recorded && !tx.is_closed() && self.reply.is_finished() {
-            record(state, session, self.front, &self.reply).await;
+            self.record(state, session).await;
         }
         StreamEnd::Done
-    }
-}
-
-/// Records the streamed reply in the session; a failure is logged, and
-/// the next request records the reply.
-async fn record(
-    state: &AppState,
-    session: &mut OpenSession,
-    front: crate::Protocol,
-    reply: &Assembled,
-) {
-    let held = front.as_client_holds(reply.message());
-    if let Err(e) = state.sessions.record_reply(session, held).await {
-        tracing::warn!(session = %session.id, error = %e, "cannot record the streamed reply; the next request records it");
     }
 }

@@ -188,6 +188,8 @@ impl ScriptedUpstream {
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .route("/v1/messages", post(messages))
+            .route("/v1/responses", post(responses))
+            .route("/v1/responses/compact", post(native_compact))
             .route("/v1/models", get(models))
             .with_state(Script {
                 delay,
@@ -292,9 +294,52 @@ async fn completions(State(script): State<Script>, headers: HeaderMap, body: Str
 
 /// `POST /v1/messages`: the same script, in Anthropic's protocol.
 async fn messages(State(script): State<Script>, headers: HeaderMap, body: String) -> Response {
+    scripted(crate::Protocol::Messages, script, headers, body).await
+}
+
+/// `POST /v1/responses`: the same script, in OpenAI's Responses protocol.
+async fn responses(State(script): State<Script>, headers: HeaderMap, body: String) -> Response {
+    scripted(crate::Protocol::Responses, script, headers, body).await
+}
+
+/// `POST /v1/responses/compact`: a provider's own compaction, one item
+/// whose content only it can read.
+async fn native_compact(
+    State(script): State<Script>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let value: Value = serde_json::from_str(&body).unwrap_or_default();
+    script.keep(&value, &headers);
+    let item = serde_json::json!({"type": "compaction", "id": "cmp_native",
+        "encrypted_content": format!("native-{}", uuid::Uuid::new_v4().simple())});
+    let body = serde_json::json!({"id": "cmp_native", "object": "response.compaction",
+        "created_at": 0, "output": [item], "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}});
+    ([(CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
+/// The opening of a stream that breaks off, in `protocol`.
+fn broken_opening(protocol: crate::Protocol) -> &'static str {
+    match protocol {
+        crate::Protocol::Responses => {
+            "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_b\",\"object\":\"response\",\"model\":\"m\",\"output\":[]}}\n\nevent: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"output_index\":0,\"delta\":\"Half\"}\n\n"
+        }
+        _ => {
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_b\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half\"}}\n\n"
+        }
+    }
+}
+
+/// The script, answered in `protocol`.
+async fn scripted(
+    protocol: crate::Protocol,
+    script: Script,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
     use crate::protocol::Protocol;
-    let Ok(decoded) = Protocol::Messages.decode_request(body.as_bytes(), Protocol::Chat) else {
-        return (StatusCode::BAD_REQUEST, "not a Messages request").into_response();
+    let Ok(decoded) = protocol.decode_request(body.as_bytes(), Protocol::Chat) else {
+        return (StatusCode::BAD_REQUEST, "not a request of its protocol").into_response();
     };
     let value: Value = serde_json::from_str(&body).unwrap_or_default();
     script.keep(&value, &headers);
@@ -302,9 +347,7 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         return rate_limited();
     }
     if value["model"] == "break" {
-        return broken(
-            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_b\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half\"}}\n\n",
-        );
+        return broken(broken_opening(protocol));
     }
     if value["model"] == "novel" {
         return novel();
@@ -317,7 +360,7 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
         .pop_front();
     let reply = scripted_reply(queued.unwrap_or_else(|| next_step(&decoded.messages)));
     if value["stream"] == true {
-        let mut encoder = Protocol::Messages.stream_encoder(None);
+        let mut encoder = protocol.stream_encoder(None, Vec::new());
         let events: Vec<String> = stream_events(&reply)
             .iter()
             .map(|e| encoder.encode(e))
@@ -331,7 +374,7 @@ async fn messages(State(script): State<Script>, headers: HeaderMap, body: String
     }
     (
         [(CONTENT_TYPE, "application/json")],
-        Protocol::Messages.encode_reply(&reply).to_string(),
+        protocol.encode_reply(&reply).to_string(),
     )
         .into_response()
 }
@@ -648,6 +691,21 @@ fn steps_asked(text: &str) -> Option<usize> {
 pub fn decode_messages_request(body: &[u8]) -> Result<usize, String> {
     crate::Protocol::Messages
         .decode_request(body, crate::Protocol::Messages)
+        .map(|d| d.messages.len())
+        .map_err(|e| e.message().to_string())
+}
+
+/// Decodes a body as the Responses front does (for fuzzing the decoder):
+/// the number of messages it holds, or the 400's message.
+///
+/// ```
+/// use memory_serve::test_util::decode_responses_request;
+/// assert_eq!(decode_responses_request(br#"{"input": "hi", "instructions": "be brief"}"#), Ok(2));
+/// assert!(decode_responses_request(br#"{"input": 3}"#).unwrap_err().contains("`input`"));
+/// ```
+pub fn decode_responses_request(body: &[u8]) -> Result<usize, String> {
+    crate::Protocol::Responses
+        .decode_request(body, crate::Protocol::Responses)
         .map(|d| d.messages.len())
         .map_err(|e| e.message().to_string())
 }

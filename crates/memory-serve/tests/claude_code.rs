@@ -139,9 +139,7 @@ fn pipeline(api: Protocol) -> PipelineFactory {
         Protocol::Chat => {
             Arc::new(|| Arc::new(memory_thrift::Thrift::new()) as Arc<dyn TrimStrategy>)
         }
-        Protocol::Messages => {
-            Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn TrimStrategy>)
-        }
+        _ => Arc::new(|| Arc::new(memory_window::WindowDrop::new()) as Arc<dyn TrimStrategy>),
     }
 }
 
@@ -430,7 +428,7 @@ async fn check_requests(run: &Run, stored: &[Message]) -> Figures {
                 figures.indexes += messages.iter().filter(|m| index::is_index(m)).count();
                 chat_tokens(&messages).await
             }
-            Protocol::Messages => {
+            _ => {
                 check_messages_pairs(got.body["messages"].as_array().unwrap(), i);
                 figures.indexes += check_messages_faithful(&call.request, &got.body, i);
                 messages_tokens(&counter, &got.body).await

@@ -93,7 +93,7 @@ impl Upstream {
         };
         let path = match api {
             Protocol::Chat => "/v1/chat/completions",
-            Protocol::Messages => "/v1/messages",
+            _ => "/v1/messages",
         };
         let app = Router::new().route(path, post(answer)).with_state(script);
         let task = tokio::spawn(async move {
@@ -138,14 +138,14 @@ async fn answer(State(script): State<Script>, body: String) -> Response {
         model: body["model"].as_str().unwrap_or("scripted").to_string(),
         id: match script.api {
             Protocol::Chat => format!("chatcmpl-scripted-{n}"),
-            Protocol::Messages => format!("msg_scripted_{n}"),
+            _ => format!("msg_scripted_{n}"),
         },
     };
     match (script.api, stream) {
         (Protocol::Chat, false) => json_response(chat_reply(&step, &reply)),
         (Protocol::Chat, true) => sse(chat_events(&step, &reply)),
-        (Protocol::Messages, false) => json_response(messages_reply(&step, &reply)),
-        (Protocol::Messages, true) => sse(messages_events(&step, &reply)),
+        (_, false) => json_response(messages_reply(&step, &reply)),
+        (_, true) => sse(messages_events(&step, &reply)),
     }
 }
 
@@ -178,7 +178,7 @@ fn next_step(script: &Script, body: &Value, n: usize) -> Step {
     let tail = serde_json::to_string(&messages[last_assistant.map_or(0, |i| i + 1)..]).unwrap();
     let id = |k: usize| match script.api {
         Protocol::Chat => format!("call_{n:02}_{k:02}"),
-        Protocol::Messages => format!("toolu_{n:02}_{k:02}"),
+        _ => format!("toolu_{n:02}_{k:02}"),
     };
     if last_assistant.is_some() && tail.contains(WRITTEN) {
         return Step::Answer(format!("{ANSWER} {FILES}"));

@@ -38,6 +38,7 @@ pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
         stream: call.stream,
         max_tokens: call.max_tokens,
         stored: Vec::new(),
+        asks: Default::default(),
     })
 }
 
@@ -90,9 +91,9 @@ pub(crate) fn encode(
 }
 
 /// A message of another protocol with its pass-through blocks as Chat
-/// Completions parts: an image by URL as an `image_url`; any other (a
-/// document, a search result) left out, as no Chat Completions model
-/// takes it.
+/// Completions parts: an image by URL as an `image_url` (one that is one
+/// already as it is); any other (a document, a search result) left out,
+/// as no Chat Completions model takes it.
 fn chat_parts(message: &Message) -> Message {
     let Message::User(blocks) = message else {
         return message.clone();
@@ -100,6 +101,8 @@ fn chat_parts(message: &Message) -> Message {
     let blocks = blocks
         .iter()
         .filter_map(|b| match b {
+            // The neutral form of an image by URL is Chat Completions' own.
+            ContentBlock::Wire(part) if part["type"] == "image_url" => Some(b.clone()),
             ContentBlock::Wire(part) => match part["source"]["url"].as_str() {
                 Some(url) if part["type"] == "image" => Some(ContentBlock::Wire(
                     json!({"type": "image_url", "image_url": {"url": url}}),

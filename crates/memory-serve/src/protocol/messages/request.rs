@@ -46,6 +46,7 @@ pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
         max_tokens: limit(&rest, "max_tokens")?,
         rest: Map::new(),
         stored: Vec::new(),
+        asks: Default::default(),
     };
     if let Some(system) = rest.remove("system") {
         system_of(system, &mut decoded)?;

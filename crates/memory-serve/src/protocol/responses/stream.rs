@@ -1,0 +1,544 @@
+//! A Responses stream: named events, each with its `sequence_number`
+//! (`response.created`, `response.in_progress`,
+//! `response.output_item.added`, `response.content_part.added`,
+//! `response.output_text.delta`, `response.function_call_arguments.delta`,
+//! their `.done`s, `response.output_item.done`, then
+//! `response.completed`, `response.incomplete` or `response.failed`).
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::reply::{new_id, response, usage};
+use crate::protocol::Lines;
+use crate::protocol::event::{Event, StopReason, Usage};
+
+/// Reads a Responses stream into events.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Decoder {
+    lines: Lines,
+    /// The call number of each function call item, by output index, and
+    /// whether its arguments came in deltas.
+    calls: HashMap<u64, (usize, bool)>,
+    /// The output indexes whose text came in deltas.
+    texts: std::collections::HashSet<u64>,
+    /// Whether the reply called tools.
+    called: bool,
+}
+
+impl Decoder {
+    /// The events the next bytes complete.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
+        let mut events = Vec::new();
+        for data in self.lines.data(bytes) {
+            if let Ok(event) = serde_json::from_str::<Value>(&data) {
+                self.event(&event, &mut events);
+            }
+        }
+        events
+    }
+
+    fn event(&mut self, event: &Value, out: &mut Vec<Event>) {
+        let index = event["output_index"].as_u64().unwrap_or(0);
+        let delta = event["delta"].as_str().filter(|d| !d.is_empty());
+        match event["type"].as_str().unwrap_or_default() {
+            "response.created" => out.push(Event::Start {
+                id: event["response"]["id"].as_str().unwrap_or_default().into(),
+                model: event["response"]["model"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .into(),
+            }),
+            "response.output_item.added" => self.added(index, &event["item"], out),
+            "response.output_text.delta" => {
+                self.texts.insert(index);
+                out.extend(delta.map(|d| Event::Text(d.into())));
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                out.extend(delta.map(|d| Event::Reasoning(d.into())));
+            }
+            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+                if let (Some(call), Some(d)) = (self.calls.get_mut(&index), delta) {
+                    call.1 = true;
+                    out.push(Event::ToolArguments {
+                        index: call.0,
+                        json: d.into(),
+                    });
+                }
+            }
+            "response.output_item.done" => self.done(index, &event["item"], out),
+            "response.completed" | "response.incomplete" => {
+                let r = &event["response"];
+                out.push(Event::Usage(usage(&r["usage"])));
+                let stop = if r["status"] == "incomplete" {
+                    StopReason::MaxTokens
+                } else if self.called {
+                    StopReason::ToolUse
+                } else {
+                    StopReason::EndTurn
+                };
+                out.extend([Event::Stop(stop), Event::Done]);
+            }
+            "response.failed" | "error" => {
+                let error = if event["type"] == "error" {
+                    event
+                } else {
+                    &event["response"]["error"]
+                };
+                out.push(Event::Error {
+                    message: error["message"]
+                        .as_str()
+                        .unwrap_or("the upstream failed")
+                        .into(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn added(&mut self, index: u64, item: &Value, out: &mut Vec<Event>) {
+        if !matches!(
+            item["type"].as_str(),
+            Some("function_call" | "custom_tool_call")
+        ) {
+            return;
+        }
+        self.called = true;
+        let call = self.calls.len();
+        self.calls.insert(index, (call, false));
+        out.push(Event::ToolStart {
+            index: call,
+            id: item["call_id"].as_str().unwrap_or_default().into(),
+            name: item["name"].as_str().unwrap_or_default().into(),
+        });
+    }
+
+    /// A finished item whose content came whole, not in deltas (some
+    /// servers send no deltas).
+    fn done(&mut self, index: u64, item: &Value, out: &mut Vec<Event>) {
+        match item["type"].as_str() {
+            Some("function_call" | "custom_tool_call") => {
+                if !self.calls.contains_key(&index) {
+                    self.added(index, item, out);
+                }
+                let (call, streamed) = self.calls[&index];
+                let whole = match item["type"].as_str() {
+                    Some("custom_tool_call") => item["input"]
+                        .as_str()
+                        .map(|i| json!({"input": i}).to_string()),
+                    _ => item["arguments"].as_str().map(str::to_string),
+                };
+                if let Some(json) = whole.filter(|j| !streamed && !j.is_empty()) {
+                    out.push(Event::ToolArguments { index: call, json });
+                }
+            }
+            Some("message") if !self.texts.contains(&index) => {
+                let text = super::items::text(&item["content"]);
+                if !text.is_empty() {
+                    out.push(Event::Text(text));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The kind of the item being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Message,
+    Reasoning,
+}
+
+/// A tool call being gathered: its id, name and arguments so far.
+type PendingCall = (String, String, String);
+
+/// Writes events as a Responses stream.
+#[derive(Debug, Clone)]
+pub(crate) struct Encoder {
+    id: String,
+    model: String,
+    sequence: u64,
+    started: bool,
+    ended: bool,
+    /// The item being written: its kind, id and text so far.
+    open: Option<(Open, String, String)>,
+    /// The items written whole, for the final response.
+    output: Vec<Value>,
+    /// The reply's tool calls, gathered whole before they are written (a
+    /// Chat Completions stream may interleave parallel calls).
+    calls: Vec<PendingCall>,
+    stop: Option<StopReason>,
+    usage: Usage,
+    /// Items the server adds at the end of the output (a compaction).
+    trailing: Vec<Value>,
+}
+
+impl Encoder {
+    /// An encoder of the response `id`, whose output ends with `trailing`.
+    pub(crate) fn new(id: String, trailing: Vec<Value>) -> Self {
+        Self {
+            id,
+            model: String::new(),
+            sequence: 0,
+            started: false,
+            ended: false,
+            open: None,
+            output: Vec::new(),
+            calls: Vec::new(),
+            stop: None,
+            usage: Usage::default(),
+            trailing,
+        }
+    }
+
+    /// The id of the response it writes.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The bytes of `event`.
+    pub(crate) fn encode(&mut self, event: &Event) -> String {
+        let mut out = String::new();
+        if self.ended {
+            return out;
+        }
+        if !self.started {
+            self.start(event, &mut out);
+        }
+        match event {
+            Event::Start { .. } => {}
+            Event::Text(t) => {
+                self.open_item(Open::Message, &mut out);
+                self.text_delta("response.output_text.delta", t, &mut out);
+            }
+            Event::Reasoning(t) => {
+                self.open_item(Open::Reasoning, &mut out);
+                self.text_delta("response.reasoning_summary_text.delta", t, &mut out);
+            }
+            Event::ToolStart { index, id, name } => {
+                self.close_item(&mut out);
+                self.gather(*index, id, name);
+            }
+            Event::ToolArguments { index, json } => {
+                if let Some(call) = self.calls.get_mut(*index) {
+                    call.2.push_str(json);
+                }
+            }
+            Event::Usage(u) => {
+                self.usage.input = u.input.or(self.usage.input);
+                self.usage.output = u.output.or(self.usage.output);
+            }
+            Event::Stop(reason) => {
+                self.close_item(&mut out);
+                self.write_calls(&mut out);
+                self.stop = Some(reason.clone());
+            }
+            Event::Done => self.end(&mut out),
+            Event::Error { message } => {
+                self.ended = true;
+                let mut failed = self.response("failed");
+                failed["error"] = json!({"code": "server_error", "message": message});
+                self.put(
+                    &mut out,
+                    json!({"type": "response.failed", "response": failed}),
+                );
+            }
+        }
+        out
+    }
+
+    fn response(&self, status: &str) -> Value {
+        response(
+            &self.id,
+            &self.model,
+            status,
+            self.output.clone(),
+            self.usage,
+        )
+    }
+
+    fn start(&mut self, event: &Event, out: &mut String) {
+        self.started = true;
+        if let Event::Start { model, .. } = event {
+            self.model.clone_from(model);
+        }
+        let created = self.response("in_progress");
+        self.put(
+            out,
+            json!({"type": "response.created", "response": created}),
+        );
+        let progress = self.response("in_progress");
+        self.put(
+            out,
+            json!({"type": "response.in_progress", "response": progress}),
+        );
+    }
+
+    fn put(&mut self, out: &mut String, mut data: Value) {
+        data["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        let name = data["type"].as_str().unwrap_or_default().to_string();
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    }
+
+    fn open_item(&mut self, kind: Open, out: &mut String) {
+        if self.open.as_ref().is_some_and(|(k, _, _)| *k == kind) {
+            return;
+        }
+        self.close_item(out);
+        self.write_calls(out);
+        let index = self.output.len();
+        let (id, item, part) = match kind {
+            Open::Message => {
+                let id = new_id("msg");
+                let item = json!({"id": id, "type": "message", "status": "in_progress",
+                    "role": "assistant", "content": []});
+                let part = json!({"type": "response.content_part.added", "item_id": id,
+                    "output_index": index, "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []}});
+                (id, item, part)
+            }
+            Open::Reasoning => {
+                let id = new_id("rs");
+                let item = json!({"id": id, "type": "reasoning", "summary": []});
+                let part = json!({"type": "response.reasoning_summary_part.added",
+                    "item_id": id, "output_index": index, "summary_index": 0,
+                    "part": {"type": "summary_text", "text": ""}});
+                (id, item, part)
+            }
+        };
+        self.put(
+            out,
+            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+        );
+        self.put(out, part);
+        self.open = Some((kind, id, String::new()));
+    }
+
+    fn text_delta(&mut self, name: &str, text: &str, out: &mut String) {
+        let index = self.output.len();
+        let Some((kind, id, so_far)) = self.open.as_mut() else {
+            return;
+        };
+        so_far.push_str(text);
+        let mut delta = json!({"type": name, "item_id": id, "output_index": index, "delta": text});
+        match kind {
+            Open::Message => delta["content_index"] = json!(0),
+            Open::Reasoning => delta["summary_index"] = json!(0),
+        }
+        self.put(out, delta);
+    }
+
+    fn close_item(&mut self, out: &mut String) {
+        let Some((kind, id, text)) = self.open.take() else {
+            return;
+        };
+        let index = self.output.len();
+        let item = match kind {
+            Open::Message => {
+                let part = json!({"type": "output_text", "text": text, "annotations": []});
+                self.put(
+                    out,
+                    json!({"type": "response.output_text.done", "item_id": id,
+                    "output_index": index, "content_index": 0, "text": text}),
+                );
+                self.put(
+                    out,
+                    json!({"type": "response.content_part.done", "item_id": id,
+                    "output_index": index, "content_index": 0, "part": part}),
+                );
+                json!({"id": id, "type": "message", "status": "completed",
+                    "role": "assistant", "content": [part]})
+            }
+            Open::Reasoning => {
+                let part = json!({"type": "summary_text", "text": text});
+                self.put(
+                    out,
+                    json!({"type": "response.reasoning_summary_text.done", "item_id": id,
+                    "output_index": index, "summary_index": 0, "text": text}),
+                );
+                self.put(
+                    out,
+                    json!({"type": "response.reasoning_summary_part.done", "item_id": id,
+                    "output_index": index, "summary_index": 0, "part": part}),
+                );
+                json!({"id": id, "type": "reasoning", "summary": [part]})
+            }
+        };
+        self.item_done(item, out);
+    }
+
+    fn item_done(&mut self, item: Value, out: &mut String) {
+        let index = self.output.len();
+        self.put(
+            out,
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
+        self.output.push(item);
+    }
+
+    /// Gathers the start of the `index`th call (its id and name taken
+    /// once, however often they come).
+    fn gather(&mut self, index: usize, id: &str, name: &str) {
+        let index = index.min(self.calls.len());
+        if index == self.calls.len() {
+            self.calls.push(PendingCall::default());
+        }
+        let call = &mut self.calls[index];
+        if call.0.is_empty() {
+            call.0 = id.to_string();
+        }
+        if call.1.is_empty() {
+            call.1 = name.to_string();
+        }
+    }
+
+    /// The gathered calls, each a whole `function_call` item.
+    fn write_calls(&mut self, out: &mut String) {
+        for (call_id, name, arguments) in std::mem::take(&mut self.calls) {
+            let index = self.output.len();
+            let id = new_id("fc");
+            let item = |status: &str, arguments: &str| {
+                json!({"id": id, "type": "function_call", "status": status,
+                    "call_id": call_id, "name": name, "arguments": arguments})
+            };
+            let added = item("in_progress", "");
+            self.put(
+                out,
+                json!({"type": "response.output_item.added", "output_index": index, "item": added}),
+            );
+            if !arguments.is_empty() {
+                self.put(
+                    out,
+                    json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                    "output_index": index, "delta": arguments}),
+                );
+            }
+            self.put(
+                out,
+                json!({"type": "response.function_call_arguments.done", "item_id": id,
+                "output_index": index, "arguments": arguments}),
+            );
+            self.item_done(item("completed", &arguments), out);
+        }
+    }
+
+    fn end(&mut self, out: &mut String) {
+        self.close_item(out);
+        self.write_calls(out);
+        for item in std::mem::take(&mut self.trailing) {
+            let index = self.output.len();
+            self.put(
+                out,
+                json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+            );
+            self.item_done(item, out);
+        }
+        self.ended = true;
+        let (name, status) = match self.stop {
+            Some(StopReason::MaxTokens) => ("response.incomplete", "incomplete"),
+            _ => ("response.completed", "completed"),
+        };
+        let response = self.response(status);
+        self.put(out, json!({"type": name, "response": response}));
+    }
+}
+
+/// The stream of a response answered by the server itself (a
+/// compaction): `body`'s items, then its completion.
+pub(crate) fn whole(body: &Value) -> String {
+    let mut encoder = Encoder::new(body["id"].as_str().unwrap_or_default().into(), Vec::new());
+    encoder.model = body["model"].as_str().unwrap_or_default().into();
+    encoder.trailing = body["output"].as_array().cloned().unwrap_or_default();
+    let mut out = encoder.encode(&Event::Start {
+        id: encoder.id.clone(),
+        model: encoder.model.clone(),
+    });
+    out.push_str(&encoder.encode(&Event::Done));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(index: usize, id: &str, name: &str) -> Event {
+        Event::ToolStart {
+            index,
+            id: id.into(),
+            name: name.into(),
+        }
+    }
+
+    fn arguments(index: usize, json: &str) -> Event {
+        Event::ToolArguments {
+            index,
+            json: json.into(),
+        }
+    }
+
+    #[test]
+    fn events_written_read_back_the_same_with_numbered_events() {
+        let head = vec![
+            Event::Start {
+                id: "x".into(),
+                model: "m".into(),
+            },
+            Event::Reasoning("hm".into()),
+            Event::Text("Hi".into()),
+        ];
+        let sent: Vec<Event> = head
+            .iter()
+            .cloned()
+            .chain([
+                call(0, "t1", "ls"),
+                call(1, "t2", "cat"),
+                arguments(0, "{\"p\":"),
+                arguments(1, "{}"),
+                arguments(0, "1}"),
+                Event::Stop(StopReason::ToolUse),
+                Event::Done,
+            ])
+            .collect();
+        let mut encoder = Encoder::new("resp_1".into(), vec![json!({"type": "compaction"})]);
+        let bytes: String = sent.iter().map(|e| encoder.encode(e)).collect();
+        let numbers: Vec<u64> = bytes
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| {
+                serde_json::from_str::<Value>(d).unwrap()["sequence_number"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(numbers, (0..numbers.len() as u64).collect::<Vec<_>>());
+        let mut decoder = Decoder::default();
+        let mut back = Vec::new();
+        for piece in bytes.as_bytes().chunks(7) {
+            back.extend(decoder.feed(piece));
+        }
+        back.retain(|e| !matches!(e, Event::Usage(_)));
+        let expected: Vec<Event> = head
+            .into_iter()
+            .map(|e| match e {
+                Event::Start { model, .. } => Event::Start {
+                    id: "resp_1".into(),
+                    model,
+                },
+                e => e,
+            })
+            .chain([
+                call(0, "t1", "ls"),
+                arguments(0, "{\"p\":1}"),
+                call(1, "t2", "cat"),
+                arguments(1, "{}"),
+                Event::Stop(StopReason::ToolUse),
+                Event::Done,
+            ])
+            .collect();
+        assert_eq!(back, expected);
+        let completed = bytes.lines().rfind(|l| l.starts_with("data:")).unwrap();
+        assert!(completed.contains("\"compaction\""), "{completed}");
+    }
+}

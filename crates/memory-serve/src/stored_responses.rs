@@ -1,0 +1,118 @@
+//! Responses the server keeps, as the Responses API defines it: a
+//! response asked with `store` (true unless said) is kept, a request's
+//! `previous_response_id` continues from it (the client sends only what
+//! is new), and `GET /responses/{id}` reads it back.
+//!
+//! `memory-serve/responses/{id}`, in the principal's part of the store:
+//! one JSON system message naming the session the response belongs to,
+//! how many of its messages it closes, and the response's body.
+
+use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::ApiError;
+use crate::ledger::RESERVED_PREFIX;
+use crate::protocol::Decoded;
+use crate::sessions::Scope;
+use crate::state::AppState;
+
+/// Where response `id` is kept.
+fn key(id: &str) -> String {
+    format!("{RESERVED_PREFIX}responses/{id}")
+}
+
+/// A kept response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The session it belongs to.
+    pub(crate) session: String,
+    /// The session's messages up to and including its reply.
+    pub(crate) length: usize,
+    /// The response as the client got it.
+    pub(crate) body: Value,
+}
+
+/// The write that keeps `record` under the id its body holds; `None`
+/// for a body with no id.
+pub(crate) fn write(record: &Record) -> Option<StoreWrite> {
+    let id = record.body["id"].as_str()?;
+    if memory_core::store::check_session(&key(id)).is_err() {
+        return None;
+    }
+    let text = serde_json::to_string(record).ok()?;
+    Some(StoreWrite::Append {
+        session: key(id),
+        messages: vec![StoredMessage::new(Message::system(text), 0, true)],
+    })
+}
+
+/// Response `id`, when it is kept.
+pub(crate) async fn load(store: &dyn Store, id: &str) -> Result<Option<Record>, StoreError> {
+    if memory_core::store::check_session(&key(id)).is_err() {
+        return Ok(None);
+    }
+    let view = store.load(&key(id)).await?.messages;
+    Ok(view.iter().rev().find_map(|stored| match &stored.message {
+        Message::System(text) => serde_json::from_str(text).ok(),
+        _ => None,
+    }))
+}
+
+/// Puts before the request's messages those of the response it continues
+/// (and, for an upstream of the client's protocol, their originals).
+///
+/// # Errors
+///
+/// A 400 naming `previous_response_id` when no such response is kept for
+/// this caller, or its session no longer holds it.
+pub(crate) async fn continue_from(
+    state: &AppState,
+    scope: &Scope,
+    request: &mut Decoded,
+) -> Result<(), ApiError> {
+    let Some(id) = request.asks.previous.clone() else {
+        return Ok(());
+    };
+    let missing = |why: &str| {
+        ApiError::bad_request(
+            format!("previous response `{id}` {why}"),
+            Some("previous_response_id"),
+        )
+    };
+    let record = load(&*scope.store(), &id)
+        .await?
+        .ok_or_else(|| missing("is not found"))?;
+    let resumed = state
+        .sessions
+        .resume(scope, &record.session, record.length, request)
+        .await?;
+    let history = resumed.ok_or_else(|| missing("names messages its session no longer holds"))?;
+    // The new messages repeat the instructions when the client sends
+    // them again: those are not added twice.
+    let new: Vec<Message> = std::mem::take(&mut request.messages)
+        .into_iter()
+        .filter(|m| !(m.is_system() && history.first() == Some(m)))
+        .collect();
+    request.messages = [history, new].concat();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_record_kept_is_read_back() {
+        let store = memory_core::InMemoryStore::new();
+        let record = Record {
+            session: "s".into(),
+            length: 3,
+            body: serde_json::json!({"id": "resp_1", "object": "response"}),
+        };
+        store.write_all(vec![write(&record).unwrap()]).await;
+        assert_eq!(load(&store, "resp_1").await.unwrap(), Some(record));
+        assert_eq!(load(&store, "resp_2").await.unwrap(), None);
+        assert_eq!(load(&store, "../x").await.unwrap(), None);
+    }
+}

@@ -14,7 +14,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 corpus="$here/corpus"
 fixtures="$root/crates/memory-cli/tests/fixtures"
-targets=(input_chat input_locomo input_traj repair_trim wire serve_request serve_messages)
+targets=(input_chat input_locomo input_traj repair_trim wire serve_request serve_messages serve_responses)
 
 for target in "${targets[@]}"; do
     mkdir -p "$corpus/$target"

@@ -38,7 +38,7 @@ pub type Target = (&'static str, fn(&[u8]));
 /// ```
 /// assert!(memory_tests::fuzz::TARGETS.iter().any(|(name, _)| *name == "wire"));
 /// ```
-pub const TARGETS: [Target; 7] = [
+pub const TARGETS: [Target; 8] = [
     ("input_chat", input),
     ("input_locomo", input),
     ("input_traj", input),
@@ -46,6 +46,7 @@ pub const TARGETS: [Target; 7] = [
     ("wire", wire),
     ("serve_request", serve_request),
     ("serve_messages", serve_messages),
+    ("serve_responses", serve_responses),
 ];
 
 /// The pipelines [`repair_trim`] runs every transcript through: each stage
@@ -355,4 +356,80 @@ fn message_bounds(bytes: &[u8]) -> (usize, usize) {
         .filter(|t| t["role"] != "user" || t["content"].is_string())
         .count();
     (system + whole, system + whole + blocks)
+}
+
+/// The fields a Responses request decoder may name in a refusal.
+const RESPONSES_FIELDS: [&str; 5] = [
+    "input",
+    "instructions",
+    "stream",
+    "max_output_tokens",
+    "previous_response_id",
+];
+
+/// `memory serve`'s Responses front (`POST /v1/responses`): its request
+/// decoder never panics; a refusal names the field at fault or says the
+/// body is not JSON (or not an object); a decoded body keeps every item.
+///
+/// # Panics
+///
+/// When one of those does not hold.
+///
+/// ```
+/// memory_tests::fuzz::serve_responses(br#"{"input": [{"role": "user", "content": "hi"}]}"#);
+/// ```
+pub fn serve_responses(bytes: &[u8]) {
+    use memory_serve::test_util::decode_responses_request;
+    match decode_responses_request(bytes) {
+        Ok(decoded) => {
+            let (fewest, most) = item_bounds(bytes);
+            assert!(
+                (fewest..=most).contains(&decoded),
+                "{decoded} messages from a body that holds {fewest} to {most}"
+            );
+        }
+        Err(message) => {
+            let whole_body = message.starts_with("the body is not valid JSON")
+                || message.starts_with("the body must be a JSON object");
+            let named = message
+                .split('`')
+                .nth(1)
+                .and_then(|field| field.split(['[', '.']).next());
+            assert!(
+                whole_body || named.is_some_and(|f| RESPONSES_FIELDS.contains(&f)),
+                "a refusal that names no field: {message}"
+            );
+        }
+    }
+}
+
+/// The fewest and the most messages a Responses body that decodes may
+/// give: one for `instructions`, one for a string input, and for items
+/// one each but for the model's, whose runs are one message each (a
+/// closing `compaction_trigger` gives none).
+fn item_bounds(bytes: &[u8]) -> (usize, usize) {
+    let body: serde_json::Value = serde_json::from_slice(bytes).expect("a decoded body is JSON");
+    let instructions = usize::from(body["instructions"].is_string());
+    let items = match &body["input"] {
+        serde_json::Value::String(_) => return (instructions + 1, instructions + 1),
+        serde_json::Value::Array(items) => items.as_slice(),
+        _ => &[],
+    };
+    let trigger = usize::from(
+        items
+            .last()
+            .is_some_and(|i| i["type"] == "compaction_trigger"),
+    );
+    let model = |i: &serde_json::Value| {
+        let kind = i["type"].as_str().unwrap_or("message");
+        kind == "reasoning"
+            || (kind.ends_with("_call") && kind != "compaction_trigger")
+            || (kind == "message" && i["role"] == "assistant")
+    };
+    let own = items.iter().filter(|i| !model(i)).count() - trigger;
+    let any_model = usize::from(items.iter().any(model));
+    (
+        instructions + own + any_model,
+        instructions + items.len() - trigger,
+    )
 }

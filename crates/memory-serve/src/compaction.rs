@@ -1,28 +1,66 @@
 //! Compaction as the Responses API asks for it (`POST /responses/compact`,
 //! a `compaction_trigger` item, `context_management`), answered by the
-//! server for any upstream, with no model call.
+//! server for any upstream, with no model call of its own.
 //!
-//! A compaction is one `compaction` item whose `encrypted_content` is a
-//! *handle*: it names the session and how many of its messages the
-//! compaction stands for, and carries a MAC under the server's secret
-//! over those and the caller's tenant, so that a forged handle, or one
-//! of another principal, is refused. The session keeps every message, as
-//! always: a later request holding the item gets, in its place, the
-//! messages it stands for, and the session's pipeline fits them, as it
-//! fits every call. Nothing is lost, and the client holds a short history.
+//! A compaction fits the session into [`COMPACTED_SHARE`] of the call's
+//! budget with the session's pipeline (a summarizing stage summarizes
+//! then, and falls back as it always does), keeps that context in the
+//! store, and answers one `compaction` item whose `encrypted_content` is a
+//! *handle*: it names the session and the compaction, and carries a MAC
+//! under the server's secret over those and the caller's tenant, so that
+//! a forged handle, or one of another principal, is refused. A later
+//! request holding the item gets the kept context in its place. The
+//! session the compaction was made from keeps every message.
 
-use memory_core::Message;
+use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage};
 use serde_json::{Value, json};
 
 use crate::ApiError;
+use crate::ledger::RESERVED_PREFIX;
 use crate::protocol::Decoded;
 use crate::protocol::responses::reply::new_id;
-use crate::sessions::Scope;
+use crate::sessions::{OpenSession, Scope};
 use crate::state::AppState;
+use crate::upstream::Call;
 
 /// The start of every handle this server makes (a version, so that a
 /// later form can be told apart).
 const PREFIX: &str = "mcmp1";
+
+/// The share of the call's budget a compaction fits the context into: a
+/// client that compacts when its context passes a limit below the budget
+/// (Codex's `model_auto_compact_token_limit`) has the rest to work in
+/// before it compacts again; a share near one would have it compact at
+/// every turn, a small one sheds more than the compaction needs to.
+pub(crate) const COMPACTED_SHARE: f64 = 0.5;
+
+/// Where the context of the compaction of session `session` at `length`
+/// messages is kept.
+fn key(session: &str, length: usize) -> String {
+    format!("{RESERVED_PREFIX}compactions/{session}/{length}")
+}
+
+/// The write that keeps `context`, the compaction of `session` at
+/// `length` messages.
+pub(crate) fn write(session: &str, length: usize, context: &[Message]) -> StoreWrite {
+    let text = serde_json::to_string(context).unwrap_or_default();
+    StoreWrite::Append {
+        session: key(session, length),
+        messages: vec![StoredMessage::new(Message::system(text), 0, true)],
+    }
+}
+
+/// The context of the compaction `handle` names, when it is kept.
+async fn load(store: &dyn Store, handle: &Handle) -> Result<Option<Vec<Message>>, StoreError> {
+    let view = store
+        .load(&key(&handle.session, handle.length))
+        .await?
+        .messages;
+    Ok(view.iter().rev().find_map(|stored| match &stored.message {
+        Message::System(text) => serde_json::from_str(text).ok(),
+        _ => None,
+    }))
+}
 
 /// Who answers a client's request to compact.
 ///
@@ -133,20 +171,50 @@ fn parse(text: &str) -> Option<Handle> {
 }
 
 /// The compaction item holding `handle`.
-pub(crate) fn item(handle: String) -> Value {
+fn item(handle: String) -> Value {
     json!({"type": "compaction", "id": new_id("cmp"), "encrypted_content": handle})
 }
 
-/// Puts, in place of each compaction item of this server in `request`,
-/// the messages its handle stands for (and, for an upstream of the
-/// client's protocol, their originals), dropping the messages before it
-/// that those hold. A provider's own compaction stays as it came.
+/// Compacts `session` for `call`: its history fitted into
+/// [`COMPACTED_SHARE`] of the call's budget and kept (with the originals
+/// of the call's messages, for an upstream of the client's protocol);
+/// the compaction item standing for it, and its size in tokens.
+pub(crate) async fn make(
+    state: &AppState,
+    session: &mut OpenSession,
+    call: &Call,
+) -> Result<(Value, usize), ApiError> {
+    let budget = state.config.budget.for_call(call.request.max_tokens);
+    let share = (budget as f64 * COMPACTED_SHARE) as usize;
+    let fitted = state.sessions.fit(session, share).await?;
+    let handle = Handle {
+        session: session.id.clone(),
+        length: session.length,
+        group: call.group.clone(),
+    };
+    let mut writes = vec![write(&handle.session, handle.length, &fitted.messages)];
+    if call.request.front == state.config.upstream_api {
+        let originals = call.request.originals.kept_for(&call.messages);
+        writes.extend(crate::kept::write(&handle.session, originals));
+    }
+    for result in call.scope.store().write_all(writes).await {
+        result?;
+    }
+    let secret = state.sessions.secret().await?;
+    let sealed = handle.seal(&secret, call.scope.tenant());
+    Ok((item(sealed), fitted.tokens()))
+}
+
+/// Puts, in place of the last compaction item of this server in
+/// `request` (it stands for all before it), the context it stands for
+/// (and, for an upstream of the client's protocol, the originals of its
+/// messages), dropping the messages before it that the context holds. A
+/// provider's own compaction stays as it came.
 ///
 /// # Errors
 ///
 /// A 400 for a handle not made for this caller, one of another of the
-/// client's conversations (`group`), or one naming messages its session
-/// no longer holds.
+/// client's conversations (`group`), or one whose context is not kept.
 pub(crate) async fn expand(
     state: &AppState,
     scope: &Scope,
@@ -170,17 +238,12 @@ pub(crate) async fn expand(
             Some(&at),
         ));
     }
-    let resumed = state
-        .sessions
-        .resume(scope, &handle.session, handle.length, request)
-        .await?;
-    let Some(held) = resumed else {
+    let Some(held) = load(&*scope.store(), &handle).await? else {
         return Err(ApiError::bad_request(
-            format!("`{at}`: the compaction names messages its session no longer holds"),
+            format!("`{at}`: the compaction's context is no longer kept"),
             Some(&at),
         ));
     };
-    // Only the last compaction counts: it stands for all before it.
     let before: Vec<Message> = request.messages.drain(..=*index).collect();
     let kept: Vec<Message> = before[..*index]
         .iter()
@@ -189,6 +252,12 @@ pub(crate) async fn expand(
         .collect();
     let after = std::mem::take(&mut request.messages);
     request.messages = [held, kept, after].concat();
+    if request.front == state.config.upstream_api {
+        request.stored = state
+            .sessions
+            .kept_originals(scope, &handle.session)
+            .await?;
+    }
     Ok(())
 }
 

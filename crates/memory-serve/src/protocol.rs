@@ -218,23 +218,26 @@ impl Protocol {
         }
     }
 
-    /// A writer of this front's stream events; a Messages stream reports
-    /// `edits` on its `message_delta`, a Responses stream ends its output
-    /// with `trailing` items.
-    pub(crate) fn stream_encoder(
-        self,
-        edits: Option<Value>,
-        trailing: Vec<Value>,
-    ) -> StreamEncoder {
+    /// A writer of this front's stream events for `call`: a Messages
+    /// stream reports its edits on its `message_delta`, a Responses stream
+    /// opens its output with its compaction and repeats what it asked.
+    pub(crate) fn stream_encoder(self, call: Option<&crate::upstream::Call>) -> StreamEncoder {
         match self {
             Protocol::Chat => StreamEncoder::Chat(chat::stream::Encoder::default()),
-            Protocol::Messages => {
-                StreamEncoder::Messages(messages::stream::Encoder::reporting(edits))
-            }
-            Protocol::Responses => StreamEncoder::Responses(responses::stream::Encoder::new(
-                responses::reply::new_id("resp"),
-                trailing,
+            Protocol::Messages => StreamEncoder::Messages(messages::stream::Encoder::reporting(
+                call.and_then(|c| c.edits.clone()),
             )),
+            Protocol::Responses => {
+                let leading = call.and_then(|c| c.compaction.clone());
+                let encoder = responses::stream::Encoder::new(
+                    responses::reply::new_id("resp"),
+                    leading.into_iter().collect(),
+                );
+                StreamEncoder::Responses(match call {
+                    Some(call) => encoder.echoing(&call.request),
+                    None => encoder,
+                })
+            }
         }
     }
 

@@ -522,7 +522,7 @@ async fn exchange(state: Arc<AppState>, mut call: Call) -> Result<Response, ApiE
     if asks.trigger && !asks.native {
         return compacted(&state, session, report, headers, &call).await;
     }
-    call.compaction = past_threshold(&state, &session, &report, &call).await?;
+    call.compaction = past_threshold(&state, &mut session, &report, &call).await?;
     call.edits = crate::protocol::applied_edits(&call, &context, &report);
     let front = call.request.front;
     let mut own = call.started.elapsed();
@@ -575,50 +575,27 @@ fn failed(state: &AppState, e: &Failure, headers: HeaderMap, front: Protocol) ->
     error_response(unreachable_upstream(state, e), headers, front)
 }
 
-/// The compaction a Responses reply ends with when the history is past
+/// The compaction a Responses reply opens with when the history is past
 /// the threshold its `context_management` names (and the server answers
-/// compaction).
+/// compaction): it stands for the history before the reply.
 async fn past_threshold(
     state: &AppState,
-    session: &OpenSession,
+    session: &mut OpenSession,
     report: &CallReport,
     call: &Call,
 ) -> Result<Option<serde_json::Value>, ApiError> {
     let asks = &call.request.asks;
     match asks.threshold {
         Some(threshold) if !asks.native && report.history_tokens as u64 > threshold => {
-            // The reply is recorded after the request's messages: the
-            // compaction, at the end of the output, stands for it too.
-            let item = compaction_item(state, session, session.length + 1, call).await?;
+            let (item, _) = crate::compaction::make(state, session, call).await?;
             Ok(Some(item))
         }
         _ => Ok(None),
     }
 }
 
-/// A compaction item standing for the first `length` messages of the
-/// session.
-async fn compaction_item(
-    state: &AppState,
-    session: &OpenSession,
-    length: usize,
-    call: &Call,
-) -> Result<serde_json::Value, ApiError> {
-    let handle = crate::compaction::Handle {
-        session: session.id.clone(),
-        length,
-        group: call.group.clone(),
-    };
-    let secret = state.sessions.secret().await?;
-    Ok(crate::compaction::item(
-        handle.seal(&secret, call.scope.tenant()),
-    ))
-}
-
-/// A request to compact, answered by the server with no model call: the
-/// request's messages recorded and fitted (a summarizer, when the
-/// pipeline has one, summarizes then; one that fails falls back), and one
-/// compaction item standing for the session's history.
+/// A request to compact, answered by the server with no model call of
+/// its own: one compaction item standing for the session's history.
 async fn compacted(
     state: &AppState,
     mut session: tokio::sync::OwnedMutexGuard<OpenSession>,
@@ -627,16 +604,9 @@ async fn compacted(
     call: &Call,
 ) -> Result<Response, ApiError> {
     use crate::protocol::responses::{reply, stream};
-    let item = compaction_item(state, &session, session.length, call).await?;
-    if call.request.front == state.config.upstream_api {
-        let (scope, originals) = (&call.scope, &call.request.originals);
-        let sessions = &state.sessions;
-        sessions
-            .keep_originals(scope, &session.id, originals, &call.messages)
-            .await?;
-    }
+    let (item, tokens) = crate::compaction::make(state, &mut session, call).await?;
     let usage = crate::protocol::event::Usage {
-        input: Some(report.tokens_out as u64),
+        input: Some(tokens as u64),
         output: Some(0),
     };
     close(state, &mut session, report, call.started.elapsed()).await;
@@ -648,9 +618,10 @@ async fn compacted(
         vec![item],
         usage,
     );
+    reply::echo(&mut body, &call.request);
     if call.request.asks.compact_endpoint {
-        body["id"] = json!(reply::new_id("cmp"));
-        body["object"] = json!("response.compaction");
+        body = json!({"id": reply::new_id("cmp"), "object": "response.compaction",
+            "created_at": body["created_at"], "output": body["output"], "usage": body["usage"]});
     } else if call.request.stream {
         let events = stream::whole(&body);
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -873,11 +844,14 @@ async fn to_client(
     }
     let body = reply.map(|reply| {
         let mut body = front.encode_reply(&reply);
+        if front == Protocol::Responses {
+            crate::protocol::responses::reply::echo(&mut body, &call.request);
+        }
         if let Some(edits) = edits {
             body["context_management"] = edits.clone();
         }
         if let (Some(item), Some(output)) = (&call.compaction, body["output"].as_array_mut()) {
-            output.push(item.clone());
+            output.insert(0, item.clone());
         }
         body
     });

@@ -512,23 +512,6 @@ impl Sessions {
         Ok(Some(history))
     }
 
-    /// Keeps the wire forms of `messages` of session `id` of `scope`, for
-    /// the calls that will not send them again.
-    pub(crate) async fn keep_originals(
-        &self,
-        scope: &Scope,
-        id: &str,
-        originals: &Originals,
-        messages: &[Message],
-    ) -> Result<(), ApiError> {
-        if let Some(write) = crate::kept::write(id, originals.kept_for(messages)) {
-            for result in scope.store.write_all(vec![write]).await {
-                result?;
-            }
-        }
-        Ok(())
-    }
-
     /// The sessions of `scope` a client grouped under `group`, as stored,
     /// oldest first.
     pub(crate) async fn group(

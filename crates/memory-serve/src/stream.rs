@@ -189,10 +189,8 @@ async fn relay_stream(
             .map(Reporter::new),
         // A compaction the server adds is written into the stream: a
         // same-protocol stream is written afresh for it.
-        encoder: (front != api || streamed.call.compaction.is_some()).then(|| {
-            let trailing = streamed.call.compaction.iter().cloned().collect();
-            front.stream_encoder(edits, trailing)
-        }),
+        encoder: (front != api || streamed.call.compaction.is_some())
+            .then(|| front.stream_encoder(Some(&streamed.call))),
         front,
         call: streamed.call.clone(),
         reply: Assembled::default(),
@@ -262,7 +260,7 @@ impl StreamProgress {
             };
             let mut body = crate::protocol::responses::reply::encode(&self.reply.whole(), &id);
             if let (Some(item), Some(output)) = (&call.compaction, body["output"].as_array_mut()) {
-                output.push(item.clone());
+                output.insert(0, item.clone());
             }
             let closes = (session.id.as_str(), session.length);
             crate::server::keep_response(call, closes, body.to_string().as_bytes()).await;

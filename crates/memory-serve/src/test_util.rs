@@ -360,7 +360,7 @@ async fn scripted(
         .pop_front();
     let reply = scripted_reply(queued.unwrap_or_else(|| next_step(&decoded.messages)));
     if value["stream"] == true {
-        let mut encoder = protocol.stream_encoder(None, Vec::new());
+        let mut encoder = protocol.stream_encoder(None);
         let events: Vec<String> = stream_events(&reply)
             .iter()
             .map(|e| encoder.encode(e))

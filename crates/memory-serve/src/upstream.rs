@@ -32,8 +32,8 @@ pub(crate) struct Call {
     /// What the pipeline changed, reported to a Messages client as
     /// `context_management` (set once the session is fitted).
     pub(crate) edits: Option<serde_json::Value>,
-    /// A compaction item the server adds to a Responses reply's output
-    /// (`context_management` past its threshold), set once fitted.
+    /// A compaction item the server puts first in a Responses reply's
+    /// output (`context_management` past its threshold), set once fitted.
     pub(crate) compaction: Option<serde_json::Value>,
     /// When the request came in.
     pub(crate) started: Instant,

@@ -240,7 +240,7 @@ async fn the_responses_front_goes_over_a_messages_upstream() {
 }
 
 #[tokio::test]
-async fn a_trigger_and_the_compact_endpoint_answer_one_compaction_that_continues() {
+async fn a_trigger_and_the_compact_endpoint_answer_one_compaction_that_stands_for_the_context() {
     for stream in [false, true] {
         let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
         let server =
@@ -295,16 +295,28 @@ async fn a_trigger_and_the_compact_endpoint_answer_one_compaction_that_continues
         )
         .await;
         let status = answer.status();
-        let admission = answer.headers()["x-memory-admission"]
+        let tokens: usize = answer.headers()["x-memory-tokens"]
             .to_str()
             .unwrap()
-            .to_string();
+            .parse()
+            .unwrap();
         output_of(answer, stream).await;
         assert_eq!(status, 200);
-        assert_eq!(admission, "continued", "the session goes on");
+        assert!(
+            tokens <= 1_500 / 2 + 20,
+            "the compacted context and the new task: {tokens}"
+        );
         let last = &upstream.received().last().unwrap().body.clone();
         let messages = memory_openai::wire::from_value(&last["messages"]).unwrap();
         assert!(validate(&messages).is_empty());
+        assert_eq!(messages[0].text(), "You are a coding agent.");
+        for said in [
+            "You are a coding agent.",
+            "<permissions>sandboxed</permissions>",
+        ] {
+            let times = messages.iter().filter(|m| m.text() == said).count();
+            assert_eq!(times, 1, "`{said}` once");
+        }
         assert!(
             messages.iter().any(|m| m.text().contains("in 6 steps")),
             "the first task is kept"
@@ -378,8 +390,11 @@ async fn context_management_past_its_threshold_adds_a_compaction_to_the_reply() 
         );
         body["context_management"] = json!([{"type": "compaction", "compact_threshold": 100}]);
         let (output, _) = output_of(post(&server, "/v1/responses", &body, &[]).await, stream).await;
-        assert_eq!(output.last().unwrap()["type"], "compaction");
-        assert_eq!(output[0]["type"], "message");
+        assert_eq!(
+            output[0]["type"], "compaction",
+            "first: it stands for what came before"
+        );
+        assert_eq!(output[1]["type"], "message");
         let received = &upstream.received()[0].body;
         assert!(received.get("context_management").is_none());
         body["context_management"] =
@@ -549,4 +564,192 @@ async fn images_and_messages_of_every_role_cross_to_chat() {
     );
     assert_eq!(parts[2]["image_url"]["url"], "https://example.com/a.png");
     let _ = Message::user("");
+}
+
+/// The fields the Open Responses specification requires of a response
+/// object (`ResponseResource`).
+const REQUIRED: [&str; 32] = [
+    "id",
+    "object",
+    "created_at",
+    "completed_at",
+    "status",
+    "incomplete_details",
+    "model",
+    "previous_response_id",
+    "instructions",
+    "output",
+    "error",
+    "tools",
+    "tool_choice",
+    "truncation",
+    "parallel_tool_calls",
+    "text",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "top_logprobs",
+    "temperature",
+    "reasoning",
+    "user",
+    "usage",
+    "max_output_tokens",
+    "max_tool_calls",
+    "store",
+    "background",
+    "service_tier",
+    "metadata",
+    "safety_identifier",
+    "prompt_cache_key",
+];
+
+fn check_resource(body: &Value) {
+    for field in REQUIRED {
+        assert!(
+            body.get(field).is_some(),
+            "`{field}` is missing from {body}"
+        );
+    }
+    assert_eq!(body["object"], "response");
+    for field in ["input_tokens", "output_tokens", "total_tokens"] {
+        assert!(body["usage"][field].is_u64(), "{body}");
+    }
+    for item in body["output"].as_array().unwrap() {
+        assert!(item["id"].is_string() && item["type"].is_string(), "{item}");
+    }
+}
+
+/// The Open Responses compliance cases (basic text, streaming, system
+/// prompt, tool calling, image input, multi-turn), against a Chat
+/// Completions upstream and a Messages one.
+#[tokio::test]
+async fn the_specifications_compliance_cases_pass() {
+    for api in [Protocol::Chat, Protocol::Messages] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server =
+            memory_serve::test_util::spawn_server(config(upstream.url(), api, 100_000)).await;
+        let user = |text: &str| json!({"type": "message", "role": "user", "content": text});
+        let cases = [
+            (
+                "basic",
+                json!({"model": "m", "input": [user("Say hello in one word.")]}),
+            ),
+            (
+                "system",
+                json!({"model": "m", "input": [
+                {"type": "message", "role": "system", "content": "You are a pirate."},
+                user("Say hello.")]}),
+            ),
+            (
+                "tools",
+                json!({"model": "m", "input": [user("Weather in Paris?")],
+                "tools": [{"type": "function", "name": "get_weather", "description": "the weather",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}),
+            ),
+            (
+                "image",
+                json!({"model": "m", "input": [{"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "What is in it?"},
+                {"type": "input_image", "image_url": "https://example.com/a.jpg"}]}]}),
+            ),
+            (
+                "multi-turn",
+                json!({"model": "m", "input": [user("My name is Ada."),
+                {"type": "message", "role": "assistant", "content": "Hello Ada."},
+                user("What is my name?")]}),
+            ),
+        ];
+        for (name, body) in cases {
+            if name == "tools" {
+                upstream.queue(vec![Message::assistant_with_tools(
+                    "",
+                    vec![memory_core::ToolCall::new(
+                        "call_w",
+                        "get_weather",
+                        r#"{"city":"Paris"}"#,
+                    )],
+                )]);
+            }
+            let answer = post(&server, "/v1/responses", &body, &[]).await;
+            assert_eq!(answer.status(), 200, "{name}");
+            let got: Value = answer.json().await.unwrap();
+            check_resource(&got);
+            assert_eq!(got["status"], "completed", "{name}");
+            if name == "tools" {
+                let call = &got["output"][0];
+                assert_eq!(call["type"], "function_call");
+                assert_eq!(call["name"], "get_weather");
+                assert_eq!(call["call_id"], "call_w");
+                assert_eq!(
+                    got["tools"][0]["name"], "get_weather",
+                    "the tools are repeated"
+                );
+            } else {
+                assert_eq!(got["output"][0]["type"], "message", "{name}: {got}");
+                assert_eq!(got["output"][0]["content"][0]["type"], "output_text");
+            }
+            // Streamed: valid numbered events, and a final response that
+            // is a whole resource.
+            let mut streamed = body.clone();
+            streamed["stream"] = json!(true);
+            if name == "tools" {
+                upstream.queue(vec![Message::assistant_with_tools(
+                    "",
+                    vec![memory_core::ToolCall::new(
+                        "call_w",
+                        "get_weather",
+                        r#"{"city":"Paris"}"#,
+                    )],
+                )]);
+            }
+            let answer = post(&server, "/v1/responses", &streamed, &[]).await;
+            let text = answer.text().await.unwrap();
+            let (items, last) = read_stream(&text);
+            check_resource(&last);
+            assert_eq!(items.len(), last["output"].as_array().unwrap().len());
+            for kind in [
+                "response.in_progress",
+                "response.output_item.added",
+                "response.completed",
+            ] {
+                assert!(text.contains(&format!("event: {kind}\n")), "{name}: {kind}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_compaction_succeeds_with_its_summarizer_down() {
+    // The summarizer is a real model endpoint that refuses every call.
+    let summarizer = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let url = summarizer.url().to_string();
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let mut c = config(upstream.url(), Protocol::Chat, 1_500);
+    c.pipeline = Arc::new(move || {
+        let provider = memory_openai::OpenAiProvider::new(url.clone(), "fail-429");
+        Arc::new(memory_compact::Compact::new(provider).with_summarize_at_tokens(300))
+            as Arc<dyn TrimStrategy>
+    });
+    let server = memory_serve::test_util::spawn_server(c).await;
+    let sent = tool_loop(&server, 6, false).await;
+    let mut items = sent.last().unwrap()["input"].as_array().unwrap().clone();
+    items.remove(0);
+    items.push(json!({"type": "compaction_trigger"}));
+    let answer = post(&server, "/v1/responses", &codex_body(&items, false), &[]).await;
+    let (output, _) = output_of(answer, false).await;
+    assert_eq!(output.len(), 1);
+    assert_eq!(output[0]["type"], "compaction");
+    assert!(
+        !summarizer.received().is_empty(),
+        "the summarizer was asked, and failed"
+    );
+    let next = [
+        output[0].clone(),
+        json!({"role": "user", "content": "go on in 1 steps."}),
+    ];
+    let answer = post(&server, "/v1/responses", &codex_body(&next, false), &[]).await;
+    assert_eq!(answer.status(), 200);
+    let last = upstream.received().last().unwrap().body.clone();
+    let messages = memory_openai::wire::from_value(&last["messages"]).unwrap();
+    assert!(validate(&messages).is_empty());
 }

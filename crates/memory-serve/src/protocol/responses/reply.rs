@@ -62,7 +62,9 @@ pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
-/// A response body: `id`, `model`, `status` and what the response holds.
+/// A response body: `id`, `model`, `status` and what the response holds,
+/// with every field the specification requires (those a request sets
+/// are [`echo`]ed from it).
 pub(crate) fn response(
     id: &str,
     model: &str,
@@ -71,19 +73,61 @@ pub(crate) fn response(
     usage: Usage,
 ) -> Value {
     let (input, output_tokens) = (usage.input.unwrap_or(0), usage.output.unwrap_or(0));
+    let now = crate::registry::now();
     let mut body = json!({
-        "id": id, "object": "response", "created_at": crate::registry::now(),
-        "status": status, "model": model, "output": output,
-        "error": null, "incomplete_details": null,
+        "id": id, "object": "response", "created_at": now,
+        "completed_at": (status == "completed").then_some(now),
+        "status": status, "incomplete_details": null, "model": model,
+        "previous_response_id": null, "instructions": null, "output": output,
+        "error": null, "tools": [], "tool_choice": "auto", "truncation": "disabled",
+        "parallel_tool_calls": true, "text": {"format": {"type": "text"}},
+        "top_p": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
+        "top_logprobs": 0, "temperature": 1.0, "reasoning": null, "user": null,
         "usage": {"input_tokens": input, "output_tokens": output_tokens,
             "total_tokens": input + output_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": 0}},
+        "max_output_tokens": null, "max_tool_calls": null, "store": false,
+        "background": false, "service_tier": "default", "metadata": {},
+        "safety_identifier": null, "prompt_cache_key": null,
     });
     if status == "incomplete" {
         body["incomplete_details"] = json!({"reason": "max_output_tokens"});
     }
     body
+}
+
+/// The fields of a response that say what its request asked, as it asked.
+const ECHOED: [&str; 17] = [
+    "previous_response_id",
+    "tools",
+    "tool_choice",
+    "truncation",
+    "parallel_tool_calls",
+    "text",
+    "top_p",
+    "temperature",
+    "reasoning",
+    "user",
+    "max_output_tokens",
+    "max_tool_calls",
+    "store",
+    "metadata",
+    "safety_identifier",
+    "prompt_cache_key",
+    "service_tier",
+];
+
+/// Sets in `body` what `request`'s fields asked (and its instructions).
+pub(crate) fn echo(body: &mut Value, request: &crate::protocol::Decoded) {
+    for field in ECHOED {
+        if let Some(v) = request.rest.get(field).filter(|v| !v.is_null()) {
+            body[field] = v.clone();
+        }
+    }
+    if let Some(text) = &request.asks.instructions {
+        body["instructions"] = json!(text);
+    }
 }
 
 /// The output items of `reply`, each with a new id.
@@ -107,7 +151,7 @@ pub(crate) fn encode(reply: &Reply, id: &str) -> Value {
     )
 }
 
-/// A Responses upstream's answer with `item` at the end of its output;
+/// A Responses upstream's answer with `item` at the start of its output;
 /// an answer that is not a response stays as it came.
 pub(crate) fn with_item(mut answer: crate::server::Answer, item: &Value) -> crate::server::Answer {
     let Ok(mut body) = serde_json::from_slice::<Value>(&answer.body) else {
@@ -116,7 +160,7 @@ pub(crate) fn with_item(mut answer: crate::server::Answer, item: &Value) -> crat
     let Some(output) = body["output"].as_array_mut() else {
         return answer;
     };
-    output.push(item.clone());
+    output.insert(0, item.clone());
     answer.body = bytes::Bytes::from(body.to_string());
     answer
 }

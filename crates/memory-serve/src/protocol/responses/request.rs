@@ -40,6 +40,8 @@ pub(crate) struct Asks {
     /// The session its history comes from, when a compaction or a stored
     /// response it holds names one.
     pub(crate) session: Option<String>,
+    /// Its `instructions`, which its response repeats.
+    pub(crate) instructions: Option<String>,
 }
 
 /// Decodes a request body.
@@ -71,6 +73,7 @@ pub(crate) fn decode(body: &[u8], keep: bool) -> Result<Decoded, ApiError> {
     };
     match rest.remove("instructions") {
         Some(Value::String(text)) => {
+            decoded.asks.instructions = Some(text.clone());
             let message = Message::system(text.clone());
             let original = Original {
                 blocks: vec![Value::String(text)],
@@ -175,6 +178,7 @@ fn asks(rest: &Map<String, Value>) -> Result<Asks, ApiError> {
         native: false,
         compact_endpoint: false,
         session: None,
+        instructions: None,
     })
 }
 

@@ -170,13 +170,15 @@ pub(crate) struct Encoder {
     calls: Vec<PendingCall>,
     stop: Option<StopReason>,
     usage: Usage,
-    /// Items the server adds at the end of the output (a compaction).
-    trailing: Vec<Value>,
+    /// Items the server adds at the start of the output (a compaction).
+    leading: Vec<Value>,
+    /// What the request asked, repeated in each response object.
+    echo: serde_json::Map<String, Value>,
 }
 
 impl Encoder {
-    /// An encoder of the response `id`, whose output ends with `trailing`.
-    pub(crate) fn new(id: String, trailing: Vec<Value>) -> Self {
+    /// An encoder of the response `id`, whose output opens with `leading`.
+    pub(crate) fn new(id: String, leading: Vec<Value>) -> Self {
         Self {
             id,
             model: String::new(),
@@ -188,8 +190,17 @@ impl Encoder {
             calls: Vec::new(),
             stop: None,
             usage: Usage::default(),
-            trailing,
+            leading,
+            echo: serde_json::Map::new(),
         }
+    }
+
+    /// The encoder, its response objects repeating what `request` asked.
+    pub(crate) fn echoing(mut self, request: &crate::protocol::Decoded) -> Self {
+        let mut asked = json!({});
+        super::reply::echo(&mut asked, request);
+        self.echo = asked.as_object().cloned().unwrap_or_default();
+        self
     }
 
     /// The id of the response it writes.
@@ -249,13 +260,17 @@ impl Encoder {
     }
 
     fn response(&self, status: &str) -> Value {
-        response(
+        let mut body = response(
             &self.id,
             &self.model,
             status,
             self.output.clone(),
             self.usage,
-        )
+        );
+        for (field, value) in &self.echo {
+            body[field] = value.clone();
+        }
+        body
     }
 
     fn start(&mut self, event: &Event, out: &mut String) {
@@ -273,6 +288,14 @@ impl Encoder {
             out,
             json!({"type": "response.in_progress", "response": progress}),
         );
+        for item in std::mem::take(&mut self.leading) {
+            let index = self.output.len();
+            self.put(
+                out,
+                json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+            );
+            self.item_done(item, out);
+        }
     }
 
     fn put(&mut self, out: &mut String, mut data: Value) {
@@ -427,14 +450,6 @@ impl Encoder {
     fn end(&mut self, out: &mut String) {
         self.close_item(out);
         self.write_calls(out);
-        for item in std::mem::take(&mut self.trailing) {
-            let index = self.output.len();
-            self.put(
-                out,
-                json!({"type": "response.output_item.added", "output_index": index, "item": item}),
-            );
-            self.item_done(item, out);
-        }
         self.ended = true;
         let (name, status) = match self.stop {
             Some(StopReason::MaxTokens) => ("response.incomplete", "incomplete"),
@@ -450,7 +465,7 @@ impl Encoder {
 pub(crate) fn whole(body: &Value) -> String {
     let mut encoder = Encoder::new(body["id"].as_str().unwrap_or_default().into(), Vec::new());
     encoder.model = body["model"].as_str().unwrap_or_default().into();
-    encoder.trailing = body["output"].as_array().cloned().unwrap_or_default();
+    encoder.leading = body["output"].as_array().cloned().unwrap_or_default();
     let mut out = encoder.encode(&Event::Start {
         id: encoder.id.clone(),
         model: encoder.model.clone(),
@@ -539,6 +554,7 @@ mod tests {
             .collect();
         assert_eq!(back, expected);
         let completed = bytes.lines().rfind(|l| l.starts_with("data:")).unwrap();
-        assert!(completed.contains("\"compaction\""), "{completed}");
+        let completed: Value = serde_json::from_str(&completed[6..]).unwrap();
+        assert_eq!(completed["response"]["output"][0]["type"], "compaction");
     }
 }

@@ -55,7 +55,9 @@
 
 #[path = "claude_code/cli.rs"]
 mod cli;
-#[path = "claude_code/proxy.rs"]
+#[path = "support/npm.rs"]
+mod npm;
+#[path = "support/proxy.rs"]
 mod proxy;
 #[path = "claude_code/upstream.rs"]
 mod upstream;

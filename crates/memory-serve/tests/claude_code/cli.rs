@@ -14,66 +14,13 @@ pub const VERSION: &str = "2.1.332";
 /// this test's task takes seconds, so reaching this means it hangs.
 pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 
-/// The installed `claude`, installed here first where it is not yet;
-/// `None` (after a notice) where npm is missing or the install fails,
-/// unless the `CI` variable is set: then the test fails instead.
+/// The installed `claude`, installed here first where it is not yet
+/// (`None` where it cannot be, outside CI).
 pub fn claude() -> Option<PathBuf> {
     static INSTALLED: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    INSTALLED.get_or_init(install).clone()
-}
-
-/// The cache folder: `$XDG_CACHE_HOME`, or `$HOME/.cache`.
-fn cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(
-        base.join("memory-serve-tests")
-            .join(format!("claude-code-{VERSION}")),
-    )
-}
-
-fn install() -> Option<PathBuf> {
-    let dir = cache_dir();
-    let binary = dir
-        .as_ref()
-        .map(|d| d.join("node_modules").join(".bin").join("claude"));
-    if let Some(binary) = binary.as_ref().filter(|b| works(b)) {
-        return Some(binary.clone());
-    }
-    let why = match (&dir, &binary) {
-        (Some(dir), Some(binary)) => {
-            let installed = Command::new("npm")
-                .args(["install", "--prefix"])
-                .arg(dir)
-                .args(["--no-audit", "--no-fund", "--loglevel=error"])
-                .arg(format!("@anthropic-ai/claude-code@{VERSION}"))
-                .stdout(Stdio::null())
-                .status();
-            match installed {
-                Ok(s) if s.success() && works(binary) => return Some(binary.clone()),
-                Ok(s) if s.success() => {
-                    format!("{} does not run after the install", binary.display())
-                }
-                Ok(s) => format!("`npm install @anthropic-ai/claude-code@{VERSION}` failed ({s})"),
-                Err(e) => format!("npm cannot be run ({e})"),
-            }
-        }
-        _ => "no cache folder (neither XDG_CACHE_HOME nor HOME is set)".to_string(),
-    };
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("skipped: the Claude Code CLI is not available: {why}");
-    None
-}
-
-/// Whether `binary` answers `--version` with the pinned version.
-fn works(binary: &Path) -> bool {
-    Command::new(binary)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(VERSION))
+    INSTALLED
+        .get_or_init(|| super::npm::installed("@anthropic-ai/claude-code", VERSION, "claude"))
+        .clone()
 }
 
 /// What one run of the CLI left.

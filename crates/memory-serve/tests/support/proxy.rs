@@ -1,8 +1,8 @@
-//! A recording reverse proxy between the CLI and the server: it passes
-//! every request on as it came and every answer back as it streams, and
-//! keeps both, so that the test sees what the CLI sent, what the server
-//! answered it (the `x-memory-*` headers, the events) and can compare
-//! the CLI's requests with what reached the upstream.
+//! A recording reverse proxy between a client (an agent's CLI) and the
+//! server: it passes every request on as it came and every answer back as
+//! it streams, and keeps both, so that a test sees what the client sent,
+//! what the server answered it (the `x-memory-*` headers, the events) and
+//! can compare the client's requests with what reached the upstream.
 
 use std::sync::{Arc, Mutex};
 

@@ -318,6 +318,29 @@ async fn native_compact(
     ([(CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }
 
+/// A provider's own compaction asked with a `compaction_trigger`: one
+/// item whose content only it can read.
+fn native_compaction(stream: bool) -> Response {
+    use crate::protocol::responses::{reply, stream as events};
+    let item = serde_json::json!({"type": "compaction", "id": reply::new_id("cmp"),
+        "encrypted_content": format!("native-{}", uuid::Uuid::new_v4().simple())});
+    let usage = crate::protocol::event::Usage {
+        input: Some(1),
+        output: Some(1),
+    };
+    let body = reply::response(
+        &reply::new_id("resp"),
+        "scripted",
+        "completed",
+        vec![item],
+        usage,
+    );
+    if stream {
+        return ([(CONTENT_TYPE, "text/event-stream")], events::whole(&body)).into_response();
+    }
+    ([(CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
 /// The opening of a stream that breaks off, in `protocol`.
 fn broken_opening(protocol: crate::Protocol) -> &'static str {
     match protocol {
@@ -348,6 +371,9 @@ async fn scripted(
     }
     if value["model"] == "break" {
         return broken(broken_opening(protocol));
+    }
+    if decoded.asks.trigger {
+        return native_compaction(value["stream"] == true);
     }
     if value["model"] == "novel" {
         return novel();

@@ -252,7 +252,10 @@ async fn check_the_upstream(run: &Run) -> usize {
         assert!(tokens <= BUDGET, "call {i}: {tokens} tokens");
         largest = largest.max(tokens);
         assert!(got.body.to_string().contains(TASK), "call {i}: the task");
-        let key = got.headers.get("authorization").and_then(|v| v.to_str().ok());
+        let key = got
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
         assert_eq!(key, Some("Bearer sk-test"), "call {i}: the CLI's key");
         match run.api {
             Protocol::Chat => {

@@ -1,0 +1,130 @@
+//! A real client of the Responses front: the `openai` Python package
+//! (from PyPI, in a virtual environment this test makes) runs a tool loop
+//! through `memory serve`, streamed and not, over a Chat Completions, a
+//! Messages and a Responses upstream; then compacts with
+//! `responses.compact` and with a `compaction_trigger`, goes on from the
+//! compaction, and tries a forged handle and another conversation's. The
+//! pipeline compacts with a summarizer that refuses every call.
+//!
+//! Without Python or PyPI the test says so and passes; under CI (the `CI`
+//! variable set) it fails instead.
+
+#[path = "support/venv.rs"]
+mod venv;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{CharTokenCounter, Pipeline, Store, TrimStrategy};
+use memory_serve::test_util::ScriptedUpstream;
+use memory_serve::{BudgetMode, Compaction, Protocol, ServeConfig};
+use serde_json::Value;
+
+const BUDGET: usize = 2_000;
+const STEPS: usize = 12;
+
+fn python() -> Option<PathBuf> {
+    static MADE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| venv::with_package("openai")).clone()
+}
+
+/// Runs `responses_loop.py` against `base_url`; what it saw.
+async fn run_loop(python: &Path, base_url: &str, out: &Path, stream: bool) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/responses_loop.py");
+    let mut command = Command::new(python);
+    command.arg(script).arg(base_url).arg(STEPS.to_string());
+    if stream {
+        command.arg("--stream");
+    }
+    command.arg(out);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the script failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_package_loops_and_compacts_over_every_upstream() {
+    let Some(python) = python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The summarizer: a real endpoint that refuses every call.
+    let summarizer = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    for api in [Protocol::Chat, Protocol::Messages, Protocol::Responses] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let url = summarizer.url().to_string();
+        let pipeline = move || {
+            let refusing = memory_openai::OpenAiProvider::new(url.clone(), "fail-429");
+            Arc::new(
+                Pipeline::new()
+                    .then(memory_compact::Compact::new(refusing).with_summarize_at_tokens(500))
+                    .then(memory_thrift::Thrift::new()),
+            ) as Arc<dyn TrimStrategy>
+        };
+        let store: Arc<dyn Store> = Arc::new(memory_core::InMemoryStore::new());
+        let mut config = ServeConfig::new(upstream.url(), Arc::new(pipeline), store)
+            .with_budget(BudgetMode::Tokens(BUDGET))
+            .with_counter(Arc::new(CharTokenCounter));
+        config.upstream_api = api;
+        config.compaction = Some(Compaction::Ours);
+        let server = memory_serve::test_util::spawn_server(config).await + "/v1";
+        for stream in [false, true] {
+            let out = dir.path().join(format!("{api:?}-{stream}.json"));
+            let before = upstream.received().len();
+            let seen = run_loop(&python, &server, &out, stream).await;
+            let case = format!("{api:?}, stream {stream}");
+            assert_eq!(
+                seen["calls"].as_u64(),
+                Some(STEPS as u64 + 2),
+                "{case}: every step"
+            );
+            assert_eq!(seen["object"], "response.compaction", "{case}");
+            for how in ["by_endpoint", "by_trigger"] {
+                let items = seen[how].as_array().unwrap();
+                assert_eq!(items.len(), 1, "{case}: {how}");
+                assert_eq!(items[0]["type"], "compaction", "{case}: {how}");
+            }
+            assert_eq!(
+                seen["calls_after"].as_u64(),
+                Some(2),
+                "{case}: went on from it"
+            );
+            let param = Some("input[0].encrypted_content");
+            assert_eq!(seen["refusals"]["forged"].as_str(), param, "{case}");
+            assert_eq!(
+                seen["refusals"]["other_conversation"].as_str(),
+                param,
+                "{case}"
+            );
+            // The upstream got the loop and the task after the compaction,
+            // never a compaction call or a handle.
+            let received = &upstream.received()[before..];
+            for r in received {
+                assert!(
+                    !r.body.to_string().contains("mcmp1."),
+                    "{case}: a handle upstream"
+                );
+                assert!(!r.body.to_string().contains("compaction_trigger"), "{case}");
+            }
+            let last = received.last().unwrap().body.to_string();
+            assert!(last.contains("Now do it in 2 steps."), "{case}");
+            assert!(
+                last.contains("in 12 steps"),
+                "{case}: the first task is in the compaction"
+            );
+        }
+        assert!(
+            !summarizer.received().is_empty(),
+            "the summarizer was asked"
+        );
+    }
+}

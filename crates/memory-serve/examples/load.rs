@@ -53,7 +53,7 @@ use serde_json::{Value, json};
 const USAGE: &str = "\
 usage: load [--pipeline window|compact,thrift] [--store memory|sqlite|sqlite:PATH|postgres|postgres://...]
             [--sessions S] [--principals P] [--turns T] [--delay-ms D] [--budget TOKENS] [--filler CHARS]
-            [--deadline-s SECONDS] [--same-task] [--front chat|messages]
+            [--deadline-s SECONDS] [--same-task] [--front chat|messages|responses]
             [--upstream-api chat|messages]";
 
 #[derive(Debug, Clone)]
@@ -107,7 +107,9 @@ impl Options {
             };
             match flag.as_str() {
                 "--pipeline" => o.pipeline = value.clone(),
-                "--front" if value == "chat" || value == "messages" => o.front = value.clone(),
+                "--front" if ["chat", "messages", "responses"].contains(&value.as_str()) => {
+                    o.front = value.clone()
+                }
                 "--upstream-api" => o.upstream_api = value.parse()?,
                 "--store" => o.store = value.clone(),
                 "--sessions" => o.sessions = number()?.max(1) as usize,
@@ -384,13 +386,13 @@ async fn agent(
         id_changes: 0,
     };
     for turn in 0..options.turns {
-        let (path, body) = if options.front == "messages" {
-            ("messages", anthropic::request(&history))
-        } else {
-            (
+        let (path, body) = match options.front.as_str() {
+            "messages" => ("messages", anthropic::request(&history)),
+            "responses" => ("responses", responses::request(&history)),
+            _ => (
                 "chat/completions",
                 json!({"model": "scripted", "messages": wire::to_value(&history)}),
-            )
+            ),
         };
         let started = Instant::now();
         let response = client
@@ -463,6 +465,7 @@ async fn agent(
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
         let reply = answer.and_then(|v| match options.front.as_str() {
             "messages" => anthropic::reply(&v),
+            "responses" => responses::reply(&v),
             _ => wire::message_from_value(&v["choices"][0]["message"], 0).ok(),
         });
         let Some(reply) = reply else {
@@ -570,6 +573,59 @@ mod anthropic {
                     b["id"].as_str()?,
                     b["name"].as_str()?,
                     b["input"].to_string(),
+                )),
+                _ => {}
+            }
+        }
+        Some(Message::assistant_with_tools(text, calls))
+    }
+}
+
+/// The agents' side of OpenAI's Responses protocol (`--front responses`),
+/// as Codex sends it: the whole history as items each time.
+mod responses {
+    use memory_core::{Message, ToolCall};
+    use serde_json::{Value, json};
+
+    /// A request holding `history`: its system message as `instructions`.
+    pub(super) fn request(history: &[Message]) -> Value {
+        let mut input: Vec<Value> = Vec::new();
+        for m in &history[1..] {
+            match m {
+                Message::Assistant { tool_calls, .. } => {
+                    if !m.text().is_empty() {
+                        input.push(json!({"type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": m.text()}]}));
+                    }
+                    for c in tool_calls {
+                        input.push(json!({"type": "function_call", "call_id": c.id,
+                            "name": c.name, "arguments": c.arguments}));
+                    }
+                }
+                Message::ToolResult {
+                    tool_call_id,
+                    content,
+                    ..
+                } => input.push(
+                    json!({"type": "function_call_output", "call_id": tool_call_id, "output": content}),
+                ),
+                other => input.push(json!({"type": "message", "role": "user",
+                    "content": [{"type": "input_text", "text": other.text()}]})),
+            }
+        }
+        json!({"model": "scripted", "instructions": history[0].text(), "input": input, "store": false})
+    }
+
+    /// The assistant message of a Responses answer.
+    pub(super) fn reply(answer: &Value) -> Option<Message> {
+        let (mut text, mut calls) = (String::new(), Vec::new());
+        for item in answer["output"].as_array()? {
+            match item["type"].as_str()? {
+                "message" => text.push_str(item["content"][0]["text"].as_str()?),
+                "function_call" => calls.push(ToolCall::new(
+                    item["call_id"].as_str()?,
+                    item["name"].as_str()?,
+                    item["arguments"].as_str()?,
                 )),
                 _ => {}
             }

@@ -51,9 +51,10 @@ pub enum Command {
     /// Evaluate pipelines against a benchmark.
     #[command(subcommand)]
     Eval(Eval),
-    /// Serve OpenAI Chat Completions and Anthropic Messages endpoints that
-    /// manage every session's context with a pipeline and forward the
-    /// fitted request to an upstream model server, in its own protocol.
+    /// Serve OpenAI Chat Completions, Anthropic Messages and OpenAI
+    /// Responses endpoints that manage every session's context with a
+    /// pipeline and forward the fitted request to an upstream model server,
+    /// in its own protocol.
     Serve(ServeArgs),
     /// Print what a recall handle (r:KEY, r:KEY+N, or r:KEY#P for a part of
     /// a long message, as a shortened or left-out piece of a context names

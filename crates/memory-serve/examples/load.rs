@@ -54,7 +54,7 @@ const USAGE: &str = "\
 usage: load [--pipeline window|compact,thrift] [--store memory|sqlite|sqlite:PATH|postgres|postgres://...]
             [--sessions S] [--principals P] [--turns T] [--delay-ms D] [--budget TOKENS] [--filler CHARS]
             [--deadline-s SECONDS] [--same-task] [--front chat|messages|responses]
-            [--upstream-api chat|messages]";
+            [--upstream-api chat|messages|responses]";
 
 #[derive(Debug, Clone)]
 struct Options {

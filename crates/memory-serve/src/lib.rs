@@ -2,8 +2,9 @@
 //! client, in the client's own protocol, over any model.
 //!
 //! A client (any language, any agent) points its base URL at the server
-//! and goes on sending its requests as it did: OpenAI Chat Completions, or
-//! Anthropic Messages as Claude Code sends them. Each front is a codec
+//! and goes on sending its requests as it did: OpenAI Chat Completions,
+//! Anthropic Messages as Claude Code sends them, or OpenAI Responses as
+//! Codex sends them (with its compaction answered by the server). Each front is a codec
 //! around one neutral conversation, and so is the upstream's protocol
 //! (`--upstream-api`), so any front goes over any upstream. The server
 //! finds each request's session by the history it sends (or by the
@@ -25,8 +26,9 @@
 //! | [`reply_of`], [`StreamedReply`] | the reply to record, from a body or a stream |
 //! | [`RecallMode`], [`MAX_RECALL_ROUNDS`] | the `recall` tool offered to the model, answered by the server or the client |
 //! | [`Metrics`] | what `GET /metrics` shows |
+//! | [`Compaction`] | who answers a Responses client's request to compact: the upstream, or the server |
 //! | [`ApiError`] | a refused or failed request, in OpenAI's error shape or Anthropic's |
-//! | `test_util` (feature `test-util`) | `ScriptedUpstream`, a Chat Completions and Messages server on loopback whose model is a script |
+//! | `test_util` (feature `test-util`) | `ScriptedUpstream`, a Chat Completions, Messages and Responses server on loopback whose model is a script |
 //!
 //! Routes: `POST /v1/chat/completions`, `POST /v1/messages` and
 //! `/v1/messages/count_tokens`, `GET /v1/models` (passed through), `GET`

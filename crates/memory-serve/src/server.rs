@@ -28,6 +28,8 @@ use crate::{ApiError, CallReport, Metrics, Protocol, ServeConfig, auth, stream};
 pub const SESSION_HEADER: &str = "x-memory-session";
 
 /// The server's routes over `config`: `POST /v1/chat/completions`,
+/// `POST /v1/messages` and `/v1/messages/count_tokens`, `POST
+/// /v1/responses` and `/v1/responses/compact`, `GET /v1/responses/{id}`,
 /// `GET /v1/models`, `GET` and `DELETE /v1/memory/sessions/{id}`, `POST
 /// /v1/memory/sessions/{id}/recall`, `GET /healthz` and `GET /metrics`.
 ///

@@ -17,8 +17,11 @@
 //! that breaks off mid-reply (the connection cut), and, on `/v1/messages`,
 //! `novel` a reply holding a content block and an event of kinds no
 //! protocol has yet. The script answers Chat Completions on
-//! `/v1/chat/completions` and Anthropic Messages on `/v1/messages`. Every
-//! request body and its headers are kept for the test to look at.
+//! `/v1/chat/completions`, Anthropic Messages on `/v1/messages` and OpenAI
+//! Responses on `/v1/responses` (a request ending in a
+//! `compaction_trigger`, and `/v1/responses/compact`, with a compaction of
+//! its own, as a provider that compacts natively). Every request body and
+//! its headers are kept for the test to look at.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -201,11 +201,13 @@ impl Protocol {
     /// The reply as a client of this front holds it once it has read it:
     /// what it will send back in its next request (tool arguments as
     /// this protocol writes them, say). The session records this.
-    pub(crate) fn as_client_holds(self, reply: Message) -> Message {
+    pub(crate) fn as_client_holds(self, reply: Message, request: &Decoded) -> Message {
         match self {
             Protocol::Chat => reply,
             Protocol::Messages => messages::reply::as_client_holds(reply),
-            Protocol::Responses => responses::reply::as_client_holds(reply),
+            Protocol::Responses => {
+                responses::reply::as_client_holds(reply, &request.asks.custom_tools)
+            }
         }
     }
 

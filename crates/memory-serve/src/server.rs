@@ -797,7 +797,7 @@ async fn finish(
         .flatten();
     match &reply {
         Some(reply) => {
-            let held = front.as_client_holds(reply.message.clone());
+            let held = front.as_client_holds(reply.message.clone(), &call.request);
             if let Err(e) = state.sessions.record_reply(&mut session, held).await {
                 tracing::warn!(session = %session.id, error = %e, "cannot record the reply; the next request records it");
             }
@@ -852,7 +852,11 @@ async fn to_client(
         if let Some(edits) = edits {
             body["context_management"] = edits.clone();
         }
-        if let (Some(item), Some(output)) = (&call.compaction, body["output"].as_array_mut()) {
+        if let (Some(item), Some(output)) = (
+            &call.compaction,
+            body.get_mut("output")
+                .and_then(serde_json::Value::as_array_mut),
+        ) {
             output.insert(0, item.clone());
         }
         body

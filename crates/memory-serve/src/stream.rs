@@ -248,7 +248,9 @@ impl StreamProgress {
     /// reply the client asked to be kept); a failure is logged, and the
     /// next request records the reply.
     async fn record(&self, state: &AppState, session: &mut OpenSession) {
-        let held = self.front.as_client_holds(self.reply.message());
+        let held = self
+            .front
+            .as_client_holds(self.reply.message(), &self.call.request);
         if let Err(e) = state.sessions.record_reply(session, held).await {
             tracing::warn!(session = %session.id, error = %e, "cannot record the streamed reply; the next request records it");
         }
@@ -259,7 +261,11 @@ impl StreamProgress {
                 _ => self.reply.id.clone(),
             };
             let mut body = crate::protocol::responses::reply::encode(&self.reply.whole(), &id);
-            if let (Some(item), Some(output)) = (&call.compaction, body["output"].as_array_mut()) {
+            if let (Some(item), Some(output)) = (
+                &call.compaction,
+                body.get_mut("output")
+                    .and_then(serde_json::Value::as_array_mut),
+            ) {
                 output.insert(0, item.clone());
             }
             let closes = (session.id.as_str(), session.length);

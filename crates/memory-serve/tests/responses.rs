@@ -753,3 +753,62 @@ async fn a_compaction_succeeds_with_its_summarizer_down() {
     let messages = memory_openai::wire::from_value(&last["messages"]).unwrap();
     assert!(validate(&messages).is_empty());
 }
+
+#[tokio::test]
+async fn a_custom_tool_offered_to_a_chat_model_is_called_back_as_one() {
+    for stream in [false, true] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server =
+            memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
+                .await;
+        let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n";
+        let arguments = json!({"input": patch}).to_string();
+        upstream.queue(vec![Message::assistant_with_tools(
+            "",
+            vec![memory_core::ToolCall::new(
+                "call_p",
+                "apply_patch",
+                arguments,
+            )],
+        )]);
+        let mut body = codex_body(&[json!({"role": "user", "content": "patch it"})], stream);
+        body["tools"] = json!([{"type": "custom", "name": "apply_patch", "description": "edits files",
+            "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"}}]);
+        let answer = post(&server, "/v1/responses", &body, &[]).await;
+        let (output, _) = output_of(answer, stream).await;
+        let sent = &upstream.received()[0].body;
+        assert_eq!(sent["tools"][0]["function"]["name"], "apply_patch");
+        assert_eq!(
+            sent["tools"][0]["function"]["parameters"]["required"][0],
+            "input"
+        );
+        assert_eq!(output[0]["type"], "custom_tool_call", "{output:?}");
+        assert_eq!(output[0]["input"], patch);
+        assert_eq!(output[0]["call_id"], "call_p");
+        // The client sends the call back with its output: the session goes
+        // on, and the model gets the call as the function call it made.
+        let mut items = vec![json!({"role": "user", "content": "patch it"})];
+        items.push(output[0].clone());
+        items.push(
+            json!({"type": "custom_tool_call_output", "call_id": "call_p", "output": "Done."}),
+        );
+        let mut next = codex_body(&items, stream);
+        next["tools"] = body["tools"].clone();
+        let answer = post(&server, "/v1/responses", &next, &[]).await;
+        assert_eq!(answer.headers()["x-memory-admission"], "continued");
+        output_of(answer, stream).await;
+        let sent = upstream.received()[1].body.clone();
+        let messages = memory_openai::wire::from_value(&sent["messages"]).unwrap();
+        assert!(validate(&messages).is_empty());
+        let call = &messages
+            .iter()
+            .find(|m| !m.tool_calls().is_empty())
+            .unwrap()
+            .tool_calls()[0];
+        assert_eq!(call.name, "apply_patch");
+        assert_eq!(
+            serde_json::from_str::<Value>(&call.arguments).unwrap()["input"],
+            patch
+        );
+    }
+}

@@ -244,16 +244,19 @@ pub(crate) fn of(message: &Message, reasoning: bool) -> Vec<Value> {
             json!({"type": "function_call_output", "call_id": tool_call_id,
             "output": content}),
         ],
-        Message::Assistant { .. } => of_assistant(message, reasoning, None),
+        Message::Assistant { .. } => of_assistant(message, reasoning, None, &[]),
     }
 }
 
 /// The items of an assistant message; `ids` gives each item an id (as a
-/// reply's output items have), drawn from it.
+/// reply's output items have), drawn from it; a call of one of the
+/// `custom` tools (free-form input, offered to another protocol as a
+/// function of one string, `input`) is a `custom_tool_call`.
 pub(crate) fn of_assistant(
     message: &Message,
     reasoning: bool,
     mut ids: Option<&mut dyn FnMut(&str) -> String>,
+    custom: &[String],
 ) -> Vec<Value> {
     let Message::Assistant {
         content,
@@ -284,6 +287,10 @@ pub(crate) fn of_assistant(
         );
     }
     for call in tool_calls {
+        if custom.contains(&call.name) {
+            push(custom_call(&call.id, &call.name, &call.arguments), "ctc");
+            continue;
+        }
         push(
             json!({"type": "function_call", "call_id": call.id, "name": call.name,
             "arguments": call.arguments, "status": "completed"}),
@@ -291,6 +298,29 @@ pub(crate) fn of_assistant(
         );
     }
     items
+}
+
+/// A call of a custom tool: its input, the `input` of the arguments a
+/// model of another protocol wrote (or the arguments as they are).
+pub(crate) fn custom_call(id: &str, name: &str, arguments: &str) -> Value {
+    let parsed = serde_json::from_str::<Value>(arguments).ok();
+    let input = match parsed.as_ref().map(|v| &v["input"]) {
+        Some(Value::String(input)) => input.clone(),
+        _ => arguments.to_string(),
+    };
+    json!({"type": "custom_tool_call", "call_id": id, "name": name, "input": input,
+        "status": "completed"})
+}
+
+/// The names of the custom tools in a request's `tools`.
+pub(crate) fn custom_tools(tools: Option<&Value>) -> Vec<String> {
+    tools
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| t["type"] == "custom")
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 fn part_of(block: &ContentBlock) -> Option<Value> {

@@ -118,7 +118,8 @@ const ECHOED: [&str; 17] = [
     "service_tier",
 ];
 
-/// Sets in `body` what `request`'s fields asked (and its instructions).
+/// Sets in `body` what `request`'s fields asked (and its instructions),
+/// and writes its calls of the request's custom tools as such.
 pub(crate) fn echo(body: &mut Value, request: &crate::protocol::Decoded) {
     for field in ECHOED {
         if let Some(v) = request.rest.get(field).filter(|v| !v.is_null()) {
@@ -128,11 +129,28 @@ pub(crate) fn echo(body: &mut Value, request: &crate::protocol::Decoded) {
     if let Some(text) = &request.asks.instructions {
         body["instructions"] = json!(text);
     }
+    // A call of a custom tool, which another protocol's model made as a
+    // function call, goes back as the custom tool call the client offered.
+    let custom = &request.asks.custom_tools;
+    let output = body.get_mut("output").and_then(Value::as_array_mut);
+    for item in output.into_iter().flatten() {
+        let name = item["name"].as_str().unwrap_or_default();
+        if item["type"] == "function_call" && custom.iter().any(|c| c == name) {
+            let call = items::custom_call(
+                item["call_id"].as_str().unwrap_or_default(),
+                name,
+                item["arguments"].as_str().unwrap_or_default(),
+            );
+            let id = item["id"].clone();
+            *item = call;
+            item["id"] = id;
+        }
+    }
 }
 
 /// The output items of `reply`, each with a new id.
 pub(crate) fn output(reply: &Message) -> Vec<Value> {
-    items::of_assistant(reply, true, Some(&mut new_id))
+    items::of_assistant(reply, true, Some(&mut new_id), &[])
 }
 
 /// A response body holding `reply`, under `id` when the upstream gave
@@ -157,7 +175,7 @@ pub(crate) fn with_item(mut answer: crate::server::Answer, item: &Value) -> crat
     let Ok(mut body) = serde_json::from_slice::<Value>(&answer.body) else {
         return answer;
     };
-    let Some(output) = body["output"].as_array_mut() else {
+    let Some(output) = body.get_mut("output").and_then(Value::as_array_mut) else {
         return answer;
     };
     output.insert(0, item.clone());
@@ -165,9 +183,11 @@ pub(crate) fn with_item(mut answer: crate::server::Answer, item: &Value) -> crat
     answer
 }
 
-/// The reply as a Responses client sends it back: its items read again.
-pub(crate) fn as_client_holds(reply: Message) -> Message {
-    items::assistant(&items::of_assistant(&reply, true, None), "output", 0).unwrap_or(reply)
+/// The reply as a Responses client sends it back: its items (calls of
+/// the request's `custom` tools as custom tool calls) read again.
+pub(crate) fn as_client_holds(reply: Message, custom: &[String]) -> Message {
+    let items = items::of_assistant(&reply, true, None, custom);
+    items::assistant(&items, "output", 0).unwrap_or(reply)
 }
 
 #[cfg(test)]
@@ -199,6 +219,6 @@ mod tests {
         assert_eq!(back.message, message);
         assert_eq!(back.stop, StopReason::ToolUse);
         assert_eq!(back.usage, reply.usage);
-        assert_eq!(as_client_holds(message.clone()), message);
+        assert_eq!(as_client_holds(message.clone(), &[]), message);
     }
 }

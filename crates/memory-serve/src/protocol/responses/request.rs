@@ -42,6 +42,9 @@ pub(crate) struct Asks {
     pub(crate) session: Option<String>,
     /// Its `instructions`, which its response repeats.
     pub(crate) instructions: Option<String>,
+    /// The names of its custom tools (free-form input): a call of one
+    /// from a model of another protocol goes back as a custom tool call.
+    pub(crate) custom_tools: Vec<String>,
 }
 
 /// Decodes a request body.
@@ -179,6 +182,7 @@ fn asks(rest: &Map<String, Value>) -> Result<Asks, ApiError> {
         compact_endpoint: false,
         session: None,
         instructions: None,
+        custom_tools: super::items::custom_tools(rest.get("tools")),
     })
 }
 

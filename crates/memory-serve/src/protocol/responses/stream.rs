@@ -57,7 +57,9 @@ impl Decoder {
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 out.extend(delta.map(|d| Event::Reasoning(d.into())));
             }
-            "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+            // A custom tool's input is taken whole when its item is done
+            // (as arguments `{"input": …}`, which its deltas are not).
+            "response.function_call_arguments.delta" => {
                 if let (Some(call), Some(d)) = (self.calls.get_mut(&index), delta) {
                     call.1 = true;
                     out.push(Event::ToolArguments {
@@ -174,6 +176,8 @@ pub(crate) struct Encoder {
     leading: Vec<Value>,
     /// What the request asked, repeated in each response object.
     echo: serde_json::Map<String, Value>,
+    /// The request's custom tools, whose calls are custom tool calls.
+    custom: Vec<String>,
 }
 
 impl Encoder {
@@ -192,6 +196,7 @@ impl Encoder {
             usage: Usage::default(),
             leading,
             echo: serde_json::Map::new(),
+            custom: Vec::new(),
         }
     }
 
@@ -200,6 +205,7 @@ impl Encoder {
         let mut asked = json!({});
         super::reply::echo(&mut asked, request);
         self.echo = asked.as_object().cloned().unwrap_or_default();
+        self.custom.clone_from(&request.asks.custom_tools);
         self
     }
 
@@ -417,9 +423,14 @@ impl Encoder {
         }
     }
 
-    /// The gathered calls, each a whole `function_call` item.
+    /// The gathered calls, each a whole `function_call` item (or
+    /// `custom_tool_call`, for a custom tool).
     fn write_calls(&mut self, out: &mut String) {
         for (call_id, name, arguments) in std::mem::take(&mut self.calls) {
+            if self.custom.contains(&name) {
+                self.write_custom(&call_id, &name, &arguments, out);
+                continue;
+            }
             let index = self.output.len();
             let id = new_id("fc");
             let item = |status: &str, arguments: &str| {
@@ -445,6 +456,34 @@ impl Encoder {
             );
             self.item_done(item("completed", &arguments), out);
         }
+    }
+
+    /// A whole `custom_tool_call` item: added, its input in one delta,
+    /// done.
+    fn write_custom(&mut self, call_id: &str, name: &str, arguments: &str, out: &mut String) {
+        let index = self.output.len();
+        let id = new_id("ctc");
+        let mut item = super::items::custom_call(call_id, name, arguments);
+        item["id"] = json!(id);
+        let input = item["input"].clone();
+        let mut added = item.clone();
+        added["input"] = json!("");
+        added["status"] = json!("in_progress");
+        self.put(
+            out,
+            json!({"type": "response.output_item.added", "output_index": index, "item": added}),
+        );
+        self.put(
+            out,
+            json!({"type": "response.custom_tool_call_input.delta", "item_id": id,
+            "output_index": index, "delta": input}),
+        );
+        self.put(
+            out,
+            json!({"type": "response.custom_tool_call_input.done", "item_id": id,
+            "output_index": index, "input": input}),
+        );
+        self.item_done(item, out);
     }
 
     fn end(&mut self, out: &mut String) {

@@ -471,6 +471,7 @@ async fn prepare_responses(
     if !native {
         request.rest.remove("context_management");
     }
+    crate::stored_responses::resolve(scope, request).await?;
     crate::compaction::expand(state, scope, request, group).await?;
     crate::stored_responses::continue_from(state, scope, request).await
 }
@@ -883,10 +884,8 @@ pub(crate) async fn keep_response(call: &Call, closes: (&str, usize), body: &[u8
         length,
         body,
     };
-    let Some(write) = crate::stored_responses::write(&record) else {
-        return;
-    };
-    for result in call.scope.store().write_all(vec![write]).await {
+    let writes = crate::stored_responses::write(&record);
+    for result in call.scope.store().write_all(writes).await {
         if let Err(e) = result {
             tracing::warn!(session, error = %e, "cannot keep the response");
         }

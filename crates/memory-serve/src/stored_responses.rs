@@ -5,7 +5,9 @@
 //!
 //! `memory-serve/responses/{id}`, in the principal's part of the store:
 //! one JSON system message naming the session the response belongs to,
-//! how many of its messages it closes, and the response's body.
+//! how many of its messages it closes, and the response's body; and each
+//! of its output items under `memory-serve/items/{id}`, for the requests
+//! that name one by an `item_reference`.
 
 use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage};
 use serde::{Deserialize, Serialize};
@@ -33,30 +35,101 @@ pub(crate) struct Record {
     pub(crate) body: Value,
 }
 
-/// The write that keeps `record` under the id its body holds; `None`
-/// for a body with no id.
-pub(crate) fn write(record: &Record) -> Option<StoreWrite> {
-    let id = record.body["id"].as_str()?;
-    if memory_core::store::check_session(&key(id)).is_err() {
-        return None;
+/// The writes that keep `record` under the id its body holds, and each of
+/// its output items under its own; none for a body with no id.
+pub(crate) fn write(record: &Record) -> Vec<StoreWrite> {
+    let Some(id) = record.body["id"].as_str() else {
+        return Vec::new();
+    };
+    let mut writes: Vec<StoreWrite> = serde_json::to_string(record)
+        .ok()
+        .and_then(|text| one(key(id), text))
+        .into_iter()
+        .collect();
+    let output = record.body["output"].as_array().into_iter().flatten();
+    for item in output {
+        if let Some(id) = item["id"].as_str() {
+            writes.extend(one(item_key(id), item.to_string()));
+        }
     }
-    let text = serde_json::to_string(record).ok()?;
+    writes
+}
+
+/// Where output item `id` is kept.
+fn item_key(id: &str) -> String {
+    format!("{RESERVED_PREFIX}items/{id}")
+}
+
+/// The write of one JSON text under `key`; `None` for a key that is not
+/// a session name (an id no store takes).
+fn one(key: String, text: String) -> Option<StoreWrite> {
+    memory_core::store::check_session(&key).ok()?;
     Some(StoreWrite::Append {
-        session: key(id),
+        session: key,
         messages: vec![StoredMessage::new(Message::system(text), 0, true)],
     })
 }
 
-/// Response `id`, when it is kept.
-pub(crate) async fn load(store: &dyn Store, id: &str) -> Result<Option<Record>, StoreError> {
-    if memory_core::store::check_session(&key(id)).is_err() {
+/// The JSON kept under `key`, when there is one.
+async fn read<T: serde::de::DeserializeOwned>(
+    store: &dyn Store,
+    key: &str,
+) -> Result<Option<T>, StoreError> {
+    if memory_core::store::check_session(key).is_err() {
         return Ok(None);
     }
-    let view = store.load(&key(id)).await?.messages;
+    let view = store.load(key).await?.messages;
     Ok(view.iter().rev().find_map(|stored| match &stored.message {
         Message::System(text) => serde_json::from_str(text).ok(),
         _ => None,
     }))
+}
+
+/// Puts in place of each `item_reference` of `request` the output item it
+/// names.
+///
+/// # Errors
+///
+/// A 400 naming `input` for a reference to no item kept for this caller.
+pub(crate) async fn resolve(scope: &Scope, request: &mut Decoded) -> Result<(), ApiError> {
+    for k in 0..request.messages.len() {
+        let Message::User(blocks) = &request.messages[k] else {
+            continue;
+        };
+        let [memory_core::ContentBlock::Wire(reference)] = blocks.as_slice() else {
+            continue;
+        };
+        if reference["type"] != "item_reference" {
+            continue;
+        }
+        let id = reference["id"].as_str().unwrap_or_default().to_string();
+        let item: Option<serde_json::Value> = read(&*scope.store(), &item_key(&id)).await?;
+        let Some(item) = item else {
+            return Err(ApiError::bad_request(
+                format!("`input`: the item_reference `{id}` names no item kept"),
+                Some("input"),
+            ));
+        };
+        let pieces = crate::protocol::responses::items::pieces(vec![item], "input")?;
+        let Some(piece) = pieces.into_iter().next() else {
+            continue;
+        };
+        let original = crate::protocol::originals::Original {
+            blocks: piece.items,
+            string: false,
+            fields: serde_json::Map::new(),
+            opens: true,
+            in_system: false,
+        };
+        request.originals.push(&piece.message, Some(original));
+        request.messages[k] = piece.message;
+    }
+    Ok(())
+}
+
+/// Response `id`, when it is kept.
+pub(crate) async fn load(store: &dyn Store, id: &str) -> Result<Option<Record>, StoreError> {
+    read(store, &key(id)).await
 }
 
 /// Puts before the request's messages those of the response it continues
@@ -110,7 +183,7 @@ mod tests {
             length: 3,
             body: serde_json::json!({"id": "resp_1", "object": "response"}),
         };
-        store.write_all(vec![write(&record).unwrap()]).await;
+        store.write_all(write(&record)).await;
         assert_eq!(load(&store, "resp_1").await.unwrap(), Some(record));
         assert_eq!(load(&store, "resp_2").await.unwrap(), None);
         assert_eq!(load(&store, "../x").await.unwrap(), None);

@@ -112,7 +112,10 @@ async fn tool_loop(server: &str, steps: usize, stream: bool) -> Vec<Value> {
         } else {
             let m: Value = answer.json().await.unwrap();
             assert_eq!(m["type"], "message");
-            assert!(m.get("output").is_none(), "no field of another protocol: {m}");
+            assert!(
+                m.get("output").is_none(),
+                "no field of another protocol: {m}"
+            );
             assert!(m["id"].as_str().unwrap().starts_with("msg_"));
             (
                 m["content"].as_array().unwrap().clone(),

@@ -498,6 +498,19 @@ async fn a_stored_response_is_continued_and_read_back() {
             "{text}"
         );
         assert_eq!(text.matches("be brief").count(), 1, "the instructions once");
+        // The call named by reference instead, with no previous response.
+        let by_reference = json!({"model": "m", "input": [
+            {"role": "user", "content": "Do the task in 2 steps."},
+            {"type": "item_reference", "id": call["id"]},
+            {"type": "function_call_output", "call_id": call["call_id"], "output": "step 1 of 2 done"}]});
+        let answer = post(&server, "/v1/responses", &by_reference, &[]).await;
+        assert_eq!(answer.status(), 200);
+        let sent = upstream.received().last().unwrap().body.to_string();
+        assert!(sent.contains(call["call_id"].as_str().unwrap()), "{sent}");
+        assert!(!sent.contains("item_reference"), "{sent}");
+        let unknown = json!({"model": "m", "input": [{"type": "item_reference", "id": "fc_nope"}]});
+        let answer = post(&server, "/v1/responses", &unknown, &[]).await;
+        assert_eq!(answer.status(), 400);
         let missing = json!({"model": "m", "previous_response_id": "resp_nope", "input": "x"});
         let answer = post(&server, "/v1/responses", &missing, &[]).await;
         assert_eq!(answer.status(), 400);

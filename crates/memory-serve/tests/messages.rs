@@ -883,3 +883,37 @@ async fn bodies_compressed_with_gzip_or_zstd_are_read() {
         .unwrap();
     assert_eq!(answer.status(), 413);
 }
+
+#[tokio::test]
+async fn the_messages_front_goes_over_a_responses_upstream() {
+    for stream in [false, true] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server = memory_serve::test_util::spawn_server(config(
+            upstream.url(),
+            Protocol::Responses,
+            1_500,
+        ))
+        .await;
+        let sent = tool_loop(&server, 10, stream).await;
+        let received = upstream.received();
+        assert_eq!(received.len(), sent.len());
+        for r in &received {
+            // Translated: Responses items, the key as a bearer token.
+            assert_eq!(r.authorization.as_deref(), Some("Bearer sk-ant-client"));
+            let input = r.body["input"].as_array().unwrap();
+            assert_eq!(input[0]["content"][0]["text"], "You work in steps.");
+            assert!(r.body.get("thinking").is_none() && r.body.get("messages").is_none());
+            assert_eq!(r.body["tools"][0]["name"], "step");
+            let ids = |kind: &str| -> Vec<&str> {
+                input
+                    .iter()
+                    .filter(|i| i["type"] == kind)
+                    .map(|i| i["call_id"].as_str().unwrap())
+                    .collect()
+            };
+            let (calls, outputs) = (ids("function_call"), ids("function_call_output"));
+            assert!(outputs.iter().all(|o| calls.contains(o)), "pairs intact");
+            assert!(calls.iter().all(|c| outputs.contains(c)), "pairs intact");
+        }
+    }
+}

@@ -825,3 +825,94 @@ async fn a_custom_tool_offered_to_a_chat_model_is_called_back_as_one() {
         );
     }
 }
+
+/// A tool loop through the Chat Completions front, as an OpenAI client
+/// sends it; the bodies sent.
+async fn chat_loop(server: &str, steps: usize, stream: bool) -> Vec<Value> {
+    let mut messages = vec![
+        json!({"role": "system", "content": "You work in steps."}),
+        json!({"role": "user", "content": format!("Do the task in {steps} steps.")}),
+    ];
+    let mut sent = Vec::new();
+    for _ in 0..=steps + 1 {
+        let body = json!({"model": "m", "messages": messages, "stream": stream,
+            "tools": [{"type": "function", "function": {"name": "step", "parameters": {"type": "object"}}}]});
+        sent.push(body.clone());
+        let answer = post(server, "/v1/chat/completions", &body, &[]).await;
+        assert_eq!(answer.status(), 200);
+        let text = answer.text().await.unwrap();
+        let reply = if stream {
+            assert!(text.trim_end().ends_with("data: [DONE]"));
+            let mut reply = memory_serve::StreamedReply::default();
+            reply.feed(text.as_bytes());
+            assert!(reply.is_done());
+            memory_openai::wire::message_to_value(&reply.message())
+        } else {
+            let body: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(body["object"], "chat.completion");
+            body["choices"][0]["message"].clone()
+        };
+        messages.push(reply.clone());
+        let calls = reply["tool_calls"].as_array().cloned().unwrap_or_default();
+        if calls.is_empty() {
+            return sent;
+        }
+        for call in calls {
+            let args: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            let result = format!(
+                "step {} of {} done. {}",
+                args["step"],
+                args["of"],
+                "x ".repeat(300)
+            );
+            messages.push(json!({"role": "tool", "tool_call_id": call["id"], "content": result}));
+        }
+    }
+    panic!("the loop did not end");
+}
+
+#[tokio::test]
+async fn the_chat_front_goes_over_a_responses_upstream() {
+    for stream in [false, true] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server =
+            memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Responses, 800))
+                .await;
+        let sent = chat_loop(&server, 6, stream).await;
+        let received = upstream.received();
+        assert_eq!(received.len(), sent.len());
+        for r in &received {
+            let input = r.body["input"].as_array().unwrap();
+            assert_eq!(input[0]["role"], "system");
+            assert_eq!(r.body["tools"][0]["name"], "step", "flat function tools");
+            assert_eq!(r.body["store"], false, "the upstream keeps nothing");
+            assert!(r.body.get("messages").is_none());
+            check_pairs(input);
+        }
+        let results = |r: &memory_serve::test_util::Received| {
+            r.body.to_string().matches("function_call_output").count()
+        };
+        let most = received.iter().map(results).max().unwrap();
+        assert!(results(received.last().unwrap()) < 7, "fitted: {most}");
+    }
+}
+
+/// Each function call output after its call, and each call answered.
+fn check_pairs(input: &[Value]) {
+    let ids = |kind: &str| -> Vec<(usize, String)> {
+        input
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i["type"] == kind)
+            .map(|(k, i)| (k, i["call_id"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let (calls, outputs) = (ids("function_call"), ids("function_call_output"));
+    for (k, id) in &outputs {
+        assert!(calls.iter().any(|(c, cid)| cid == id && c < k), "{id}");
+    }
+    for (_, id) in &calls {
+        assert!(outputs.iter().any(|(_, oid)| oid == id), "{id}");
+    }
+}

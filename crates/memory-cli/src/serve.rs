@@ -109,7 +109,6 @@ pub async fn serve_config(args: &ServeArgs, listen: &SocketAddr) -> Result<Serve
     Ok(config)
 }
 
-/// The keys of `--keys FILE`.
 /// `--compaction`, checked against the upstream's protocol.
 fn compaction(args: &ServeArgs) -> Result<Option<memory_serve::Compaction>, CliError> {
     if args.compaction == Some(memory_serve::Compaction::Native)
@@ -123,6 +122,7 @@ fn compaction(args: &ServeArgs) -> Result<Option<memory_serve::Compaction>, CliE
     Ok(args.compaction)
 }
 
+/// The keys of `--keys FILE`.
 fn read_keys(path: &std::path::Path) -> Result<memory_serve::Keys, CliError> {
     let shown = path.display();
     let text = std::fs::read_to_string(path)

@@ -104,8 +104,7 @@ impl Handle {
     /// The handle's text, with its MAC for `tenant` under `secret`.
     pub(crate) fn seal(&self, secret: &[u8; 32], tenant: &str) -> String {
         let body = self.body();
-        let mac = blake3::keyed_hash(secret, format!("{tenant}\u{0}{body}").as_bytes());
-        format!("{body}.{}", &mac.to_hex()[..32])
+        format!("{body}.{}", mac(secret, tenant, &body).to_hex())
     }
 
     fn body(&self) -> String {
@@ -143,12 +142,25 @@ impl Handle {
                 Some(at),
             )
         };
+        let (body, given) = text.rsplit_once('.').ok_or_else(refused)?;
+        let given = blake3::Hash::from_hex(given).map_err(|_| refused())?;
+        // Compared in constant time (`Hash`'s equality).
+        if given != mac(secret, tenant, body) {
+            return Err(refused());
+        }
         let handle = parse(text).ok_or_else(refused)?;
-        if handle.seal(secret, tenant) != text {
+        if handle.body() != body {
             return Err(refused());
         }
         Ok(Some(handle))
     }
+}
+
+/// The MAC of a handle's `body` for `tenant`, under a key of its own
+/// derived from the server's secret (which also keys other things).
+fn mac(secret: &[u8; 32], tenant: &str, body: &str) -> blake3::Hash {
+    let key = blake3::derive_key("memory-serve 2026 compaction handle", secret);
+    blake3::keyed_hash(&key, format!("{tenant}\u{0}{body}").as_bytes())
 }
 
 fn parse(text: &str) -> Option<Handle> {
@@ -244,6 +256,9 @@ pub(crate) async fn expand(
             Some(&at),
         ));
     };
+    // What the client sends again before the item (its instructions, its
+    // environment, earlier requests of the user) and the context does not
+    // hold goes after the context's own instructions, before the rest.
     let before: Vec<Message> = request.messages.drain(..=*index).collect();
     let kept: Vec<Message> = before[..*index]
         .iter()
@@ -251,7 +266,9 @@ pub(crate) async fn expand(
         .cloned()
         .collect();
     let after = std::mem::take(&mut request.messages);
-    request.messages = [held, kept, after].concat();
+    let lead = held.iter().take_while(|m| m.is_system()).count();
+    let (instructions, rest) = held.split_at(lead);
+    request.messages = [instructions, &kept, rest, &after].concat();
     if request.front == state.config.upstream_api {
         request.stored = state
             .sessions

@@ -420,10 +420,6 @@ async fn admit_call(
     let (caller, scope) = caller(&state, &headers).await?;
     let bytes = read_body(&headers, body, state.config.max_body_bytes).await?;
     let mut request = front.decode_request(&bytes, state.config.upstream_api)?;
-    let group = client_group(&headers);
-    if front == Protocol::Responses {
-        prepare_responses(&state, &scope, &mut request, group.as_deref(), route).await?;
-    }
     if let Some(limit) = state.config.limits.messages_per_request
         && request.messages.len() > limit
     {
@@ -431,6 +427,10 @@ async fn admit_call(
             request.messages.len(),
             limit,
         ));
+    }
+    let group = client_group(&headers, front);
+    if front == Protocol::Responses {
+        prepare_responses(&state, &scope, &mut request, group.as_deref(), route).await?;
     }
     let messages =
         crate::transcript::prepare(std::mem::take(&mut request.messages), state.config.strict)?;
@@ -579,8 +579,10 @@ fn failed(state: &AppState, e: &Failure, headers: HeaderMap, front: Protocol) ->
 }
 
 /// The compaction a Responses reply opens with when the history is past
-/// the threshold its `context_management` names (and the server answers
-/// compaction): it stands for the history before the reply.
+/// the threshold its `context_management` names (the call's budget when
+/// it names none), and the server answers compaction: it stands for the
+/// history before the reply. A request that continues a kept response
+/// holds no history to shorten, and gets none.
 async fn past_threshold(
     state: &AppState,
     session: &mut OpenSession,
@@ -588,13 +590,17 @@ async fn past_threshold(
     call: &Call,
 ) -> Result<Option<serde_json::Value>, ApiError> {
     let asks = &call.request.asks;
-    match asks.threshold {
-        Some(threshold) if !asks.native && report.history_tokens as u64 > threshold => {
-            let (item, _) = crate::compaction::make(state, session, call).await?;
-            Ok(Some(item))
+    let threshold = match asks.threshold {
+        Some(given) if !asks.native && asks.previous.is_none() => {
+            given.unwrap_or(report.budget as u64)
         }
-        _ => Ok(None),
+        _ => return Ok(None),
+    };
+    if report.history_tokens as u64 <= threshold {
+        return Ok(None);
     }
+    let (item, _) = crate::compaction::make(state, session, call).await?;
+    Ok(Some(item))
 }
 
 /// A request to compact, answered by the server with no model call of
@@ -613,7 +619,8 @@ async fn compacted(
         output: Some(0),
     };
     close(state, &mut session, report, call.started.elapsed()).await;
-    let model = call.request.rest["model"].as_str().unwrap_or_default();
+    let model = call.request.rest.get("model").and_then(|m| m.as_str());
+    let model = model.unwrap_or_default();
     let mut body = reply::response(
         &reply::new_id("resp"),
         model,
@@ -983,14 +990,20 @@ fn memory_headers(session: &OpenSession, report: &CallReport) -> HeaderMap {
 }
 
 /// The headers a client names its own conversation in (its forks are
-/// shown together): Claude Code's, and Codex's (`session-id`, and
-/// `session_id` as its earlier versions wrote it).
-const GROUP_HEADERS: [&str; 3] = ["x-claude-code-session-id", "session-id", "session_id"];
+/// shown together), by front: Claude Code's; Codex's (`session-id`, and
+/// `session_id` as its earlier versions wrote it), names too common to
+/// read from a client of another protocol.
+fn group_headers(front: Protocol) -> &'static [&'static str] {
+    match front {
+        Protocol::Responses => &["session-id", "session_id"],
+        _ => &["x-claude-code-session-id"],
+    }
+}
 
 /// The client's own name for its conversation, when it sends one that
 /// could be a session id (one that could not is ignored: it only groups).
-fn client_group(headers: &HeaderMap) -> Option<String> {
-    let value = GROUP_HEADERS.iter().find_map(|h| headers.get(*h))?;
+fn client_group(headers: &HeaderMap, front: Protocol) -> Option<String> {
+    let value = group_headers(front).iter().find_map(|h| headers.get(*h))?;
     let name = value.to_str().ok()?.trim();
     let fits = !name.is_empty() && name.len() <= crate::sessions::MAX_SESSION_ID;
     fits.then(|| name.to_string())

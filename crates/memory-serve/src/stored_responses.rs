@@ -161,13 +161,16 @@ pub(crate) async fn continue_from(
         .resume(scope, &record.session, record.length, request)
         .await?;
     let history = resumed.ok_or_else(|| missing("names messages its session no longer holds"))?;
-    // The new messages repeat the instructions when the client sends
-    // them again: those are not added twice.
-    let new: Vec<Message> = std::mem::take(&mut request.messages)
-        .into_iter()
-        .filter(|m| !(m.is_system() && history.first() == Some(m)))
-        .collect();
-    request.messages = [history, new].concat();
+    // Instructions are not carried over: the request's own (when it gives
+    // any, as its first message) stand in place of the response's.
+    let mut history = history;
+    if request.asks.instructions.is_some() && history.first().is_some_and(Message::is_system) {
+        history.remove(0);
+    }
+    let new = std::mem::take(&mut request.messages);
+    let given = usize::from(request.asks.instructions.is_some()).min(new.len());
+    let (instructions, items) = new.split_at(given);
+    request.messages = [instructions, &history, items].concat();
     Ok(())
 }
 

@@ -16,8 +16,7 @@ use memory_core::recall::RECALL_TOOL;
 
 use crate::protocol::assemble::Assembled;
 use crate::protocol::event::Event;
-use crate::protocol::messages::stream::Reporter;
-use crate::protocol::{StreamDecoder, StreamEncoder};
+use crate::protocol::{Rewriter, StreamDecoder, StreamEncoder};
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::OpenSession;
 use crate::state::AppState;
@@ -180,17 +179,12 @@ async fn relay_stream(
 ) -> StreamEnd {
     let api = state.config.upstream_api;
     let front = streamed.call.request.front;
-    let edits = streamed.call.edits.clone();
     let mut progress = StreamProgress {
         decoder: api.stream_decoder(),
-        reporter: edits
-            .clone()
-            .filter(|_| front == api && front == crate::Protocol::Messages)
-            .map(Reporter::new),
-        // A compaction the server adds is written into the stream: a
-        // same-protocol stream is written afresh for it.
-        encoder: (front != api || streamed.call.compaction.is_some())
-            .then(|| front.stream_encoder(Some(&streamed.call))),
+        rewriter: (front == api)
+            .then(|| Rewriter::of(front, &streamed.call))
+            .flatten(),
+        encoder: (front != api).then(|| front.stream_encoder(Some(&streamed.call))),
         front,
         call: streamed.call.clone(),
         reply: Assembled::default(),
@@ -225,8 +219,8 @@ struct StreamProgress {
     decoder: StreamDecoder,
     /// Writes them in the client's protocol, when it is another.
     encoder: Option<StreamEncoder>,
-    /// Adds the server's report to a Messages stream passed as it came.
-    reporter: Option<Reporter>,
+    /// Adds what the server adds to a stream passed as it came.
+    rewriter: Option<Rewriter>,
     /// The client's protocol.
     front: crate::Protocol,
     /// The call the stream answers.
@@ -244,6 +238,27 @@ struct StreamProgress {
 }
 
 impl StreamProgress {
+    /// The final response object of a Responses stream, as the client got
+    /// it: the one written afresh, or the upstream's (with the server's
+    /// compaction first in its output, as it was put in the stream).
+    fn response_shown(&self) -> Option<serde_json::Value> {
+        if let Some(StreamEncoder::Responses(e)) = &self.encoder {
+            return e.written().cloned();
+        }
+        let StreamDecoder::Responses(d) = &self.decoder else {
+            return None;
+        };
+        let mut body = d.completed()?.clone();
+        if let (Some(item), Some(output)) = (
+            &self.call.compaction,
+            body.get_mut("output")
+                .and_then(serde_json::Value::as_array_mut),
+        ) {
+            output.insert(0, item.clone());
+        }
+        Some(body)
+    }
+
     /// Records the streamed reply in the session (and keeps a Responses
     /// reply the client asked to be kept); a failure is logged, and the
     /// next request records the reply.
@@ -256,18 +271,9 @@ impl StreamProgress {
         }
         let call = &self.call;
         if self.front == crate::Protocol::Responses && call.request.asks.store {
-            let id = match &self.encoder {
-                Some(StreamEncoder::Responses(e)) => e.id().to_string(),
-                _ => self.reply.id.clone(),
+            let Some(body) = self.response_shown() else {
+                return;
             };
-            let mut body = crate::protocol::responses::reply::encode(&self.reply.whole(), &id);
-            if let (Some(item), Some(output)) = (
-                &call.compaction,
-                body.get_mut("output")
-                    .and_then(serde_json::Value::as_array_mut),
-            ) {
-                output.insert(0, item.clone());
-            }
             let closes = (session.id.as_str(), session.length);
             crate::server::keep_response(call, closes, body.to_string().as_bytes()).await;
         }
@@ -290,11 +296,11 @@ impl StreamProgress {
             return true;
         }
         self.held
-            .push(match (&mut self.encoder, &mut self.reporter) {
+            .push(match (&mut self.encoder, &mut self.rewriter) {
                 (Some(encoder), _) => {
                     Bytes::from(events.iter().map(|e| encoder.encode(e)).collect::<String>())
                 }
-                (None, Some(reporter)) => Bytes::from(reporter.feed(&bytes)),
+                (None, Some(rewriter)) => Bytes::from(rewriter.feed(&bytes)),
                 (None, None) => bytes,
             });
         if self.holding {
@@ -355,8 +361,8 @@ impl StreamProgress {
         if self.recalling && self.reply.is_finished() {
             return StreamEnd::Recall(self.reply.message());
         }
-        if let Some(reporter) = &mut self.reporter {
-            self.held.push(Bytes::from(reporter.rest()));
+        if let Some(rewriter) = &mut self.rewriter {
+            self.held.push(Bytes::from(rewriter.rest()));
         }
         if let Some(encoder) = &mut self.encoder
             && !self.reply.is_done()

@@ -379,11 +379,18 @@ async fn another_principals_handle_is_refused() {
 
 #[tokio::test]
 async fn context_management_past_its_threshold_adds_a_compaction_to_the_reply() {
-    for stream in [false, true] {
+    // Over a Responses upstream the stream passes as it came, the
+    // compaction put in first.
+    for (api, stream) in [
+        (Protocol::Chat, false),
+        (Protocol::Chat, true),
+        (Protocol::Responses, false),
+        (Protocol::Responses, true),
+    ] {
         let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
-        let server =
-            memory_serve::test_util::spawn_server(config(upstream.url(), Protocol::Chat, 100_000))
-                .await;
+        let mut c = config(upstream.url(), api, 100_000);
+        c.compaction = Some(Compaction::Ours);
+        let server = memory_serve::test_util::spawn_server(c).await;
         let mut body = codex_body(
             &[json!({"role": "user", "content": "x ".repeat(400)})],
             stream,
@@ -392,13 +399,32 @@ async fn context_management_past_its_threshold_adds_a_compaction_to_the_reply() 
         let (output, _) = output_of(post(&server, "/v1/responses", &body, &[]).await, stream).await;
         assert_eq!(
             output[0]["type"], "compaction",
-            "first: it stands for what came before"
+            "{api:?}: first, for what came before"
         );
         assert_eq!(output[1]["type"], "message");
         let received = &upstream.received()[0].body;
         assert!(received.get("context_management").is_none());
+        // The next request holds it and the reply: the upstream gets the
+        // context it stands for, and the reply.
+        let items = [
+            output[0].clone(),
+            output[1].clone(),
+            json!({"role": "user", "content": "next"}),
+        ];
+        let answer = post(&server, "/v1/responses", &codex_body(&items, false), &[]).await;
+        assert_eq!(answer.status(), 200);
+        let sent = upstream.received().last().unwrap().body.to_string();
+        assert!(
+            sent.contains(&"x ".repeat(400)) && sent.contains("next"),
+            "{api:?}"
+        );
+        assert!(!sent.contains("mcmp1."));
         body["context_management"] =
             json!([{"type": "compaction", "compact_threshold": 1_000_000}]);
+        let (output, _) = output_of(post(&server, "/v1/responses", &body, &[]).await, stream).await;
+        assert!(output.iter().all(|i| i["type"] != "compaction"));
+        // No size named: the call's budget.
+        body["context_management"] = json!([{"type": "compaction"}]);
         let (output, _) = output_of(post(&server, "/v1/responses", &body, &[]).await, stream).await;
         assert!(output.iter().all(|i| i["type"] != "compaction"));
     }
@@ -914,5 +940,40 @@ fn check_pairs(input: &[Value]) {
     }
     for (_, id) in &calls {
         assert!(outputs.iter().any(|(_, oid)| oid == id), "{id}");
+    }
+}
+
+#[tokio::test]
+async fn a_streamed_response_is_kept_as_the_client_saw_it() {
+    for api in [Protocol::Chat, Protocol::Responses] {
+        let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+        let server =
+            memory_serve::test_util::spawn_server(config(upstream.url(), api, 100_000)).await;
+        let body = json!({"model": "m", "input": "Do the task in 2 steps.", "stream": true,
+            "tools": [{"type": "function", "name": "step", "parameters": {"type": "object"}}]});
+        let text = post(&server, "/v1/responses", &body, &[])
+            .await
+            .text()
+            .await
+            .unwrap();
+        let (items, last) = read_stream(&text);
+        let id = last["id"].as_str().unwrap();
+        let kept: Value = reqwest::Client::new()
+            .get(format!("{server}/v1/responses/{id}"))
+            .header("authorization", "Bearer sk-client")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(kept, last, "{api:?}");
+        // An item of the stream may be named by reference.
+        let call = &items[items.len() - 1];
+        let next = json!({"model": "m", "input": [
+            {"type": "item_reference", "id": call["id"]},
+            {"type": "function_call_output", "call_id": call["call_id"], "output": "step 1 of 2 done"}]});
+        let answer = post(&server, "/v1/responses", &next, &[]).await;
+        assert_eq!(answer.status(), 200, "{api:?}");
     }
 }

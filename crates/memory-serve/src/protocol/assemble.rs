@@ -100,17 +100,6 @@ impl Assembled {
         (self.done || self.stop.is_some()) && !self.failed
     }
 
-    /// The whole reply, as a non-streamed answer would hold it.
-    pub(crate) fn whole(&self) -> super::Reply {
-        super::Reply {
-            id: self.id.clone(),
-            model: self.model.clone(),
-            message: self.message(),
-            stop: self.stop.clone().unwrap_or(StopReason::EndTurn),
-            usage: self.usage,
-        }
-    }
-
     /// The reply as an assistant message.
     pub(crate) fn message(&self) -> Message {
         Message::Assistant {

@@ -113,9 +113,6 @@ enum Open {
     Thinking,
 }
 
-/// A tool call being gathered: its id, name and arguments so far.
-type PendingCall = (String, String, String);
-
 /// Writes events as a Messages stream.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Encoder {
@@ -133,7 +130,7 @@ pub(crate) struct Encoder {
     /// The reply's tool calls, gathered whole before they are written: a
     /// Chat Completions stream may interleave the arguments of parallel
     /// calls, which Anthropic's blocks, one open at a time, cannot.
-    calls: Vec<PendingCall>,
+    calls: crate::protocol::pending::PendingCalls,
 }
 
 impl Encoder {
@@ -169,13 +166,9 @@ impl Encoder {
             }
             Event::ToolStart { index, id, name } => {
                 self.close_block(&mut out);
-                self.gather(*index, id, name);
+                self.calls.start(*index, id, name);
             }
-            Event::ToolArguments { index, json } => {
-                if let Some(call) = self.calls.get_mut(*index) {
-                    call.2.push_str(json);
-                }
-            }
+            Event::ToolArguments { index, json } => self.calls.arguments(*index, json),
             Event::Usage(u) => {
                 self.input_tokens = u.input.unwrap_or(self.input_tokens);
                 self.output_tokens = u.output.unwrap_or(self.output_tokens);
@@ -251,26 +244,15 @@ impl Encoder {
         }
     }
 
-    /// Gathers the start of the `index`th call (its id and name taken
-    /// once, however often they come).
-    fn gather(&mut self, index: usize, id: &str, name: &str) {
-        let index = index.min(self.calls.len());
-        if index == self.calls.len() {
-            self.calls.push(PendingCall::default());
-        }
-        let call = &mut self.calls[index];
-        if call.0.is_empty() {
-            call.0 = id.to_string();
-        }
-        if call.1.is_empty() {
-            call.1 = name.to_string();
-        }
-    }
-
     /// The gathered tool calls, each a whole `tool_use` block: its start,
     /// its arguments in one `input_json_delta`, its stop.
     fn write_calls(&mut self, out: &mut String) {
-        for (id, name, arguments) in std::mem::take(&mut self.calls) {
+        for crate::protocol::pending::PendingCall {
+            id,
+            name,
+            arguments,
+        } in self.calls.take()
+        {
             let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
             put(
                 out,

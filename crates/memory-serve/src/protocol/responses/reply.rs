@@ -129,6 +129,7 @@ pub(crate) fn echo(body: &mut Value, request: &crate::protocol::Decoded) {
     if let Some(text) = &request.asks.instructions {
         body["instructions"] = json!(text);
     }
+    body["store"] = json!(request.asks.store);
     // A call of a custom tool, which another protocol's model made as a
     // function call, goes back as the custom tool call the client offered.
     let custom = &request.asks.custom_tools;

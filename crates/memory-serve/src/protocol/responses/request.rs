@@ -30,8 +30,9 @@ pub(crate) struct Asks {
     /// Whether the response is to be kept (`store`, true unless said).
     pub(crate) store: bool,
     /// The context size past which a reply comes with a compaction
-    /// (`context_management: [{"type": "compaction", "compact_threshold"}]`).
-    pub(crate) threshold: Option<u64>,
+    /// (`context_management: [{"type": "compaction", "compact_threshold"}]`);
+    /// `Some(None)` when it names no size: past the call's budget.
+    pub(crate) threshold: Option<Option<u64>>,
     /// Whether the upstream compacts (`--compaction native`): the trigger
     /// and `context_management` go to it.
     pub(crate) native: bool,
@@ -171,7 +172,7 @@ fn asks(rest: &Map<String, Value>) -> Result<Asks, ApiError> {
         .into_iter()
         .flatten()
         .find(|e| e["type"] == "compaction")
-        .map(|e| e["compact_threshold"].as_u64().unwrap_or(0));
+        .map(|e| e["compact_threshold"].as_u64());
     Ok(Asks {
         previous,
         compactions: Vec::new(),
@@ -188,24 +189,42 @@ fn asks(rest: &Map<String, Value>) -> Result<Asks, ApiError> {
 
 /// The body for a Responses upstream: `rest`, the leading system message
 /// the client sent as `instructions` as that, the others as items (each
-/// piece as it came where it has an original), and `extra` tools besides
-/// the client's.
+/// piece as it came where it has an original; one made afresh for a call
+/// of one of the `custom` tools, or its result, in their kind), and
+/// `extra` tools besides the client's.
 pub(crate) fn encode(
     mut rest: Map<String, Value>,
     context: &[Message],
     originals: &[Option<&Original>],
     extra: &[ToolSpec],
+    custom: &[String],
 ) -> Value {
     // What the server answers itself, and what it holds for the client.
     rest.remove("previous_response_id");
+    let customs = custom_calls(context, originals, custom);
     let mut input = Vec::new();
     for (message, original) in context.iter().zip(originals) {
-        match original {
-            Some(o) if o.in_system => {
-                rest.insert("instructions".into(), o.blocks[0].clone());
+        match (original, message) {
+            (Some(o), _) if o.in_system => {
+                let text = o.blocks.first().cloned().unwrap_or_default();
+                rest.insert("instructions".into(), text);
             }
-            Some(o) => input.extend(o.blocks.iter().cloned()),
-            None => input.extend(items::of(message, false)),
+            (Some(o), _) => input.extend(o.blocks.iter().cloned()),
+            (None, Message::Assistant { .. }) => {
+                input.extend(items::of_assistant(message, false, None, custom));
+            }
+            (
+                None,
+                Message::ToolResult {
+                    tool_call_id,
+                    content,
+                    ..
+                },
+            ) if customs.contains(tool_call_id.as_str()) => {
+                input.push(json!({"type": "custom_tool_call_output",
+                    "call_id": tool_call_id, "output": content}));
+            }
+            (None, _) => input.extend(items::of(message, false)),
         }
     }
     rest.insert("input".into(), Value::Array(input));
@@ -213,6 +232,34 @@ pub(crate) fn encode(
         offer(&mut rest, spec);
     }
     Value::Object(rest)
+}
+
+/// The ids of the calls of custom tools in `context`: those sent as
+/// `custom_tool_call` items, and those of the `custom` tools made afresh.
+fn custom_calls<'a>(
+    context: &'a [Message],
+    originals: &'a [Option<&Original>],
+    custom: &[String],
+) -> std::collections::HashSet<&'a str> {
+    let mut ids = std::collections::HashSet::new();
+    for (message, original) in context.iter().zip(originals) {
+        match original {
+            Some(o) => ids.extend(
+                o.blocks
+                    .iter()
+                    .filter(|i| i["type"] == "custom_tool_call")
+                    .filter_map(|i| i["call_id"].as_str()),
+            ),
+            None => ids.extend(
+                message
+                    .tool_calls()
+                    .iter()
+                    .filter(|c| custom.contains(&c.name))
+                    .map(|c| c.id.as_str()),
+            ),
+        }
+    }
+    ids
 }
 
 /// A function tool in Responses' shape.
@@ -256,7 +303,13 @@ mod tests {
         let decoded = decode(&bytes, true).unwrap();
         assert!(!decoded.asks.store);
         let originals = decoded.originals.of(&decoded.messages, &[]);
-        let out = encode(decoded.rest.clone(), &decoded.messages, &originals, &[]);
+        let out = encode(
+            decoded.rest.clone(),
+            &decoded.messages,
+            &originals,
+            &[],
+            &[],
+        );
         assert_eq!(out, body);
     }
 
@@ -270,13 +323,42 @@ mod tests {
         let decoded = decode(&serde_json::to_vec(&body).unwrap(), false).unwrap();
         assert!(decoded.asks.trigger);
         assert_eq!(decoded.asks.previous.as_deref(), Some("resp_1"));
-        assert_eq!(decoded.asks.threshold, Some(900));
+        assert_eq!(decoded.asks.threshold, Some(Some(900)));
         assert_eq!(decoded.asks.compactions, vec![(1, 1, "h".to_string())]);
         assert_eq!(decoded.messages.len(), 2);
         let early =
             json!({"input": [{"type": "compaction_trigger"}, {"role": "user", "content": "x"}]});
         let e = decode(&serde_json::to_vec(&early).unwrap(), false).unwrap_err();
         assert!(e.to_string().contains("input[0]"), "{e}");
+    }
+
+    #[test]
+    fn a_custom_tools_result_made_afresh_keeps_its_kind() {
+        let body = json!({"input": [
+            {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "*** Begin"},
+            {"type": "custom_tool_call_output", "call_id": "c1", "output": "long output"}]});
+        let decoded = decode(&serde_json::to_vec(&body).unwrap(), true).unwrap();
+        let mut originals = decoded.originals.of(&decoded.messages, &[]);
+        // The pipeline shortened the output: it has no original.
+        let context = [
+            decoded.messages[0].clone(),
+            Message::tool_result("c1", "[shortened]"),
+        ];
+        originals[1] = None;
+        let out = encode(Map::new(), &context, &originals, &[], &[]);
+        assert_eq!(out["input"][1]["type"], "custom_tool_call_output");
+        assert_eq!(out["input"][1]["output"], "[shortened]");
+        // Made afresh too: a call of a custom tool and its result.
+        let out = encode(
+            Map::new(),
+            &context,
+            &[None, None],
+            &[],
+            &["apply_patch".into()],
+        );
+        assert_eq!(out["input"][0]["type"], "custom_tool_call");
+        assert_eq!(out["input"][0]["input"], "*** Begin");
+        assert_eq!(out["input"][1]["type"], "custom_tool_call_output");
     }
 
     #[test]

@@ -24,9 +24,16 @@ pub(crate) struct Decoder {
     texts: std::collections::HashSet<u64>,
     /// Whether the reply called tools.
     called: bool,
+    /// The final response object, once it came.
+    completed: Option<Value>,
 }
 
 impl Decoder {
+    /// The final response object, once the stream gave it.
+    pub(crate) fn completed(&self) -> Option<&Value> {
+        self.completed.as_ref()
+    }
+
     /// The events the next bytes complete.
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<Event> {
         let mut events = Vec::new();
@@ -71,6 +78,7 @@ impl Decoder {
             "response.output_item.done" => self.done(index, &event["item"], out),
             "response.completed" | "response.incomplete" => {
                 let r = &event["response"];
+                self.completed = Some(r.clone());
                 out.push(Event::Usage(usage(&r["usage"])));
                 let stop = if r["status"] == "incomplete" {
                     StopReason::MaxTokens
@@ -152,9 +160,6 @@ enum Open {
     Reasoning,
 }
 
-/// A tool call being gathered: its id, name and arguments so far.
-type PendingCall = (String, String, String);
-
 /// Writes events as a Responses stream.
 #[derive(Debug, Clone)]
 pub(crate) struct Encoder {
@@ -169,7 +174,7 @@ pub(crate) struct Encoder {
     output: Vec<Value>,
     /// The reply's tool calls, gathered whole before they are written (a
     /// Chat Completions stream may interleave parallel calls).
-    calls: Vec<PendingCall>,
+    calls: crate::protocol::pending::PendingCalls,
     stop: Option<StopReason>,
     usage: Usage,
     /// Items the server adds at the start of the output (a compaction).
@@ -178,6 +183,8 @@ pub(crate) struct Encoder {
     echo: serde_json::Map<String, Value>,
     /// The request's custom tools, whose calls are custom tool calls.
     custom: Vec<String>,
+    /// The final response object, once written.
+    written: Option<Value>,
 }
 
 impl Encoder {
@@ -191,12 +198,13 @@ impl Encoder {
             ended: false,
             open: None,
             output: Vec::new(),
-            calls: Vec::new(),
+            calls: Default::default(),
             stop: None,
             usage: Usage::default(),
             leading,
             echo: serde_json::Map::new(),
             custom: Vec::new(),
+            written: None,
         }
     }
 
@@ -209,9 +217,9 @@ impl Encoder {
         self
     }
 
-    /// The id of the response it writes.
-    pub(crate) fn id(&self) -> &str {
-        &self.id
+    /// The final response object it wrote, once it has.
+    pub(crate) fn written(&self) -> Option<&Value> {
+        self.written.as_ref()
     }
 
     /// The bytes of `event`.
@@ -235,13 +243,9 @@ impl Encoder {
             }
             Event::ToolStart { index, id, name } => {
                 self.close_item(&mut out);
-                self.gather(*index, id, name);
+                self.calls.start(*index, id, name);
             }
-            Event::ToolArguments { index, json } => {
-                if let Some(call) = self.calls.get_mut(*index) {
-                    call.2.push_str(json);
-                }
-            }
+            Event::ToolArguments { index, json } => self.calls.arguments(*index, json),
             Event::Usage(u) => {
                 self.usage.input = u.input.or(self.usage.input);
                 self.usage.output = u.output.or(self.usage.output);
@@ -407,26 +411,15 @@ impl Encoder {
         self.output.push(item);
     }
 
-    /// Gathers the start of the `index`th call (its id and name taken
-    /// once, however often they come).
-    fn gather(&mut self, index: usize, id: &str, name: &str) {
-        let index = index.min(self.calls.len());
-        if index == self.calls.len() {
-            self.calls.push(PendingCall::default());
-        }
-        let call = &mut self.calls[index];
-        if call.0.is_empty() {
-            call.0 = id.to_string();
-        }
-        if call.1.is_empty() {
-            call.1 = name.to_string();
-        }
-    }
-
     /// The gathered calls, each a whole `function_call` item (or
     /// `custom_tool_call`, for a custom tool).
     fn write_calls(&mut self, out: &mut String) {
-        for (call_id, name, arguments) in std::mem::take(&mut self.calls) {
+        for crate::protocol::pending::PendingCall {
+            id: call_id,
+            name,
+            arguments,
+        } in self.calls.take()
+        {
             if self.custom.contains(&name) {
                 self.write_custom(&call_id, &name, &arguments, out);
                 continue;
@@ -496,6 +489,91 @@ impl Encoder {
         };
         let response = self.response(status);
         self.put(out, json!({"type": name, "response": response}));
+        self.written = Some(response);
+    }
+}
+
+/// Passes a Responses upstream's stream to a Responses client as it came,
+/// but with the server's `item` (a compaction) first in its output: its
+/// `output_item.added` and `.done` go before the upstream's first item,
+/// and every later event's `output_index` and `sequence_number` move up
+/// to make room (the final response holds the item too).
+#[derive(Debug, Clone)]
+pub(crate) struct Inserter {
+    pending: Vec<u8>,
+    item: Value,
+    /// Events put in so far: what later sequence numbers move up by.
+    added: u64,
+}
+
+impl Inserter {
+    /// An inserter of `item`.
+    pub(crate) fn new(item: Value) -> Self {
+        Self {
+            pending: Vec::new(),
+            item,
+            added: 0,
+        }
+    }
+
+    /// The whole events the next bytes complete, rewritten; the rest held.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(bytes);
+        let Some(end) = self.pending.windows(2).rposition(|w| w == b"\n\n") else {
+            return Vec::new();
+        };
+        let events: Vec<u8> = self.pending.drain(..end + 2).collect();
+        let text = String::from_utf8_lossy(&events);
+        let mut out = String::with_capacity(text.len() + 400);
+        for event in text.split_inclusive("\n\n") {
+            self.rewrite(event, &mut out);
+        }
+        out.into_bytes()
+    }
+
+    /// What is held at the end of the stream.
+    pub(crate) fn rest(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.pending)
+    }
+
+    fn rewrite(&mut self, event: &str, out: &mut String) {
+        let data = event.lines().find_map(|l| l.strip_prefix("data:"));
+        let Some(mut value) = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        else {
+            out.push_str(event);
+            return;
+        };
+        let kind = value["type"].as_str().unwrap_or_default().to_string();
+        let last = kind == "response.completed" || kind == "response.incomplete";
+        if self.added == 0 && (kind == "response.output_item.added" || last) {
+            let number = value["sequence_number"].as_u64().unwrap_or(0);
+            for (k, name) in ["response.output_item.added", "response.output_item.done"]
+                .into_iter()
+                .enumerate()
+            {
+                let put = json!({"type": name, "sequence_number": number + k as u64,
+                    "output_index": 0, "item": self.item});
+                out.push_str(&format!("event: {name}\ndata: {put}\n\n"));
+            }
+            self.added = 2;
+        }
+        if self.added > 0 {
+            for field in ["output_index", "sequence_number"] {
+                let by = if field == "output_index" {
+                    1
+                } else {
+                    self.added
+                };
+                if let Some(n) = value.get(field).and_then(Value::as_u64) {
+                    value[field] = json!(n + by);
+                }
+            }
+            let output = value.get_mut("response").and_then(|r| r.get_mut("output"));
+            if let (true, Some(output)) = (last, output.and_then(Value::as_array_mut)) {
+                output.insert(0, self.item.clone());
+            }
+        }
+        out.push_str(&format!("event: {kind}\ndata: {value}\n\n"));
     }
 }
 
@@ -530,6 +608,49 @@ mod tests {
             index,
             json: json.into(),
         }
+    }
+
+    #[test]
+    fn an_item_put_first_in_a_passed_stream_moves_the_rest_up() {
+        let events = [
+            Event::Start {
+                id: "resp_u".into(),
+                model: "m".into(),
+            },
+            Event::Text("Hi".into()),
+            Event::Done,
+        ];
+        let mut upstream = Encoder::new("resp_u".into(), Vec::new());
+        let stream: String = events.iter().map(|e| upstream.encode(e)).collect();
+        let item = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "h"});
+        let mut inserter = Inserter::new(item.clone());
+        let mut out = Vec::new();
+        for piece in stream.as_bytes().chunks(9) {
+            out.extend(inserter.feed(piece));
+        }
+        out.extend(inserter.rest());
+        let text = String::from_utf8(out).unwrap();
+        let values: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        let numbers: Vec<u64> = values
+            .iter()
+            .map(|v| v["sequence_number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(numbers, (0..numbers.len() as u64).collect::<Vec<_>>());
+        let done: Vec<&Value> = values
+            .iter()
+            .filter(|v| v["type"] == "response.output_item.done")
+            .collect();
+        assert_eq!(done[0]["item"], item);
+        assert_eq!(done[0]["output_index"], 0);
+        assert_eq!(done[1]["output_index"], 1);
+        assert_eq!(done[1]["item"]["type"], "message");
+        let last = values.last().unwrap();
+        assert_eq!(last["response"]["output"][0], item);
+        assert_eq!(last["response"]["output"][1]["type"], "message");
     }
 
     #[test]

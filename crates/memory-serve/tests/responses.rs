@@ -40,6 +40,18 @@ async fn post(
     request.json(body).send().await.unwrap()
 }
 
+/// `GET /v1/responses/{id}`, as the client that made it.
+async fn kept_response(server: &str, id: &str) -> Value {
+    let answer = reqwest::Client::new()
+        .get(format!("{server}/v1/responses/{id}"))
+        .header("authorization", "Bearer sk-client")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    answer.json().await.unwrap()
+}
+
 /// A Responses stream read as a client reads it: every event named by
 /// its type and numbered in order; the output items of its
 /// `response.output_item.done` events and the final response.
@@ -502,15 +514,7 @@ async fn a_stored_response_is_continued_and_read_back() {
             .find(|i| i["type"] == "function_call")
             .unwrap()
             .clone();
-        let got: Value = reqwest::Client::new()
-            .get(format!("{server}/v1/responses/{id}"))
-            .header("authorization", "Bearer sk-client")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let got = kept_response(&server, &id).await;
         assert_eq!(got, body);
         // Only the new item, continuing the stored response.
         let next = json!({"model": "m", "previous_response_id": id, "instructions": "be brief",
@@ -958,15 +962,7 @@ async fn a_streamed_response_is_kept_as_the_client_saw_it() {
             .unwrap();
         let (items, last) = read_stream(&text);
         let id = last["id"].as_str().unwrap();
-        let kept: Value = reqwest::Client::new()
-            .get(format!("{server}/v1/responses/{id}"))
-            .header("authorization", "Bearer sk-client")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let kept = kept_response(&server, id).await;
         assert_eq!(kept, last, "{api:?}");
         // An item of the stream may be named by reference.
         let call = &items[items.len() - 1];

@@ -311,10 +311,22 @@ const MESSAGES_FIELDS: [&str; 4] = ["messages", "system", "stream", "max_tokens"
 /// memory_tests::fuzz::serve_messages(br#"{"messages": [{"role": "user", "content": "hi"}]}"#);
 /// ```
 pub fn serve_messages(bytes: &[u8]) {
-    use memory_serve::test_util::decode_messages_request;
-    match decode_messages_request(bytes) {
+    let decoded = memory_serve::test_util::decode_messages_request(bytes);
+    check_decoded(bytes, decoded, message_bounds, &MESSAGES_FIELDS);
+}
+
+/// What a front's request decoder gave for `bytes`: a count of messages
+/// within the `bounds` the body allows, or a refusal that names one of
+/// `fields` or says the body is not JSON (or not an object).
+fn check_decoded(
+    bytes: &[u8],
+    decoded: Result<usize, String>,
+    bounds: fn(&[u8]) -> (usize, usize),
+    fields: &[&str],
+) {
+    match decoded {
         Ok(decoded) => {
-            let (fewest, most) = message_bounds(bytes);
+            let (fewest, most) = bounds(bytes);
             assert!(
                 (fewest..=most).contains(&decoded),
                 "{decoded} messages from a body that holds {fewest} to {most}"
@@ -328,7 +340,7 @@ pub fn serve_messages(bytes: &[u8]) {
                 .nth(1)
                 .and_then(|field| field.split(['[', '.']).next());
             assert!(
-                whole_body || named.is_some_and(|f| MESSAGES_FIELDS.contains(&f)),
+                whole_body || named.is_some_and(|f| fields.contains(&f)),
                 "a refusal that names no field: {message}"
             );
         }
@@ -379,28 +391,8 @@ const RESPONSES_FIELDS: [&str; 5] = [
 /// memory_tests::fuzz::serve_responses(br#"{"input": [{"role": "user", "content": "hi"}]}"#);
 /// ```
 pub fn serve_responses(bytes: &[u8]) {
-    use memory_serve::test_util::decode_responses_request;
-    match decode_responses_request(bytes) {
-        Ok(decoded) => {
-            let (fewest, most) = item_bounds(bytes);
-            assert!(
-                (fewest..=most).contains(&decoded),
-                "{decoded} messages from a body that holds {fewest} to {most}"
-            );
-        }
-        Err(message) => {
-            let whole_body = message.starts_with("the body is not valid JSON")
-                || message.starts_with("the body must be a JSON object");
-            let named = message
-                .split('`')
-                .nth(1)
-                .and_then(|field| field.split(['[', '.']).next());
-            assert!(
-                whole_body || named.is_some_and(|f| RESPONSES_FIELDS.contains(&f)),
-                "a refusal that names no field: {message}"
-            );
-        }
-    }
+    let decoded = memory_serve::test_util::decode_responses_request(bytes);
+    check_decoded(bytes, decoded, item_bounds, &RESPONSES_FIELDS);
 }
 
 /// The fewest and the most messages a Responses body that decodes may

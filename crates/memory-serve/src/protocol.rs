@@ -12,6 +12,7 @@
 //! | [`options`] | a request's options, for translating it |
 //! | [`originals`] | the messages as the client wrote them, for same-protocol round trips |
 //! | [`pending`] | a streamed reply's tool calls, gathered whole before they are written |
+//! | [`rewriter`] | a same-protocol stream passed on as it came, with what the server adds |
 //!
 //! A request is decoded into [`Decoded`]: its messages, their
 //! [`originals`], and every other field as sent. Encoded for an upstream
@@ -27,6 +28,7 @@ pub(crate) mod options;
 pub(crate) mod originals;
 pub(crate) mod pending;
 pub(crate) mod responses;
+pub(crate) mod rewriter;
 
 use memory_core::Message;
 use serde_json::{Map, Value};
@@ -303,48 +305,6 @@ impl StreamEncoder {
             StreamEncoder::Chat(e) => e.encode(event),
             StreamEncoder::Messages(e) => e.encode(event),
             StreamEncoder::Responses(e) => e.encode(event),
-        }
-    }
-}
-
-/// Rewrites a same-protocol stream passed to the client as it came, for
-/// what the server adds to it: a Messages stream's report of the context
-/// edits, a Responses stream's compaction.
-pub(crate) enum Rewriter {
-    Report(messages::stream::Reporter),
-    Insert(responses::stream::Inserter),
-}
-
-impl Rewriter {
-    /// What `call` adds to a stream of `front`, passed from an upstream of
-    /// the same protocol; `None` when nothing.
-    pub(crate) fn of(front: Protocol, call: &crate::upstream::Call) -> Option<Self> {
-        match front {
-            Protocol::Messages => call
-                .edits
-                .clone()
-                .map(|e| Rewriter::Report(messages::stream::Reporter::new(e))),
-            Protocol::Responses => call
-                .compaction
-                .clone()
-                .map(|i| Rewriter::Insert(responses::stream::Inserter::new(i))),
-            Protocol::Chat => None,
-        }
-    }
-
-    /// The whole events the next bytes complete, rewritten.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
-        match self {
-            Rewriter::Report(r) => r.feed(bytes),
-            Rewriter::Insert(i) => i.feed(bytes),
-        }
-    }
-
-    /// What is held at the end of the stream.
-    pub(crate) fn rest(&mut self) -> Vec<u8> {
-        match self {
-            Rewriter::Report(r) => r.rest(),
-            Rewriter::Insert(i) => i.rest(),
         }
     }
 }

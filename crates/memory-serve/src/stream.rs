@@ -16,7 +16,8 @@ use memory_core::recall::RECALL_TOOL;
 
 use crate::protocol::assemble::Assembled;
 use crate::protocol::event::Event;
-use crate::protocol::{Rewriter, StreamDecoder, StreamEncoder};
+use crate::protocol::rewriter::Rewriter;
+use crate::protocol::{StreamDecoder, StreamEncoder};
 use crate::recall::{MAX_RECALL_ROUNDS, RecallMode};
 use crate::sessions::OpenSession;
 use crate::state::AppState;

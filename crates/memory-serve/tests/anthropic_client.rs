@@ -14,7 +14,6 @@
 mod venv;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,27 +50,11 @@ fn python() -> Option<PathBuf> {
 /// Runs `anthropic_loop.py` against the server at `root` and reads the
 /// JSON summary it writes to `out`.
 async fn tool_loop(python: &Path, root: &str, steps: usize, stream: bool, out: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/anthropic_loop.py");
-    let mut command = Command::new(python);
-    command
-        .arg(script)
-        .arg(root)
-        .arg(steps.to_string())
-        .arg(PAD.to_string());
+    let mut args = vec![root.to_string(), steps.to_string(), PAD.to_string()];
     if stream {
-        command.arg("--stream");
+        args.push("--stream".into());
     }
-    command.arg(out);
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the script failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    venv::run_script(python, "anthropic_loop.py", args, out).await
 }
 
 /// The conversation the client holds, as the messages the server records

@@ -53,6 +53,8 @@
 //! under CI (the `CI` variable set) it fails instead. The CLI is
 //! installed once into `$HOME/.cache/memory-serve-tests/`.
 
+#[path = "support/agent_cli.rs"]
+mod agent_cli;
 #[path = "claude_code/cli.rs"]
 mod cli;
 #[path = "support/npm.rs"]
@@ -99,25 +101,7 @@ fn write_files(dir: &Path) {
     let words = [
         "alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta",
     ];
-    let mut seed: u64 = 7;
-    for n in 1..=FILES {
-        let size = 5_000 + (n * 7 % 24) * 1_000;
-        let mut text = format!("{}\n", marker(n));
-        let mut line = 0;
-        while text.len() < size {
-            line += 1;
-            text.push_str(&format!("f{n:02} line {line}:"));
-            for _ in 0..10 {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                text.push(' ');
-                text.push_str(words[(seed >> 33) as usize % words.len()]);
-            }
-            text.push('\n');
-        }
-        std::fs::write(dir.join(format!("f{n:02}.txt")), text).unwrap();
-    }
+    agent_cli::write_files(dir, FILES, 24, &words, 7, marker);
 }
 
 /// One run of the CLI through the server, and all it left.

@@ -31,6 +31,8 @@
 //! Without npm, or where the install fails, the test says so and passes;
 //! under CI (the `CI` variable set) it fails instead.
 
+#[path = "support/agent_cli.rs"]
+mod agent_cli;
 #[path = "codex/cli.rs"]
 mod cli;
 #[path = "support/npm.rs"]
@@ -73,25 +75,7 @@ fn write_files(dir: &Path) {
     let words = [
         "north", "south", "east", "west", "up", "down", "left", "right",
     ];
-    let mut seed: u64 = 11;
-    for n in 1..=FILES {
-        let size = 5_000 + (n * 7 % 26) * 1_000;
-        let mut text = format!("{}\n", marker(n));
-        let mut line = 0;
-        while text.len() < size {
-            line += 1;
-            text.push_str(&format!("f{n:02} line {line}:"));
-            for _ in 0..10 {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                text.push(' ');
-                text.push_str(words[(seed >> 33) as usize % words.len()]);
-            }
-            text.push('\n');
-        }
-        std::fs::write(dir.join(format!("f{n:02}.txt")), text).unwrap();
-    }
+    agent_cli::write_files(dir, FILES, 26, &words, 11, marker);
 }
 
 /// One run of the CLI through the server, and all it left.

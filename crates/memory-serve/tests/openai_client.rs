@@ -14,7 +14,6 @@
 mod venv;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +27,6 @@ use memory_serve::{BudgetMode, ServeConfig};
 use memory_sqlite::SqliteStore;
 use memory_summarize::ExtractiveSummarizer;
 use memory_thrift::Thrift;
-use serde_json::Value;
 
 const BUDGET: usize = 2_000;
 const STEPS: usize = 40;
@@ -46,26 +44,6 @@ async fn start(config: ServeConfig) -> String {
 
 /// Runs the agent loop; the client's conversation and the session of each
 /// call.
-/// Runs `script` (in `tests/python`) with `args` and reads the JSON it
-/// writes to `out`, its last argument.
-async fn run_script(python: &Path, script: &str, args: Vec<String>, out: &Path) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/python")
-        .join(script);
-    let mut command = Command::new(python);
-    command.arg(script).args(args).arg(out);
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the script failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
-}
-
 async fn agent_loop(
     python: &Path,
     base_url: &str,
@@ -76,7 +54,7 @@ async fn agent_loop(
     if stream {
         args.push("--stream".into());
     }
-    let result = run_script(python, "agent_loop.py", args, out).await;
+    let result = venv::run_script(python, "agent_loop.py", args, out).await;
     let messages = wire::from_value(&result["messages"]).unwrap();
     let sessions = result["sessions"]
         .as_array()
@@ -183,7 +161,7 @@ async fn two_keys_through_the_openai_package_see_only_their_own() {
     let server = start(config).await;
     let out = dir.path().join("two-keys.json");
     let args = vec![server.clone(), "sk-alice".into(), "sk-bob".into()];
-    let r = run_script(&python, "two_keys.py", args, &out).await;
+    let r = venv::run_script(&python, "two_keys.py", args, &out).await;
     let alices = r["alice"]["session"].as_str().unwrap();
     // Bob naming Alice's session gets a session of his own by that name;
     // her history and her opening start sessions of his own.

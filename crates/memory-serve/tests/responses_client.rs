@@ -13,7 +13,6 @@
 mod venv;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,23 +31,11 @@ fn python() -> Option<PathBuf> {
 
 /// Runs `responses_loop.py` against `base_url`; what it saw.
 async fn run_loop(python: &Path, base_url: &str, out: &Path, stream: bool) -> Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/responses_loop.py");
-    let mut command = Command::new(python);
-    command.arg(script).arg(base_url).arg(STEPS.to_string());
+    let mut args = vec![base_url.to_string(), STEPS.to_string()];
     if stream {
-        command.arg("--stream");
+        args.push("--stream".into());
     }
-    command.arg(out);
-    let output = tokio::task::spawn_blocking(move || command.output())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "the script failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+    venv::run_script(python, "responses_loop.py", args, out).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,10 @@
 //! time limit.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+pub use super::agent_cli::Run;
 
 /// The version every run uses: the one whose requests
 /// `tests/fixtures/claude-code` holds.
@@ -23,13 +25,6 @@ pub fn claude() -> Option<PathBuf> {
         .clone()
 }
 
-/// What one run of the CLI left.
-pub struct Run {
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
 /// Runs `claude -p task` in `workspace` against the API at `base_url`
 /// (the key `sk-test`, a home of its own in `home`), allowing `tools`;
 /// fails the test, with what the CLI wrote, where it exits other than 0
@@ -42,16 +37,11 @@ pub fn run(
     task: &str,
     tools: &[&str],
 ) -> Run {
-    let out = home.join("cli.stdout");
-    let err = home.join("cli.stderr");
     let mut command = Command::new(claude);
     command
         .current_dir(workspace)
         .args(["-p", task, "--allowedTools"])
-        .args(tools)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap());
+        .args(tools);
     // Only what this run sets reaches the CLI's configuration.
     for name in [
         "ANTHROPIC_AUTH_TOKEN",
@@ -75,33 +65,5 @@ pub fn run(
         .env("ANTHROPIC_API_KEY", "sk-test")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("NO_PROXY", "127.0.0.1");
-    let started = Instant::now();
-    let mut child = command.spawn().expect("the CLI starts");
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("the CLI's status") {
-            break Some(status);
-        }
-        if started.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let run = Run {
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-        elapsed: started.elapsed(),
-    };
-    match status {
-        None => panic!(
-            "the CLI ran past {RUN_LIMIT:?} and was killed\n--- stdout\n{}\n--- stderr\n{}",
-            run.stdout, run.stderr
-        ),
-        Some(s) if !s.success() => panic!(
-            "the CLI failed ({s})\n--- stdout\n{}\n--- stderr\n{}",
-            run.stdout, run.stderr
-        ),
-        Some(_) => run,
-    }
+    super::agent_cli::run(command, home, RUN_LIMIT)
 }

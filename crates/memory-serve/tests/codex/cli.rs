@@ -3,8 +3,10 @@
 //! own, and a time limit.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+pub use super::agent_cli::Run;
 
 /// The version every run uses.
 pub const VERSION: &str = "0.171.0";
@@ -38,13 +40,6 @@ pub fn config(base_url: &str, compact_limit: Option<usize>) -> String {
     )
 }
 
-/// What one run left.
-pub struct Run {
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-}
-
 /// Runs `codex exec task` in `workspace` with `config` (its home in
 /// `home`); fails the test, with what the CLI wrote, where it exits other
 /// than 0 or runs past [`RUN_LIMIT`].
@@ -52,20 +47,13 @@ pub fn run(codex: &Path, config: &str, workspace: &Path, home: &Path, task: &str
     let codex_home = home.join("codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
-    let out = home.join("cli.stdout");
-    let err = home.join("cli.stderr");
     let mut command = Command::new(codex);
-    command
-        .current_dir(workspace)
-        .args([
-            "exec",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            task,
-        ])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap());
+    command.current_dir(workspace).args([
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        task,
+    ]);
     // Only what this run sets reaches the CLI's configuration.
     for name in [
         "OPENAI_API_KEY",
@@ -84,44 +72,5 @@ pub fn run(codex: &Path, config: &str, workspace: &Path, home: &Path, task: &str
         .env("CODEX_HOME", &codex_home)
         .env("MEMORY_TEST_KEY", "sk-test")
         .env("NO_PROXY", "127.0.0.1");
-    let started = Instant::now();
-    let mut child = command.spawn().expect("the CLI starts");
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("the CLI's status") {
-            break Some(status);
-        }
-        if started.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let run = Run {
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err).unwrap_or_default(),
-        elapsed: started.elapsed(),
-    };
-    let tail = |s: &str| {
-        s.chars()
-            .rev()
-            .take(4_000)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<String>()
-    };
-    match status {
-        None => panic!(
-            "the CLI ran past {RUN_LIMIT:?} and was killed\n--- stdout\n{}\n--- stderr\n{}",
-            tail(&run.stdout),
-            tail(&run.stderr)
-        ),
-        Some(s) if !s.success() => panic!(
-            "the CLI failed ({s})\n--- stdout\n{}\n--- stderr\n{}",
-            tail(&run.stdout),
-            tail(&run.stderr)
-        ),
-        Some(_) => run,
-    }
+    super::agent_cli::run(command, home, RUN_LIMIT)
 }

@@ -41,3 +41,29 @@ pub fn with_package(package: &str) -> Option<PathBuf> {
     eprintln!("skipped: {why}");
     None
 }
+
+/// Runs `script` of `tests/python` with `python` and `args`, then the path
+/// `out`, which the script writes its JSON to; what it wrote. Fails the
+/// test, with the script's errors, where it fails.
+pub async fn run_script(
+    python: &Path,
+    script: &str,
+    args: Vec<String>,
+    out: &Path,
+) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/python")
+        .join(script);
+    let mut command = Command::new(python);
+    command.arg(script).args(args).arg(out);
+    let output = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the script failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}

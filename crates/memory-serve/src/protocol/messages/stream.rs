@@ -294,58 +294,37 @@ impl Encoder {
     }
 }
 
-/// Passes a Messages upstream's stream to a Messages client as it came,
-/// event by event, but for the `message_delta`, which gains the server's
-/// `context_management` report (beside the provider's own edits).
+/// What a Messages stream passed to a Messages client as it came gains:
+/// on its `message_delta`, the server's `context_management` report
+/// (beside the provider's own edits). Whole events come to it from a
+/// [`Rewriter`](crate::protocol::rewriter::Rewriter).
 #[derive(Debug, Clone)]
 pub(crate) struct Reporter {
-    pending: Vec<u8>,
     edits: Option<Value>,
 }
 
 impl Reporter {
     /// A reporter of `edits`.
     pub(crate) fn new(edits: Value) -> Self {
-        Self {
-            pending: Vec::new(),
-            edits: Some(edits),
-        }
+        Self { edits: Some(edits) }
     }
 
-    /// The whole events the next bytes complete; the rest is held.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
-        self.pending.extend_from_slice(bytes);
-        let Some(end) = self.pending.windows(2).rposition(|w| w == b"\n\n") else {
-            return Vec::new();
-        };
-        let events: Vec<u8> = self.pending.drain(..end + 2).collect();
-        if self.edits.is_none() || !contains(&events, b"\"message_delta\"") {
-            return events;
-        }
-        let text = String::from_utf8_lossy(&events);
-        let mut out = String::with_capacity(text.len() + 200);
-        for event in text.split_inclusive("\n\n") {
-            out.push_str(&self.reported(event));
-        }
-        out.into_bytes()
+    /// Whether `events` may hold what it rewrites.
+    pub(crate) fn wants(&self, events: &[u8]) -> bool {
+        self.edits.is_some() && contains(events, b"\"message_delta\"")
     }
 
-    /// What is held at the end of the stream.
-    pub(crate) fn rest(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.pending)
-    }
-
-    fn reported(&mut self, event: &str) -> String {
+    /// `event`, reported on when it is the `message_delta`.
+    pub(crate) fn rewrite(&mut self, event: &str, out: &mut String) {
         let data = event.lines().find_map(|l| l.strip_prefix("data:"));
-        let Some(mut value) = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        else {
-            return event.to_string();
+        let value = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok());
+        let Some(mut value) = value.filter(|v| v["type"] == "message_delta") else {
+            out.push_str(event);
+            return;
         };
-        if value["type"] != "message_delta" {
-            return event.to_string();
-        }
         let Some(edits) = self.edits.take() else {
-            return event.to_string();
+            out.push_str(event);
+            return;
         };
         let ours = edits["applied_edits"]
             .as_array()
@@ -356,7 +335,7 @@ impl Reporter {
             Some(theirs) => theirs.extend(ours),
             None => *field = edits,
         }
-        format!("event: message_delta\ndata: {value}\n\n")
+        out.push_str(&format!("event: message_delta\ndata: {value}\n\n"));
     }
 }
 
@@ -436,7 +415,7 @@ mod tests {
     fn the_report_joins_the_message_delta_however_the_bytes_split() {
         let stream = "event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
         let edits = json!({"applied_edits": [{"type": "clear_tool_uses_20250919"}]});
-        let mut reporter = Reporter::new(edits.clone());
+        let mut reporter = crate::protocol::rewriter::Rewriter::reporting(edits.clone());
         let mut out = Vec::new();
         for piece in stream.as_bytes().chunks(3) {
             out.extend(reporter.feed(piece));

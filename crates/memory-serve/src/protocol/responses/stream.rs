@@ -493,14 +493,14 @@ impl Encoder {
     }
 }
 
-/// Passes a Responses upstream's stream to a Responses client as it came,
-/// but with the server's `item` (a compaction) first in its output: its
+/// What a Responses stream passed to a Responses client as it came gains:
+/// the server's `item` (a compaction) first in its output. Its
 /// `output_item.added` and `.done` go before the upstream's first item,
-/// and every later event's `output_index` and `sequence_number` move up
-/// to make room (the final response holds the item too).
+/// and every later event's `output_index` and `sequence_number` move up to
+/// make room (the final response holds the item too). Whole events come
+/// to it from a [`Rewriter`](crate::protocol::rewriter::Rewriter).
 #[derive(Debug, Clone)]
 pub(crate) struct Inserter {
-    pending: Vec<u8>,
     item: Value,
     /// Events put in so far: what later sequence numbers move up by.
     added: u64,
@@ -509,34 +509,11 @@ pub(crate) struct Inserter {
 impl Inserter {
     /// An inserter of `item`.
     pub(crate) fn new(item: Value) -> Self {
-        Self {
-            pending: Vec::new(),
-            item,
-            added: 0,
-        }
+        Self { item, added: 0 }
     }
 
-    /// The whole events the next bytes complete, rewritten; the rest held.
-    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
-        self.pending.extend_from_slice(bytes);
-        let Some(end) = self.pending.windows(2).rposition(|w| w == b"\n\n") else {
-            return Vec::new();
-        };
-        let events: Vec<u8> = self.pending.drain(..end + 2).collect();
-        let text = String::from_utf8_lossy(&events);
-        let mut out = String::with_capacity(text.len() + 400);
-        for event in text.split_inclusive("\n\n") {
-            self.rewrite(event, &mut out);
-        }
-        out.into_bytes()
-    }
-
-    /// What is held at the end of the stream.
-    pub(crate) fn rest(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.pending)
-    }
-
-    fn rewrite(&mut self, event: &str, out: &mut String) {
+    /// `event`, with what the item moves.
+    pub(crate) fn rewrite(&mut self, event: &str, out: &mut String) {
         let data = event.lines().find_map(|l| l.strip_prefix("data:"));
         let Some(mut value) = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok())
         else {
@@ -623,7 +600,7 @@ mod tests {
         let mut upstream = Encoder::new("resp_u".into(), Vec::new());
         let stream: String = events.iter().map(|e| upstream.encode(e)).collect();
         let item = json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "h"});
-        let mut inserter = Inserter::new(item.clone());
+        let mut inserter = crate::protocol::rewriter::Rewriter::inserting(item.clone());
         let mut out = Vec::new();
         for piece in stream.as_bytes().chunks(9) {
             out.extend(inserter.feed(piece));

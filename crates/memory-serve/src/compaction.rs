@@ -12,7 +12,7 @@
 //! request holding the item gets the kept context in its place. The
 //! session the compaction was made from keeps every message.
 
-use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage};
+use memory_core::{Message, Store, StoreError, StoreWrite};
 use serde_json::{Value, json};
 
 use crate::ApiError;
@@ -42,24 +42,13 @@ fn key(session: &str, length: usize) -> String {
 
 /// The write that keeps `context`, the compaction of `session` at
 /// `length` messages.
-pub(crate) fn write(session: &str, length: usize, context: &[Message]) -> StoreWrite {
-    let text = serde_json::to_string(context).unwrap_or_default();
-    StoreWrite::Append {
-        session: key(session, length),
-        messages: vec![StoredMessage::new(Message::system(text), 0, true)],
-    }
+pub(crate) fn write(session: &str, length: usize, context: &[Message]) -> Option<StoreWrite> {
+    crate::record::write(key(session, length), &context)
 }
 
 /// The context of the compaction `handle` names, when it is kept.
 async fn load(store: &dyn Store, handle: &Handle) -> Result<Option<Vec<Message>>, StoreError> {
-    let view = store
-        .load(&key(&handle.session, handle.length))
-        .await?
-        .messages;
-    Ok(view.iter().rev().find_map(|stored| match &stored.message {
-        Message::System(text) => serde_json::from_str(text).ok(),
-        _ => None,
-    }))
+    crate::record::read(store, &key(&handle.session, handle.length)).await
 }
 
 /// Who answers a client's request to compact.
@@ -204,7 +193,9 @@ pub(crate) async fn make(
         length: session.length,
         group: call.group.clone(),
     };
-    let mut writes = vec![write(&handle.session, handle.length, &fitted.messages)];
+    let mut writes: Vec<StoreWrite> = write(&handle.session, handle.length, &fitted.messages)
+        .into_iter()
+        .collect();
     if call.request.front == state.config.upstream_api {
         let originals = call.request.originals.kept_for(&call.messages);
         writes.extend(crate::kept::write(&handle.session, originals));

@@ -8,7 +8,7 @@
 //! whose wire form the neutral message does not hold whole. A client that
 //! sends its whole history needs none of this: each request brings them.
 
-use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage};
+use memory_core::{Store, StoreError, StoreWrite};
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::RESERVED_PREFIX;
@@ -34,13 +34,11 @@ pub(crate) fn write(session: &str, originals: Vec<([u8; 32], &Original)>) -> Opt
     }
     let messages = originals
         .into_iter()
-        .map(|(digest, original)| {
-            let entry = Entry {
+        .filter_map(|(digest, original)| {
+            crate::record::message(&Entry {
                 digest: hex(&digest),
                 original: original.clone(),
-            };
-            let text = serde_json::to_string(&entry).unwrap_or_default();
-            StoredMessage::new(Message::system(text), 0, true)
+            })
         })
         .collect();
     Some(StoreWrite::Append {
@@ -54,13 +52,9 @@ pub(crate) async fn load(
     store: &dyn Store,
     session: &str,
 ) -> Result<Vec<([u8; 32], Original)>, StoreError> {
-    let view = store.load(&key(session)).await?.messages;
-    Ok(view
-        .iter()
-        .filter_map(|stored| match &stored.message {
-            Message::System(text) => serde_json::from_str::<Entry>(text).ok(),
-            _ => None,
-        })
+    let entries: Vec<Entry> = crate::record::read_all(store, &key(session)).await?;
+    Ok(entries
+        .into_iter()
         .filter_map(|e| Some((unhex(&e.digest)?, e.original)))
         .collect())
 }

@@ -53,6 +53,7 @@ mod metrics;
 mod principal;
 mod protocol;
 mod recall;
+mod record;
 mod registry;
 mod reply;
 mod report;

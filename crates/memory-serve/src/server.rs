@@ -860,12 +860,8 @@ async fn to_client(
         if let Some(edits) = edits {
             body["context_management"] = edits.clone();
         }
-        if let (Some(item), Some(output)) = (
-            &call.compaction,
-            body.get_mut("output")
-                .and_then(serde_json::Value::as_array_mut),
-        ) {
-            output.insert(0, item.clone());
+        if let Some(item) = &call.compaction {
+            crate::protocol::responses::reply::put_first(&mut body, item);
         }
         body
     });

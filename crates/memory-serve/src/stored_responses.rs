@@ -9,7 +9,7 @@
 //! of its output items under `memory-serve/items/{id}`, for the requests
 //! that name one by an `item_reference`.
 
-use memory_core::{Message, Store, StoreError, StoreWrite, StoredMessage};
+use memory_core::{Message, Store, StoreError, StoreWrite};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -41,15 +41,11 @@ pub(crate) fn write(record: &Record) -> Vec<StoreWrite> {
     let Some(id) = record.body["id"].as_str() else {
         return Vec::new();
     };
-    let mut writes: Vec<StoreWrite> = serde_json::to_string(record)
-        .ok()
-        .and_then(|text| one(key(id), text))
-        .into_iter()
-        .collect();
+    let mut writes: Vec<StoreWrite> = crate::record::write(key(id), record).into_iter().collect();
     let output = record.body["output"].as_array().into_iter().flatten();
     for item in output {
         if let Some(id) = item["id"].as_str() {
-            writes.extend(one(item_key(id), item.to_string()));
+            writes.extend(crate::record::write(item_key(id), item));
         }
     }
     writes
@@ -58,31 +54,6 @@ pub(crate) fn write(record: &Record) -> Vec<StoreWrite> {
 /// Where output item `id` is kept.
 fn item_key(id: &str) -> String {
     format!("{RESERVED_PREFIX}items/{id}")
-}
-
-/// The write of one JSON text under `key`; `None` for a key that is not
-/// a session name (an id no store takes).
-fn one(key: String, text: String) -> Option<StoreWrite> {
-    memory_core::store::check_session(&key).ok()?;
-    Some(StoreWrite::Append {
-        session: key,
-        messages: vec![StoredMessage::new(Message::system(text), 0, true)],
-    })
-}
-
-/// The JSON kept under `key`, when there is one.
-async fn read<T: serde::de::DeserializeOwned>(
-    store: &dyn Store,
-    key: &str,
-) -> Result<Option<T>, StoreError> {
-    if memory_core::store::check_session(key).is_err() {
-        return Ok(None);
-    }
-    let view = store.load(key).await?.messages;
-    Ok(view.iter().rev().find_map(|stored| match &stored.message {
-        Message::System(text) => serde_json::from_str(text).ok(),
-        _ => None,
-    }))
 }
 
 /// Puts in place of each `item_reference` of `request` the output item it
@@ -103,7 +74,8 @@ pub(crate) async fn resolve(scope: &Scope, request: &mut Decoded) -> Result<(), 
             continue;
         }
         let id = reference["id"].as_str().unwrap_or_default().to_string();
-        let item: Option<serde_json::Value> = read(&*scope.store(), &item_key(&id)).await?;
+        let item: Option<serde_json::Value> =
+            crate::record::read(&*scope.store(), &item_key(&id)).await?;
         let Some(item) = item else {
             return Err(ApiError::bad_request(
                 format!("`input`: the item_reference `{id}` names no item kept"),
@@ -129,7 +101,7 @@ pub(crate) async fn resolve(scope: &Scope, request: &mut Decoded) -> Result<(), 
 
 /// Response `id`, when it is kept.
 pub(crate) async fn load(store: &dyn Store, id: &str) -> Result<Option<Record>, StoreError> {
-    read(store, &key(id)).await
+    crate::record::read(store, &key(id)).await
 }
 
 /// Puts before the request's messages those of the response it continues

@@ -250,12 +250,8 @@ impl StreamProgress {
             return None;
         };
         let mut body = d.completed()?.clone();
-        if let (Some(item), Some(output)) = (
-            &self.call.compaction,
-            body.get_mut("output")
-                .and_then(serde_json::Value::as_array_mut),
-        ) {
-            output.insert(0, item.clone());
+        if let Some(item) = &self.call.compaction {
+            crate::protocol::responses::reply::put_first(&mut body, item);
         }
         Some(body)
     }

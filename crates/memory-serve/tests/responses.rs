@@ -606,7 +606,6 @@ async fn images_and_messages_of_every_role_cross_to_chat() {
             .starts_with("data:image/png;base64,")
     );
     assert_eq!(parts[2]["image_url"]["url"], "https://example.com/a.png");
-    let _ = Message::user("");
 }
 
 /// The fields the Open Responses specification requires of a response

@@ -77,3 +77,9 @@ impl Rewriter {
         std::mem::take(&mut self.pending)
     }
 }
+
+/// The JSON of a whole event's `data:` line, when it has one.
+pub(crate) fn event_data(event: &str) -> Option<serde_json::Value> {
+    let data = event.lines().find_map(|l| l.strip_prefix("data:"))?;
+    serde_json::from_str(data.trim()).ok()
+}

@@ -316,8 +316,7 @@ impl Reporter {
 
     /// `event`, reported on when it is the `message_delta`.
     pub(crate) fn rewrite(&mut self, event: &str, out: &mut String) {
-        let data = event.lines().find_map(|l| l.strip_prefix("data:"));
-        let value = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok());
+        let value = crate::protocol::rewriter::event_data(event);
         let Some(mut value) = value.filter(|v| v["type"] == "message_delta") else {
             out.push_str(event);
             return;

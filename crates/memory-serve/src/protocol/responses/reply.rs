@@ -170,17 +170,22 @@ pub(crate) fn encode(reply: &Reply, id: &str) -> Value {
     )
 }
 
+/// Puts `item` (the server's compaction) first in a response's output,
+/// when `response` has one; whether it did.
+pub(crate) fn put_first(response: &mut Value, item: &Value) -> bool {
+    let output = response.get_mut("output").and_then(Value::as_array_mut);
+    output.map(|o| o.insert(0, item.clone())).is_some()
+}
+
 /// A Responses upstream's answer with `item` at the start of its output;
 /// an answer that is not a response stays as it came.
 pub(crate) fn with_item(mut answer: crate::server::Answer, item: &Value) -> crate::server::Answer {
     let Ok(mut body) = serde_json::from_slice::<Value>(&answer.body) else {
         return answer;
     };
-    let Some(output) = body.get_mut("output").and_then(Value::as_array_mut) else {
-        return answer;
-    };
-    output.insert(0, item.clone());
-    answer.body = bytes::Bytes::from(body.to_string());
+    if put_first(&mut body, item) {
+        answer.body = bytes::Bytes::from(body.to_string());
+    }
     answer
 }
 

@@ -514,9 +514,7 @@ impl Inserter {
 
     /// `event`, with what the item moves.
     pub(crate) fn rewrite(&mut self, event: &str, out: &mut String) {
-        let data = event.lines().find_map(|l| l.strip_prefix("data:"));
-        let Some(mut value) = data.and_then(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        else {
+        let Some(mut value) = crate::protocol::rewriter::event_data(event) else {
             out.push_str(event);
             return;
         };
@@ -545,9 +543,8 @@ impl Inserter {
                     value[field] = json!(n + by);
                 }
             }
-            let output = value.get_mut("response").and_then(|r| r.get_mut("output"));
-            if let (true, Some(output)) = (last, output.and_then(Value::as_array_mut)) {
-                output.insert(0, self.item.clone());
+            if let (true, Some(response)) = (last, value.get_mut("response")) {
+                super::reply::put_first(response, &self.item);
             }
         }
         out.push_str(&format!("event: {kind}\ndata: {value}\n\n"));

@@ -8,13 +8,16 @@ use common::{example_session, memory_report, replay};
 #[test]
 fn compact_replays_are_valid_and_call_the_summarizer() {
     let dir = tempfile::tempdir().unwrap();
+    // At 1,500 tokens a summary of the example session's early steps
+    // leaves room for the steps it keeps (at 1,000 none would: the fit
+    // sheds there instead).
     for pipeline in ["compact", "compact,thrift"] {
-        let (_, report) = replay(&example_session(), 1_000, pipeline, dir.path());
+        let (_, report) = replay(&example_session(), 1_500, pipeline, dir.path());
         assert_eq!(report.totals.valid_rows, report.totals.calls, "{pipeline}");
         assert!(report.totals.summarizer_calls > 0, "{pipeline}");
         for row in &report.rows {
             if row.fits {
-                assert!(row.tokens_out <= 1_000, "{pipeline}: {row:?}");
+                assert!(row.tokens_out <= 1_500, "{pipeline}: {row:?}");
             }
         }
     }

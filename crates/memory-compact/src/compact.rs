@@ -34,12 +34,14 @@ use memory_summary_engine::cap::{self, CapTooSmall};
 /// loses its results.
 ///
 /// **When.** Under a token budget, by default, a summary is made on a call
-/// where a cut is due (the history is over the budget, so the prompt's
-/// prefix changes on this call anyway), once the messages older than the
-/// kept turns, and not yet summarized, hold at least
-/// [`DEFAULT_DEPTH_RATIO`](crate::DEFAULT_DEPTH_RATIO) of the budget, so
-/// that the new prefix lasts for several calls; with less to fold, the fit
-/// sheds the oldest turns from view that time. A threshold set with
+/// where a cut is due (the fit would not be the previous call's with the
+/// new messages appended, so the prompt's prefix changes on this call
+/// anyway), once the messages older than the kept turns, and not yet
+/// summarized, hold at least
+/// [`DEFAULT_DEPTH_RATIO`](crate::DEFAULT_DEPTH_RATIO) of the budget, and
+/// when the compacted history leaves room for the kept turns once more,
+/// so that the new prefix lasts for several calls; otherwise the fit sheds
+/// the oldest turns from view that time. A threshold set with
 /// [`with_summarize_at_tokens`](Compact::with_summarize_at_tokens) (and,
 /// without a token budget, its default of 2,500) summarizes as soon as that
 /// material passes it, and under pressure at the smaller of it and the
@@ -49,7 +51,7 @@ use memory_summary_engine::cap::{self, CapTooSmall};
 /// Until then they stay verbatim or are shed from view only, never
 /// replaced: nothing is summarized on turns that do not call for it. Under
 /// a token budget, the summary cap and the request's input limit follow the
-/// budget unless set (a tenth and a half of it, within bounds; the cap at
+/// budget unless set (a twelfth and a quarter of it, within bounds; the cap at
 /// most half the room the protected messages leave). When the
 /// newest round is itself cut (a long agent task), its older steps are
 /// summarized by a second request of their own, and the custom instructions

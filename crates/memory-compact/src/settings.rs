@@ -389,16 +389,16 @@ mod tests {
             Message::user("Write the lexer."),
             Message::assistant("Done."),
         ];
-        let budget = Budget::tokens(2_000);
+        let budget = Budget::tokens(4_000);
         let cap = |settings: &Settings, counts: &[usize]| {
             let history = History::new(&m, counts).unwrap().protect(&[0, 1, 2]);
             settings.for_budget(&budget, &history).summary_max_tokens()
         };
         // A short prompt and task: the budget's cap.
-        assert_eq!(cap(&settings(), &[100, 400, 100, 50]), 256);
-        // A long prompt and task hold 1,700: half of the 300 they leave,
+        assert_eq!(cap(&settings(), &[100, 400, 100, 50]), 333);
+        // A long prompt and task hold 3,700: half of the 300 they leave,
         // the summary (protected too) not among them.
-        let long = [1_200, 400, 500, 50];
+        let long = [3_200, 400, 500, 50];
         assert_eq!(cap(&settings(), &long), 150);
         // A cap the caller chose stands.
         let mut chosen = settings();

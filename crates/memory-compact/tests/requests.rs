@@ -45,10 +45,10 @@ async fn the_cap_is_max_tokens_and_the_temperature_is_zero_by_default() {
     let fake = answering();
     let compact = Compact::new(fake.clone()).with_summarize_at_tokens(100);
     let request = first_request(compact, &fake, &turn_six()).await;
-    // Under a budget of 10,000 tokens the default cap is a tenth of it,
+    // Under a budget of 10,000 tokens the default cap is a twelfth of it,
     // and it holds the whole message: less the prefix, the line naming
     // what it stands for and the header (35 tokens of CharTokenCounter).
-    assert_eq!(request.options.max_tokens, Some(1_000 - 35));
+    assert_eq!(request.options.max_tokens, Some(833 - 35));
     assert_eq!(request.options.temperature, Some(0.0));
 }
 

@@ -1,5 +1,6 @@
 //! When Compact summarizes under a token budget: on a call where a cut is
-//! due (the history is over the budget), with enough to fold that the new
+//! due (the fit moves), with enough to fold, and only when the compacted
+//! history leaves room for the kept turns once more, so that the new
 //! prefix lasts; a chosen threshold comes earlier under pressure rather
 //! than letting the fit shed verbatim turns; the summary cap and the
 //! request's input limit follow the budget unless chosen.
@@ -28,6 +29,15 @@ fn answering(n: usize) -> Arc<FakeProvider> {
     common::answering("## State\nsummary", n)
 }
 
+/// A memory at the budget, compacting with `compact`, without the index
+/// and with round 1 foldable like the others.
+fn memory(compact: Compact) -> WindowMemory {
+    WindowMemory::new(BUDGET)
+        .with_index(None)
+        .with_strategy(compact)
+        .with_task(false)
+}
+
 /// Records question `i`, takes the context, records reply `i`.
 async fn turn(memory: &mut WindowMemory, i: usize) -> Vec<Message> {
     memory.record(user(i)).await.unwrap();
@@ -45,10 +55,7 @@ async fn summarized_at_the_cut(
     compact: Compact,
     fake: &FakeProvider,
 ) -> (WindowMemory, Vec<Message>) {
-    let mut memory = WindowMemory::new(BUDGET)
-        .with_index(None)
-        .with_strategy(compact)
-        .with_task(false);
+    let mut memory = memory(compact);
     for i in 1..=10 {
         let context = turn(&mut memory, i).await;
         assert_eq!(context.len(), 2 * i - 1, "turn {i}: everything verbatim");
@@ -142,28 +149,47 @@ async fn a_chosen_threshold_comes_earlier_when_the_fit_would_shed_verbatim_turns
 #[tokio::test]
 async fn too_little_to_fold_is_shed_by_the_fit_until_the_summary_can_last() {
     let fake = answering(1);
-    // Six kept rounds leave only rounds 1-4 (200 tokens) older at turn 11.
-    let compact = Compact::new(fake.clone()).with_keep_verbatim(6);
-    let mut memory = WindowMemory::new(BUDGET)
-        .with_index(None)
-        .with_strategy(compact)
-        .with_task(false);
+    // Three kept rounds and the question (160 tokens) leave rounds 1-7
+    // (350 tokens) older at turn 11.
+    let compact = Compact::new(fake.clone()).with_keep_verbatim(3);
+    let mut memory = memory(compact);
     for i in 1..=10 {
         turn(&mut memory, i).await;
     }
-    // Turns 11-14: over the budget with 200..350 tokens older: the fit
-    // drops the oldest rounds from view, no call is made.
-    for i in 11..=14 {
-        let context = turn(&mut memory, i).await;
-        assert!(fake.requests().is_empty(), "turn {i}: no call");
-        assert!(!context.iter().any(summary::is_summary));
-        assert!(!context.contains(&user(1)), "turn {i}: round 1 shed");
-    }
-    // Turn 15: rounds 1-8 are older (400 tokens, past the depth of 375).
-    let context = turn(&mut memory, 15).await;
+    // Turn 11: over the budget with 350 tokens older, short of the depth:
+    // the fit drops the oldest rounds from view, no call is made.
+    let context = turn(&mut memory, 11).await;
+    assert!(fake.requests().is_empty(), "turn 11: no call");
+    assert!(!context.iter().any(summary::is_summary));
+    assert!(!context.contains(&user(1)), "turn 11: round 1 shed");
+    // Turn 12: rounds 1-8 are older (400 tokens, past the depth of 375),
+    // and the compacted history (the summary at its cap of 128 and the
+    // 160 kept) leaves 212, room for the kept rounds once more.
+    let context = turn(&mut memory, 12).await;
     assert_eq!(fake.requests().len(), 1);
     assert!(summary::is_summary(&context[0]));
     assert_eq!(context[1], user(9));
+}
+
+#[tokio::test]
+async fn a_summary_that_could_not_last_is_never_asked_for() {
+    let fake = answering(1);
+    // Four kept rounds and the question hold 210 tokens: beside them a
+    // summary at its cap of 128 leaves 162, less than those rounds took,
+    // so the next calls would cut the compacted history again. The fit
+    // sheds on every call instead, as window drop does, and every context
+    // is within the budget.
+    let compact = Compact::new(fake.clone()).with_keep_verbatim(4);
+    let mut memory = memory(compact);
+    for i in 1..=30 {
+        let context = turn(&mut memory, i).await;
+        let tokens: usize = context
+            .iter()
+            .map(|m| CharTokenCounter::estimate(&m.text()))
+            .sum();
+        assert!(tokens <= BUDGET, "turn {i}: {tokens} tokens");
+    }
+    assert!(fake.requests().is_empty());
 }
 
 /// Tokens of a summary's prefix and header by CharTokenCounter.
@@ -171,13 +197,16 @@ const HEADER: u32 = 35;
 
 #[tokio::test]
 async fn the_summary_cap_and_input_limit_follow_the_budget_unless_chosen() {
-    // Ten rounds of a 10-token question and a 1,000-token reply: rounds
-    // 1-8 (8,080 tokens) are summarized.
+    // Ten rounds of a 10-token question and a 1,000-token reply (the
+    // ninth reply 40): rounds 1-8 (8,080 tokens) are summarized. The
+    // newest reply is what moves the fit, so a cut is due; the two kept
+    // rounds (1,060 tokens) leave room beside the compacted history.
     let history: Vec<Message> = (1..=10)
         .flat_map(|i| {
+            let chars = if i == 9 { 160 } else { 4_000 };
             [
                 user(i),
-                Message::assistant(common::text(&format!("a{i}"), 4_000)),
+                Message::assistant(common::text(&format!("a{i}"), chars)),
             ]
         })
         .collect();
@@ -199,7 +228,7 @@ async fn the_summary_cap_and_input_limit_follow_the_budget_unless_chosen() {
             .sum();
         (request.options.max_tokens, input)
     }
-    // At a budget of 4,000: a cap of 400 tokens, at most about 2,000 sent
+    // At a budget of 4,000: a cap of 333 tokens, at most about 2,000 sent
     // (each shortened message carries a short note of what was left out).
     // The cap holds the whole summary message, so the model is asked for
     // the cap less the prefix, the line naming what it stands for and the
@@ -212,7 +241,7 @@ async fn the_summary_cap_and_input_limit_follow_the_budget_unless_chosen() {
         Budget::tokens(4_000),
     )
     .await;
-    assert_eq!(cap, Some(400 - HEADER));
+    assert_eq!(cap, Some(333 - HEADER));
     assert!((1_000..2_300).contains(&input), "{input} tokens sent");
     let scaled = input;
     // Chosen values are kept.

@@ -344,6 +344,32 @@ impl<'a> History<'a> {
     pub fn tokens(&self, range: std::ops::Range<usize>) -> usize {
         self.counts[range].iter().sum()
     }
+
+    /// The history as it stood before message `end` (the first `end`
+    /// messages, clamped to the length), with this history's protection
+    /// of them and no covered set: what an earlier call saw, to compare
+    /// this call's fit with.
+    ///
+    /// ```
+    /// # use memory_core::{History, Message};
+    /// let m = [Message::system("rules"), Message::user("a"), Message::assistant("b"), Message::user("c")];
+    /// let h = History::new(&m, &[1, 2, 3, 4]).unwrap().protect(&[0]);
+    /// let earlier = h.before(2);
+    /// assert_eq!((earlier.len(), earlier.total()), (2, 3));
+    /// assert_eq!(earlier.protected(), &[0, 1]);
+    /// ```
+    pub fn before(&self, end: usize) -> History<'a> {
+        let end = end.min(self.messages.len());
+        let kept = self.protected.partition_point(|&i| i < end);
+        History {
+            messages: &self.messages[..end],
+            counts: &self.counts[..end],
+            protected: Cow::Owned(self.protected[..kept].to_vec()),
+            total: self.total - self.tokens(end..self.messages.len()),
+            task: self.task.filter(|&t| t < end),
+            covered: Covered::default(),
+        }
+    }
 }
 
 fn check_lengths(messages: &[Message], counts: &[usize]) -> Result<(), MemoryError> {

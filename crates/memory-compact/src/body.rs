@@ -74,8 +74,16 @@ pub(crate) fn framing() -> Message {
 /// `originals` names ([`summary::originals`]), within `cap` tokens of
 /// `counter`, the whole message counted: the file list keeps the most
 /// recently touched paths that fit ([`FileOps::render_newest`]), saying how
-/// many it left out. `Err` when the prefix, the line naming the
-/// originals, the header and the text alone exceed the cap.
+/// many it left out. A text whose message alone exceeds the cap keeps its
+/// first whole lines that fit: the summarizer counted its reply with its
+/// own tokenizer (the extractive one by characters), and a summary a few
+/// tokens over by `counter`'s count loses its last lines, not its all
+/// (SWE-smith at 8,000 tokens of cl100k: six of seven extractive
+/// summaries were 2 to 79 tokens over a cap of 633, and each was thrown
+/// away after its request was paid). `Err` when not even its first two
+/// lines fit beside the prefix, the line naming the originals and the
+/// header: a summary's first line is often a heading (or the extractive
+/// summarizer's own header), which alone would say nothing.
 ///
 /// # Errors
 ///
@@ -87,6 +95,11 @@ pub(crate) async fn fitted(
     cap: usize,
     counter: &dyn TokenCounter,
 ) -> Result<Result<Message, Rejection>, MemoryError> {
+    let text = match first_lines_within(text, originals, cap, counter).await? {
+        Ok(text) => text,
+        Err(over) => return Ok(Err(over)),
+    };
+    let text = text.as_str();
     let with = |keep: usize| {
         summary::message_for(
             compose_rendered(text, &files.render_newest(keep)),
@@ -94,10 +107,6 @@ pub(crate) async fn fitted(
         )
     };
     let bare = summary::message_for(compose(text, &FileOps::new()), originals);
-    let tokens = counter.count_message(&bare).await?;
-    if let Err(over) = cap::within_cap(tokens, cap) {
-        return Ok(Err(over));
-    }
     let all = files.len();
     let full = with(all);
     if counter.count_message(&full).await? <= cap {
@@ -117,6 +126,42 @@ pub(crate) async fn fitted(
         }
     }
     Ok(Ok(with(fit)))
+}
+
+/// `text`, or its longest run of first whole lines (two at least), whose
+/// summary message without files is within `cap`; the rejection of the
+/// whole text when not even its first two lines are.
+async fn first_lines_within(
+    text: &str,
+    originals: Option<Handle>,
+    cap: usize,
+    counter: &dyn TokenCounter,
+) -> Result<Result<String, Rejection>, MemoryError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let bare = |keep: usize| {
+        summary::message_for(
+            compose(&lines[..keep].join("\n"), &FileOps::new()),
+            originals,
+        )
+    };
+    let tokens = counter.count_message(&bare(lines.len())).await?;
+    let Err(over) = cap::within_cap(tokens, cap) else {
+        return Ok(Ok(text.to_string()));
+    };
+    if lines.len() <= 2 || counter.count_message(&bare(2)).await? > cap {
+        return Ok(Err(over));
+    }
+    // The most lines that fit: `fit` do, `too_many` do not.
+    let (mut fit, mut too_many) = (2, lines.len());
+    while too_many - fit > 1 {
+        let middle = fit + (too_many - fit) / 2;
+        if counter.count_message(&bare(middle)).await? <= cap {
+            fit = middle;
+        } else {
+            too_many = middle;
+        }
+    }
+    Ok(Ok(lines[..fit].join("\n")))
 }
 
 /// Whether `message` is a summary Compact wrote.

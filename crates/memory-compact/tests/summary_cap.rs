@@ -6,7 +6,7 @@ use std::sync::Arc;
 use memory_compact::{Compact, EventLog, Failure, body};
 use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, Memory, Message, TokenCounter, ToolCall,
-    TrimStrategy, summary,
+    TrimResult, TrimStrategy, summary,
 };
 use memory_session::WindowMemory;
 use memory_summarize::ExtractiveSummarizer;
@@ -116,20 +116,27 @@ async fn three_hundred_turns_each_touching_a_new_file_stay_within_budget_and_cap
     assert_eq!(refused, 0, "{:?}", log.events());
 }
 
-/// The rejections a compaction of six turns reports, with a model that
-/// answers `reply` and a summary cap of `cap`; asserts nothing replaced.
-async fn rejections(reply: String, cap: u32) -> Vec<Rejection> {
-    let log = Arc::new(EventLog::new());
+/// Six turns, and what a compaction of them comes to with a model that
+/// answers `reply` and a summary cap of `cap`, its events told to `log`.
+async fn compacted(reply: String, cap: u32, log: Arc<EventLog>) -> (Vec<Message>, TrimResult) {
     let compact = Compact::new(FakeProvider::new([FakeReply::Text(reply)]))
         .with_summarize_at_tokens(50)
         .with_summary_max_tokens(cap)
         .unwrap()
-        .with_observer(log.clone());
+        .with_observer(log);
     let messages: Vec<Message> = (1..=6).flat_map(turn).collect();
     let result = compact
         .trim(&messages, &Budget::tokens(100_000), &CharTokenCounter)
         .await
         .unwrap();
+    (messages, result)
+}
+
+/// The rejections a compaction of six turns reports, with a model that
+/// answers `reply` and a summary cap of `cap`; asserts nothing replaced.
+async fn rejections(reply: String, cap: u32) -> Vec<Rejection> {
+    let log = Arc::new(EventLog::new());
+    let (messages, result) = compacted(reply, cap, log.clone()).await;
     assert_eq!(result.messages, messages, "nothing replaced");
     assert!(result.to_store().is_none());
     log.events()
@@ -165,4 +172,29 @@ async fn a_summary_over_its_cap_is_rejected() {
         matches!(found.as_slice(), [Rejection::OverCap { cap: 100, .. }]),
         "{found:?}"
     );
+}
+
+#[tokio::test]
+async fn a_summary_a_few_lines_over_its_cap_keeps_its_first_lines() {
+    // Twelve lines of about 12 tokens each: over a cap of 100 with the
+    // prefix, the originals' line and the header, within it without the
+    // last lines.
+    let lines: Vec<String> = (1..=12)
+        .map(|i| format!("- parse_{i} added to src/generated/mod_{i}.rs"))
+        .collect();
+    let reply = format!("## State\n{}", lines.join("\n"));
+    let (_, result) = compacted(reply.clone(), 100, Arc::new(EventLog::new())).await;
+    let summary = result
+        .messages
+        .iter()
+        .find(|m| body::is_compact_summary(m))
+        .expect("the summary landed");
+    assert!(CharTokenCounter.count_message(summary).await.unwrap() <= 100);
+    let text = body::text(summary).unwrap();
+    assert!(text.starts_with("## State\n- parse_1 added"), "{text}");
+    assert!(
+        reply.starts_with(&text) && text.len() < reply.len(),
+        "{text}"
+    );
+    assert!(!text.contains("parse_12"));
 }

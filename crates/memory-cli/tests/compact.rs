@@ -33,7 +33,7 @@ fn in_the_background_no_call_waits_for_a_slow_summarizer() {
             "--input",
             &input,
             "--budget",
-            "1000",
+            "1500",
             "--pipeline",
             "compact,thrift",
             "--background",
@@ -43,12 +43,15 @@ fn in_the_background_no_call_waits_for_a_slow_summarizer() {
         dir.path(),
     );
     assert_eq!(report.totals.valid_rows, report.totals.calls);
+    // At 1,500 tokens a background summary is worth starting (at 1,000
+    // none would leave room for the steps it keeps).
+    assert!(report.totals.background_summaries_started > 0);
     for row in &report.rows {
         assert!(
             row.latency_us < 2_000_000,
             "a call waited for the summarizer: {row:?}"
         );
-        assert!(row.fits && row.tokens_out <= 1_000, "{row:?}");
+        assert!(row.fits && row.tokens_out <= 1_500, "{row:?}");
     }
 }
 
@@ -62,7 +65,7 @@ fn background_summaries_land_when_turns_take_as_long_as_model_calls() {
             "--input",
             &input,
             "--budget",
-            "1000",
+            "1500",
             "--pipeline",
             "compact,thrift",
             "--background",

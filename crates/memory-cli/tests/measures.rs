@@ -282,7 +282,7 @@ fn background_summaries_that_never_land_are_reported() {
         "--input",
         &input,
         "--budget",
-        "600",
+        "1500",
         "--pipeline",
         "compact",
         "--background",

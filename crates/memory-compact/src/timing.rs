@@ -74,7 +74,7 @@ pub(crate) fn due(settings: &Settings, work: &History<'_>, plan: &Plan, budget: 
 
 /// Whether the history `plan` compacts, with the new summary at its cap,
 /// leaves room within `budget` for the turns it keeps verbatim once more.
-fn lasts(settings: &Settings, work: &History<'_>, plan: &Plan, budget: &Budget) -> bool {
+pub(crate) fn lasts(settings: &Settings, work: &History<'_>, plan: &Plan, budget: &Budget) -> bool {
     let Some(max) = budget.max_tokens else {
         return true;
     };

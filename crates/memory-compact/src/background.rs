@@ -236,14 +236,7 @@ impl<'a> Background<'a> {
         let useful = plan.has_new() && plan.new_tokens >= least && !cooling_down;
         // As in the foreground, only a summary whose compacted history
         // leaves room for the turns it keeps (see `timing::lasts`).
-        (useful
-            && timing::lasts(
-                &self.settings.for_budget(budget, stored),
-                stored,
-                &plan,
-                budget,
-            ))
-        .then_some(plan)
+        (useful && timing::lasts(self.settings, stored, &plan, budget)).then_some(plan)
     }
 
     /// Says once that background mode needs a runtime.

@@ -27,9 +27,10 @@
 //!
 //! Measured (chars counter, `anthropic` pricing, extractive summarizer,
 //! the summary cap then a tenth of the budget), cost per call against
-//! window drop's before and after the first and the third rule: SWE-Gym at 4,000 tokens 1.19x -> 0.88x (compact), SWE-smith
-//! at 4,000 1.31x -> 1.01x, at 8,000 1.04x -> 0.94x; with each rule alone
-//! 1.00x and 1.13x (SWE-Gym at 4,000), 1.22x and 1.10x (SWE-smith).
+//! window drop's before and after the first and the third rule: SWE-Gym
+//! at 4,000 tokens 1.19x -> 0.88x (compact), SWE-smith at 4,000 1.31x ->
+//! 1.01x, at 8,000 1.04x -> 0.94x; with each rule alone 1.00x and 1.13x
+//! (SWE-Gym at 4,000), 1.22x and 1.10x (SWE-smith).
 //!
 //! A threshold set with
 //! [`with_summarize_at_tokens`](crate::Compact::with_summarize_at_tokens)

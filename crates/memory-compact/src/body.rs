@@ -115,17 +115,30 @@ pub(crate) async fn fitted(
     if counter.count_message(&with(0)).await? > cap {
         return Ok(Ok(bare));
     }
-    // The most paths that fit: `fit` does, `over` does not.
-    let (mut fit, mut over) = (0, all);
+    let fit = most_within(0, all, cap, counter, with).await?;
+    Ok(Ok(with(fit)))
+}
+
+/// The most of something (paths, lines) whose message `make` gives within
+/// `cap`: at least `fit`, whose message is within it, and less than
+/// `over`, whose message is not; a binary search, the counts growing with
+/// what is kept.
+async fn most_within(
+    mut fit: usize,
+    mut over: usize,
+    cap: usize,
+    counter: &dyn TokenCounter,
+    make: impl Fn(usize) -> Message,
+) -> Result<usize, MemoryError> {
     while over - fit > 1 {
         let middle = fit + (over - fit) / 2;
-        if counter.count_message(&with(middle)).await? <= cap {
+        if counter.count_message(&make(middle)).await? <= cap {
             fit = middle;
         } else {
             over = middle;
         }
     }
-    Ok(Ok(with(fit)))
+    Ok(fit)
 }
 
 /// `text`, or its longest run of first whole lines (two at least), whose
@@ -151,16 +164,7 @@ async fn first_lines_within(
     if lines.len() <= 2 || counter.count_message(&bare(2)).await? > cap {
         return Ok(Err(over));
     }
-    // The most lines that fit: `fit` do, `too_many` do not.
-    let (mut fit, mut too_many) = (2, lines.len());
-    while too_many - fit > 1 {
-        let middle = fit + (too_many - fit) / 2;
-        if counter.count_message(&bare(middle)).await? <= cap {
-            fit = middle;
-        } else {
-            too_many = middle;
-        }
-    }
+    let fit = most_within(2, lines.len(), cap, counter, bare).await?;
     Ok(Ok(lines[..fit].join("\n")))
 }
 

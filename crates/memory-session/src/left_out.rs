@@ -94,12 +94,15 @@ use async_trait::async_trait;
 
 use memory_core::covered::Expanded;
 use memory_core::recall::{Handle, max_reachable_tokens};
-use memory_core::{
-    Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy, structure,
-};
+use memory_core::{Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy};
 use memory_text::{lowercase_words, stem};
 
+mod cut;
+mod folded;
 mod memo;
+use cut::Cutter;
+pub use folded::Folded;
+use folded::FoldedPiece;
 pub(crate) use memo::IndexMemo;
 
 pub use memory_core::index::{PREFIX, is_index};
@@ -600,118 +603,6 @@ async fn add_question_list(
     })
 }
 
-/// Turns a compaction folded away that the history a strategy is given
-/// (its view and covered set) no longer holds: kept as the index lines of
-/// their pieces (a few dozen bytes each, and the messages of the last
-/// piece, which later turns may join), so that the index can name them
-/// ([`add_index_folded`]). `WindowMemory` keeps one per session.
-///
-/// ```
-/// use memory_core::{Budget, Message};
-/// use memory_session::left_out::Folded;
-/// let mut folded = Folded::default();
-/// folded.extend(&[(Message::user("a"), 1), (Message::assistant("b"), 1)], &Budget::tokens(100));
-/// assert_eq!(folded.len(), 1);
-/// ```
-#[derive(Debug, Clone, Default)]
-pub struct Folded {
-    pieces: Vec<FoldedPiece>,
-    /// The messages of the last piece, with their counts: the turns
-    /// [`extend`](Folded::extend) folds next may join it, as they would
-    /// had they been folded together.
-    open: Vec<(Message, usize)>,
-}
-
-/// One folded piece: its index line, its handle (after a space, as the
-/// line of handles has it) and its words.
-#[derive(Debug, Clone)]
-struct FoldedPiece {
-    described: Arc<str>,
-    named: Arc<str>,
-    words: Words,
-}
-
-impl Folded {
-    /// Adds `cut`, pieces of `history`.
-    fn fold_pieces(&mut self, history: &History<'_>, cut: &[Range<usize>], max_tokens: usize) {
-        for piece in cut.iter().cloned() {
-            let tokens = history.tokens(piece.clone());
-            let slice = &history.messages()[piece];
-            self.pieces.push(FoldedPiece {
-                described: line(slice, tokens, max_tokens).into(),
-                named: named_handle(slice, tokens, max_tokens).into(),
-                words: piece_words(slice),
-            });
-        }
-    }
-
-    /// Adds `turns` (messages with their counts, oldest first), folded
-    /// away right after those added before, as pieces one recall brings
-    /// back whole under `budget`. The pieces are the ones folding all of
-    /// them at once gives: the last piece grows into the turns added next
-    /// while one recall still brings it back, so a session that folds its
-    /// turns a few at a time lists the pieces a session opened again lists.
-    ///
-    /// ```
-    /// use memory_core::{Budget, Message};
-    /// use memory_session::left_out::Folded;
-    /// let budget = Budget::tokens(1_000);
-    /// let mut bit_by_bit = Folded::default();
-    /// bit_by_bit.extend(&[(Message::user("a"), 1)], &budget);
-    /// bit_by_bit.extend(&[(Message::assistant("b"), 1)], &budget);
-    /// let mut at_once = Folded::default();
-    /// at_once.extend(&[(Message::user("a"), 1), (Message::assistant("b"), 1)], &budget);
-    /// assert_eq!(bit_by_bit.len(), 1);
-    /// assert_eq!(format!("{bit_by_bit:?}"), format!("{at_once:?}"));
-    /// ```
-    pub fn extend(&mut self, turns: &[(Message, usize)], budget: &Budget) {
-        if turns.is_empty() {
-            return;
-        }
-        let mut joined = std::mem::take(&mut self.open);
-        if !joined.is_empty() {
-            self.pieces.pop();
-        }
-        joined.extend(turns.iter().cloned());
-        let (messages, counts): (Vec<Message>, Vec<usize>) = joined.into_iter().unzip();
-        let Ok(history) = History::new(&messages, &counts) else {
-            return;
-        };
-        let history = history.forget_task();
-        let whole = 0..history.len();
-        let before = self.pieces.len();
-        let max_tokens = max_reachable_tokens(budget);
-        let cut = pieces(&history, std::slice::from_ref(&whole), max_tokens);
-        self.fold_pieces(&history, &cut, max_tokens);
-        if self.pieces.len() > before
-            && let Some(last) = cut.last()
-        {
-            self.open = last
-                .clone()
-                .map(|i| (messages[i].clone(), counts[i]))
-                .collect();
-        }
-    }
-
-    /// How many pieces it holds.
-    ///
-    /// ```
-    /// assert_eq!(memory_session::left_out::Folded::default().len(), 0);
-    /// ```
-    pub fn len(&self) -> usize {
-        self.pieces.len()
-    }
-
-    /// Whether it holds none.
-    ///
-    /// ```
-    /// assert!(memory_session::left_out::Folded::default().is_empty());
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.pieces.is_empty()
-    }
-}
-
 /// A piece the index may list: a stretch of the history, or a folded
 /// piece (older than the whole history).
 enum Entry<'f> {
@@ -998,110 +889,9 @@ fn left_out(shown: &[Option<usize>]) -> Vec<Range<usize>> {
     out
 }
 
-/// Each stretch cut along step boundaries into pieces of at most
-/// `max_tokens` (a step larger than that is a piece by itself), in order.
-fn pieces(
-    history: &History<'_>,
-    stretches: &[Range<usize>],
-    max_tokens: usize,
-) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
-    for stretch in stretches {
-        let mut cutter = Cutter::new(stretch.start, max_tokens);
-        cutter.cut_to(history.messages(), |r| history.tokens(r), stretch.end);
-        out.extend(cutter.pieces());
-    }
-    out
-}
-
-/// One stretch being cut into [`pieces`], resumable where the stretch
-/// grows: a step the stretch's end cut short is cut again whole from
-/// where it started (the checkpoint); every piece before it is final.
-#[derive(Debug, Clone)]
-struct Cutter {
-    max_tokens: usize,
-    out: Vec<Range<usize>>,
-    piece: Range<usize>,
-    at: usize,
-    /// The state before the step the end cut short (or at the end):
-    /// how many pieces are final, the open piece, where the step starts.
-    checkpoint: (usize, Range<usize>, usize),
-}
-
-impl Cutter {
-    /// A cut of a stretch from `start`.
-    fn new(start: usize, max_tokens: usize) -> Self {
-        Self {
-            max_tokens,
-            out: Vec::new(),
-            piece: start..start,
-            at: start,
-            checkpoint: (0, start..start, start),
-        }
-    }
-
-    /// How many pieces are final: the next [`cut_to`](Self::cut_to)
-    /// keeps them as they are.
-    fn final_pieces(&self) -> usize {
-        self.checkpoint.0
-    }
-
-    /// Where the cut resumes: the messages through it must be the ones
-    /// it read.
-    fn checkpoint_at(&self) -> usize {
-        self.checkpoint.2
-    }
-
-    /// Cuts from the checkpoint to `end` (at least the checkpoint), the
-    /// messages' tokens by `tokens`.
-    fn cut_to(&mut self, messages: &[Message], tokens: impl Fn(Range<usize>) -> usize, end: usize) {
-        let (final_pieces, piece, at) = self.checkpoint.clone();
-        self.out.truncate(final_pieces);
-        (self.piece, self.at) = (piece, at);
-        let mut checkpoint = None;
-        while self.at < end {
-            let at = self.at;
-            let whole = structure::step_end(messages, at);
-            if whole > end && checkpoint.is_none() {
-                checkpoint = Some((self.out.len(), self.piece.clone(), at));
-            }
-            let step = whole.min(end);
-            if step - at > 1 && tokens(at..step) > self.max_tokens {
-                // A step too large for one recall: a piece per message
-                // (a long one is then listed by its parts).
-                if !self.piece.is_empty() {
-                    self.out.push(self.piece.clone());
-                }
-                self.out.extend((at..step).map(|i| i..i + 1));
-                self.piece = step..step;
-                self.at = step;
-                continue;
-            }
-            let grown = self.piece.start..step;
-            if self.piece.is_empty() || tokens(grown.clone()) <= self.max_tokens {
-                self.piece = grown;
-            } else {
-                self.out.push(std::mem::replace(&mut self.piece, at..step));
-            }
-            self.at = step;
-        }
-        self.checkpoint =
-            checkpoint.unwrap_or_else(|| (self.out.len(), self.piece.clone(), self.at));
-    }
-
-    /// The pieces cut so far.
-    fn pieces(&self) -> Vec<Range<usize>> {
-        let mut out = self.out.clone();
-        if !self.piece.is_empty() {
-            out.push(self.piece.clone());
-        }
-        out
-    }
-}
-
 /// The pieces the index may list: the span from the first left-out
 /// message through the last, the shown messages between included, cut
-/// into [`pieces`], those that hold a left-out message. Where a strategy
+/// into pieces by a [`Cutter`], those that hold a left-out message. Where a strategy
 /// keeps scattered turns (those a question makes relevant), the stretches
 /// between them are short; cut from the span, a piece is as large as one
 /// recall allows instead, so each handle reaches more, and its words
@@ -2005,7 +1795,7 @@ mod tests {
             kept.keep(0..1);
             let mut at = 1;
             while at < m.len() {
-                let end = structure::step_end(&m, at);
+                let end = memory_core::structure::step_end(&m, at);
                 if end + 6 >= m.len() || next(5) == 0 {
                     kept.keep(at..end);
                 }

@@ -261,7 +261,7 @@ impl IndexMemo {
     }
 
     /// The pieces the span `span` of `history` (the history last synced)
-    /// is cut into (see `pieces`), resuming the last call's cut where it
+    /// is cut into by a [`Cutter`], resuming the last call's cut where it
     /// holds, each piece's handle read and counted by `counter`.
     pub async fn pieces(
         &mut self,

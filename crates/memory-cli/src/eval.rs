@@ -239,18 +239,7 @@ async fn ask(
         history = history.forget_task();
     }
     let measured = measure(pipeline, &history, config).await?;
-    let max = memory_core::recall::max_reachable_tokens(&config.budget);
-    let reach = memory_core::recall::reachable(
-        history.messages(),
-        history.counts(),
-        &measured.context,
-        max,
-    );
-    let within_reach: Vec<Message> = reach
-        .into_iter()
-        .filter(memory_core::recall::Reached::is_whole)
-        .flat_map(|r| history.messages()[r.messages].to_vec())
-        .collect();
+    let within_reach = within_reach(&history, &measured.context, config);
     drop(asking);
     let found = found(&measured.context, &sample.messages, &question.evidence);
     let reachable_found = found_or_reachable(
@@ -283,6 +272,23 @@ async fn ask(
         latency_us: measured.latency_us,
         ..question.row.clone()
     })
+}
+
+/// The messages of `history` that one recall of a handle in `context`
+/// brings back whole. A recall reads the session's history, the originals
+/// a summary stands for included: handles are looked up with the covered
+/// set in place.
+fn within_reach(history: &History<'_>, context: &[Message], config: &StageConfig) -> Vec<Message> {
+    let expanded = memory_core::covered::Expanded::of(history);
+    let recalled = expanded
+        .as_ref()
+        .map_or_else(|| history.clone(), memory_core::covered::Expanded::history);
+    let max = memory_core::recall::max_reachable_tokens(&config.budget);
+    memory_core::recall::reachable(recalled.messages(), recalled.counts(), context, max)
+        .into_iter()
+        .filter(memory_core::recall::Reached::is_whole)
+        .flat_map(|r| recalled.messages()[r.messages].to_vec())
+        .collect()
 }
 
 /// One trimmed context and what it cost.

@@ -6,7 +6,7 @@
 //! reach `https://api.openai.com` is the library's rule, which the command
 //! uses as it is; `memory-openai`'s `tests/keys.rs` shows it.)
 
-mod common;
+use crate::common;
 
 use common::{
     Loopback, example_session, memory_with_env, summarize_against_with_env, summarize_args,

@@ -1,7 +1,7 @@
 //! Bad input and bad usage: exit 2, one line naming the file and the
 //! position, never a panic.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! `--pipeline compact` and `compact,thrift`, in the foreground and in the
 //! background.
 
-mod common;
+use crate::common;
 
 use common::{example_session, memory_report, replay};
 

@@ -1,7 +1,7 @@
 //! `--counter`: the exact counters, and what is said when one cannot be
 //! built.
 
-mod common;
+use crate::common;
 
 use common::{example_session, memory};
 

@@ -8,7 +8,7 @@
 //! six asked are of categories 1-4 and have an answer; the two of category
 //! 5 count for evidence recall only.
 
-mod common;
+use crate::common;
 
 use common::{eval_locomo, eval_locomo_with, locomo_fixture, long_locomo, memory};
 

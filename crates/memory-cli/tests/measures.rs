@@ -2,7 +2,7 @@
 //! cost under prefix-cache pricing, support recall, and what the command
 //! says about a failing summarizer.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! `memory replay --plot FILE.svg`.
 
-mod common;
+use crate::common;
 
 use common::{example_session, memory};
 

@@ -2,7 +2,7 @@
 //! `MEMORY_DATA_DIR`; skipped with a notice when it is not set, failed when
 //! it is not set under CI.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

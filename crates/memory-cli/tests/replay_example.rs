@@ -1,6 +1,6 @@
 //! `memory replay` on the example session that ships in the repository.
 
-mod common;
+use crate::common;
 
 use common::{example_session, memory, memory_report, replay};
 

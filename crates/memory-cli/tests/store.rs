@@ -1,7 +1,7 @@
 //! `memory replay --store sqlite:PATH --session ID`: a replay persists and
 //! resumes where the stored session ends.
 
-mod common;
+use crate::common;
 
 use common::{example_session, memory};
 use memory_core::Store;

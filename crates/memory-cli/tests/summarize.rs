@@ -1,7 +1,7 @@
 //! `memory replay --pipeline summarize`, offline and against an
 //! OpenAI-compatible server on loopback.
 
-mod common;
+use crate::common;
 
 use common::{Loopback, example_session, memory, replay, summarize_against};
 

@@ -1,6 +1,6 @@
 //! `--pipeline thrift` in replays and evaluations.
 
-mod common;
+use crate::common;
 
 use common::{eval_locomo, example_session, locomo_fixture, replay};
 

@@ -1,7 +1,7 @@
 //! SWE-agent trajectories (`.traj`) and single trajectory objects replay
 //! through every kind of pipeline, detected by content.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

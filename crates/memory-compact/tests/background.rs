@@ -10,7 +10,7 @@
 //! older than the kept turns: 200 tokens, at least min(2,500, 500 / 4)),
 //! 510 at turn 11 (over the budget). Time is tokio's paused clock.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

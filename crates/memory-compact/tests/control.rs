@@ -6,7 +6,7 @@
 //! question u6 hold 260 tokens, of which rounds 1-3 (150) are older than
 //! the two kept turns.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

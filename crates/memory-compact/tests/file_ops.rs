@@ -2,7 +2,7 @@
 //! accumulate across compactions, and survive a restart through the
 //! summary's text.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

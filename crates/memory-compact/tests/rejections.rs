@@ -6,7 +6,7 @@
 //! question u7 hold 310 tokens, of which rounds 1-4 (200) are older than
 //! the two kept turns.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

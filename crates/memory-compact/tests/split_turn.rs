@@ -6,7 +6,7 @@
 //! current request q and six tool steps of 14 tokens each (`run_tests` 3,
 //! `{}` 1, the result 10). Two turns kept: q and steps 5 and 6.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

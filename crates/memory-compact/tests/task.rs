@@ -2,7 +2,7 @@
 //! verbatim in place, never sent to the summarizer, and kept by the
 //! fallback when the summarizer fails, which uses the budget it has.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@
 //! The memories have no index of what their contexts leave out
 //! (`WindowMemory::with_index`): what a summary covers is the point here.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

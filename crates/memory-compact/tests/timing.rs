@@ -14,7 +14,7 @@
 //! history holds 50 (i - 1) + 10 tokens: 510 at turn 11. Budget 500, so
 //! the depth (the least to fold) is 375 tokens.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! vectors, how it classifies failures, and the layers over it (a cache
 //! with batches, retries, a timeout).
 
-mod server;
+use crate::server;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! how it reads replies, and how it classifies failures, one attempt per
 //! call (the layers that retry are tested in `layers.rs`).
 
-mod server;
+use crate::server;
 
 use memory_core::{
     ChatRequest, Message, ModelOptions, Provider, ProviderError, StopReason, ToolCall, Usage,

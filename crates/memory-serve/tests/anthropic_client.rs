@@ -10,8 +10,7 @@
 //! Without Python or PyPI the test says so and passes; under CI (the `CI`
 //! variable set) it fails instead.
 
-#[path = "support/venv.rs"]
-mod venv;
+use crate::venv;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

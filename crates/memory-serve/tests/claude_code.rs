@@ -53,14 +53,11 @@
 //! under CI (the `CI` variable set) it fails instead. The CLI is
 //! installed once into `$HOME/.cache/memory-serve-tests/`.
 
-#[path = "support/agent_cli.rs"]
-mod agent_cli;
+use crate::agent_cli;
 #[path = "claude_code/cli.rs"]
 mod cli;
-#[path = "support/npm.rs"]
-mod npm;
-#[path = "support/proxy.rs"]
-mod proxy;
+use crate::npm;
+use crate::proxy;
 #[path = "claude_code/upstream.rs"]
 mod upstream;
 

@@ -31,14 +31,11 @@
 //! Without npm, or where the install fails, the test says so and passes;
 //! under CI (the `CI` variable set) it fails instead.
 
-#[path = "support/agent_cli.rs"]
-mod agent_cli;
+use crate::agent_cli;
 #[path = "codex/cli.rs"]
 mod cli;
-#[path = "support/npm.rs"]
-mod npm;
-#[path = "support/proxy.rs"]
-mod proxy;
+use crate::npm;
+use crate::proxy;
 #[path = "codex/upstream.rs"]
 mod upstream;
 

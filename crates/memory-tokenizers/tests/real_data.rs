@@ -8,7 +8,7 @@
 //! would turn it into one token; messages from users and tools must never be
 //! able to smuggle control tokens in.)
 
-mod common;
+use crate::common;
 
 use memory_tokenizers::{Cl100k, O200k};
 use tiktoken_rs::{cl100k_base_singleton, o200k_base_singleton};

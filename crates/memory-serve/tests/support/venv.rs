@@ -9,6 +9,12 @@ use std::process::Command;
 /// test says so and gets `None`; under CI (the `CI` variable set) it fails
 /// instead.
 pub fn with_package(package: &str) -> Option<PathBuf> {
+    // One at a time: the client tests of one binary share a package's
+    // environment, and two installs into one folder would race.
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = MAKING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{package}-venv"));
     let python = dir.join("bin").join("python");
     let has_it = |p: &Path| {

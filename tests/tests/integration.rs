@@ -1,12 +1,14 @@
 //! Cross-crate tests, one binary (a binary per file linked every crate once
-//! each): each module one suite. `invariants` is its own binary: CI runs it
-//! again with more cases by name.
+//! each): each module one suite. CI runs the invariant suite again with
+//! more cases (`cargo test -p memory-tests --test integration
+//! invariants::`).
 
 mod checks_bite;
 mod compact_thrift;
 mod fuzz_regressions;
 mod generators;
 mod images;
+mod invariants;
 mod pipeline;
 mod rig_adapter;
 mod same_context;

@@ -42,7 +42,8 @@ impl Cutter {
     }
 
     /// Where the cut resumes: the open piece then, and the start of the
-    /// step it cuts next.
+    /// step it cuts next (the messages before it must be the ones it
+    /// read).
     pub(super) fn resumes_at(&self) -> (Range<usize>, usize) {
         (self.checkpoint.1.clone(), self.checkpoint.2)
     }
@@ -51,12 +52,6 @@ impl Cutter {
     /// keeps them as they are.
     pub(super) fn final_pieces(&self) -> usize {
         self.checkpoint.0
-    }
-
-    /// Where the cut resumes: the messages through it must be the ones
-    /// it read.
-    pub(super) fn checkpoint_at(&self) -> usize {
-        self.checkpoint.2
     }
 
     /// Cuts from the checkpoint to `end` (at least the checkpoint), the

@@ -11,9 +11,10 @@ use super::{Cutter, Words, line, named_handle, piece_words};
 
 /// Turns a compaction folded away that the history a strategy is given
 /// (its view and covered set) no longer holds: kept as the index lines of
-/// their pieces (a few dozen bytes each, and the messages of the last
-/// piece, which later turns may join), so that the index can name them
-/// ([`add_index_folded`]). `WindowMemory` keeps one per session.
+/// their pieces (a few dozen bytes each, and the messages from the start
+/// of the last piece that later turns may change), so that the index can
+/// name them ([`add_index_folded`](super::add_index_folded)).
+/// `WindowMemory` keeps one per session.
 ///
 /// ```
 /// use memory_core::{Budget, Message};

@@ -178,7 +178,7 @@ impl IndexMemo {
         if self
             .cut
             .as_ref()
-            .is_some_and(|(_, cut)| cut.checkpoint_at() >= len)
+            .is_some_and(|(_, cut)| cut.resumes_at().1 >= len)
         {
             self.cut = None;
             self.least_named.clear();
@@ -271,7 +271,7 @@ impl IndexMemo {
     ) -> Result<Vec<Range<usize>>, MemoryError> {
         let max_tokens = self.max_tokens;
         let mut cutter = match self.cut.take() {
-            Some((start, cut)) if start == span.start && cut.checkpoint_at() <= span.end => cut,
+            Some((start, cut)) if start == span.start && cut.resumes_at().1 <= span.end => cut,
             _ => {
                 self.least_named.clear();
                 Cutter::new(span.start, max_tokens)

@@ -134,10 +134,8 @@ impl ExtractiveSummarizer {
     pub fn summarize(&self, transcript: &str, max_tokens: usize) -> Option<String> {
         let lines = candidate_lines(transcript);
         let total = lines.len();
-        // The header is sized for its largest count, so picking lines never
-        // makes it grow.
-        let widest = header(total, total);
-        let mut budget = max_tokens.checked_sub(CharTokenCounter::estimate(&widest))?;
+        let head = header(total);
+        let mut budget = max_tokens.checked_sub(CharTokenCounter::estimate(&head))?;
 
         let mut order: Vec<usize> = (0..total).collect();
         order.sort_by(|&a, &b| {
@@ -175,7 +173,7 @@ impl ExtractiveSummarizer {
             return None;
         }
         chosen.sort_unstable();
-        let mut out = header(chosen.len(), total);
+        let mut out = head;
         for k in chosen {
             out.push_str("\n- ");
             out.push_str(&lines[k].text);
@@ -218,8 +216,13 @@ impl Provider for ExtractiveSummarizer {
     }
 }
 
-fn header(kept: usize, total: usize) -> String {
-    format!("{EXTRACTIVE_HEADER} {kept} of {total} lines kept.")
+/// The first line: how many lines the summary was chosen from (as long
+/// as the header that counted the lines kept was at its widest, so the
+/// room left for lines is the same). It says
+/// nothing of how many it kept, which a summarizing strategy that cuts a
+/// summary's last lines to fit its cap would make false.
+fn header(total: usize) -> String {
+    format!("{EXTRACTIVE_HEADER} lines chosen from {total}.")
 }
 
 /// A line of the transcript worth considering.
@@ -470,6 +473,21 @@ assistant: fine";
                 max_tokens,
                 ..ModelOptions::default()
             },
+        }
+    }
+
+    #[test]
+    fn the_header_says_nothing_a_cut_of_the_last_lines_makes_false() {
+        // Compaction cuts a summary's last lines when they pass its cap (a
+        // counter that counts more than the estimate): the first line must
+        // hold for any number of lines kept.
+        let total = candidate_lines(TRANSCRIPT).len();
+        let wide = ExtractiveSummarizer.summarize(TRANSCRIPT, 400).unwrap();
+        let narrow = ExtractiveSummarizer.summarize(TRANSCRIPT, 40).unwrap();
+        assert!(narrow.lines().count() < wide.lines().count(), "{narrow}");
+        let want = format!("{EXTRACTIVE_HEADER} lines chosen from {total}.");
+        for text in [&wide, &narrow] {
+            assert_eq!(text.lines().next(), Some(want.as_str()), "{text}");
         }
     }
 

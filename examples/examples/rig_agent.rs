@@ -3,8 +3,10 @@
 //! memory and the store, and opens the file again), and goes on with the
 //! same conversation from what the file holds.
 //!
-//! The model is any OpenAI-compatible Chat Completions endpoint; Compact
-//! asks the same endpoint for its summaries.
+//! The model is any OpenAI-compatible Chat Completions endpoint served
+//! over plain HTTP (a local llama.cpp server, say); Compact asks the same
+//! endpoint for its summaries. Rig's client is built here without TLS: an
+//! HTTPS endpoint needs rig-core's `rustls` feature in `Cargo.toml`.
 //!
 //! ```sh
 //! cargo run -p memory-examples --example rig_agent -- \

@@ -130,69 +130,89 @@ fn first_difference(a: &[Message], b: &[Message]) -> Option<usize> {
     at.or((a.len() != b.len()).then(|| a.len().min(b.len())))
 }
 
+/// Runs `run` on every pipeline, each on a thread of its own (and a
+/// runtime of its own), so that their runs overlap.
+fn each_pipeline<F: Future<Output = ()>>(run: fn(&'static str, Build) -> F) {
+    std::thread::scope(|scope| {
+        for (name, build) in pipelines() {
+            scope.spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(run(name, build));
+            });
+        }
+    });
+}
+
 /// A long tool loop: compaction lands every few steps, the index lists what
 /// the context sheds, turns drop out of what the summary covers.
-#[tokio::test]
-async fn a_tool_loop_gives_the_same_context_asked_again_and_reopened() {
-    for (name, build) in pipelines() {
-        let (_dir, store) = sqlite();
-        let mut memory = open(&store, build);
-        memory
-            .record_protected(Message::system("You are a coding agent."))
-            .await
-            .unwrap();
-        memory
-            .record(Message::user("Fix the failing tests in the crate."))
-            .await
-            .unwrap();
-        for k in 0..240 {
-            for message in step(k) {
-                memory.record(message).await.unwrap();
-            }
-            if let Err(e) = check_same(&mut memory, &store, build).await {
-                panic!("{name}, step {k}: {e}");
-            }
+#[test]
+fn a_tool_loop_gives_the_same_context_asked_again_and_reopened() {
+    each_pipeline(tool_loop);
+}
+
+async fn tool_loop(name: &'static str, build: Build) {
+    let (_dir, store) = sqlite();
+    let mut memory = open(&store, build);
+    memory
+        .record_protected(Message::system("You are a coding agent."))
+        .await
+        .unwrap();
+    memory
+        .record(Message::user("Fix the failing tests in the crate."))
+        .await
+        .unwrap();
+    for k in 0..240 {
+        for message in step(k) {
+            memory.record(message).await.unwrap();
+        }
+        if let Err(e) = check_same(&mut memory, &store, build).await {
+            panic!("{name}, step {k}: {e}");
         }
     }
 }
 
 /// A chat with questions: the index's question addendum must be the same
 /// asked again and reopened.
-#[tokio::test]
-async fn a_chat_gives_the_same_context_asked_again_and_reopened() {
-    for (name, build) in pipelines() {
-        let (_dir, store) = sqlite();
-        let mut memory = open(&store, build);
-        for k in 0..150 {
-            memory
-                .record(Message::user(format!(
-                    "Day {k}: I walked to the harbour {k} times and saw boat number {}.",
-                    k * 7
-                )))
-                .await
-                .unwrap();
-            memory
-                .record(Message::assistant(format!(
-                    "That is a lot of walking; boat {} sounds familiar.",
-                    k * 7
-                )))
-                .await
-                .unwrap();
-            memory
-                .record(Message::user(format!(
-                    "Which boat did I see on day {}?",
-                    k / 2
-                )))
-                .await
-                .unwrap();
-            if let Err(e) = check_same(&mut memory, &store, build).await {
-                panic!("{name}, round {k}: {e}");
-            }
-            memory
-                .record(Message::assistant("Let me look."))
-                .await
-                .unwrap();
+#[test]
+fn a_chat_gives_the_same_context_asked_again_and_reopened() {
+    each_pipeline(chat);
+}
+
+async fn chat(name: &'static str, build: Build) {
+    let (_dir, store) = sqlite();
+    let mut memory = open(&store, build);
+    for k in 0..150 {
+        memory
+            .record(Message::user(format!(
+                "Day {k}: I walked to the harbour {k} times and saw boat number {}.",
+                k * 7
+            )))
+            .await
+            .unwrap();
+        memory
+            .record(Message::assistant(format!(
+                "That is a lot of walking; boat {} sounds familiar.",
+                k * 7
+            )))
+            .await
+            .unwrap();
+        memory
+            .record(Message::user(format!(
+                "Which boat did I see on day {}?",
+                k / 2
+            )))
+            .await
+            .unwrap();
+        if let Err(e) = check_same(&mut memory, &store, build).await {
+            panic!("{name}, round {k}: {e}");
         }
+        memory
+            .record(Message::assistant("Let me look."))
+            .await
+            .unwrap();
     }
 }
 

@@ -139,13 +139,13 @@ async fn a_client_that_stops_reading_stalls_no_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_upstream_ends_the_call_at_the_timeouts() {
+async fn a_stream_the_upstream_stalls_ends_at_the_idle_timeout() {
     let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
     let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
-    let server = memory_serve::test_util::spawn_server(config(upstream.url(), store.clone())).await;
+    let server = memory_serve::test_util::spawn_server(config(upstream.url(), store)).await;
     let question = vec![Message::user("anyone there?")];
-    // Streamed: the stream opens, then nothing; the client's stream ends
-    // at the idle timeout and the session is free again.
+    // The stream opens, then nothing; the client's stream ends at the idle
+    // timeout and the session is free again.
     let (status, session, took) = call(&server, ALICE, &body(&question, true, "stall"), None).await;
     assert_eq!(status, 200);
     assert!(took >= IDLE && took < IDLE * 3, "{took:?}");
@@ -153,7 +153,15 @@ async fn a_stalled_upstream_ends_the_call_at_the_timeouts() {
         call(&server, ALICE, &body(&question, false, "m"), Some(&session)).await;
     assert_eq!(status, 200);
     assert!(took < IDLE / 2, "{took:?}");
-    // Not streamed: a 502 that says it timed out.
+}
+
+// Each timeout has its own test, so that their waits overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_upstream_stalls_is_a_502_that_says_it_timed_out() {
+    let upstream = ScriptedUpstream::start(Duration::ZERO).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
+    let server = memory_serve::test_util::spawn_server(config(upstream.url(), store)).await;
+    let question = vec![Message::user("anyone there?")];
     let r = reqwest::Client::new()
         .post(format!("{server}/v1/chat/completions"))
         .bearer_auth(BOB)
@@ -170,11 +178,14 @@ async fn a_stalled_upstream_ends_the_call_at_the_timeouts() {
             .contains("timed out"),
         "{e}"
     );
+}
 
-    // An upstream that never begins its answer: a 502 at the first-byte
-    // timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_never_begins_is_a_502_at_the_first_byte_timeout() {
     let slow = ScriptedUpstream::start(IDLE * 10).await.unwrap();
+    let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
     let server = memory_serve::test_util::spawn_server(config(slow.url(), store)).await;
+    let question = vec![Message::user("anyone there?")];
     let started = Instant::now();
     let r = reqwest::Client::new()
         .post(format!("{server}/v1/chat/completions"))

@@ -41,7 +41,8 @@
 //! assert!(grounding::check("user: hi\nassistant: Hello! How can I help?", "Greetings exchanged.").is_ok());
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 
 use memory_core::ChatRequest;
 
@@ -311,12 +312,13 @@ fn word_terms(word: &str, sentence_start: bool, add: &mut impl FnMut(String, boo
     let count = word.chars().count();
     let upper = word.chars().filter(|c| c.is_uppercase()).count();
     let lower = word.to_lowercase();
-    if upper == count && count >= 2 && !STOP.contains(&lower.as_str()) {
+    let stop = is_stop(&lower);
+    if upper == count && count >= 2 && !stop {
         // An acronym: CSV, API, SQL.
         add(lower, true);
         return;
     }
-    if count < 3 || STOP.contains(&lower.as_str()) {
+    if count < 3 || stop {
         return;
     }
     let name = !sentence_start && word.chars().next().is_some_and(char::is_uppercase);
@@ -343,6 +345,13 @@ fn stem(word: &str) -> String {
         .filter(|r| r.len() >= 3)
         .unwrap_or(stem);
     stem.chars().take(8).collect()
+}
+
+/// Whether `lower` is one of [`STOP`]: a set, as every word of a summary
+/// and of its sources is looked up.
+fn is_stop(lower: &str) -> bool {
+    static SET: LazyLock<HashSet<&'static str>> = LazyLock::new(|| STOP.iter().copied().collect());
+    SET.contains(lower)
 }
 
 /// Function words, and words that any summary request or polite reply

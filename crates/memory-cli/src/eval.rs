@@ -136,9 +136,10 @@ pub async fn evaluate(
                 .map_err(failed(sample.name(index)))?;
             warn_on_failure(config, state.usage.failures, &sample.name(index));
             conversations[p].push(conversation_row(index, sample, &state));
+            let asked = asked_through(pipeline, config);
             for question in &questions {
                 let at = format!("{}, qa {}", sample.name(index), question.row.question);
-                let row = ask(&pipeline, &mut state, sample, question, config)
+                let row = ask(&*asked, &mut state, sample, question, config)
                     .await
                     .map_err(failed(at.clone()))?;
                 warn_on_failure(config, row.summarizer_failures.total(), &at);
@@ -152,6 +153,16 @@ pub async fn evaluate(
         .zip(rows.into_iter().zip(conversations))
         .map(|(spec, (rows, conversations))| EvalSection::new(spec, rows, conversations, &samples))
         .collect())
+}
+
+/// What a sample's questions are asked through: `pipeline`, with the
+/// index of what it leaves out as `WindowMemory` shows it, one for all the
+/// sample's questions (it keeps what the next question would read again).
+fn asked_through(pipeline: Arc<Pipeline>, config: &StageConfig) -> Box<dyn TrimStrategy> {
+    match config.index {
+        Some(settings) => Box::new(left_out::Indexed::new(pipeline, settings)),
+        None => Box::new(pipeline),
+    }
 }
 
 /// One question, ready to ask: its row so far (what does not depend on
@@ -227,7 +238,7 @@ fn conversation_row(index: usize, sample: &Sample, state: &EndState) -> Conversa
 /// Asks `question` against `state` through `pipeline`: trims the state
 /// and the question, and measures the context.
 async fn ask(
-    pipeline: &Pipeline,
+    strategy: &dyn TrimStrategy,
     state: &mut EndState,
     sample: &Sample,
     question: &Prepared<'_>,
@@ -238,7 +249,7 @@ async fn ask(
     if !config.task_floor {
         history = history.forget_task();
     }
-    let measured = measure(pipeline, &history, config).await?;
+    let measured = measure(strategy, &history, config).await?;
     let within_reach = within_reach(&history, &measured.context, config);
     drop(asking);
     let found = found(&measured.context, &sample.messages, &question.evidence);
@@ -300,10 +311,10 @@ struct Measured {
     latency_us: u64,
 }
 
-/// Trims `history` through `pipeline`, timing the trim and metering the
+/// Trims `history` through `strategy`, timing the trim and metering the
 /// model calls it makes.
 async fn measure(
-    pipeline: &Pipeline,
+    strategy: &dyn TrimStrategy,
     history: &History<'_>,
     config: &StageConfig,
 ) -> Result<Measured, MemoryError> {
@@ -311,14 +322,9 @@ async fn measure(
     let started = Instant::now();
     // The request's framing (the reply's start) is not in any message.
     let budget = config.budget.for_messages(config.counter.framing());
-    // With the index of what it leaves out, as `WindowMemory` shows it.
-    let counter = config.counter.as_ref();
-    let result = match &config.index {
-        Some(settings) => {
-            left_out::trim_indexed(pipeline, history, &budget, counter, settings).await?
-        }
-        None => pipeline.trim_with_counts(history, &budget, counter).await?,
-    };
+    let result = strategy
+        .trim_with_counts(history, &budget, config.counter.as_ref())
+        .await?;
     let latency = started.elapsed();
     Ok(Measured {
         tokens: result.tokens(),

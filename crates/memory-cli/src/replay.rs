@@ -155,6 +155,9 @@ struct TrajectoryReplay<'c> {
     /// message's starts (for support recall).
     history_text: String,
     newest_at: usize,
+    /// Where each recorded message first stands, for the handles a
+    /// context shows (read once each).
+    keys: memory_core::recall::FirstKeys,
 }
 
 impl<'c> TrajectoryReplay<'c> {
@@ -182,6 +185,7 @@ impl<'c> TrajectoryReplay<'c> {
             protected: 0,
             task_at: None,
             in_head: true,
+            keys: memory_core::recall::FirstKeys::default(),
             previous: None,
             usage: config.usage(),
             history_text: String::new(),
@@ -363,7 +367,7 @@ impl<'c> TrajectoryReplay<'c> {
 
     /// Support recall of `next` in `context`: plain, and within reach of
     /// one recall.
-    fn support(&self, next: &Message, context: &[Message]) -> (Support, Support) {
+    fn support(&mut self, next: &Message, context: &[Message]) -> (Support, Support) {
         let mut context_text: Vec<String> = context.iter().map(searchable_text).collect();
         let measure = |text: &[String]| {
             Support::measure(
@@ -375,7 +379,9 @@ impl<'c> TrajectoryReplay<'c> {
         };
         let plain = measure(&context_text);
         let max = memory_core::recall::max_reachable_tokens(&self.config.budget);
-        let reach = memory_core::recall::reachable(&self.recorded, &self.counts, context, max);
+        let reach = self
+            .keys
+            .reachable(&self.recorded, &self.counts, context, max);
         if reach.is_empty() {
             return (plain.clone(), plain);
         }

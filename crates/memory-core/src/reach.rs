@@ -97,16 +97,65 @@ pub fn reachable(
     context: &[Message],
     max_tokens: usize,
 ) -> Vec<Reached> {
-    let handles = handles_in(context);
-    if handles.is_empty() {
-        return Vec::new();
+    FirstKeys::default().reachable(history, counts, context, max_tokens)
+}
+
+/// Where each message of a history that only grows first stands, by the
+/// key a handle names it by: what [`reachable`] looks handles up in, kept
+/// from call to call so that each message is read once (a replay asks
+/// after every call what its context reaches).
+///
+/// ```
+/// use memory_core::{recall::{FirstKeys, Handle}, Message};
+/// let mut history = vec![Message::user("a"), Message::assistant("b")];
+/// let mut keys = FirstKeys::default();
+/// let context = [Message::user(format!("[left out: {}]", Handle::of(&history[..1])))];
+/// assert_eq!(keys.reachable(&history, &[5, 5], &context, 10)[0].messages, 0..1);
+/// history.push(Message::user("c")); // the next call reads only "c"
+/// assert_eq!(keys.reachable(&history, &[5, 5, 5], &context, 10)[0].messages, 0..1);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct FirstKeys {
+    first: HashMap<u64, usize>,
+    /// Messages read.
+    len: usize,
+}
+
+impl FirstKeys {
+    /// [`reachable`], `history` being the one of the call before with
+    /// messages added at its end (a shorter one is read afresh).
+    pub fn reachable(
+        &mut self,
+        history: &[Message],
+        counts: &[usize],
+        context: &[Message],
+        max_tokens: usize,
+    ) -> Vec<Reached> {
+        let handles = handles_in(context);
+        if handles.is_empty() {
+            return Vec::new();
+        }
+        if history.len() < self.len {
+            *self = Self::default();
+        }
+        // Where each key first stands (as `Handle::find` finds it), each
+        // message hashed once for all the handles.
+        for (i, m) in history.iter().enumerate().skip(self.len) {
+            self.first.entry(key(m)).or_insert(i);
+        }
+        self.len = history.len();
+        reached(&self.first, history, counts, handles, max_tokens)
     }
-    // Where each key first stands (as `Handle::find` finds it), each
-    // message hashed once for all the handles.
-    let mut first: HashMap<u64, usize> = HashMap::with_capacity(history.len());
-    for (i, m) in history.iter().enumerate() {
-        first.entry(key(m)).or_insert(i);
-    }
+}
+
+/// The pieces the `handles` name, looked up in `first`.
+fn reached(
+    first: &HashMap<u64, usize>,
+    history: &[Message],
+    counts: &[usize],
+    handles: Vec<Handle>,
+    max_tokens: usize,
+) -> Vec<Reached> {
     let mut out: Vec<Reached> = Vec::new();
     for handle in handles {
         let Some(range) = first
@@ -166,4 +215,42 @@ pub fn handles_in(context: &[Message]) -> Vec<Handle> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A history growing by one message a call, the context naming an
+    /// earlier stretch: the kept lookup answers as a fresh one, and a
+    /// history that shrank is read afresh.
+    #[test]
+    fn kept_keys_answer_as_fresh_ones() {
+        let history: Vec<Message> = (0..12)
+            .map(|i| match i % 3 {
+                0 => Message::user(format!("turn {}", i / 3)),
+                _ => Message::assistant("ok"),
+            })
+            .collect();
+        let counts = vec![4; history.len()];
+        let mut keys = FirstKeys::default();
+        for end in 3..=history.len() {
+            let named = Handle::of(&history[end - 3..end - 1]);
+            let context = [Message::user(format!("[left out: {named}]"))];
+            let now = &history[..end];
+            assert_eq!(
+                keys.reachable(now, &counts[..end], &context, 100),
+                reachable(now, &counts[..end], &context, 100),
+                "{end}"
+            );
+        }
+        let context = [Message::user(format!(
+            "[left out: {}]",
+            Handle::of(&history[3..5])
+        ))];
+        assert_eq!(
+            keys.reachable(&history[..6], &counts[..6], &context, 100)[0].messages,
+            3..5
+        );
+    }
 }

@@ -40,7 +40,7 @@ use crate::transcript;
 
 pub use crate::handle::{Handle, PART_CHARS, arguments_start, part_text, reasoning_span};
 pub use crate::reach::{
-    REACHABLE_BUDGET_DIVISOR, Reached, handles_in, max_reachable_tokens, reachable,
+    FirstKeys, REACHABLE_BUDGET_DIVISOR, Reached, handles_in, max_reachable_tokens, reachable,
 };
 
 /// The name of the tool.

@@ -202,10 +202,17 @@ impl Default for IndexSettings {
 /// assert_eq!(r.messages[1], m[2]);
 /// # });
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Like `WindowMemory`, it keeps from call to call what the next call on
+/// the same conversation would read again (what each message left out says,
+/// the stretches cut): a call on a history that grew, or on the same
+/// history with another question at its end, reads only what changed. The
+/// index is the one a fresh call makes.
+#[derive(Debug)]
 pub struct Indexed<S> {
     strategy: S,
     settings: IndexSettings,
+    memo: std::sync::Mutex<IndexMemo>,
 }
 
 impl<S> Indexed<S> {
@@ -216,7 +223,18 @@ impl<S> Indexed<S> {
     /// let _ = Indexed::new(memory_core::Pipeline::new(), IndexSettings::default());
     /// ```
     pub fn new(strategy: S, settings: IndexSettings) -> Self {
-        Self { strategy, settings }
+        Self {
+            strategy,
+            settings,
+            memo: std::sync::Mutex::default(),
+        }
+    }
+}
+
+/// A clone starts with nothing kept.
+impl<S: Clone> Clone for Indexed<S> {
+    fn clone(&self) -> Self {
+        Self::new(self.strategy.clone(), self.settings)
     }
 }
 
@@ -232,7 +250,19 @@ impl<S: TrimStrategy> TrimStrategy for Indexed<S> {
         budget: &Budget,
         counter: &dyn TokenCounter,
     ) -> Result<TrimResult, MemoryError> {
-        trim_indexed(&self.strategy, history, budget, counter, &self.settings).await
+        let settings = &self.settings;
+        let (result, _) =
+            trim_reserving(&self.strategy, history, budget, counter, Some(settings)).await?;
+        // Taken, so that no lock is held across the call; a call beside
+        // this one starts afresh.
+        let mut memo = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|e| e.into_inner()));
+        let folded = Folded::default();
+        let indexed = add_index_kept(
+            history, result, budget, counter, settings, &folded, &mut memo,
+        )
+        .await;
+        *self.memo.lock().unwrap_or_else(|e| e.into_inner()) = memo;
+        indexed
     }
 }
 

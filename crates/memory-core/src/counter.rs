@@ -214,6 +214,42 @@ impl TokenCounter for CharTokenCounter {
     }
 }
 
+/// Which counter counted something, as a memo that keeps counts from
+/// call to call can tell: the counter object's address and its framing. A
+/// strategy is given its counter on every call; a memo forgets its counts
+/// when the counter is another. Two counters at one address read as the
+/// same: one dropped and another made where it was (an owner that swaps
+/// its counter forgets its memo itself), and counters of no size of their
+/// own referred to directly (`&CharTokenCounter`), which all stand at one
+/// address: give such a counter its own allocation (an `Arc`, as
+/// `WindowMemory` holds its counter) where calls may bring different ones.
+///
+/// ```
+/// use memory_core::{CharTokenCounter, CounterId};
+/// let counter = CharTokenCounter;
+/// assert_eq!(CounterId::of(&counter), CounterId::of(&counter));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterId {
+    address: usize,
+    framing: Framing,
+}
+
+impl CounterId {
+    /// The identity of `counter`.
+    ///
+    /// ```
+    /// let id = memory_core::CounterId::of(&memory_core::CharTokenCounter);
+    /// # let _ = id;
+    /// ```
+    pub fn of(counter: &dyn TokenCounter) -> Self {
+        Self {
+            address: std::ptr::from_ref(counter).cast::<()>().addr(),
+            framing: counter.framing(),
+        }
+    }
+}
+
 /// CJK unified ideographs, extensions A-F and compatibility ideographs; kana
 /// and Hangul are not included.
 fn is_cjk_ideograph(c: char) -> bool {

@@ -97,7 +97,7 @@ mod validate;
 
 pub use budget::Budget;
 pub use context::Context;
-pub use counter::{CharTokenCounter, TokenCounter, count_messages};
+pub use counter::{CharTokenCounter, CounterId, TokenCounter, count_messages};
 #[allow(deprecated)]
 pub use deprecated::{observation, stem};
 pub use diagnostics::Diagnostics;

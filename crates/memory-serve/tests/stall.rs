@@ -40,6 +40,18 @@ fn body(messages: &[Message], stream: bool, model: &str) -> Value {
     json!({"model": model, "stream": stream, "messages": openai_wire::to_value(messages)})
 }
 
+/// A chat call, its answer not read yet.
+async fn send(server: &str, key: &str, body: &Value, session: Option<&str>) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(format!("{server}/v1/chat/completions"))
+        .bearer_auth(key)
+        .json(body);
+    if let Some(s) = session {
+        request = request.header("x-memory-session", s);
+    }
+    request.send().await.unwrap()
+}
+
 /// A chat call read to its end; its status, session and how long it took.
 async fn call(
     server: &str,
@@ -48,14 +60,7 @@ async fn call(
     session: Option<&str>,
 ) -> (u16, String, Duration) {
     let started = Instant::now();
-    let mut request = reqwest::Client::new()
-        .post(format!("{server}/v1/chat/completions"))
-        .bearer_auth(key)
-        .json(body);
-    if let Some(s) = session {
-        request = request.header("x-memory-session", s);
-    }
-    let r = request.send().await.unwrap();
+    let r = send(server, key, body, session).await;
     let status = r.status().as_u16();
     let session = r.headers()["x-memory-session"]
         .to_str()
@@ -162,13 +167,7 @@ async fn an_answer_the_upstream_stalls_is_a_502_that_says_it_timed_out() {
     let store: Arc<dyn Store> = Arc::new(InMemoryStore::new());
     let server = memory_serve::test_util::spawn_server(config(upstream.url(), store)).await;
     let question = vec![Message::user("anyone there?")];
-    let r = reqwest::Client::new()
-        .post(format!("{server}/v1/chat/completions"))
-        .bearer_auth(BOB)
-        .json(&body(&question, false, "stall"))
-        .send()
-        .await
-        .unwrap();
+    let r = send(&server, BOB, &body(&question, false, "stall"), None).await;
     assert_eq!(r.status(), 502);
     let e: Value = r.json().await.unwrap();
     assert!(
@@ -187,13 +186,7 @@ async fn an_upstream_that_never_begins_is_a_502_at_the_first_byte_timeout() {
     let server = memory_serve::test_util::spawn_server(config(slow.url(), store)).await;
     let question = vec![Message::user("anyone there?")];
     let started = Instant::now();
-    let r = reqwest::Client::new()
-        .post(format!("{server}/v1/chat/completions"))
-        .bearer_auth(BOB)
-        .json(&body(&question, false, "m"))
-        .send()
-        .await
-        .unwrap();
+    let r = send(&server, BOB, &body(&question, false, "m"), None).await;
     assert_eq!(r.status(), 502);
     assert!(started.elapsed() < IDLE * 3);
 }

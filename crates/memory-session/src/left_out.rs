@@ -103,7 +103,7 @@ mod memo;
 use cut::Cutter;
 pub use folded::Folded;
 use folded::FoldedPiece;
-pub(crate) use memo::IndexMemo;
+pub(crate) use memo::{IndexMemo, LentMemo};
 
 pub use memory_core::index::{PREFIX, is_index};
 
@@ -212,7 +212,7 @@ impl Default for IndexSettings {
 pub struct Indexed<S> {
     strategy: S,
     settings: IndexSettings,
-    memo: std::sync::Mutex<IndexMemo>,
+    memo: LentMemo,
 }
 
 impl<S> Indexed<S> {
@@ -226,7 +226,7 @@ impl<S> Indexed<S> {
         Self {
             strategy,
             settings,
-            memo: std::sync::Mutex::default(),
+            memo: LentMemo::default(),
         }
     }
 }
@@ -253,21 +253,22 @@ impl<S: TrimStrategy> TrimStrategy for Indexed<S> {
         let settings = &self.settings;
         let (result, _) =
             trim_reserving(&self.strategy, history, budget, counter, Some(settings)).await?;
-        // Taken, so that no lock is held across the call; a call beside
-        // this one starts afresh.
-        let mut memo = std::mem::take(&mut *self.memo.lock().unwrap_or_else(|e| e.into_inner()));
-        let folded = Folded::default();
-        let indexed = add_index_kept(
-            history, result, budget, counter, settings, &folded, &mut memo,
-        )
-        .await;
-        *self.memo.lock().unwrap_or_else(|e| e.into_inner()) = memo;
-        indexed
+        self.memo
+            .add_index(
+                history,
+                result,
+                budget,
+                counter,
+                settings,
+                &Folded::default(),
+            )
+            .await
     }
 }
 
-/// What [`Indexed`] does, for a strategy held by reference: `strategy`'s
-/// trim in the room [`reserve`] leaves, then [`add_index`].
+/// What [`Indexed`] does, for a strategy held by reference and with
+/// nothing kept from an earlier call: `strategy`'s trim in the room
+/// [`reserve`] leaves, then [`add_index`].
 ///
 /// # Errors
 ///
@@ -518,6 +519,7 @@ pub(crate) async fn add_index_kept(
     if result.messages.iter().any(is_index) {
         return Ok(result);
     }
+    memo.counted_by(counter);
     // The messages a summary stands for are left out too: with the
     // covered set in place, they are listed like any other.
     let expanded = Expanded::of_reusing(history, memo.take_expanded());
@@ -1343,6 +1345,76 @@ mod tests {
             .collect();
         out.reverse();
         out
+    }
+
+    /// Counts each character as `.0` tokens: another counter than the
+    /// chars counter, whose counts of the same lines differ (and one with
+    /// data, so an address of its own; see `CounterId`).
+    struct EachChar(usize);
+
+    #[async_trait]
+    impl TokenCounter for EachChar {
+        async fn count(&self, text: &str) -> Result<usize, MemoryError> {
+            Ok(text.chars().count() * self.0)
+        }
+    }
+
+    /// `Indexed` keeps its memo between calls, and calls bring their own
+    /// counter: given another, it forgets the counts it kept, and the index
+    /// is the one a fresh call with that counter makes.
+    #[tokio::test]
+    async fn an_indexed_strategy_given_another_counter_indexes_as_a_fresh_one() {
+        let mut m = vec![Message::system("Plan the house.")];
+        for topic in [
+            "garden", "boiler", "roof", "garage", "cellar", "attic", "porch",
+        ] {
+            m.push(Message::user(format!("What about the {topic}?")));
+            m.push(Message::assistant(
+                format!("The {topic} needs work. ").repeat(8),
+            ));
+        }
+        struct Newest;
+        #[async_trait]
+        impl TrimStrategy for Newest {
+            fn name(&self) -> &str {
+                "newest"
+            }
+            async fn trim_with_counts(
+                &self,
+                history: &History<'_>,
+                _: &Budget,
+                _: &dyn TokenCounter,
+            ) -> Result<TrimResult, MemoryError> {
+                let mut kept = Selection::new(history);
+                kept.keep(history.len() - 2..history.len());
+                Ok(kept.finish(false, true))
+            }
+        }
+        let settings = IndexSettings::default();
+        let indexed = Indexed::new(Newest, settings);
+        let budget = Budget::tokens(2_000);
+        let each = EachChar(1);
+        let counters: [&dyn TokenCounter; 3] = [&CharTokenCounter, &each, &CharTokenCounter];
+        // The same history each call (its counts given as they were).
+        let counts = memory_core::count_messages(&CharTokenCounter, &m)
+            .await
+            .unwrap();
+        let history = History::new(&m, &counts).unwrap();
+        let mut lists = Vec::new();
+        for counter in counters {
+            let kept = indexed
+                .trim_with_counts(&history, &budget, counter)
+                .await
+                .unwrap();
+            let fresh = trim_indexed(&Newest, &history, &budget, counter, &settings)
+                .await
+                .unwrap();
+            assert_eq!(kept.messages, fresh.messages);
+            assert_eq!(kept.counts, fresh.counts);
+            lists.push(kept.counts);
+        }
+        // The two counters count the index differently.
+        assert_ne!(lists[0], lists[1]);
     }
 
     #[test]

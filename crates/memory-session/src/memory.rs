@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::left_out::{self, Folded, IndexMemo, IndexSettings};
+use crate::left_out::{self, Folded, IndexSettings, LentMemo};
 use memory_core::covered::{self, Covered};
 use memory_core::recall::{RecallRequest, Recalled};
 use memory_core::{
@@ -220,7 +220,7 @@ pub struct WindowMemory {
     folded: Folded,
     /// What the index keeps from one call to the next (lent to one call
     /// at a time; a call that finds it lent reads the history afresh).
-    index_memo: std::sync::Mutex<IndexMemo>,
+    index_memo: LentMemo,
 }
 
 impl std::fmt::Debug for WindowMemory {
@@ -266,7 +266,7 @@ impl WindowMemory {
             state: None,
             carried: None,
             folded: Folded::default(),
-            index_memo: std::sync::Mutex::default(),
+            index_memo: LentMemo::default(),
         }
     }
 
@@ -380,7 +380,7 @@ impl WindowMemory {
     pub fn with_token_counter(mut self, counter: impl TokenCounter + 'static) -> Self {
         self.counter = Arc::new(counter);
         // What the index counted, it counted with the counter before.
-        self.index_memo = std::sync::Mutex::default();
+        self.index_memo = LentMemo::default();
         self
     }
 
@@ -669,20 +669,16 @@ impl WindowMemory {
     ) -> Result<TrimResult, MemoryError> {
         match &self.index {
             Some(settings) => {
-                let mut memo =
-                    std::mem::take(&mut *self.index_memo.lock().unwrap_or_else(|e| e.into_inner()));
-                let indexed = left_out::add_index_kept(
-                    history,
-                    result,
-                    budget,
-                    &*self.counter,
-                    settings,
-                    &self.folded,
-                    &mut memo,
-                )
-                .await;
-                *self.index_memo.lock().unwrap_or_else(|e| e.into_inner()) = memo;
-                indexed
+                self.index_memo
+                    .add_index(
+                        history,
+                        result,
+                        budget,
+                        &*self.counter,
+                        settings,
+                        &self.folded,
+                    )
+                    .await
             }
             None => Ok(result),
         }

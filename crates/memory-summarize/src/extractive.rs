@@ -216,11 +216,10 @@ impl Provider for ExtractiveSummarizer {
     }
 }
 
-/// The first line: how many lines the summary was chosen from (as long
-/// as the header that counted the lines kept was at its widest, so the
-/// room left for lines is the same). It says
-/// nothing of how many it kept, which a summarizing strategy that cuts a
-/// summary's last lines to fit its cap would make false.
+/// The first line: how many lines the summary was chosen from, not how
+/// many it kept, which a strategy that cuts a summary's last lines to fit
+/// its cap would make false. As long as the header that counted the lines
+/// kept was at its widest, so the room left for lines is the same.
 fn header(total: usize) -> String {
     format!("{EXTRACTIVE_HEADER} lines chosen from {total}.")
 }

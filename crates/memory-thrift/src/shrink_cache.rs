@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use memory_core::recall::Handle;
-use memory_core::{Framing, MemoryError, Message, TokenCounter};
+use memory_core::{CounterId, MemoryError, Message, TokenCounter};
 
 use crate::placeholder;
 
@@ -35,8 +35,8 @@ pub(crate) struct ShrinkCache {
     placeholders: Vec<Option<usize>>,
     /// Placeholder messages written for the results kept replaced.
     written: Vec<Option<Arc<Message>>>,
-    /// The counter that counted them: its address and framing.
-    counter: Option<(usize, Framing)>,
+    /// The counter that counted them.
+    counter: Option<CounterId>,
     /// A tool result whose strings are reused to count placeholders
     /// without allocating.
     scratch: Message,
@@ -110,10 +110,7 @@ impl ShrinkCache {
     /// Forgets every count unless `counter` is the one that made them
     /// (the same object, with the same framing).
     pub fn counted_by(&mut self, counter: &dyn TokenCounter) {
-        let id = (
-            std::ptr::from_ref(counter).cast::<()>().addr(),
-            counter.framing(),
-        );
+        let id = CounterId::of(counter);
         if self.counter != Some(id) {
             self.cuts.clear();
             self.bare.clear();

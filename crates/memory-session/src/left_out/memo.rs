@@ -19,7 +19,10 @@ use std::sync::Arc;
 use memory_core::covered::Expanded;
 use memory_core::identity::WordHasher;
 use memory_core::seen::SeenPrefix;
-use memory_core::{ContentBlock, History, MemoryError, Message, TokenCounter, is_shrunk_from};
+use memory_core::{
+    Budget, ContentBlock, CounterId, History, MemoryError, Message, TokenCounter, TrimResult,
+    is_shrunk_from,
+};
 
 use super::Cutter;
 
@@ -28,8 +31,9 @@ use super::Cutter;
 type Map<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
 
 /// What the index keeps of one session between calls; `WindowMemory`
-/// holds one. A memo read with one counter is used with that counter only
-/// (`WindowMemory` makes a new one when its counter changes).
+/// holds one. Its counts are the counter's that made them: it forgets them
+/// when a call brings another ([`counted_by`](Self::counted_by); and
+/// `WindowMemory` makes a new one when its counter changes).
 #[derive(Debug, Default)]
 pub(crate) struct IndexMemo {
     seen: SeenPrefix,
@@ -77,6 +81,40 @@ pub(crate) struct IndexMemo {
     previous: Map<(u64, usize), usize>,
     /// The last call's history with its covered set placed.
     expanded: Option<Expanded>,
+    /// The counter the counts were made by.
+    counter: Option<CounterId>,
+}
+
+/// An [`IndexMemo`] for an owner that calls share (`WindowMemory`,
+/// [`Indexed`](super::Indexed)): lent to one call at a time, with no lock
+/// held across the call; a call that finds it lent reads the history
+/// afresh.
+#[derive(Debug, Default)]
+pub(crate) struct LentMemo(std::sync::Mutex<IndexMemo>);
+
+impl LentMemo {
+    /// [`add_index_kept`](super::add_index_kept), the memo lent to it.
+    pub async fn add_index(
+        &self,
+        history: &History<'_>,
+        result: TrimResult,
+        budget: &Budget,
+        counter: &dyn TokenCounter,
+        settings: &super::IndexSettings,
+        folded: &super::Folded,
+    ) -> Result<TrimResult, MemoryError> {
+        let mut memo = std::mem::take(&mut *self.lock());
+        let indexed = super::add_index_kept(
+            history, result, budget, counter, settings, folded, &mut memo,
+        )
+        .await;
+        *self.lock() = memo;
+        indexed
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, IndexMemo> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// What one piece shows in the index, read (and counted) when first
@@ -107,6 +145,18 @@ enum Candidates {
 }
 
 impl IndexMemo {
+    /// Forgets everything unless `counter` made the counts kept (see
+    /// [`CounterId`]).
+    pub fn counted_by(&mut self, counter: &dyn TokenCounter) {
+        let id = CounterId::of(counter);
+        if self.counter != Some(id) {
+            *self = Self {
+                counter: Some(id),
+                ..Self::default()
+            };
+        }
+    }
+
     /// Takes `history` in, with pieces of at most `max_tokens`: forgets
     /// what was read of the messages that changed and reads the new ones.
     pub fn sync(&mut self, history: &History<'_>, max_tokens: usize) {

@@ -567,13 +567,15 @@ async fn index_placed(
     if memo.has_index() {
         return Ok(reinsert(history, memo, result, room, whole_room));
     }
-    let shown = memo.sources(history.messages(), &result.messages);
+    let shown = memo.sources_kept(history.messages(), &result.messages);
     let stretches = left_out(&shown);
     let Some(at) = index_at(&result, &shown, &stretches, call.folded) else {
         return Ok(result);
     };
     let listed = listed(memo, history, &stretches, call.counter).await?;
     memo.keep_only(&listed);
+    let made = memo::MadeKey::new(call.folded, &listed, room);
+    let kept = memo.made_index(&made);
     let mut entries: Vec<Entry<'_>> = call.folded.pieces.iter().map(Entry::Folded).collect();
     entries.extend(listed.into_iter().map(Entry::Piece));
     let mut lines = Lines {
@@ -582,8 +584,15 @@ async fn index_placed(
         memo,
         counter: call.counter,
     };
-    let order = lines.ranked(&[]);
-    let index = index_message(&mut lines, &order, room, true).await?;
+    let index = match kept {
+        Some(index) => index,
+        None => {
+            let order = lines.ranked(&[]);
+            let index = index_message(&mut lines, &order, room, true).await?;
+            lines.memo.keep_made_index(made, index.clone());
+            index
+        }
+    };
     let (result, used, named) = match index {
         Some((message, tokens, named)) => (insert(result, at, message, tokens), tokens, named),
         None => (result, 0, Vec::new()),
@@ -1909,26 +1918,34 @@ mod tests {
                 .unwrap();
             let history = History::new(&m, &counts).unwrap().forget_task();
             // Keep the system prompt, a few scattered steps (a tool result
-            // shrunk, a long user text cut around a marker) and the newest.
+            // shrunk, a long user text cut around a marker) and the newest:
+            // chosen afresh every third call, and by their place otherwise
+            // (so that the calls in between show what the one before
+            // showed, and more).
+            let steady = call % 3 != 0;
+            let mut draw = |n: u64, at: usize| match steady {
+                true => ((at as u64).wrapping_mul(2_654_435_761) >> 7) % n,
+                false => next(n),
+            };
             let mut kept = Selection::new(&history);
             kept.keep(0..1);
             let mut at = 1;
             while at < m.len() {
                 let end = memory_core::structure::step_end(&m, at);
-                if end + 6 >= m.len() || next(5) == 0 {
+                if end + 6 >= m.len() || draw(5, at) == 0 {
                     kept.keep(at..end);
                 }
                 at = end;
             }
             let mut result = kept.finish(false, true);
-            for shown in &mut result.messages {
+            for (k, shown) in result.messages.iter_mut().enumerate() {
                 let text = shown.text();
                 if let Message::ToolResult { content, .. } = shown
-                    && next(2) == 0
+                    && draw(2, k) == 0
                     && content.len() > 40
                 {
                     *content = "[earlier tool result omitted]".into();
-                } else if shown.is_user() && text.len() > 300 && next(2) == 0 {
+                } else if shown.is_user() && text.len() > 300 && draw(2, k) == 0 {
                     let first = text.lines().next().unwrap_or_default();
                     let last = text.lines().last().unwrap_or_default();
                     *shown = Message::user(format!("{first}\n[... cut ...]\n{last}"));
@@ -1960,6 +1977,7 @@ mod tests {
             .await
             .unwrap();
             assert_eq!(memo.sources(&m, &result.messages), reference, "call {call}");
+            assert_eq!(memo.last_sources(), Some(&reference[..]), "call {call}");
             assert_eq!(kept.messages, fresh.messages, "call {call}");
             assert_eq!(kept.counts, fresh.counts, "call {call}");
             indexed += usize::from(fresh.messages.iter().any(is_index));

@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use memory_core::covered::Expanded;
-use memory_core::identity::WordHasher;
+use memory_core::identity::{WordHasher, message_key};
 use memory_core::seen::SeenPrefix;
 use memory_core::{
     Budget, ContentBlock, CounterId, History, MemoryError, Message, TokenCounter, TrimResult,
@@ -83,6 +83,48 @@ pub(crate) struct IndexMemo {
     expanded: Option<Expanded>,
     /// The counter the counts were made by.
     counter: Option<CounterId>,
+    /// The last call's shown messages and where they stand (see
+    /// [`sources_kept`](Self::sources_kept)).
+    shown: Option<ShownSources>,
+    /// The last index message made, with what it was made of: a call that
+    /// lists the same pieces in the same room makes the same one.
+    made: Option<(MadeKey, MadeIndex)>,
+}
+
+/// The shown messages of a call (by [`message_key`]), the position of
+/// the history message each stands for, and the end of the span each was
+/// looked for in.
+#[derive(Debug)]
+struct ShownSources {
+    keys: Vec<u64>,
+    sources: Vec<Option<usize>>,
+    ends: Vec<usize>,
+}
+
+/// An index message made, its count and the entries it names (see
+/// `index_message`).
+pub(crate) type MadeIndex = Option<(Message, usize, Vec<usize>)>;
+
+/// What an index message (without a question's list) is made of: the
+/// folded pieces (by their handles), the pieces of the history listed
+/// and the room. Its lines are read from the history synced, which the
+/// memo forgets them with when it changes under them.
+#[derive(Debug, PartialEq)]
+pub(crate) struct MadeKey {
+    folded: Vec<Arc<str>>,
+    listed: Vec<Range<usize>>,
+    room: usize,
+}
+
+impl MadeKey {
+    /// The key of an index of `folded` and `listed` in `room` tokens.
+    pub fn new(folded: &super::Folded, listed: &[Range<usize>], room: usize) -> Self {
+        Self {
+            folded: folded.pieces.iter().map(|p| p.named.clone()).collect(),
+            listed: listed.to_vec(),
+            room,
+        }
+    }
 }
 
 /// An [`IndexMemo`] for an owner that calls share (`WindowMemory`,
@@ -164,6 +206,7 @@ impl IndexMemo {
         let same = self.seen.sync(history);
         if max_tokens != self.max_tokens {
             self.max_tokens = max_tokens;
+            self.made = None;
             self.info.clear();
             self.cut = None;
             self.least_named.clear();
@@ -193,6 +236,8 @@ impl IndexMemo {
 
     /// Forgets the messages from `len` on.
     fn truncate(&mut self, len: usize) {
+        self.made = None;
+        self.shown = None;
         // From the newest back: each is then the last of its key.
         for (lookup, before) in self
             .lookups
@@ -272,6 +317,52 @@ impl IndexMemo {
             .collect();
         out.reverse();
         out
+    }
+
+    /// [`sources`](Self::sources), looking up only the shown messages
+    /// that differ from the last call's (the newest, mostly) and the ones
+    /// before them whose span to look in changed: a shown message looked
+    /// for in the same span of the same messages stands where it stood,
+    /// and so do the ones before it. The same sources, found in a number
+    /// of steps that follows what changed rather than what is shown.
+    pub fn sources_kept(&mut self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
+        let keys: Vec<u64> = shown.iter().map(message_key).collect();
+        let last = self.shown.take();
+        let same = last.as_ref().map_or(0, |last| {
+            last.keys
+                .iter()
+                .zip(&keys)
+                .take_while(|(a, b)| a == b)
+                .count()
+        });
+        let mut sources = vec![None; shown.len()];
+        let mut ends = vec![0; shown.len()];
+        let mut end = messages.len();
+        for j in (0..shown.len()).rev() {
+            if let Some(last) = &last
+                && j < same
+                && last.ends[j] == end
+            {
+                sources[..=j].copy_from_slice(&last.sources[..=j]);
+                ends[..=j].copy_from_slice(&last.ends[..=j]);
+                break;
+            }
+            ends[j] = end;
+            sources[j] = self.nearest(messages, &shown[j], end);
+            end = sources[j].unwrap_or(end);
+        }
+        self.shown = Some(ShownSources {
+            keys,
+            sources: sources.clone(),
+            ends,
+        });
+        sources
+    }
+
+    /// The sources the last [`sources_kept`](Self::sources_kept) found.
+    #[cfg(test)]
+    pub fn last_sources(&self) -> Option<&[Option<usize>]> {
+        self.shown.as_ref().map(|s| s.sources.as_slice())
     }
 
     /// The last position before `end` of a message `shown` is shrunk from.
@@ -440,6 +531,20 @@ impl IndexMemo {
             info.named = Some((handle.into(), count));
         }
         Ok(info.named.clone().expect("read above"))
+    }
+
+    /// The index message the last call made of what `key` says, when it
+    /// was made of that (the history it read unchanged since).
+    pub fn made_index(&self, key: &MadeKey) -> Option<MadeIndex> {
+        match &self.made {
+            Some((made, index)) if made == key => Some(index.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps the index message made of what `key` says for the next call.
+    pub fn keep_made_index(&mut self, key: MadeKey, index: MadeIndex) {
+        self.made = Some((key, index));
     }
 
     /// Forgets the pieces not among `listed` when they are many more.

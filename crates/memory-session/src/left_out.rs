@@ -1977,7 +1977,11 @@ mod tests {
             .await
             .unwrap();
             assert_eq!(memo.sources(&m, &result.messages), reference, "call {call}");
-            assert_eq!(memo.last_sources(), Some(&reference[..]), "call {call}");
+            assert_eq!(
+                memo.sources_kept(&m, &result.messages),
+                reference,
+                "call {call}"
+            );
             assert_eq!(kept.messages, fresh.messages, "call {call}");
             assert_eq!(kept.counts, fresh.counts, "call {call}");
             indexed += usize::from(fresh.messages.iter().any(is_index));

@@ -83,22 +83,13 @@ pub(crate) struct IndexMemo {
     expanded: Option<Expanded>,
     /// The counter the counts were made by.
     counter: Option<CounterId>,
-    /// The last call's shown messages and where they stand (see
+    /// Where the last call found the shown messages it looked up, by the
+    /// message's key and the end looked before (see
     /// [`sources_kept`](Self::sources_kept)).
-    shown: Option<ShownSources>,
+    found: Map<(u64, usize), Option<usize>>,
     /// The last index message made, with what it was made of: a call that
     /// lists the same pieces in the same room makes the same one.
     made: Option<(MadeKey, MadeIndex)>,
-}
-
-/// The shown messages of a call (by [`message_key`]), the position of
-/// the history message each stands for, and the end of the span each was
-/// looked for in.
-#[derive(Debug)]
-struct ShownSources {
-    keys: Vec<u64>,
-    sources: Vec<Option<usize>>,
-    ends: Vec<usize>,
 }
 
 /// An index message made, its count and the entries it names (see
@@ -237,7 +228,7 @@ impl IndexMemo {
     /// Forgets the messages from `len` on.
     fn truncate(&mut self, len: usize) {
         self.made = None;
-        self.shown = None;
+        self.found.clear();
         // From the newest back: each is then the last of its key.
         for (lookup, before) in self
             .lookups
@@ -319,50 +310,34 @@ impl IndexMemo {
         out
     }
 
-    /// [`sources`](Self::sources), looking up only the shown messages
-    /// that differ from the last call's (the newest, mostly) and the ones
-    /// before them whose span to look in changed: a shown message looked
-    /// for in the same span of the same messages stands where it stood,
-    /// and so do the ones before it. The same sources, found in a number
-    /// of steps that follows what changed rather than what is shown.
+    /// [`sources`](Self::sources), looking up only what the last call
+    /// did not: a shown message that does not stand right before the one
+    /// after it (the first after a stretch left out, mostly) and was
+    /// looked up (by its [`message_key`]) before the same end in the same
+    /// messages at the last call stands where it stood then. The same
+    /// sources, with the lookups (the costly part: they walk back through
+    /// the history) following what changed rather than what is shown.
     pub fn sources_kept(&mut self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
-        let keys: Vec<u64> = shown.iter().map(message_key).collect();
-        let last = self.shown.take();
-        let same = last.as_ref().map_or(0, |last| {
-            last.keys
-                .iter()
-                .zip(&keys)
-                .take_while(|(a, b)| a == b)
-                .count()
-        });
-        let mut sources = vec![None; shown.len()];
-        let mut ends = vec![0; shown.len()];
+        let mut last = std::mem::take(&mut self.found);
+        let mut found = Map::default();
         let mut end = messages.len();
-        for j in (0..shown.len()).rev() {
-            if let Some(last) = &last
-                && j < same
-                && last.ends[j] == end
-            {
-                sources[..=j].copy_from_slice(&last.sources[..=j]);
-                ends[..=j].copy_from_slice(&last.ends[..=j]);
-                break;
-            }
-            ends[j] = end;
-            sources[j] = self.nearest(messages, &shown[j], end);
-            end = sources[j].unwrap_or(end);
+        let mut out = vec![None; shown.len()];
+        for (j, message) in shown.iter().enumerate().rev() {
+            out[j] = if end > 0 && is_shrunk_from(&messages[end - 1], message) {
+                Some(end - 1)
+            } else {
+                let key = (message_key(message), end);
+                let at = match last.remove(&key) {
+                    Some(at) => at,
+                    None => self.nearest(messages, message, end),
+                };
+                found.insert(key, at);
+                at
+            };
+            end = out[j].unwrap_or(end);
         }
-        self.shown = Some(ShownSources {
-            keys,
-            sources: sources.clone(),
-            ends,
-        });
-        sources
-    }
-
-    /// The sources the last [`sources_kept`](Self::sources_kept) found.
-    #[cfg(test)]
-    pub fn last_sources(&self) -> Option<&[Option<usize>]> {
-        self.shown.as_ref().map(|s| s.sources.as_slice())
+        self.found = found;
+        out
     }
 
     /// The last position before `end` of a message `shown` is shrunk from.

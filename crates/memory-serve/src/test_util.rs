@@ -133,6 +133,9 @@ pub struct Received {
 impl Script {
     /// Keeps a request for the test to look at.
     fn keep(&self, body: &Value, headers: &HeaderMap) {
+        if !self.keeps {
+            return;
+        }
         let authorization = headers
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -151,6 +154,8 @@ impl Script {
 #[derive(Clone)]
 struct Script {
     delay: Duration,
+    /// Whether each request is kept for [`ScriptedUpstream::received`].
+    keeps: bool,
     received: Arc<Mutex<Vec<Received>>>,
     queued: Arc<Mutex<std::collections::VecDeque<Message>>>,
 }
@@ -184,6 +189,29 @@ impl ScriptedUpstream {
     ///
     /// No loopback port could be bound.
     pub async fn start(delay: Duration) -> std::io::Result<Self> {
+        Self::serve(delay, true).await
+    }
+
+    /// [`start`](Self::start), keeping no request: for a bench that sends
+    /// thousands, whose kept bodies (each the whole context sent) would
+    /// grow the process by hundreds of megabytes and slow the server it
+    /// times. [`received`](Self::received) stays empty.
+    ///
+    /// # Errors
+    ///
+    /// No loopback port could be bound.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let upstream = memory_serve::test_util::ScriptedUpstream::start_forgetting(std::time::Duration::ZERO).await.unwrap();
+    /// assert!(upstream.received().is_empty());
+    /// # });
+    /// ```
+    pub async fn start_forgetting(delay: Duration) -> std::io::Result<Self> {
+        Self::serve(delay, false).await
+    }
+
+    async fn serve(delay: Duration, keeps: bool) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/v1", listener.local_addr()?);
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -196,6 +224,7 @@ impl ScriptedUpstream {
             .route("/v1/models", get(models))
             .with_state(Script {
                 delay,
+                keeps,
                 received: received.clone(),
                 queued: queued.clone(),
             });

@@ -84,7 +84,8 @@ use memory_summary_engine::cap::{self, CapTooSmall};
 ///
 /// **Background mode** ([`with_background`](Compact::with_background)): the
 /// request starts off the hot path once the history passes
-/// [`trigger_ratio`](Compact::with_trigger_ratio) of the token budget, and is
+/// [`trigger_ratio`](Compact::with_trigger_ratio) of the token budget with
+/// as much to fold as the foreground would, and is
 /// spliced in when the budget is crossed, if the messages it summarized are
 /// unchanged; meanwhile (and without a tokio runtime) the turn is fitted by
 /// `WindowDrop`'s projection. See [`with_background`](Compact::with_background).
@@ -356,10 +357,11 @@ impl Compact {
     ///
     /// - Once the history passes [`trigger_ratio`](Compact::with_trigger_ratio)
     ///   of the token budget (default 0.6) and its older, not yet summarized
-    ///   messages hold at least the smaller of
-    ///   [`summarize_at_tokens`](Compact::with_summarize_at_tokens) and a
-    ///   quarter of the budget, the request is spawned on the current tokio
-    ///   runtime; `trim` never waits for it.
+    ///   messages hold as much as the foreground folds (three quarters of
+    ///   the budget; the smaller of that and
+    ///   [`summarize_at_tokens`](Compact::with_summarize_at_tokens) when it
+    ///   is set), the request is spawned on the current tokio runtime;
+    ///   `trim` never waits for it.
     /// - When the budget is crossed and the summary is ready, it is spliced
     ///   in, only if the messages it summarized (and all before them) are
     ///   unchanged, byte for byte; a stale summary is discarded (and
@@ -388,9 +390,10 @@ impl Compact {
         self.set(|s| s.set_mode(mode))
     }
 
-    /// Share of the token budget past which background mode starts a
-    /// summary, clamped to 0.05..=1.0 (a value that is not a number is
-    /// taken as the default).
+    /// Share of the token budget past which background mode may start a
+    /// summary (once there is as much to fold as the foreground folds),
+    /// clamped to 0.05..=1.0 (a value that is not a number is taken as the
+    /// default).
     ///
     /// ```
     /// let c = memory_compact::Compact::background(memory_core::FakeProvider::default())

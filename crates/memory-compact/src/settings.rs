@@ -45,7 +45,8 @@ pub const DEFAULT_SUMMARIZE_AT_TOKENS: usize = 2_500;
 /// ```
 pub const DEFAULT_DEPTH_RATIO: f32 = 0.75;
 
-/// Share of the token budget past which background mode starts a summary.
+/// Share of the token budget past which background mode may start a
+/// summary (once there is as much to fold as the foreground folds).
 ///
 /// ```
 /// assert_eq!(memory_compact::DEFAULT_TRIGGER_RATIO, 0.6);

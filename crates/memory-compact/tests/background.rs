@@ -26,6 +26,11 @@ use tokio::time::{Instant, sleep};
 
 const BUDGET: usize = 500;
 
+/// The threshold these tests set: a request once the older rounds hold
+/// more (without it, one waits for as much as the foreground folds, three
+/// quarters of the budget; see `by_default_a_request_waits_for_as_much_as_the_foreground_folds`).
+const THRESHOLD: usize = 125;
+
 /// The history at turn `i`: rounds 1..i-1 and the question u_i.
 fn at_turn(i: usize) -> Vec<Message> {
     let mut m = Vec::new();
@@ -57,7 +62,22 @@ async fn window_view(messages: &[Message]) -> Vec<Message> {
 }
 
 fn background(provider: Arc<Scripted>, log: &Arc<EventLog>) -> Compact {
-    Compact::background(provider).with_observer(log.clone())
+    Compact::background(provider)
+        .with_summarize_at_tokens(THRESHOLD)
+        .with_observer(log.clone())
+}
+
+/// Turns 1 to `last`: each shown as it is, no request started.
+async fn idle_through(compact: &Compact, last: usize) {
+    for i in 1..=last {
+        let messages = at_turn(i);
+        assert_eq!(trim(compact, &messages).await.messages, messages);
+        assert_eq!(
+            compact.background_status(),
+            BackgroundStatus::Idle,
+            "turn {i}"
+        );
+    }
 }
 
 fn answer(after_secs: u64, text: &str) -> Act {
@@ -69,15 +89,7 @@ async fn starts_past_the_trigger_never_waits_and_splices_when_the_budget_is_cros
     let provider = Scripted::new(vec![answer(30, "## State\nbackground summary")]);
     let log = Arc::new(EventLog::new());
     let compact = background(provider.clone(), &log);
-    for i in 1..=6 {
-        let messages = at_turn(i);
-        assert_eq!(trim(&compact, &messages).await.messages, messages);
-        assert_eq!(
-            compact.background_status(),
-            BackgroundStatus::Idle,
-            "turn {i}"
-        );
-    }
+    idle_through(&compact, 6).await;
 
     // Turn 7: past the trigger. The request starts; the turn does not wait.
     let started = Instant::now();
@@ -127,6 +139,38 @@ async fn starts_past_the_trigger_never_waits_and_splices_when_the_budget_is_cros
     // The compacted history (about 340 tokens) is past the trigger with
     // rounds 5-8 older: the next summary starts at once.
     assert_eq!(compact.background_status(), BackgroundStatus::InFlight);
+}
+
+#[tokio::test(start_paused = true)]
+async fn by_default_a_request_waits_for_as_much_as_the_foreground_folds() {
+    let provider = Scripted::new(vec![answer(30, "## State\nbackground summary")]);
+    let log = Arc::new(EventLog::new());
+    let compact = Compact::background(provider.clone()).with_observer(log.clone());
+    // Past the trigger from turn 7, but the rounds older than the kept
+    // turns hold less than three quarters of the budget (375 tokens) until
+    // turn 11: 200 tokens at turn 7, 350 at turn 10.
+    idle_through(&compact, 10).await;
+    // Turn 11 crosses the budget with 400 tokens to fold: the request
+    // starts, and the turn drops from view meanwhile.
+    let messages = at_turn(11);
+    let result = trim(&compact, &messages).await;
+    assert_eq!(result.messages, window_view(&messages).await);
+    assert_eq!(compact.background_status(), BackgroundStatus::InFlight);
+    assert!(matches!(
+        log.events()[..],
+        [
+            CompactEvent::Fallback { .. },
+            CompactEvent::Started {
+                background: true,
+                messages: 16,
+                tokens: 400,
+                ..
+            }
+        ]
+    ));
+    assert_eq!(provider.calls(), 0);
+    sleep(Duration::from_secs(31)).await;
+    assert_eq!(provider.calls(), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -240,7 +284,7 @@ async fn a_hanging_request_times_out_a_bounded_number_of_times_and_the_status_is
 #[tokio::test(start_paused = true)]
 async fn after_a_panicking_request_the_status_is_idle_again() {
     let provider = Scripted::new(vec![Act::Panic, answer(0, "## State\nafter the panic")]);
-    let compact = Compact::background(provider.clone());
+    let compact = Compact::background(provider.clone()).with_summarize_at_tokens(THRESHOLD);
     trim(&compact, &at_turn(7)).await;
     sleep(Duration::from_secs(1)).await;
     assert_eq!(provider.calls(), 1);
@@ -255,7 +299,7 @@ async fn after_a_panicking_request_the_status_is_idle_again() {
 #[tokio::test(start_paused = true)]
 async fn dropping_the_strategy_cancels_the_request() {
     let provider = Scripted::new(vec![Act::Hang]);
-    let compact = Compact::background(provider.clone());
+    let compact = Compact::background(provider.clone()).with_summarize_at_tokens(THRESHOLD);
     trim(&compact, &at_turn(7)).await;
     sleep(Duration::from_secs(1)).await;
     assert_eq!(provider.calls(), 1);
@@ -272,7 +316,9 @@ async fn dropping_the_strategy_cancels_the_request() {
 fn without_a_runtime_the_turn_is_fitted_by_dropping() {
     let fake = Arc::new(FakeProvider::new([FakeReply::Text("unused".into())]));
     let log = Arc::new(EventLog::new());
-    let compact = Compact::background(fake.clone()).with_observer(log.clone());
+    let compact = Compact::background(fake.clone())
+        .with_summarize_at_tokens(THRESHOLD)
+        .with_observer(log.clone());
     let messages = at_turn(11);
     let result = futures::executor::block_on(trim(&compact, &messages));
     assert!(result.fits && result.to_store().is_none());

@@ -42,7 +42,14 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasherDefault;
 use std::sync::LazyLock;
+
+use memory_core::identity::WordHasher;
+
+/// A map or set by word: words are short, and every word of a summary and
+/// of its sources is looked up, hashed a word at a time.
+type ByWord = BuildHasherDefault<WordHasher>;
 
 use memory_core::ChatRequest;
 
@@ -217,8 +224,8 @@ fn unspaced(c: char) -> bool {
 }
 
 /// The salient terms of `text`, each with whether it is strong anywhere.
-fn terms(text: &str) -> HashMap<String, bool> {
-    let mut out: HashMap<String, bool> = HashMap::new();
+fn terms(text: &str) -> HashMap<String, bool, ByWord> {
+    let mut out: HashMap<String, bool, ByWord> = HashMap::default();
     let mut add = |term: String, strong: bool| {
         let entry = out.entry(term).or_insert(false);
         *entry |= strong;
@@ -241,8 +248,10 @@ fn terms(text: &str) -> HashMap<String, bool> {
 /// The terms of one token: an identifier whole (strong) and its words, or
 /// the words of an ordinary token.
 fn token_terms(token: &str, sentence_start: bool, add: &mut impl FnMut(String, bool)) {
-    let has_digit = token.chars().any(|c| c.is_ascii_digit());
-    let identifier = token.chars().any(marks) || has_digit || case_change(token);
+    // Digits and marks are ASCII: a byte of another character is none.
+    let has_digit = token.bytes().any(|b| b.is_ascii_digit());
+    let marked = token.bytes().any(|b| b.is_ascii() && marks(char::from(b)));
+    let identifier = marked || has_digit || case_change(token);
     if identifier {
         if token.chars().count() >= 2 {
             add(token.to_lowercase(), true);
@@ -260,10 +269,12 @@ fn token_terms(token: &str, sentence_start: bool, add: &mut impl FnMut(String, b
 /// Whether a lower-case letter is followed by an upper-case one inside
 /// `token` (`parseAmount`, `HttpClient`).
 fn case_change(token: &str) -> bool {
-    let chars: Vec<char> = token.chars().collect();
-    chars
-        .windows(2)
-        .any(|w| w[0].is_lowercase() && w[1].is_uppercase())
+    let mut lower_before = false;
+    token.chars().any(|c| {
+        let change = lower_before && c.is_uppercase();
+        lower_before = c.is_lowercase();
+        change
+    })
 }
 
 /// The words of an identifier: split at non-alphanumerics, at letter/digit
@@ -296,22 +307,28 @@ fn split_words(token: &str) -> Vec<String> {
 
 /// The terms of one word (letters or digits only).
 fn word_terms(word: &str, sentence_start: bool, add: &mut impl FnMut(String, bool)) {
-    if word.chars().all(|c| c.is_ascii_digit()) {
+    if word.bytes().all(|b| b.is_ascii_digit()) {
         if word.len() >= 2 {
             add(word.to_string(), true);
         }
         return;
     }
-    if word.chars().any(unspaced) {
+    // An ASCII word (most) is read by its bytes: the same counts and case.
+    let ascii = word.is_ascii();
+    if !ascii && word.chars().any(unspaced) {
         let chars: Vec<char> = word.chars().collect();
         for pair in chars.windows(2) {
             add(pair.iter().collect(), false);
         }
         return;
     }
-    let count = word.chars().count();
-    let upper = word.chars().filter(|c| c.is_uppercase()).count();
-    let lower = word.to_lowercase();
+    let (count, upper, lower) = if ascii {
+        let upper = word.bytes().filter(u8::is_ascii_uppercase).count();
+        (word.len(), upper, word.to_ascii_lowercase())
+    } else {
+        let upper = word.chars().filter(|c| c.is_uppercase()).count();
+        (word.chars().count(), upper, word.to_lowercase())
+    };
     let stop = is_stop(&lower);
     if upper == count && count >= 2 && !stop {
         // An acronym: CSV, API, SQL.
@@ -350,7 +367,8 @@ fn stem(word: &str) -> String {
 /// Whether `lower` is one of [`STOP`]: a set, as every word of a summary
 /// and of its sources is looked up.
 fn is_stop(lower: &str) -> bool {
-    static SET: LazyLock<HashSet<&'static str>> = LazyLock::new(|| STOP.iter().copied().collect());
+    static SET: LazyLock<HashSet<&'static str, ByWord>> =
+        LazyLock::new(|| STOP.iter().copied().collect());
     SET.contains(lower)
 }
 

@@ -2,7 +2,8 @@
 //! and spliced in later, only onto the messages it summarized.
 //!
 //! ```text
-//! turn N    history passes trigger_ratio x budget  -> spawn the request
+//! turn N    past trigger_ratio x budget, and as    -> spawn the request
+//!           much to fold as the foreground folds
 //! turn N+1  within budget                          -> unchanged, no wait
 //! turn M    over budget, summary not ready         -> WindowDrop's view
 //! turn M+1  over budget, the fit would move,       -> splice if the summarized

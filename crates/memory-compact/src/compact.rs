@@ -391,7 +391,9 @@ impl Compact {
     }
 
     /// Share of the token budget past which background mode may start a
-    /// summary (once there is as much to fold as the foreground folds),
+    /// summary, once there is as much to fold as the foreground folds
+    /// (three quarters of the budget: a ratio below that decides only with
+    /// a threshold set, [`with_summarize_at_tokens`](Compact::with_summarize_at_tokens)),
     /// clamped to 0.05..=1.0 (a value that is not a number is taken as the
     /// default).
     ///

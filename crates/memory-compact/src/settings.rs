@@ -46,7 +46,9 @@ pub const DEFAULT_SUMMARIZE_AT_TOKENS: usize = 2_500;
 pub const DEFAULT_DEPTH_RATIO: f32 = 0.75;
 
 /// Share of the token budget past which background mode may start a
-/// summary (once there is as much to fold as the foreground folds).
+/// summary, once there is as much to fold as the foreground folds (three
+/// quarters of the budget, so a ratio below that decides only when a
+/// threshold is set with `with_summarize_at_tokens`).
 ///
 /// ```
 /// assert_eq!(memory_compact::DEFAULT_TRIGGER_RATIO, 0.6);

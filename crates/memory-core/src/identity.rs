@@ -67,9 +67,12 @@ impl Hasher for WordHasher {
     }
 }
 
-/// The identity of `message`: a hash of every field, each string with its
-/// length, so that two messages have the same key only when they are
-/// equal (barring a 64-bit collision).
+/// The identity of `message`: a hash of every field, each string followed
+/// by a marker, so that two messages have the same key only when they are
+/// equal, barring a 64-bit collision and strings that differ only by
+/// trailing NUL bytes ([`WordHasher`] pads a string's last word with
+/// zeros). The keys stay as they are: recall handles are made from them,
+/// and stored contexts hold handles.
 ///
 /// ```
 /// use memory_core::{identity::message_key, Message};

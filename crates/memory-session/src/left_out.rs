@@ -1852,6 +1852,32 @@ mod tests {
         assert!(!index.contains("garage"), "{index}");
     }
 
+    /// A message rewritten in place to as many tokens, between the
+    /// anchors the history's sync checks, is taken for the same message
+    /// there; the kept lookup of a shown message that stood on it is
+    /// checked against it, and looked up afresh.
+    #[tokio::test]
+    async fn a_kept_lookup_is_checked_against_the_message_it_found() {
+        let mut m: Vec<Message> = (0..100)
+            .map(|i| Message::user(format!("note {i:03}")))
+            .collect();
+        m[30] = Message::user("hello world");
+        m[50] = Message::user("hello world");
+        let shown = [Message::user("hello world"), m[99].clone()];
+        let mut memo = IndexMemo::default();
+        let sync = |memo: &mut IndexMemo, m: &[Message]| {
+            let counts = vec![3; m.len()];
+            let history = History::new(m, &counts).unwrap();
+            memo.sync(&history, 1_000);
+        };
+        sync(&mut memo, &m);
+        assert_eq!(memo.sources_kept(&m, &shown), [Some(50), Some(99)]);
+        m[50] = Message::user("xxxxx xxxxx");
+        sync(&mut memo, &m);
+        assert_eq!(memo.sources(&m, &shown), [Some(30), Some(99)]);
+        assert_eq!(memo.sources_kept(&m, &shown), [Some(30), Some(99)]);
+    }
+
     /// A session that grows by appends, with rewrites now and then (a
     /// message changed in place, the newest ones taken back), shown by a
     /// context that keeps scattered messages, some of them shrunk: at

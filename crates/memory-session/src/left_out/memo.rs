@@ -97,12 +97,12 @@ pub(crate) struct IndexMemo {
 pub(crate) type MadeIndex = Option<(Message, usize, Vec<usize>)>;
 
 /// What an index message (without a question's list) is made of: the
-/// folded pieces (by their handles), the pieces of the history listed
-/// and the room. Its lines are read from the history synced, which the
-/// memo forgets them with when it changes under them.
+/// folded pieces (by their lines and handles), the pieces of the history
+/// listed and the room. Its lines are read from the history synced, which
+/// the memo forgets them with when it changes under them.
 #[derive(Debug, PartialEq)]
 pub(crate) struct MadeKey {
-    folded: Vec<Arc<str>>,
+    folded: Vec<(Arc<str>, Arc<str>)>,
     listed: Vec<Range<usize>>,
     room: usize,
 }
@@ -111,7 +111,11 @@ impl MadeKey {
     /// The key of an index of `folded` and `listed` in `room` tokens.
     pub fn new(folded: &super::Folded, listed: &[Range<usize>], room: usize) -> Self {
         Self {
-            folded: folded.pieces.iter().map(|p| p.named.clone()).collect(),
+            folded: folded
+                .pieces
+                .iter()
+                .map(|p| (p.described.clone(), p.named.clone()))
+                .collect(),
             listed: listed.to_vec(),
             room,
         }
@@ -314,8 +318,10 @@ impl IndexMemo {
     /// did not: a shown message that does not stand right before the one
     /// after it (the first after a stretch left out, mostly) and was
     /// looked up (by its [`message_key`]) before the same end in the same
-    /// messages at the last call stands where it stood then. The same
-    /// sources, with the lookups (the costly part: they walk back through
+    /// messages at the last call stands where it stood then, when it is
+    /// still shrunk from the message there. The same sources as far as
+    /// [`SeenPrefix`] tells the history unchanged (as everything the memo
+    /// keeps), with the lookups (the costly part: they walk back through
     /// the history) following what changed rather than what is shown.
     pub fn sources_kept(&mut self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
         let mut last = std::mem::take(&mut self.found);
@@ -327,9 +333,12 @@ impl IndexMemo {
                 Some(end - 1)
             } else {
                 let key = (message_key(message), end);
+                // Checked against the message found: a rewrite the
+                // history's sync does not notice (same count, between its
+                // anchors) is looked up afresh.
                 let at = match last.remove(&key) {
-                    Some(at) => at,
-                    None => self.nearest(messages, message, end),
+                    Some(at) if at.is_none_or(|at| is_shrunk_from(&messages[at], message)) => at,
+                    _ => self.nearest(messages, message, end),
                 };
                 found.insert(key, at);
                 at

@@ -237,12 +237,8 @@ impl<'a> Background<'a> {
         // As deep as the foreground's (see `timing`): a summary of less
         // lands as often for less, each landing a cache break and each
         // request read afresh.
+        let least = timing::least(self.settings, max);
         let threshold = self.settings.summarize_at_tokens();
-        let least = if self.settings.threshold_chosen() {
-            threshold.min(timing::depth(max)).max(1)
-        } else {
-            timing::depth(max)
-        };
         let cooling_down = self
             .state
             .summary_state()

@@ -46,8 +46,19 @@ use crate::settings::{DEFAULT_DEPTH_RATIO, Settings};
 use crate::turns::Plan;
 
 /// The least new material worth a summary at a budget of `max` tokens.
-pub(crate) fn depth(max: usize) -> usize {
+fn depth(max: usize) -> usize {
     ((max as f64 * f64::from(DEFAULT_DEPTH_RATIO)) as usize).max(1)
+}
+
+/// The least new material a summary folds under a budget of `max`
+/// tokens, in the foreground and in the background alike: the depth, or
+/// the smaller of it and a threshold the caller set.
+pub(crate) fn least(settings: &Settings, max: usize) -> usize {
+    if settings.threshold_chosen() {
+        settings.summarize_at_tokens().min(depth(max)).max(1)
+    } else {
+        depth(max)
+    }
 }
 
 /// Whether `plan` of `work` is to be summarized on this call at `budget`.
@@ -58,15 +69,11 @@ pub(crate) fn due(settings: &Settings, work: &History<'_>, plan: &Plan, budget: 
     let Some(max) = budget.max_tokens else {
         return settings.is_due(plan);
     };
+    if settings.threshold_chosen() && settings.is_due(plan) {
+        return true;
+    }
     let pressure = work.total() > max;
-    let least = if settings.threshold_chosen() {
-        if settings.is_due(plan) {
-            return true;
-        }
-        settings.summarize_at_tokens().min(depth(max)).max(1)
-    } else {
-        depth(max)
-    };
+    let least = least(settings, max);
     pressure
         && plan.new_tokens >= least
         && lasts(settings, work, plan, budget)

@@ -300,18 +300,9 @@ impl IndexMemo {
     /// nearest before the one the next shown message stands for that it
     /// is shrunk from, looked for among the few positions that may be it.
     pub fn sources(&self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
-        let mut end = messages.len();
-        let mut out: Vec<Option<usize>> = shown
-            .iter()
-            .rev()
-            .map(|message| {
-                let at = self.nearest(messages, message, end)?;
-                end = at;
-                Some(at)
-            })
-            .collect();
-        out.reverse();
-        out
+        walk_back(messages.len(), shown, |message, end| {
+            right_before(messages, message, end).or_else(|| self.nearest(messages, message, end))
+        })
     }
 
     /// [`sources`](Self::sources), looking up only what the last call
@@ -326,36 +317,29 @@ impl IndexMemo {
     pub fn sources_kept(&mut self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
         let mut last = std::mem::take(&mut self.found);
         let mut found = Map::default();
-        let mut end = messages.len();
-        let mut out = vec![None; shown.len()];
-        for (j, message) in shown.iter().enumerate().rev() {
-            out[j] = if end > 0 && is_shrunk_from(&messages[end - 1], message) {
-                Some(end - 1)
-            } else {
-                let key = (message_key(message), end);
-                // Checked against the message found: a rewrite the
-                // history's sync does not notice (same count, between its
-                // anchors) is looked up afresh.
-                let at = match last.remove(&key) {
-                    Some(at) if at.is_none_or(|at| is_shrunk_from(&messages[at], message)) => at,
-                    _ => self.nearest(messages, message, end),
-                };
-                found.insert(key, at);
-                at
+        let out = walk_back(messages.len(), shown, |message, end| {
+            if let Some(at) = right_before(messages, message, end) {
+                return Some(at);
+            }
+            let key = (message_key(message), end);
+            // Checked against the message found: a rewrite the history's
+            // sync does not notice (same count, between its anchors) is
+            // looked up afresh.
+            let at = match last.remove(&key) {
+                Some(at) if at.is_none_or(|at| is_shrunk_from(&messages[at], message)) => at,
+                _ => self.nearest(messages, message, end),
             };
-            end = out[j].unwrap_or(end);
-        }
+            found.insert(key, at);
+            at
+        });
         self.found = found;
         out
     }
 
-    /// The last position before `end` of a message `shown` is shrunk from.
+    /// The last position before `end` of a message `shown` is shrunk
+    /// from, looked for among the few positions that may be it (after
+    /// [`right_before`], which finds most).
     fn nearest(&self, messages: &[Message], shown: &Message, end: usize) -> Option<usize> {
-        // Shown messages mostly stand in runs: the one right before is the
-        // nearest there can be.
-        if end > 0 && is_shrunk_from(&messages[end - 1], shown) {
-            return Some(end - 1);
-        }
         match candidates(shown) {
             Candidates::All => messages[..end]
                 .iter()
@@ -569,6 +553,31 @@ impl IndexMemo {
             self.told.retain(|key, _| held.contains(key));
         }
     }
+}
+
+/// For each of `shown`, from the last back, where `find` finds it before
+/// the end of the span `len` messages long, or before where the next
+/// shown message that was found stands.
+fn walk_back(
+    len: usize,
+    shown: &[Message],
+    mut find: impl FnMut(&Message, usize) -> Option<usize>,
+) -> Vec<Option<usize>> {
+    let mut end = len;
+    let mut out = vec![None; shown.len()];
+    for (j, message) in shown.iter().enumerate().rev() {
+        out[j] = find(message, end);
+        end = out[j].unwrap_or(end);
+    }
+    out
+}
+
+/// `end - 1` when `shown` is shrunk from the message there: shown messages
+/// mostly stand in runs, and the one right before is the nearest there
+/// can be.
+fn right_before(messages: &[Message], shown: &Message, end: usize) -> Option<usize> {
+    let at = end.checked_sub(1)?;
+    is_shrunk_from(&messages[at], shown).then_some(at)
 }
 
 /// No position (the end of a chain of positions).

@@ -204,7 +204,15 @@ impl ScriptedUpstream {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let upstream = memory_serve::test_util::ScriptedUpstream::start_forgetting(std::time::Duration::ZERO).await.unwrap();
-    /// assert!(upstream.received().is_empty());
+    /// let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    /// let answer = reqwest::Client::new()
+    ///     .post(format!("{}/chat/completions", upstream.url()))
+    ///     .json(&body)
+    ///     .send()
+    ///     .await
+    ///     .unwrap();
+    /// assert!(answer.status().is_success()); // answered,
+    /// assert!(upstream.received().is_empty()); // and not kept
     /// # });
     /// ```
     pub async fn start_forgetting(delay: Duration) -> std::io::Result<Self> {

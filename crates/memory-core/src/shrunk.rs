@@ -57,8 +57,20 @@ fn is_cut_with(original: &str, shown: &str, line_break: &str) -> bool {
     if shown.len() >= original.len() {
         return false;
     }
+    // `original` starts with the head, so the marker's line break stands
+    // where `shown` still reads as `original` does: only that much of it
+    // is searched (a message that is not the one cut differs at once).
+    let common = original
+        .bytes()
+        .zip(shown.bytes())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut searched = (common + line_break.len()).min(shown.len());
+    while !shown.is_char_boundary(searched) {
+        searched += 1;
+    }
     // Each line of `shown` that opens with `[` may be the marker.
-    shown.match_indices(line_break).any(|(at, _)| {
+    shown[..searched].match_indices(line_break).any(|(at, _)| {
         let rest = &shown[at + line_break.len()..];
         if !rest.starts_with('[') {
             return false;
@@ -242,6 +254,79 @@ mod tests {
         // A user message so cut is shrunk from the original.
         let shown = Message::user(cut);
         assert!(is_shrunk_from(&Message::user(original), &shown));
+    }
+
+    /// `is_cut_with` as it reads with every line break of `shown` tried.
+    fn cut_with_every_break(original: &str, shown: &str, line_break: &str) -> bool {
+        shown.len() < original.len()
+            && shown.match_indices(line_break).any(|(at, _)| {
+                let rest = &shown[at + line_break.len()..];
+                let Some(end) = rest.find(line_break).filter(|_| rest.starts_with('[')) else {
+                    return false;
+                };
+                let (head, tail) = (&shown[..at], &rest[end + line_break.len()..]);
+                is_marker_line(&rest[..end])
+                    && !(head.is_empty() && tail.is_empty())
+                    && head.len() + tail.len() < original.len()
+                    && original.starts_with(head)
+                    && original.ends_with(tail)
+            })
+    }
+
+    #[test]
+    fn only_the_breaks_where_shown_still_reads_as_the_original_are_tried() {
+        let pieces = [
+            "héad",
+            "\n",
+            "\\n",
+            "[cut]",
+            "[... 9 characters cut ...]",
+            "é",
+            "e",
+            "x",
+            "täil",
+            "[",
+            "]",
+        ];
+        // Every text of up to five pieces, against every other: the same
+        // answers as trying every line break.
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = texts
+                .iter()
+                .flat_map(|t| pieces.iter().map(move |p| format!("{t}{p}")))
+                .collect();
+            texts.extend(longer);
+            texts.sort();
+            texts.dedup();
+            texts.truncate(3_000);
+        }
+        let originals: Vec<String> = texts
+            .iter()
+            .take(300)
+            .map(|t| format!("{t}{}", "é".repeat(20)))
+            .chain(
+                texts
+                    .iter()
+                    .take(300)
+                    .map(|t| format!("{t}\n{t}\nmore words here")),
+            )
+            .collect();
+        let mut cuts = 0;
+        for original in &originals {
+            for shown in &texts {
+                for line_break in ["\n", "\\n"] {
+                    let want = cut_with_every_break(original, shown, line_break);
+                    assert_eq!(
+                        is_cut_with(original, shown, line_break),
+                        want,
+                        "{original:?} {shown:?}"
+                    );
+                    cuts += usize::from(want);
+                }
+            }
+        }
+        assert!(cuts > 0);
     }
 
     #[test]

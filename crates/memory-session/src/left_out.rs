@@ -99,10 +99,12 @@ use memory_text::{lowercase_words, stem};
 
 mod cut;
 mod folded;
+mod in_cut;
 mod memo;
 use cut::Cutter;
 pub use folded::Folded;
 use folded::FoldedPiece;
+use in_cut::PiecesInCut;
 pub(crate) use memo::{IndexMemo, LentMemo};
 
 pub use memory_core::index::{PREFIX, is_index};
@@ -743,15 +745,21 @@ impl Lines<'_, '_, '_> {
             .unwrap_or(self.entries.len());
         let mut scores = vec![0.0; self.entries.len()];
         let n = self.entries.len() as f64;
+        let mut in_cut = PiecesInCut::of(self.memo, &self.entries[pieces..]);
         for word in &asked {
             let mut held: Vec<usize> = (0..pieces)
                 .filter(|&k| matches!(&self.entries[k], Entry::Folded(f) if f.words.contains(word)))
                 .collect();
-            held.extend(
-                holding(&self.entries[pieces..], self.memo.said(*word))
-                    .into_iter()
-                    .map(|k| pieces + k),
-            );
+            match &mut in_cut {
+                Some(in_cut) => {
+                    in_cut.holding(self.memo, *word, &self.entries[pieces..], &mut held, pieces)
+                }
+                None => held.extend(
+                    holding(&self.entries[pieces..], self.memo.said(*word))
+                        .into_iter()
+                        .map(|k| pieces + k),
+                ),
+            }
             let df = held.len() as f64;
             let weight = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
             for k in held {
@@ -762,27 +770,37 @@ impl Lines<'_, '_, '_> {
         // best first, then the others, newest first.
         let (mut order, rest): (Vec<usize>, Vec<usize>) =
             newest_first.partition(|&k| scores[k] > 0.0);
-        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(b.cmp(&a)));
+        order.sort_unstable_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(b.cmp(&a)));
         order.extend(rest);
         order
     }
 }
 
 /// The positions among `pieces` (pieces of the history, in order) of
-/// those that hold a message of `said` (positions, ascending): each
-/// message placed among the pieces where it is said less often than there
-/// are pieces, each piece looked up among the messages otherwise.
+/// those that hold a message of `said` (positions, ascending).
 fn holding(pieces: &[Entry<'_>], said: &[u32]) -> Vec<usize> {
-    let range = |k: usize| match &pieces[k] {
-        Entry::Piece(piece) => piece.clone(),
-        Entry::Folded(_) => 0..0,
-    };
+    holding_in(
+        pieces.len(),
+        |k| match &pieces[k] {
+            Entry::Piece(piece) => piece.clone(),
+            Entry::Folded(_) => 0..0,
+        },
+        said,
+    )
+}
+
+/// The positions among `count` pieces of the history, in order (`range`
+/// gives each), of those that hold a message of `said` (positions,
+/// ascending): each message placed among the pieces where it is said less
+/// often than there are pieces, each piece looked up among the messages
+/// otherwise.
+fn holding_in(count: usize, range: impl Fn(usize) -> Range<usize>, said: &[u32]) -> Vec<usize> {
     let mut out = Vec::new();
-    if said.len() < pieces.len() {
+    if said.len() < count {
         for &i in said {
             let i = i as usize;
             // The first piece that ends after message `i`.
-            let (mut k, mut hi) = (0, pieces.len());
+            let (mut k, mut hi) = (0, count);
             while k < hi {
                 let mid = (k + hi) / 2;
                 if range(mid).end <= i {
@@ -791,13 +809,13 @@ fn holding(pieces: &[Entry<'_>], said: &[u32]) -> Vec<usize> {
                     hi = mid;
                 }
             }
-            if k < pieces.len() && range(k).contains(&i) && out.last() != Some(&k) {
+            if k < count && range(k).contains(&i) && out.last() != Some(&k) {
                 out.push(k);
             }
         }
     } else {
         let mut at = 0;
-        for k in 0..pieces.len() {
+        for k in 0..count {
             let piece = range(k);
             at = first_from(said, at, piece.start);
             if said.get(at).is_some_and(|&i| (i as usize) < piece.end) {
@@ -1175,9 +1193,23 @@ fn piece_words(piece: &[Message]) -> Words {
 /// The keys of the distinct stems of `message`'s words of
 /// [`MIN_QUESTION_WORD_CHARS`] characters and more, sorted.
 fn message_words(message: &Message) -> Vec<u64> {
-    let mut out: Vec<u64> = lowercase_words(&message.text(), MIN_QUESTION_WORD_CHARS)
-        .map(|w| word_key(&stem(&w)))
-        .collect();
+    let text = message.text();
+    let mut out: Vec<u64> = Vec::new();
+    let mut word = Vec::new();
+    for w in memory_text::words(&text) {
+        if w.is_ascii() {
+            // What `lowercase_words` and `stem` make of it, without a
+            // string each.
+            if w.len() >= MIN_QUESTION_WORD_CHARS {
+                word.clear();
+                word.extend(w.bytes().map(|b| b.to_ascii_lowercase()));
+                memory_text::stem_ascii(&mut word);
+                out.push(word_key(std::str::from_utf8(&word).unwrap_or_default()));
+            }
+        } else if w.chars().count() >= MIN_QUESTION_WORD_CHARS {
+            out.push(word_key(&stem(&w.to_lowercase())));
+        }
+    }
     out.sort_unstable();
     out.dedup();
     out
@@ -1435,6 +1467,25 @@ mod tests {
                     at + said[at.min(said.len())..].partition_point(|&i| (i as usize) < start);
                 assert_eq!(first_from(&said, at, start), want, "from {at} to {start}");
             }
+        }
+    }
+
+    #[test]
+    fn a_messages_words_are_its_lowercase_words_stemmed() {
+        let texts = [
+            "Running 3 TESTS in src/main.rs, flies flying; CLUSTERS clustered",
+            "Ünïcode wörds: Straße, ÉCOLE, naïve café, İstanbul",
+            "\u{212a}elvin and \u{212b}ngstrom signs lowercase to ASCII",
+            "ab abc ABCD a1b2 9lives x_y_z 中文字符 テスト",
+            "",
+        ];
+        for text in texts {
+            let mut want: Vec<u64> = lowercase_words(text, MIN_QUESTION_WORD_CHARS)
+                .map(|w| word_key(&stem(&w)))
+                .collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(message_words(&Message::user(text)), want, "{text}");
         }
     }
 

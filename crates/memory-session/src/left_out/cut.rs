@@ -98,6 +98,19 @@ impl Cutter {
             checkpoint.unwrap_or_else(|| (self.out.len(), self.piece.clone(), self.at));
     }
 
+    /// The final pieces (see [`final_pieces`](Self::final_pieces)).
+    pub(super) fn final_slice(&self) -> &[Range<usize>] {
+        &self.out[..self.checkpoint.0]
+    }
+
+    /// The pieces cut so far, in order.
+    pub(super) fn pieces_iter(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.out
+            .iter()
+            .cloned()
+            .chain((!self.piece.is_empty()).then(|| self.piece.clone()))
+    }
+
     /// The pieces cut so far.
     pub(super) fn pieces(&self) -> Vec<Range<usize>> {
         let mut out = self.out.clone();

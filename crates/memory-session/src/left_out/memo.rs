@@ -65,6 +65,16 @@ pub(crate) struct IndexMemo {
     words: Vec<Vec<u64>>,
     /// Positions by word, ascending, of those messages.
     said: Map<u64, Vec<u32>>,
+    /// For each word a question asked, the pieces of `held_pieces` that
+    /// hold it (their places, ascending), and how many of the first
+    /// pieces were looked at: a question asked again looks only at the
+    /// pieces cut since. No larger than `said` (a piece holding a word
+    /// holds a message that said it).
+    held: Map<u64, (usize, Vec<u32>)>,
+    /// The final pieces of the cut the lists of `held` are of: a cut
+    /// made again from the same start cuts the same pieces as far as the
+    /// messages are the same, and keeps them.
+    held_pieces: Vec<Range<usize>>,
     /// The tally of the words of the last line made, with its piece's
     /// start and end: the next line of a piece grown from it adds the new
     /// messages' words.
@@ -205,6 +215,7 @@ impl IndexMemo {
             self.info.clear();
             self.cut = None;
             self.least_named.clear();
+            self.forget_held_from(0);
             self.tally = None;
         }
         if same < before {
@@ -262,6 +273,8 @@ impl IndexMemo {
         kept(&mut self.media);
         kept(&mut self.indexes);
         self.info.retain(|&(_, end), _| end <= len);
+        let held = self.held_pieces.partition_point(|p| p.end <= len);
+        self.forget_held_from(held);
         if self.tally.as_ref().is_some_and(|(_, upto, _)| *upto > len) {
             self.tally = None;
         }
@@ -316,7 +329,7 @@ impl IndexMemo {
     /// the history) following what changed rather than what is shown.
     pub fn sources_kept(&mut self, messages: &[Message], shown: &[Message]) -> Vec<Option<usize>> {
         let mut last = std::mem::take(&mut self.found);
-        let mut found = Map::default();
+        let mut found = Map::with_capacity_and_hasher(last.len(), Default::default());
         let out = walk_back(messages.len(), shown, |message, end| {
             if let Some(at) = right_before(messages, message, end) {
                 return Some(at);
@@ -388,6 +401,7 @@ impl IndexMemo {
         };
         let kept = cutter.final_pieces();
         cutter.cut_to(history.messages(), |r| self.tokens(r), span.end);
+        self.hold_pieces(cutter.final_slice());
         let out = cutter.pieces();
         self.cut = Some((span.start, cutter));
         self.least_named.truncate(kept);
@@ -422,6 +436,87 @@ impl IndexMemo {
     /// ([`read_words`](Self::read_words)), ascending.
     pub fn said(&self, word: u64) -> &[u32] {
         self.said.get(&word).map_or(&[], Vec::as_slice)
+    }
+
+    /// The pieces of the last [`pieces`](Self::pieces) cut among its
+    /// final ones (see [`Cutter::final_pieces`]) that hold a message where
+    /// `word` was said (their places in the cut, ascending). The messages
+    /// must have been read ([`read_words`](Self::read_words)).
+    pub fn held_by_final(&mut self, word: u64) -> &[u32] {
+        let finals = self.final_pieces();
+        let pieces = &self.held_pieces;
+        let said = self.said.get(&word).map_or(&[][..], Vec::as_slice);
+        let (looked, held) = self.held.entry(word).or_default();
+        // The pieces taken in since the word was last asked.
+        if let Some(new) = pieces.get(*looked..).filter(|p| !p.is_empty()) {
+            let (start, end) = (new[0].start, new[new.len() - 1].end);
+            let from = said.partition_point(|&i| (i as usize) < start);
+            let to = from + said[from..].partition_point(|&i| (i as usize) < end);
+            let found = super::holding_in(new.len(), |k| new[k].clone(), &said[from..to]);
+            held.extend(
+                found
+                    .into_iter()
+                    .map(|k| u32::try_from(*looked + k).unwrap_or(u32::MAX)),
+            );
+            *looked = pieces.len();
+        }
+        let finals = u32::try_from(finals).unwrap_or(u32::MAX);
+        &held[..held.partition_point(|&k| k < finals)]
+    }
+
+    /// Takes the cut's final `pieces` in for those the lists of `held`
+    /// are of. A cut made again from the same start cuts the same pieces
+    /// as far as the messages are the same (a piece's end depends only on
+    /// the messages from its start), and fewer of them are final when the
+    /// span ends earlier: the lists keep the pieces both have alike.
+    fn hold_pieces(&mut self, pieces: &[Range<usize>]) {
+        let alike = self
+            .held_pieces
+            .iter()
+            .zip(pieces)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if alike < pieces.len().min(self.held_pieces.len()) {
+            self.forget_held_from(alike);
+        }
+        if pieces.len() > self.held_pieces.len() {
+            let from = self.held_pieces.len();
+            self.held_pieces.extend_from_slice(&pieces[from..]);
+        }
+    }
+
+    /// Forgets the held pieces from the `k`th on.
+    fn forget_held_from(&mut self, k: usize) {
+        if k >= self.held_pieces.len() {
+            return;
+        }
+        self.held_pieces.truncate(k);
+        if k == 0 {
+            self.held.clear();
+            return;
+        }
+        let place = u32::try_from(k).unwrap_or(u32::MAX);
+        for (looked, held) in self.held.values_mut() {
+            *looked = (*looked).min(k);
+            held.truncate(held.partition_point(|&p| p < place));
+        }
+    }
+
+    /// How many pieces of the last [`pieces`](Self::pieces) cut are
+    /// final.
+    pub fn final_pieces(&self) -> usize {
+        self.cut.as_ref().map_or(0, |(_, cut)| cut.final_pieces())
+    }
+
+    /// The places in the last [`pieces`](Self::pieces) cut of `listed`
+    /// (pieces of that cut, in order); `None` when one is not among them.
+    pub fn places(&self, listed: &[Range<usize>]) -> Option<Vec<usize>> {
+        let (_, cut) = self.cut.as_ref()?;
+        let mut pieces = cut.pieces_iter().enumerate();
+        listed
+            .iter()
+            .map(|r| pieces.find(|(_, p)| p == r).map(|(k, _)| k))
+            .collect()
     }
 
     /// The line describing the piece `range` of `history`, and its count

@@ -746,10 +746,12 @@ impl Lines<'_, '_, '_> {
         let mut scores = vec![0.0; self.entries.len()];
         let n = self.entries.len() as f64;
         let mut in_cut = PiecesInCut::of(self.memo, &self.entries[pieces..]);
+        let mut held: Vec<usize> = Vec::with_capacity(self.entries.len());
         for word in &asked {
-            let mut held: Vec<usize> = (0..pieces)
-                .filter(|&k| matches!(&self.entries[k], Entry::Folded(f) if f.words.contains(word)))
-                .collect();
+            held.clear();
+            held.extend((0..pieces).filter(
+                |&k| matches!(&self.entries[k], Entry::Folded(f) if f.words.contains(word)),
+            ));
             match &mut in_cut {
                 Some(in_cut) => {
                     in_cut.holding(self.memo, *word, &self.entries[pieces..], &mut held, pieces)
@@ -762,7 +764,7 @@ impl Lines<'_, '_, '_> {
             }
             let df = held.len() as f64;
             let weight = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for k in held {
+            for &k in &held {
                 scores[k] += weight;
             }
         }
@@ -1196,18 +1198,29 @@ fn message_words(message: &Message) -> Vec<u64> {
     let text = message.text();
     let mut out: Vec<u64> = Vec::new();
     let mut word = Vec::new();
-    for w in memory_text::words(&text) {
-        if w.is_ascii() {
-            // What `lowercase_words` and `stem` make of it, without a
-            // string each.
-            if w.len() >= MIN_QUESTION_WORD_CHARS {
-                word.clear();
-                word.extend(w.bytes().map(|b| b.to_ascii_lowercase()));
-                memory_text::stem_ascii(&mut word);
-                out.push(word_key(std::str::from_utf8(&word).unwrap_or_default()));
+    // What `lowercase_words` and `stem` make of an ASCII word, without a
+    // string each.
+    let mut ascii = |w: &[u8], out: &mut Vec<u64>| {
+        if w.len() >= MIN_QUESTION_WORD_CHARS {
+            word.clear();
+            word.extend(w.iter().map(u8::to_ascii_lowercase));
+            memory_text::stem_ascii(&mut word);
+            out.push(word_key(std::str::from_utf8(&word).unwrap_or_default()));
+        }
+    };
+    if text.is_ascii() {
+        // Its words are its runs of ASCII letters and digits, as `words`
+        // finds them, without decoding each character.
+        for w in text.as_bytes().split(|b| !b.is_ascii_alphanumeric()) {
+            ascii(w, &mut out);
+        }
+    } else {
+        for w in memory_text::words(&text) {
+            if w.is_ascii() {
+                ascii(w.as_bytes(), &mut out);
+            } else if w.chars().count() >= MIN_QUESTION_WORD_CHARS {
+                out.push(word_key(&stem(&w.to_lowercase())));
             }
-        } else if w.chars().count() >= MIN_QUESTION_WORD_CHARS {
-            out.push(word_key(&stem(&w.to_lowercase())));
         }
     }
     out.sort_unstable();

@@ -45,15 +45,14 @@ use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::sync::LazyLock;
 
+use memory_core::ChatRequest;
 use memory_core::identity::WordHasher;
+
+use crate::Rejection;
 
 /// A map or set by word: words are short, and every word of a summary and
 /// of its sources is looked up, hashed a word at a time.
 type ByWord = BuildHasherDefault<WordHasher>;
-
-use memory_core::ChatRequest;
-
-use crate::Rejection;
 
 /// Below this many salient terms a source is too small to judge a summary
 /// by: any non-blank summary of it is grounded.

@@ -8,6 +8,7 @@
 //! |---|---|
 //! | [`words`], [`lowercase_words`] | the words of a text: its runs of letters and digits |
 //! | [`stem()`], [`stem_ascii`], [`MAX_STEM_CUT`] | the light stemmer: plurals, `-ing`, `-ed`, `-ly` |
+//! | [`for_each_stem`] | the stems of a text's words, without a string each |
 //!
 //! ```
 //! use memory_text::{lowercase_words, stem};
@@ -18,5 +19,5 @@
 mod stem;
 mod words;
 
-pub use stem::{MAX_STEM_CUT, stem, stem_ascii};
+pub use stem::{MAX_STEM_CUT, for_each_stem, stem, stem_ascii};
 pub use words::{lowercase_words, words};

@@ -44,6 +44,43 @@ pub fn stem(word: &str) -> String {
     String::from_utf8(w).unwrap_or_default()
 }
 
+/// Calls `f` with the [`stem`] of each of `text`'s words of at least
+/// `min_chars` characters, in order (repeats included): what
+/// [`lowercase_words`](crate::lowercase_words) and [`stem`] give, without
+/// a string each for an ASCII word (an ASCII text is split by its bytes).
+///
+/// ```
+/// let mut seen = Vec::new();
+/// memory_text::for_each_stem("Painting the Rooms, Ärger", 3, |s| seen.push(s.to_string()));
+/// assert_eq!(seen, ["paint", "the", "room", "ärger"]);
+/// ```
+pub fn for_each_stem(text: &str, min_chars: usize, mut f: impl FnMut(&str)) {
+    let mut word = Vec::new();
+    let mut ascii = |w: &[u8], f: &mut dyn FnMut(&str)| {
+        if w.len() >= min_chars {
+            word.clear();
+            word.extend(w.iter().map(u8::to_ascii_lowercase));
+            stem_ascii(&mut word);
+            f(std::str::from_utf8(&word).unwrap_or_default());
+        }
+    };
+    if text.is_ascii() {
+        // Its words are its runs of ASCII letters and digits, as `words`
+        // finds them, without decoding each character.
+        for w in text.as_bytes().split(|b| !b.is_ascii_alphanumeric()) {
+            ascii(w, &mut f);
+        }
+        return;
+    }
+    for w in crate::words(text) {
+        if w.is_ascii() {
+            ascii(w.as_bytes(), &mut f);
+        } else if w.chars().count() >= min_chars {
+            f(&stem(&w.to_lowercase()));
+        }
+    }
+}
+
 /// [`stem`] in place, for a lowercase ASCII word held as bytes (what a
 /// matcher that reads bytes has at hand).
 ///
@@ -100,6 +137,27 @@ fn undouble(w: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_stem_is_a_lowercase_word_stemmed() {
+        let texts = [
+            "Running 3 TESTS in src/main.rs, flies flying; CLUSTERS clustered",
+            "Ünïcode wörds: Straße, ÉCOLE, naïve café, İstanbul",
+            "\u{212a}elvin and \u{212b}ngstrom signs lowercase to ASCII",
+            "ab abc ABCD a1b2 9lives x_y_z 中文字符 テスト",
+            "",
+        ];
+        for min_chars in [1, 3, 4] {
+            for text in texts {
+                let want: Vec<String> = crate::lowercase_words(text, min_chars)
+                    .map(|w| stem(&w))
+                    .collect();
+                let mut got = Vec::new();
+                for_each_stem(text, min_chars, |s| got.push(s.to_string()));
+                assert_eq!(got, want, "{text} ({min_chars})");
+            }
+        }
+    }
 
     #[test]
     fn never_cuts_more_than_the_bound() {

@@ -401,7 +401,7 @@ impl IndexMemo {
         };
         let kept = cutter.final_pieces();
         cutter.cut_to(history.messages(), |r| self.tokens(r), span.end);
-        self.hold_pieces(cutter.final_slice());
+        self.hold_pieces(cutter.final_slice(), kept);
         let out = cutter.pieces();
         self.cut = Some((span.start, cutter));
         self.least_named.truncate(kept);
@@ -468,14 +468,18 @@ impl IndexMemo {
     /// are of. A cut made again from the same start cuts the same pieces
     /// as far as the messages are the same (a piece's end depends only on
     /// the messages from its start), and fewer of them are final when the
-    /// span ends earlier: the lists keep the pieces both have alike.
-    fn hold_pieces(&mut self, pieces: &[Range<usize>]) {
-        let alike = self
-            .held_pieces
-            .iter()
-            .zip(pieces)
-            .take_while(|(a, b)| a == b)
-            .count();
+    /// span ends earlier: the lists keep the pieces both have alike. The
+    /// first `kept` pieces are those the last call's cut made final, which
+    /// a resumed cut keeps (0 for a cut made afresh): only the others are
+    /// compared.
+    fn hold_pieces(&mut self, pieces: &[Range<usize>], kept: usize) {
+        let from = kept.min(self.held_pieces.len()).min(pieces.len());
+        let alike = from
+            + self.held_pieces[from..]
+                .iter()
+                .zip(&pieces[from..])
+                .take_while(|(a, b)| a == b)
+                .count();
         if alike < pieces.len().min(self.held_pieces.len()) {
             self.forget_held_from(alike);
         }

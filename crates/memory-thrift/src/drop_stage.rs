@@ -385,9 +385,13 @@ fn unit_of(rank: u128) -> usize {
 
 /// Tokens of `range` outside the floor.
 fn outside_floor(work: &WorkingCopy<'_, '_>, layout: &Layout<'_>, range: Range<usize>) -> usize {
-    range
-        .filter(|&i| !layout.in_floor(i))
-        .map(|i| work.count(i))
+    let counts = work.counts_of(range.clone());
+    layout
+        .in_floor_of(range)
+        .iter()
+        .zip(counts)
+        .filter(|(floor, _)| !**floor)
+        .map(|(_, count)| count)
         .sum()
 }
 
@@ -423,7 +427,9 @@ fn partial(
 fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
     let messages = work.history().messages();
     let n = messages.len();
-    let mut units = Vec::new();
+    let rounds = layout.question.map(|_| layout.rounds(messages));
+    // Every earlier round is a unit unless all of it lies in the floor.
+    let mut units = Vec::with_capacity(rounds.as_ref().map_or(0, |r| r.rounds.len()));
     let mut push = |range: Range<usize>, round: bool, newest: bool| {
         units.extend(unit(work, layout, range, round, newest));
     };
@@ -431,14 +437,8 @@ fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
         let base = range.start;
         structure::steps(&messages[range]).map(move |s| base + s.start..base + s.end)
     };
-    match layout.question {
-        None => {
-            for step in steps_of(0..layout.newest_step) {
-                push(step, false, true);
-            }
-        }
-        Some(q) => {
-            let rounds = layout.rounds(messages);
+    match (layout.question, rounds) {
+        (Some(q), Some(rounds)) => {
             for step in steps_of(rounds.head.clone()) {
                 push(step, false, false);
             }
@@ -457,6 +457,11 @@ fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
                 push(step, false, true);
             }
         }
+        _ => {
+            for step in steps_of(0..layout.newest_step) {
+                push(step, false, true);
+            }
+        }
     }
     units
 }
@@ -472,10 +477,11 @@ fn unit(
 ) -> Option<Unit> {
     let mut cost = 0;
     let mut outside = 0;
-    for i in range.clone() {
-        if !layout.in_floor(i) {
+    let counts = work.counts_of(range.clone());
+    for (&floor, &count) in layout.in_floor_of(range.clone()).iter().zip(counts) {
+        if !floor {
             outside += 1;
-            cost += work.count(i);
+            cost += count;
         }
     }
     if outside == 0 {

@@ -181,6 +181,11 @@ impl<'k> Layout<'k> {
         self.in_floor[i]
     }
 
+    /// Whether each message of `range` lies in the floor.
+    pub fn in_floor_of(&self, range: Range<usize>) -> &[bool] {
+        &self.in_floor[range]
+    }
+
     /// Whether a cheap stage may change message `i`: it is not protected,
     /// not the current question and not part of the newest step.
     pub fn shrinkable(&self, history: &History<'_>, i: usize) -> bool {

@@ -79,6 +79,11 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
         self.counts[i]
     }
 
+    /// Tokens of each message of `range` as it stands now.
+    pub fn counts_of(&self, range: std::ops::Range<usize>) -> &[usize] {
+        &self.counts[range]
+    }
+
     /// Tokens of everything not dropped.
     pub fn total(&self) -> usize {
         self.total

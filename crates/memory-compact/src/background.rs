@@ -2,32 +2,38 @@
 //! and spliced in later, only onto the messages it summarized.
 //!
 //! ```text
-//! turn N    past trigger_ratio x budget, and as    -> spawn the request
-//!           much to fold as the foreground folds
-//! turn N+1  within budget                          -> unchanged, no wait
-//! turn M    over budget, summary not ready         -> WindowDrop's view
-//! turn M+1  over budget, the fit would move,       -> splice if the summarized
-//!           summary ready                             messages are unchanged,
-//!                                                     else discard; then arm
-//!                                                     again
+//! turn N    over budget, the window's cut due, as   -> spawn the request;
+//!           much to fold as the foreground folds,      WindowDrop's view
+//!           lasting a step more
+//! turn M    over budget, summary not ready, or      -> WindowDrop's view
+//!           the fit would not move
+//! turn M+1  over budget, the fit would move,        -> splice if the summarized
+//!           summary ready                              messages are unchanged,
+//!                                                      else discard; then arm
+//!                                                      again
 //! ```
 //!
-//! A request is armed only when the compacted history would leave room
-//! for the turns it keeps and there is as much to fold as the foreground
-//! folds (see [`timing`](crate::timing)), and a ready summary waits, over
-//! the budget, for a call whose fit moves anyway (the foreground's rules).
+//! A request is armed where the foreground would summarize (see
+//! [`timing`](crate::timing): past a threshold set, or over the budget
+//! with the window's cut due, as much to fold as the foreground folds and
+//! a compacted history that lasts), past the trigger, and only when that
+//! history would also leave room for one more step like the newest: the
+//! summary is spliced at a later call than the foreground's. A ready
+//! summary waits, over the budget, for a call whose fit moves anyway.
 //! Measured (chars counter, `anthropic` pricing, extractive summarizer,
-//! `--background --turn-delay-ms 5`), cost per call with the first two
-//! rules: SWE-Gym 1,623 at 4,000 tokens and 2,163 at 8,000; SWE-smith
-//! 1,754 and 2,778 (window drop's 1,450, 2,209, 1,559 and 2,542): requests
-//! armed once a quarter of the budget was left to fold started three to
-//! four times as often as the foreground's (SWE-Gym at 4,000: 12 against
-//! 3), each landing a break, each read afresh. As deep as the
-//! foreground's: 1,599, 2,029, 1,635 and 2,422 (9, 6, 8 and 8 requests
-//! against 12, 9, 13 and 14), support recall 0.900, 0.962, 0.703 and 0.869
-//! (window drop's 0.839, 0.962, 0.694, 0.858). Still above window drop's
-//! at 4,000 tokens: a summary armed when the budget is crossed lands at
-//! the next cut, and folds only what was there when it was armed.
+//! `--background --turn-delay-ms 5`), cost per call at 4,000 and 8,000
+//! tokens: SWE-Gym 1,378 and 2,061, SWE-smith 1,552 and 2,447 (window
+//! drop's 1,450, 2,209, 1,559 and 2,542; the foreground's 1,257, 1,775,
+//! 1,531 and 2,183), 3, 4, 4 and 6 requests; support recall 0.881,
+//! 0.962, 0.724 and 0.868 (window drop's 0.839, 0.962, 0.694 and 0.858).
+//! Armed before the cut came due (as deep as the foreground's, past the
+//! trigger: 1,599, 2,029, 1,635 and 2,422; 9, 6, 8 and 8 requests), a
+//! request folded turns the foreground never folds, because by the time
+//! the cut came due the compacted history no longer lasted: SWE-Gym at
+//! 4,000 tokens paid for nine summaries against the foreground's three,
+//! three of which never landed. Armed at the cut without the step more:
+//! SWE-smith at 4,000 tokens 1,587 (five requests). Armed a call ahead
+//! of the cut (the newest step's size taken as the next one's): 1,625.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -223,8 +229,9 @@ impl<'a> Background<'a> {
     }
 
     /// The plan for `stored` when a request is due: past the trigger, the
-    /// background summary idle, enough new material, no cooldown in force,
-    /// and a compacted history that would last.
+    /// background summary idle, no cooldown in force, the foreground due
+    /// to summarize on this call, and a compacted history that would last
+    /// until the summary lands.
     fn due(&self, stored: &History<'_>, budget: &Budget) -> Option<Plan> {
         let max = budget.max_tokens?;
         let ratio = f64::from(self.settings.trigger_ratio());
@@ -234,20 +241,23 @@ impl<'a> Background<'a> {
             return None;
         }
         let plan = self.settings.plan(stored);
-        // As deep as the foreground's (see `timing`): a summary of less
-        // lands as often for less, each landing a cache break and each
-        // request read afresh.
-        let least = timing::least(self.settings, max);
         let threshold = self.settings.summarize_at_tokens();
         let cooling_down = self
             .state
             .summary_state()
             .cooldown(stored, &plan, threshold)
             .is_some();
-        let useful = plan.has_new() && plan.new_tokens >= least && !cooling_down;
-        // As in the foreground, only a summary whose compacted history
-        // leaves room for the turns it keeps (see `timing::lasts`).
-        (useful && timing::lasts(self.settings, stored, &plan, budget)).then_some(plan)
+        // Where the foreground would summarize (see `timing::due`): as
+        // deep, past a threshold set or over the budget with the window's
+        // cut due. Armed before the cut came due, a request folded turns
+        // the foreground never folds (its compacted history no longer
+        // lasting by then): a summary paid for, and a cache break.
+        if cooling_down || !timing::due(self.settings, stored, &plan, budget) {
+            return None;
+        }
+        let by_threshold = self.settings.threshold_chosen() && self.settings.is_due(&plan);
+        (by_threshold || timing::lasts_until_it_lands(self.settings, stored, &plan, budget))
+            .then_some(plan)
     }
 
     /// Says once that background mode needs a runtime.

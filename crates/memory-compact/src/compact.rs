@@ -83,12 +83,12 @@ use memory_summary_engine::cap::{self, CapTooSmall};
 /// turns only. See [`memory_core::covered`].
 ///
 /// **Background mode** ([`with_background`](Compact::with_background)): the
-/// request starts off the hot path once the history passes
-/// [`trigger_ratio`](Compact::with_trigger_ratio) of the token budget with
-/// as much to fold as the foreground would, and is
-/// spliced in when the budget is crossed, if the messages it summarized are
-/// unchanged; meanwhile (and without a tokio runtime) the turn is fitted by
-/// `WindowDrop`'s projection. See [`with_background`](Compact::with_background).
+/// request starts off the hot path where the foreground would summarize
+/// (past [`trigger_ratio`](Compact::with_trigger_ratio) of the token
+/// budget), and is spliced in at a later call whose fit moves, if the
+/// messages it summarized are unchanged; meanwhile (and without a tokio
+/// runtime) the turn is fitted by `WindowDrop`'s projection. See
+/// [`with_background`](Compact::with_background).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -355,17 +355,21 @@ impl Compact {
 
     /// Background mode: summaries are made off the hot path.
     ///
-    /// - Once the history passes [`trigger_ratio`](Compact::with_trigger_ratio)
-    ///   of the token budget (default 0.6) and its older, not yet summarized
-    ///   messages hold as much as the foreground folds (three quarters of
-    ///   the budget; the smaller of that and
-    ///   [`summarize_at_tokens`](Compact::with_summarize_at_tokens) when it
-    ///   is set), the request is spawned on the current tokio runtime;
-    ///   `trim` never waits for it.
-    /// - When the budget is crossed and the summary is ready, it is spliced
-    ///   in, only if the messages it summarized (and all before them) are
-    ///   unchanged, byte for byte; a stale summary is discarded (and
-    ///   reported). A cut-off, refused or empty summary is never spliced.
+    /// - On a call where the foreground would summarize, the request is
+    ///   spawned on the current tokio runtime; `trim` never waits for it.
+    ///   That is a call past [`trigger_ratio`](Compact::with_trigger_ratio)
+    ///   of the token budget (default 0.6) whose older, not yet summarized
+    ///   messages pass [`summarize_at_tokens`](Compact::with_summarize_at_tokens)
+    ///   when it is set, or, over the budget with the window's cut due,
+    ///   hold as much as the foreground folds (three quarters of the
+    ///   budget, or that threshold when smaller) and leave a compacted
+    ///   history with room for the turns it keeps and one more step like
+    ///   the newest (the summary lands later than the foreground's).
+    /// - When the budget is crossed, the fit would move and the summary is
+    ///   ready, it is spliced in, only if the messages it summarized (and
+    ///   all before them) are unchanged, byte for byte; a stale summary is
+    ///   discarded (and reported). A cut-off, refused or empty summary is
+    ///   never spliced.
     /// - Each attempt has a timeout (default 120 s) and retryable failures are
     ///   tried again (default 3 times, backoff from 1 s, doubling); the
     ///   [status](Compact::background_status) is idle again however the task
@@ -391,11 +395,11 @@ impl Compact {
     }
 
     /// Share of the token budget past which background mode may start a
-    /// summary, once there is as much to fold as the foreground folds
-    /// (three quarters of the budget: a ratio below that decides only with
-    /// a threshold set, [`with_summarize_at_tokens`](Compact::with_summarize_at_tokens)),
-    /// clamped to 0.05..=1.0 (a value that is not a number is taken as the
-    /// default).
+    /// summary where the foreground would (without a threshold set,
+    /// [`with_summarize_at_tokens`](Compact::with_summarize_at_tokens),
+    /// that is over the budget anyway, so the ratio decides only with
+    /// one), clamped to 0.05..=1.0 (a value that is not a number is taken
+    /// as the default).
     ///
     /// ```
     /// let c = memory_compact::Compact::background(memory_core::FakeProvider::default())

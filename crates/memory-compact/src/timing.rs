@@ -39,7 +39,7 @@
 //! smaller of the threshold and the depth. Without a token budget, the
 //! threshold (its default included) decides alone.
 
-use memory_core::{Budget, History, Message};
+use memory_core::{Budget, History, Message, structure};
 use memory_window::WindowDrop;
 
 use crate::settings::{DEFAULT_DEPTH_RATIO, Settings};
@@ -92,6 +92,28 @@ pub(crate) fn lasts(settings: &Settings, work: &History<'_>, plan: &Plan, budget
     let cap = settings.for_budget(budget, work).summary_max_tokens() as usize;
     let compacted = (work.total() + cap).saturating_sub(plan.new_tokens + previous);
     max.saturating_sub(compacted) >= kept_turns
+}
+
+/// Whether `plan` of `work`, summarized in the background, still
+/// [lasts](lasts) when it lands: it is spliced at a later call than the
+/// foreground's summary would be, so its compacted history must leave
+/// room for one more step the size of the newest one.
+pub(crate) fn lasts_until_it_lands(
+    settings: &Settings,
+    work: &History<'_>,
+    plan: &Plan,
+    budget: &Budget,
+) -> bool {
+    let Some(max) = budget.max_tokens else {
+        return true;
+    };
+    let messages = work.messages();
+    let newest = work.tokens(structure::step_start(messages, messages.len())..messages.len());
+    let later = Budget {
+        max_tokens: Some(max.saturating_sub(newest)),
+        ..*budget
+    };
+    lasts(settings, work, plan, &later)
 }
 
 /// Whether this call's fallback fit of `work` cuts into what the previous
@@ -174,6 +196,28 @@ mod tests {
         // Budget 600: seven rounds (710, 490 to fold) leave 252 beside
         // the compacted history: due.
         assert!(check(&s, 7, &Budget::tokens(600)));
+    }
+
+    #[test]
+    fn a_background_summary_must_last_a_step_more() {
+        let s = settings();
+        let lasts_now_and_then = |rounds: usize, budget: &Budget| {
+            let (messages, counts) = history(rounds);
+            let work = History::new(&messages, &counts).unwrap();
+            let plan = s.plan(&work);
+            (
+                lasts(&s, &work, &plan, budget),
+                lasts_until_it_lands(&s, &work, &plan, budget),
+            )
+        };
+        // Budget 600, seven rounds: 252 left beside the compacted history,
+        // room for the two kept rounds (200) but not for them and a step
+        // like the newest (the 90-token reply) more.
+        assert_eq!(lasts_now_and_then(7, &Budget::tokens(600)), (true, false));
+        // Budget 1,000, ten rounds: room for both.
+        assert_eq!(lasts_now_and_then(10, &Budget::tokens(1_000)), (true, true));
+        // Without a token limit, nothing is cut: it lasts.
+        assert_eq!(lasts_now_and_then(10, &Budget::default()), (true, true));
     }
 
     #[test]

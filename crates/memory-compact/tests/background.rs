@@ -15,7 +15,7 @@ use crate::common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Act, Scripted, reply, said, user};
+use common::{Act, Scripted, reply, said, text, user};
 use memory_compact::{BackgroundStatus, Compact, CompactEvent, EventLog, Failure, FallbackReason};
 use memory_core::{
     Budget, CharTokenCounter, FakeProvider, FakeReply, History, Message, TrimResult, TrimStrategy,
@@ -169,6 +169,42 @@ async fn by_default_a_request_waits_for_as_much_as_the_foreground_folds() {
         ]
     ));
     assert_eq!(provider.calls(), 0);
+    sleep(Duration::from_secs(31)).await;
+    assert_eq!(provider.calls(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn by_default_a_request_waits_for_the_budget_to_be_crossed() {
+    // Rounds of 25 tokens (a 10-token question, a 15-token reply): at
+    // turn `i` the history holds 25 (i - 1) + 10 tokens. The rounds older
+    // than the kept turns hold three quarters of the budget well within
+    // it (by turn 18, 435 tokens), where the foreground would not
+    // summarize; it does once the budget is crossed and its cut is due,
+    // at turn 21 (510 tokens), and the background request starts there.
+    let at = |i: usize| {
+        let mut m = Vec::new();
+        for j in 1..i {
+            m.extend([user(j), Message::assistant(text(&format!("a{j}"), 60))]);
+        }
+        m.push(user(i));
+        m
+    };
+    let provider = Scripted::new(vec![answer(30, "## State\nbackground summary")]);
+    let log = Arc::new(EventLog::new());
+    let compact = Compact::background(provider.clone()).with_observer(log.clone());
+    for i in 1..=20 {
+        let messages = at(i);
+        assert_eq!(trim(&compact, &messages).await.messages, messages);
+        assert_eq!(
+            compact.background_status(),
+            BackgroundStatus::Idle,
+            "turn {i}"
+        );
+    }
+    let messages = at(21);
+    let result = trim(&compact, &messages).await;
+    assert_eq!(result.messages, window_view(&messages).await);
+    assert_eq!(compact.background_status(), BackgroundStatus::InFlight);
     sleep(Duration::from_secs(31)).await;
     assert_eq!(provider.calls(), 1);
 }

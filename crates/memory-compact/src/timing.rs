@@ -83,6 +83,33 @@ pub(crate) fn due(settings: &Settings, work: &History<'_>, plan: &Plan, budget: 
 /// Whether the history `plan` compacts, with the new summary at its cap,
 /// leaves room within `budget` for the turns it keeps verbatim once more.
 pub(crate) fn lasts(settings: &Settings, work: &History<'_>, plan: &Plan, budget: &Budget) -> bool {
+    lasts_with(settings, work, plan, budget, 0)
+}
+
+/// Whether `plan` of `work`, summarized in the background, still
+/// [lasts](lasts) when it lands: it is spliced at a later call than the
+/// foreground's summary would be, so its compacted history must leave
+/// room for one more step the size of the newest one too.
+pub(crate) fn lasts_until_it_lands(
+    settings: &Settings,
+    work: &History<'_>,
+    plan: &Plan,
+    budget: &Budget,
+) -> bool {
+    let messages = work.messages();
+    let newest = work.tokens(structure::step_start(messages, messages.len())..messages.len());
+    lasts_with(settings, work, plan, budget, newest)
+}
+
+/// Whether the history `plan` compacts leaves room within `budget` for
+/// the turns it keeps and `more` tokens.
+fn lasts_with(
+    settings: &Settings,
+    work: &History<'_>,
+    plan: &Plan,
+    budget: &Budget,
+    more: usize,
+) -> bool {
     let Some(max) = budget.max_tokens else {
         return true;
     };
@@ -91,29 +118,7 @@ pub(crate) fn lasts(settings: &Settings, work: &History<'_>, plan: &Plan, budget
     let previous: usize = plan.previous.iter().map(|&i| counts[i]).sum();
     let cap = settings.for_budget(budget, work).summary_max_tokens() as usize;
     let compacted = (work.total() + cap).saturating_sub(plan.new_tokens + previous);
-    max.saturating_sub(compacted) >= kept_turns
-}
-
-/// Whether `plan` of `work`, summarized in the background, still
-/// [lasts](lasts) when it lands: it is spliced at a later call than the
-/// foreground's summary would be, so its compacted history must leave
-/// room for one more step the size of the newest one.
-pub(crate) fn lasts_until_it_lands(
-    settings: &Settings,
-    work: &History<'_>,
-    plan: &Plan,
-    budget: &Budget,
-) -> bool {
-    let Some(max) = budget.max_tokens else {
-        return true;
-    };
-    let messages = work.messages();
-    let newest = work.tokens(structure::step_start(messages, messages.len())..messages.len());
-    let later = Budget {
-        max_tokens: Some(max.saturating_sub(newest)),
-        ..*budget
-    };
-    lasts(settings, work, plan, &later)
+    max.saturating_sub(compacted) >= kept_turns + more
 }
 
 /// Whether this call's fallback fit of `work` cuts into what the previous

@@ -2,6 +2,7 @@
 //! of `registry::strategies` at every budget of each generated scenario.
 
 use memory_core::audit::{Reply, Rule};
+use memory_core::summary;
 use memory_tests::invariants::{self, Trimmed, for_every_trim};
 use memory_tests::registry;
 use memory_tests::scenario::{Scenario, covered_scenarios, scenarios};
@@ -56,10 +57,17 @@ proptest! {
         check_all(&s, invariants::protected_kept)?;
     }
 
-    /// Invariant 6: trimming the result again changes nothing, byte for byte.
+    /// Invariant 6: trimming the result again changes nothing, byte for
+    /// byte; for an eager compaction (see [`EAGER`]), a result that holds
+    /// no summary.
     #[test]
     fn trimming_again_changes_nothing(s in scenarios()) {
-        check_all(&s, invariants::stable)?;
+        check_all(&s, |t| {
+            if EAGER.contains(&t.name) && t.result.messages.iter().any(summary::is_summary) {
+                return Ok(());
+            }
+            invariants::stable(t)
+        })?;
     }
 
     /// Invariant 7: same input, same output.
@@ -74,7 +82,18 @@ proptest! {
 const COVERED_CASES: u32 = 32;
 
 /// The registry's entries with an eager compaction (a threshold below the
-/// budget), whose stability the compacted views do not check yet.
+/// budget), whose results' stability is not checked where a compaction
+/// could have run. Trimmed again, a fitting result of theirs can hold
+/// older material past the threshold (the covered originals thrift showed
+/// after the summary, or turns before the summary that a rejected summary
+/// left in view), and the compaction folds it then: trimmed again, a
+/// result of `compact(eager)` then `thrift` that showed the first of the
+/// turns its summary stands for folds that turn once more, and the new
+/// summary names a stretch that ends there (its covered set is not part of
+/// a result that shows other messages than it stores). With the default
+/// timing (a summary only when a cut is due) compaction followed by thrift
+/// is checked. At the `Memory` level the stored history never holds what a
+/// later stage showed (`same_context`).
 const EAGER: [&str; 3] = [
     "compact(fake,eager)",
     "pipeline(compact,thrift)",
@@ -91,13 +110,7 @@ proptest! {
     /// again.
     ///
     /// Stability is checked for every entry but those with an eager
-    /// compaction (a threshold below the budget). Trimmed again, a fitting
-    /// result of theirs can hold older material past the threshold (the
-    /// covered originals thrift showed, or turns before the summary that a
-    /// rejected summary left in view, which these views have and the plain
-    /// scenarios do not), and the compaction folds it then. With the
-    /// default timing (a summary only when a cut is due) compaction
-    /// followed by thrift is checked.
+    /// compaction (see [`EAGER`]).
     #[test]
     fn invariants_hold_with_covered_originals(s in covered_scenarios()) {
         check_all(&s, |t| {

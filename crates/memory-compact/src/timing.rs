@@ -194,11 +194,11 @@ mod tests {
         let s = settings();
         // Budget 500 (depth 375): six rounds are 610 tokens, 390 of them
         // to fold, deep enough. The compacted history (the prompt, the
-        // task, the summary at its cap of 128 and the two kept rounds)
-        // would hold 348 and leave 152, less than the 200 the kept rounds
+        // task, the summary at its cap of 96 and the two kept rounds)
+        // would hold 316 and leave 184, less than the 200 the kept rounds
         // took: the next calls would cut it again. The fit sheds.
         assert!(!check(&s, 6, &Budget::tokens(500)));
-        // Budget 600: seven rounds (710, 490 to fold) leave 252 beside
+        // Budget 600: seven rounds (710, 490 to fold) leave 284 beside
         // the compacted history: due.
         assert!(check(&s, 7, &Budget::tokens(600)));
     }

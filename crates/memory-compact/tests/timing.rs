@@ -163,8 +163,8 @@ async fn too_little_to_fold_is_shed_by_the_fit_until_the_summary_can_last() {
     assert!(!context.iter().any(summary::is_summary));
     assert!(!context.contains(&user(1)), "turn 11: round 1 shed");
     // Turn 12: rounds 1-8 are older (400 tokens, past the depth of 375),
-    // and the compacted history (the summary at its cap of 128 and the
-    // 160 kept) leaves 212, room for the kept rounds once more.
+    // and the compacted history (the summary at its cap of 96 and the
+    // 160 kept) leaves 244, room for the kept rounds once more.
     let context = turn(&mut memory, 12).await;
     assert_eq!(fake.requests().len(), 1);
     assert!(summary::is_summary(&context[0]));
@@ -175,7 +175,7 @@ async fn too_little_to_fold_is_shed_by_the_fit_until_the_summary_can_last() {
 async fn a_summary_that_could_not_last_is_never_asked_for() {
     let fake = answering(1);
     // Four kept rounds and the question hold 210 tokens: beside them a
-    // summary at its cap of 128 leaves 162, less than those rounds took,
+    // summary at its cap of 96 leaves 194, less than those rounds took,
     // so the next calls would cut the compacted history again. The fit
     // sheds on every call instead, as window drop does, and every context
     // is within the budget.

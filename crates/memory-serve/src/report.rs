@@ -1,7 +1,7 @@
 //! [`CallReport`]: what one call sent upstream, and why, as the replay's
 //! rows say it.
 
-use memory_core::{Message, TrimResult, summary, validate};
+use memory_core::{TrimResult, summary, validate};
 use memory_session::PrefixKept;
 use serde::{Deserialize, Serialize};
 
@@ -96,18 +96,22 @@ pub struct CallReport {
 }
 
 impl CallReport {
-    /// Measures `result` against the previous call's context.
+    /// Measures `result`, whose messages have the `keys`
+    /// ([`message_key`](memory_core::identity::message_key)), against the
+    /// previous call's context, given by its messages' keys.
     ///
     /// ```
-    /// use memory_core::{Budget, CharTokenCounter, History, Message, TrimResult};
+    /// use memory_core::{identity::message_key, Budget, CharTokenCounter, History, Message, TrimResult};
     /// let messages = [Message::user("hi")];
     /// let history = History::new(&messages, &[1]).unwrap();
     /// let result = TrimResult::unchanged(&history, &Budget::tokens(10));
-    /// let report = memory_serve::CallReport::measure(&result, &[]);
+    /// let keys: Vec<u64> = result.messages.iter().map(message_key).collect();
+    /// let report = memory_serve::CallReport::measure(&result, &keys, &[]);
     /// assert_eq!((report.tokens_out, report.messages_out, report.valid), (1, 1, true));
+    /// assert!(!report.cache_break);
     /// ```
-    pub fn measure(result: &TrimResult, previous: &[Message]) -> Self {
-        let kept = PrefixKept::between(previous, &result.messages, &result.counts);
+    pub fn measure(result: &TrimResult, keys: &[u64], previous: &[u64]) -> Self {
+        let kept = PrefixKept::between(previous, keys, &result.counts);
         Self {
             tokens_out: result.tokens(),
             messages_out: result.messages.len(),

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use bytes::Bytes;
 use memory_core::Message;
+use memory_core::identity::message_key;
 use memory_openai::wire;
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -767,7 +768,8 @@ async fn fit(
     let mut result = state.sessions.fit(&mut session, budget).await?;
     crate::transcript::keep_echoed_reasoning(&mut result.messages, &call.messages);
     let (tokens_in, messages_in) = state.sessions.view_size(&mut session);
-    let mut report = CallReport::measure(&result, &session.last_context);
+    let keys: Vec<u64> = result.messages.iter().map(message_key).collect();
+    let mut report = CallReport::measure(&result, &keys, &session.last_context);
     report.turn = session.length;
     report.admission = Some(admission);
     report.new_messages = new_messages;
@@ -778,7 +780,7 @@ async fn fit(
     report.tokens_saved = session.history_tokens.saturating_sub(report.tokens_out);
     report.latency_us = call.started.elapsed().as_micros() as u64;
     state.metrics.count_call(&report);
-    session.last_context = result.messages.clone();
+    session.last_context = keys;
     Ok((session, report, result.messages))
 }
 

@@ -1,13 +1,15 @@
 //! [`PrefixKept`]: what a call's context keeps of the previous call's, as a
 //! provider's prefix cache sees it.
 
-use memory_core::Message;
-
 /// What a context keeps of the previous call's context: the leading
 /// messages the two share (a provider's prefix cache serves those again),
 /// their tokens, and whether the previous context is not a prefix of this
 /// one (the cached prefix broke). The `memory` command's replay rows and
-/// the server's call reports both measure a call by it.
+/// the server's call reports both measure a call by it; the contexts may
+/// be given as their messages or as the messages' keys
+/// ([`message_key`](memory_core::identity::message_key)), which a caller
+/// can keep from one call to the next for much less than a copy of the
+/// messages.
 ///
 /// ```
 /// use memory_core::Message;
@@ -19,6 +21,10 @@ use memory_core::Message;
 /// let shed = [Message::system("rules"), Message::assistant("b")];
 /// assert!(PrefixKept::between(&before, &shed, &[3, 1]).cache_break);
 /// assert_eq!(PrefixKept::between(&[], &shed, &[3, 1]), PrefixKept::default());
+/// // The same, by keys.
+/// use memory_core::identity::message_key;
+/// let keys = |m: &[Message]| m.iter().map(message_key).collect::<Vec<_>>();
+/// assert_eq!(PrefixKept::between(&keys(&before), &keys(&appended), &[3, 1, 1]), kept);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PrefixKept {
@@ -34,7 +40,7 @@ impl PrefixKept {
     /// What `context` (whose messages count `counts`) keeps of `previous`,
     /// the context of the call before it (empty for a session's first
     /// call).
-    pub fn between(previous: &[Message], context: &[Message], counts: &[usize]) -> Self {
+    pub fn between<T: PartialEq>(previous: &[T], context: &[T], counts: &[usize]) -> Self {
         let messages = previous
             .iter()
             .zip(context)

@@ -95,7 +95,7 @@ use async_trait::async_trait;
 use memory_core::covered::Expanded;
 use memory_core::recall::{Handle, max_reachable_tokens};
 use memory_core::{Budget, History, MemoryError, Message, TokenCounter, TrimResult, TrimStrategy};
-use memory_text::lowercase_words;
+use memory_text::for_each_lowercase_word;
 
 mod cut;
 mod folded;
@@ -1269,8 +1269,8 @@ impl Told {
     fn of(message: &Message) -> Self {
         let mut at: WordMap<usize> = WordMap::default();
         let mut told = Told::default();
-        for word in lowercase_words(&message.text(), MIN_WORD_CHARS) {
-            match at.get(word.as_str()) {
+        for_each_lowercase_word(&message.text(), MIN_WORD_CHARS, |word| {
+            match at.get(word) {
                 Some(&k) => told.words[k].1 += 1,
                 None => {
                     let word: Arc<str> = word.into();
@@ -1279,7 +1279,7 @@ impl Told {
                 }
             }
             told.said += 1;
-        }
+        });
         told
     }
 }

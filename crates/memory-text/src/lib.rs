@@ -6,7 +6,7 @@
 //!
 //! | item | what it is |
 //! |---|---|
-//! | [`words`], [`lowercase_words`] | the words of a text: its runs of letters and digits |
+//! | [`words`], [`lowercase_words`], [`for_each_lowercase_word`] | the words of a text: its runs of letters and digits (the last without a string each) |
 //! | [`stem()`], [`stem_ascii`], [`MAX_STEM_CUT`] | the light stemmer: plurals, `-ing`, `-ed`, `-ly` |
 //! | [`for_each_stem`] | the stems of a text's words, without a string each |
 //!
@@ -20,4 +20,4 @@ mod stem;
 mod words;
 
 pub use stem::{MAX_STEM_CUT, for_each_stem, stem, stem_ascii};
-pub use words::{lowercase_words, words};
+pub use words::{for_each_lowercase_word, lowercase_words, words};

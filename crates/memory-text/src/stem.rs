@@ -47,7 +47,8 @@ pub fn stem(word: &str) -> String {
 /// Calls `f` with the [`stem`] of each of `text`'s words of at least
 /// `min_chars` characters, in order (repeats included): what
 /// [`lowercase_words`](crate::lowercase_words) and [`stem`] give, without
-/// a string each for an ASCII word (an ASCII text is split by its bytes).
+/// a string each for an ASCII word (the words of
+/// [`for_each_lowercase_word`](crate::for_each_lowercase_word)).
 ///
 /// ```
 /// let mut seen = Vec::new();
@@ -56,29 +57,16 @@ pub fn stem(word: &str) -> String {
 /// ```
 pub fn for_each_stem(text: &str, min_chars: usize, mut f: impl FnMut(&str)) {
     let mut word = Vec::new();
-    let mut ascii = |w: &[u8], f: &mut dyn FnMut(&str)| {
-        if w.len() >= min_chars {
+    crate::for_each_lowercase_word(text, min_chars, |lower| {
+        if lower.is_ascii() {
             word.clear();
-            word.extend(w.iter().map(u8::to_ascii_lowercase));
+            word.extend_from_slice(lower.as_bytes());
             stem_ascii(&mut word);
             f(std::str::from_utf8(&word).unwrap_or_default());
+        } else {
+            f(&stem(lower));
         }
-    };
-    if text.is_ascii() {
-        // Its words are its runs of ASCII letters and digits, as `words`
-        // finds them, without decoding each character.
-        for w in text.as_bytes().split(|b| !b.is_ascii_alphanumeric()) {
-            ascii(w, &mut f);
-        }
-        return;
-    }
-    for w in crate::words(text) {
-        if w.is_ascii() {
-            ascii(w.as_bytes(), &mut f);
-        } else if w.chars().count() >= min_chars {
-            f(&stem(&w.to_lowercase()));
-        }
-    }
+    });
 }
 
 /// [`stem`] in place, for a lowercase ASCII word held as bytes (what a

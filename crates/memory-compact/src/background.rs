@@ -255,9 +255,9 @@ impl<'a> Background<'a> {
         if cooling_down || !timing::due(self.settings, stored, &plan, budget) {
             return None;
         }
-        let by_threshold = self.settings.threshold_chosen() && self.settings.is_due(&plan);
-        (by_threshold || timing::lasts_until_it_lands(self.settings, stored, &plan, budget))
-            .then_some(plan)
+        (timing::by_threshold(self.settings, &plan)
+            || timing::lasts_until_it_lands(self.settings, stored, &plan, budget))
+        .then_some(plan)
     }
 
     /// Says once that background mode needs a runtime.

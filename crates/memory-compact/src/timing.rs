@@ -69,7 +69,7 @@ pub(crate) fn due(settings: &Settings, work: &History<'_>, plan: &Plan, budget: 
     let Some(max) = budget.max_tokens else {
         return settings.is_due(plan);
     };
-    if settings.threshold_chosen() && settings.is_due(plan) {
+    if by_threshold(settings, plan) {
         return true;
     }
     let pressure = work.total() > max;
@@ -78,6 +78,13 @@ pub(crate) fn due(settings: &Settings, work: &History<'_>, plan: &Plan, budget: 
         && plan.new_tokens >= least
         && lasts(settings, work, plan, budget)
         && cut_due(work, budget)
+}
+
+/// Whether `plan` is due by a threshold the caller set
+/// ([`with_summarize_at_tokens`](crate::Compact::with_summarize_at_tokens)),
+/// whatever the budget.
+pub(crate) fn by_threshold(settings: &Settings, plan: &Plan) -> bool {
+    settings.threshold_chosen() && settings.is_due(plan)
 }
 
 /// Whether the history `plan` compacts, with the new summary at its cap,

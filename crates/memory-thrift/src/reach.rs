@@ -21,6 +21,15 @@
 //! output. Any other message (a remark, a "continue", an instruction) is
 //! appended; when the budget forces a shed, the shed chooses by relevance
 //! to it.
+//!
+//! A question's test walks every earlier round: their scores come from
+//! the index's postings of the question's terms, then each round is
+//! weighed beside its neighbours and against what is shown. Walking only
+//! the rounds the postings name (and their neighbours) decides the same
+//! but costs more in a chat, whose common words name most rounds: on the
+//! data set's LoCoMo conversations four times over (16,106 messages,
+//! budget 8,000), thrift's mean call over the last 500 calls went from
+//! 348-402 us to 625-710 us with the index.
 
 use std::collections::HashSet;
 use std::ops::Range;

@@ -29,6 +29,8 @@
 //! ```
 
 mod image_part;
+mod written;
+pub use written::Written;
 
 use std::fmt;
 

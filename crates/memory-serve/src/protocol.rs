@@ -103,6 +103,22 @@ pub(crate) struct Reply {
     pub(crate) usage: Usage,
 }
 
+/// A request body for an upstream: a Chat Completions body written
+/// directly (see [`chat::body`]), or another protocol's as a value.
+pub(crate) enum RequestBody<'a> {
+    Chat(chat::body::Body<'a>),
+    Other(Value),
+}
+
+impl serde::Serialize for RequestBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestBody::Chat(body) => body.serialize(s),
+            RequestBody::Other(value) => value.serialize(s),
+        }
+    }
+}
+
 impl Protocol {
     /// The path of its completion endpoint under an upstream's base URL.
     pub(crate) fn path(self) -> &'static str {
@@ -132,13 +148,13 @@ impl Protocol {
     /// (as sent when it came in this protocol, translated otherwise),
     /// `context` as its messages (those the client sent, as they came), and
     /// `extra` tools offered besides the client's.
-    pub(crate) fn encode_request(
+    pub(crate) fn encode_request<'a>(
         self,
-        request: &Decoded,
-        context: &[Message],
+        request: &'a Decoded,
+        context: &'a [Message],
         extra: &[ToolSpec],
         reply_tokens: usize,
-    ) -> Value {
+    ) -> RequestBody<'a> {
         let same = request.front == self;
         let originals = if same {
             request.originals.of(context, &request.stored)
@@ -156,14 +172,16 @@ impl Protocol {
                     Some(o) => chat::options::write(o),
                     None => request.rest.clone(),
                 };
-                chat::request::encode(rest, context, &originals, extra, !same)
+                RequestBody::Chat(chat::request::encode(
+                    rest, context, &originals, extra, !same,
+                ))
             }
             Protocol::Messages => {
                 let rest = match &options {
                     Some(o) => messages::options::write(o, reply_tokens),
                     None => request.rest.clone(),
                 };
-                messages::request::encode(rest, context, &originals, extra)
+                RequestBody::Other(messages::request::encode(rest, context, &originals, extra))
             }
             Protocol::Responses => {
                 let rest = match &options {
@@ -178,7 +196,7 @@ impl Protocol {
                 {
                     input.push(serde_json::json!({"type": "compaction_trigger"}));
                 }
-                body
+                RequestBody::Other(body)
             }
         }
     }

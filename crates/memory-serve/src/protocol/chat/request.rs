@@ -5,6 +5,7 @@ use memory_core::{ContentBlock, Message};
 use memory_openai::wire;
 use serde_json::{Map, Value, json};
 
+use crate::protocol::chat::body::{Body, Item};
 use crate::protocol::options::{ToolSpec, left_out};
 use crate::protocol::originals::{Original, Originals};
 use crate::protocol::{Decoded, Protocol};
@@ -67,27 +68,26 @@ fn plain(value: &Value) -> bool {
 /// messages (each as it came where it has an original; `translated`, from
 /// another protocol, with its pass-through blocks made Chat Completions
 /// parts), and `extra` tools besides the client's.
-pub(crate) fn encode(
+pub(crate) fn encode<'a>(
     mut rest: Map<String, Value>,
-    context: &[Message],
-    originals: &[Option<&Original>],
+    context: &'a [Message],
+    originals: &[Option<&'a Original>],
     extra: &[ToolSpec],
     translated: bool,
-) -> Value {
-    let messages: Vec<Value> = context
+) -> Body<'a> {
+    let messages: Vec<Item<'a>> = context
         .iter()
         .zip(originals)
         .map(|(m, o)| match o.as_ref().and_then(|o| o.blocks.first()) {
-            Some(value) => value.clone(),
-            None if translated => wire::message_to_value(&chat_parts(m)),
-            None => wire::message_to_value(m),
+            Some(value) => Item::Sent(value),
+            None if translated => Item::Made(chat_parts(m)),
+            None => Item::Message(m),
         })
         .collect();
-    rest.insert("messages".into(), Value::Array(messages));
     for spec in extra {
         offer(&mut rest, spec);
     }
-    Value::Object(rest)
+    Body::new(rest, messages)
 }
 
 /// A message of another protocol with its pass-through blocks as Chat
@@ -185,7 +185,8 @@ mod tests {
             &originals,
             &[],
             false,
-        );
+        )
+        .to_value();
         assert_eq!(out["messages"], sent["messages"]);
     }
 }

@@ -1,8 +1,9 @@
 //! [`Body`]: a Chat Completions request body for an upstream, written
-//! directly: the bytes a `serde_json::Value` of it would serialize to,
-//! without building the value (each message's fields put into a map and
-//! taken out again, then freed, on every call: the largest part of a
-//! call's work in the server besides the fit, at an 8,000-token context).
+//! directly: the JSON a `serde_json::Value` of it would be, without
+//! building the value (each message's fields put into a map and taken out
+//! again, then freed, on every call: it cost the server more than the fit
+//! at an 8,000-token context). The messages are written by
+//! [`Written`], their fields in one order whatever a map keeps.
 
 use memory_core::Message;
 use memory_openai::wire::Written;
@@ -44,7 +45,7 @@ impl Serialize for Body<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let fields = self.rest.len() + usize::from(!self.rest.contains_key(MESSAGES));
         let mut map = s.serialize_map(Some(fields))?;
-        // In the order of a value's map: by name.
+        // Among the other fields where a sorted map puts it.
         let mut placed = false;
         for (name, value) in &self.rest {
             if !placed && name.as_str() >= MESSAGES {
@@ -86,7 +87,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_messages_stand_where_a_value_s_map_puts_them() {
+    fn is_the_value_it_stands_for() {
         let m = [Message::user("hi"), Message::assistant("hello")];
         for rest in [
             json!({}),
@@ -115,10 +116,9 @@ mod tests {
                     memory_openai::wire::message_to_value(&m[1]),
                 ]),
             );
-            assert_eq!(
-                serde_json::to_string(&body).unwrap(),
-                serde_json::to_string(&Value::Object(value)).unwrap()
-            );
+            let written = serde_json::to_string(&body).unwrap();
+            let read: Value = serde_json::from_str(&written).unwrap();
+            assert_eq!(read, Value::Object(value), "{written}");
         }
     }
 }

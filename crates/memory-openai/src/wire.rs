@@ -34,7 +34,7 @@ pub use written::Written;
 
 use std::fmt;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use memory_core::{ContentBlock, Message, ToolCall};
 
@@ -427,72 +427,9 @@ pub fn to_value(messages: &[Message]) -> Value {
 /// assert_eq!(v["content"], "hi");
 /// ```
 pub fn message_to_value(message: &Message) -> Value {
-    match message {
-        Message::System(text) => json!({"role": "system", "content": text}),
-        Message::User(blocks) => {
-            let content = match blocks.as_slice() {
-                [ContentBlock::Text(t)] => json!(t),
-                _ => Value::Array(blocks.iter().map(block_to_value).collect()),
-            };
-            json!({"role": "user", "content": content})
-        }
-        Message::Assistant {
-            content,
-            reasoning,
-            tool_calls,
-        } => {
-            let mut obj = Map::new();
-            obj.insert("role".into(), json!("assistant"));
-            obj.insert(
-                "content".into(),
-                if content.is_empty() && !tool_calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(content)
-                },
-            );
-            if let Some(r) = reasoning {
-                obj.insert("reasoning_content".into(), json!(r));
-            }
-            if !tool_calls.is_empty() {
-                obj.insert(
-                    "tool_calls".into(),
-                    Value::Array(
-                        tool_calls
-                            .iter()
-                            .map(|c| {
-                                json!({
-                                    "id": c.id,
-                                    "type": "function",
-                                    "function": {"name": c.name, "arguments": c.arguments},
-                                })
-                            })
-                            .collect(),
-                    ),
-                );
-            }
-            Value::Object(obj)
-        }
-        Message::ToolResult {
-            tool_call_id,
-            content,
-            name,
-        } => {
-            let mut v = json!({"role": "tool", "tool_call_id": tool_call_id, "content": content});
-            if let Some(n) = name {
-                v["name"] = json!(n);
-            }
-            v
-        }
-    }
-}
-
-fn block_to_value(block: &ContentBlock) -> Value {
-    match block {
-        ContentBlock::Text(t) => json!({"type": "text", "text": t}),
-        ContentBlock::Image(image) => image_part::encode(image),
-        ContentBlock::Wire(v) => v.clone(),
-    }
+    // One writer of the format: what `Written` writes, as a value. Its
+    // maps have string keys, so making the value cannot fail.
+    serde_json::to_value(Written(message)).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
@@ -516,6 +453,7 @@ mod refusal_tests {
 mod tests {
     use super::*;
     use memory_core::ImageContent;
+    use serde_json::json;
 
     #[test]
     fn every_shape_round_trips() {

@@ -1,6 +1,7 @@
-//! [`Written`]: a message written as chat-completions JSON directly: what
-//! [`message_to_value`](super::message_to_value) gives, serialized,
-//! without building the value.
+//! [`Written`]: a message written as chat-completions JSON directly,
+//! without building a value; the one writer of the format
+//! ([`message_to_value`](super::message_to_value) is what it writes, as a
+//! value).
 //!
 //! A server sends its whole context upstream on every call: built as a
 //! `serde_json::Value` first, each message's fields go into a map and out
@@ -16,8 +17,8 @@ use memory_core::{ContentBlock, Message, ToolCall};
 
 use super::image_part;
 
-/// `message`, serialized as [`message_to_value`](super::message_to_value)
-/// encodes it.
+/// `message`, serialized as chat-completions JSON (what
+/// [`message_to_value`](super::message_to_value) gives, as a value).
 ///
 /// ```
 /// use memory_core::Message;
@@ -27,7 +28,7 @@ use super::image_part;
 /// let direct = serde_json::to_string(&Written(&m)).unwrap();
 /// assert_eq!(direct, r#"{"content":"ok","role":"tool","tool_call_id":"c1"}"#);
 /// let read: serde_json::Value = serde_json::from_str(&direct).unwrap();
-/// assert_eq!(read, wire::message_to_value(&m));
+/// assert_eq!(wire::message_from_value(&read, 0).unwrap(), m);
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Written<'m>(pub &'m Message);
@@ -159,7 +160,7 @@ mod tests {
     use serde_json::json;
 
     use super::Written;
-    use crate::wire::message_to_value;
+    use crate::wire::message_from_value;
 
     /// Texts that JSON escapes, or not.
     const TEXTS: [&str; 5] = [
@@ -213,11 +214,11 @@ mod tests {
     }
 
     #[test]
-    fn writes_the_value_the_message_encodes_to() {
+    fn what_is_written_reads_back_as_the_message_its_fields_by_name() {
         for m in messages() {
             let direct = serde_json::to_string(&Written(&m)).unwrap();
             let read: serde_json::Value = serde_json::from_str(&direct).unwrap();
-            assert_eq!(read, message_to_value(&m), "{m:?}");
+            assert_eq!(message_from_value(&read, 0).unwrap(), m, "{direct}");
             // Fields by name, whatever order a map keeps in this build.
             let mut names: Vec<&String> = read.as_object().unwrap().keys().collect();
             names.sort();

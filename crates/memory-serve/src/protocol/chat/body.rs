@@ -5,6 +5,8 @@
 //! at an 8,000-token context). The messages are written by
 //! [`Written`], their fields in one order whatever a map keeps.
 
+use std::borrow::Cow;
+
 use memory_core::Message;
 use memory_openai::wire::Written;
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
@@ -23,8 +25,7 @@ pub(crate) struct Body<'a> {
 /// encodes it (borrowed, or made for this body).
 pub(crate) enum Item<'a> {
     Sent(&'a Value),
-    Message(&'a Message),
-    Made(Message),
+    Message(Cow<'a, Message>),
 }
 
 impl<'a> Body<'a> {
@@ -73,7 +74,6 @@ impl Serialize for Items<'_, '_> {
             match item {
                 Item::Sent(value) => seq.serialize_element(value)?,
                 Item::Message(message) => seq.serialize_element(&Written(message))?,
-                Item::Made(message) => seq.serialize_element(&Written(message))?,
             }
         }
         seq.end()
@@ -102,9 +102,9 @@ mod tests {
             };
             let sent = json!({"role": "user", "content": "as sent"});
             let items = vec![
-                Item::Message(&m[0]),
+                Item::Message(Cow::Borrowed(&m[0])),
                 Item::Sent(&sent),
-                Item::Made(m[1].clone()),
+                Item::Message(Cow::Owned(m[1].clone())),
             ];
             let body = Body::new(rest.clone(), items);
             let mut value = rest;

@@ -1,6 +1,8 @@
 //! A Chat Completions request: decoded from a client, encoded for an
 //! upstream.
 
+use std::borrow::Cow;
+
 use memory_core::{ContentBlock, Message};
 use memory_openai::wire;
 use serde_json::{Map, Value, json};
@@ -80,8 +82,8 @@ pub(crate) fn encode<'a>(
         .zip(originals)
         .map(|(m, o)| match o.as_ref().and_then(|o| o.blocks.first()) {
             Some(value) => Item::Sent(value),
-            None if translated => Item::Made(chat_parts(m)),
-            None => Item::Message(m),
+            None if translated => Item::Message(Cow::Owned(chat_parts(m))),
+            None => Item::Message(Cow::Borrowed(m)),
         })
         .collect();
     for spec in extra {

@@ -1,5 +1,5 @@
 //! A real Anthropic client through the server: the `anthropic` Python
-//! package (from PyPI, in a virtual environment this test makes) runs a
+//! package (from PyPI, in the virtual environment the client tests share) runs a
 //! 40-step tool-use loop, streamed and not, through `memory serve`'s
 //! Messages front with `compact,thrift` over SQLite, to a scripted Chat
 //! Completions upstream on loopback that keeps every request it gets.
@@ -12,7 +12,7 @@
 
 use crate::venv;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,13 +38,6 @@ const PAD: usize = 300;
 /// The key the client sends; its principal's part of the store holds the
 /// session.
 const KEY: &str = "sk-ant-test";
-
-/// The venv's python with `anthropic` installed, made once per target dir
-/// and once per run (the tests of this file run at once and share it).
-fn python() -> Option<PathBuf> {
-    static MADE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    MADE.get_or_init(|| venv::with_package("anthropic")).clone()
-}
 
 /// Runs `anthropic_loop.py` against the server at `root` and reads the
 /// JSON summary it writes to `out`.
@@ -150,7 +143,7 @@ async fn tokens(messages: &[Message]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_anthropic_package_runs_a_tool_loop_through_the_messages_front() {
-    let Some(python) = python() else {
+    let Some(python) = venv::python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -228,7 +221,7 @@ async fn check_requests(received: &[Received], sent: &[Value], task: &Message) -
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_a_messages_upstream_the_sdks_turns_arrive_as_sent() {
-    let Some(python) = python() else {
+    let Some(python) = venv::python() else {
         return;
     };
     const SHORT: usize = 8;

@@ -1,5 +1,5 @@
 //! A real client through the server: the `openai` Python package (from
-//! PyPI, in a virtual environment this test makes) runs a 40-step
+//! PyPI, in the virtual environment the client tests share) runs a 40-step
 //! tool-calling agent loop, streamed and not, through `memory serve` with
 //! `compact,thrift` over SQLite, to a scripted upstream on loopback that
 //! keeps every request it gets.
@@ -12,7 +12,7 @@
 
 use crate::venv;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,13 +29,6 @@ use memory_thrift::Thrift;
 
 const BUDGET: usize = 2_000;
 const STEPS: usize = 40;
-
-/// The venv's python with `openai` installed, made once per target dir
-/// and once per run (the tests of this file run at once and share it).
-fn python() -> Option<PathBuf> {
-    static MADE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    MADE.get_or_init(|| venv::with_package("openai")).clone()
-}
 
 async fn start(config: ServeConfig) -> String {
     memory_serve::test_util::spawn_server(config).await + "/v1"
@@ -66,7 +59,7 @@ async fn agent_loop(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_package_runs_an_agent_loop_through_the_server() {
-    let Some(python) = python() else {
+    let Some(python) = venv::python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -145,7 +138,7 @@ async fn check_requests(received: &[memory_serve::test_util::Received], task: &M
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_keys_through_the_openai_package_see_only_their_own() {
-    let Some(python) = python() else {
+    let Some(python) = venv::python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

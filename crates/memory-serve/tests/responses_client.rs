@@ -1,5 +1,5 @@
 //! A real client of the Responses front: the `openai` Python package
-//! (from PyPI, in a virtual environment this test makes) runs a tool loop
+//! (from PyPI, in the virtual environment the client tests share) runs a tool loop
 //! through `memory serve`, streamed and not, over a Chat Completions, a
 //! Messages and a Responses upstream; then compacts with
 //! `responses.compact` and with a `compaction_trigger`, goes on from the
@@ -11,7 +11,7 @@
 
 use crate::venv;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,11 +22,6 @@ use serde_json::Value;
 
 const BUDGET: usize = 2_000;
 const STEPS: usize = 12;
-
-fn python() -> Option<PathBuf> {
-    static MADE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    MADE.get_or_init(|| venv::with_package("openai")).clone()
-}
 
 /// Runs `responses_loop.py` against `base_url`; what it saw.
 async fn run_loop(python: &Path, base_url: &str, out: &Path, stream: bool) -> Value {
@@ -39,7 +34,7 @@ async fn run_loop(python: &Path, base_url: &str, out: &Path, stream: bool) -> Va
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_package_loops_and_compacts_over_every_upstream() {
-    let Some(python) = python() else {
+    let Some(python) = venv::python() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -69,7 +69,7 @@ impl Serialize for Written<'_> {
                 }
                 map.serialize_entry("role", "assistant")?;
                 if !tool_calls.is_empty() {
-                    map.serialize_entry("tool_calls", &Each(tool_calls, Call))?;
+                    map.serialize_entry("tool_calls", &Each(tool_calls, Call::of))?;
                 }
                 map.end()
             }
@@ -97,7 +97,7 @@ struct Part<'m>(&'m ContentBlock);
 impl Serialize for Part<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self.0 {
-            ContentBlock::Text(text) => TextPart(text).serialize(s),
+            ContentBlock::Text(text) => TextPart::of(text).serialize(s),
             ContentBlock::Image(image) => image_part::encode(image).serialize(s),
             ContentBlock::Wire(value) => value.serialize(s),
         }
@@ -117,41 +117,49 @@ impl<'m, T, W: Serialize> Serialize for Each<'m, T, W> {
     }
 }
 
-/// A text part.
-struct TextPart<'m>(&'m str);
+/// A text part. Each part's fields are declared by name, as [`Written`]
+/// writes a message's.
+#[derive(serde::Serialize)]
+struct TextPart<'m> {
+    text: &'m str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
 
-impl Serialize for TextPart<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("text", self.0)?;
-        map.serialize_entry("type", "text")?;
-        map.end()
+impl<'m> TextPart<'m> {
+    fn of(text: &'m str) -> Self {
+        Self { text, kind: "text" }
     }
 }
 
 /// One tool call.
-struct Call<'m>(&'m ToolCall);
+#[derive(serde::Serialize)]
+struct Call<'m> {
+    function: Function<'m>,
+    id: &'m str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
 
-impl Serialize for Call<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("function", &Function(self.0))?;
-        map.serialize_entry("id", &self.0.id)?;
-        map.serialize_entry("type", "function")?;
-        map.end()
+impl<'m> Call<'m> {
+    fn of(call: &'m ToolCall) -> Self {
+        let function = Function {
+            arguments: &call.arguments,
+            name: &call.name,
+        };
+        Self {
+            function,
+            id: &call.id,
+            kind: "function",
+        }
     }
 }
 
 /// A tool call's function: its name and arguments.
-struct Function<'m>(&'m ToolCall);
-
-impl Serialize for Function<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("arguments", &self.0.arguments)?;
-        map.serialize_entry("name", &self.0.name)?;
-        map.end()
-    }
+#[derive(serde::Serialize)]
+struct Function<'m> {
+    arguments: &'m str,
+    name: &'m str,
 }
 
 #[cfg(test)]
@@ -225,5 +233,22 @@ mod tests {
             let at = |name: &str| direct.find(&format!("\"{name}\":")).unwrap();
             assert!(names.windows(2).all(|w| at(w[0]) < at(w[1])), "{direct}");
         }
+    }
+
+    #[test]
+    fn a_call_and_a_text_part_write_their_fields_by_name_too() {
+        let call = Message::assistant_with_tools("", vec![ToolCall::new("c1", "f", r#"{"q":1}"#)]);
+        assert_eq!(
+            serde_json::to_string(&Written(&call)).unwrap(),
+            r#"{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"q\":1}","name":"f"},"id":"c1","type":"function"}]}"#
+        );
+        let parts = Message::User(vec![
+            ContentBlock::Text("a".into()),
+            ContentBlock::Text("b".into()),
+        ]);
+        assert_eq!(
+            serde_json::to_string(&Written(&parts)).unwrap(),
+            r#"{"content":[{"text":"a","type":"text"},{"text":"b","type":"text"}],"role":"user"}"#
+        );
     }
 }

@@ -20,6 +20,7 @@ pub fn python() -> Option<PathBuf> {
     MADE.get_or_init(make).clone()
 }
 
+/// Finds the environment with [`PACKAGES`], or makes it.
 fn make() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sdk-venv");
     let python = dir.join("bin").join("python");
@@ -65,6 +66,7 @@ fn make() -> Option<PathBuf> {
     None
 }
 
+/// Whether `command` ran and exited with success.
 fn succeeds(command: &mut Command) -> bool {
     command.status().is_ok_and(|s| s.success())
 }

@@ -442,8 +442,12 @@ fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
             for step in steps_of(rounds.head.clone()) {
                 push(step, false, false);
             }
+            // The rounds past reach are no candidates (see `past_reach`).
+            let past = layout.past();
             for round in rounds.rounds.iter().filter(|r| r.start < q) {
-                push(round.clone(), true, false);
+                if !past.contains(&round.start) {
+                    push(round.clone(), true, false);
+                }
             }
             let end = layout.newest_step.max(q + 1).min(n);
             // The steps skipped lead the round's (see `horizon`).
@@ -571,6 +575,7 @@ fn indexed_scores(
 ) -> Vec<f64> {
     terms.catch_up(work.history().messages());
     let mut shown = Units::new(work.history().len(), which.len());
+    shown.skip(layout.past());
     for (u, &k) in which.iter().enumerate() {
         if units[k].whole && work.is_untouched() {
             // Every message as it is.

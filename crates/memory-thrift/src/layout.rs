@@ -37,6 +37,9 @@ pub(crate) struct Layout<'k> {
     /// Steps of the newest round left out of every stage (see
     /// [`horizon`](crate::horizon)): empty unless set.
     skipped: Range<usize>,
+    /// Earlier rounds past reach (see [`past_reach`](crate::past_reach)),
+    /// left out of every stage: empty unless set.
+    past: Range<usize>,
 }
 
 /// The kinds of messages a cheap stage looks at.
@@ -115,6 +118,7 @@ impl<'k> Layout<'k> {
             in_floor,
             kinds,
             skipped: 0..0,
+            past: 0..0,
         }
     }
 
@@ -130,19 +134,29 @@ impl<'k> Layout<'k> {
         self.skipped.clone()
     }
 
+    /// Leaves the earlier rounds `range`, past reach, out of every stage
+    /// (the messages of the floor among them stay as they are): no stage
+    /// looks at them, nor are they candidates of the drop stage.
+    pub fn leave_past(&mut self, range: Range<usize>) {
+        self.past = range;
+    }
+
+    /// The earlier rounds past reach (empty unless
+    /// [`leave_past`](Layout::leave_past) set them).
+    pub fn past(&self) -> Range<usize> {
+        self.past.clone()
+    }
+
     /// The positions in `range` that may hold messages of `kind`: those
-    /// known to, or all of them. A stage still checks each message it
-    /// gets.
+    /// known to, or all of them, but for the rounds past reach and the
+    /// steps skipped. A stage still checks each message it gets.
     pub fn candidates(&self, kind: Kind, range: Range<usize>) -> impl Iterator<Item = usize> + 'k {
-        let skipped = &self.skipped;
-        let before = range.start..range.end.min(skipped.start.max(range.start));
-        let after = range.start.max(skipped.end).min(range.end)..range.end;
-        let (before, after) = if skipped.is_empty() {
-            (range, 0..0)
-        } else {
-            (before, after)
-        };
-        candidates(self.kinds, kind, before).chain(candidates(self.kinds, kind, after))
+        // The rounds past reach lie before the current question, the
+        // steps skipped after it.
+        let [a, b, c] = without(range, [&self.past, &self.skipped]);
+        candidates(self.kinds, kind, a)
+            .chain(candidates(self.kinds, kind, b))
+            .chain(candidates(self.kinds, kind, c))
     }
 
     /// The head and rounds of `messages`, the history's: as
@@ -200,6 +214,22 @@ impl<'k> Layout<'k> {
     }
 }
 
+/// `range` without the ranges `out` (disjoint and in order): what is left
+/// before the first, between them and after the second.
+fn without(range: Range<usize>, out: [&Range<usize>; 2]) -> [Range<usize>; 3] {
+    let mut left = [0..0, 0..0, 0..0];
+    let mut from = range.start;
+    for (piece, gap) in left.iter_mut().zip(out) {
+        if gap.is_empty() {
+            continue;
+        }
+        *piece = from..gap.start.clamp(from, range.end.max(from));
+        from = from.max(gap.end);
+    }
+    left[2] = from..range.end.max(from);
+    left
+}
+
 /// The positions in `range` that may hold messages of `kind`: those
 /// `kinds` lists, or all of them when there is no list.
 fn candidates<'k>(
@@ -225,6 +255,22 @@ fn candidates<'k>(
 mod tests {
     use super::*;
     use memory_core::ToolCall;
+
+    #[test]
+    fn a_range_without_the_past_and_the_skipped_is_what_lies_around_them() {
+        assert_eq!(without(0..10, [&(2..4), &(6..8)]), [0..2, 4..6, 8..10]);
+        assert_eq!(without(0..10, [&(0..0), &(6..8)]), [0..0, 0..6, 8..10]);
+        assert_eq!(without(0..10, [&(2..4), &(0..0)]), [0..2, 0..0, 4..10]);
+        assert_eq!(without(0..10, [&(0..0), &(0..0)]), [0..0, 0..0, 0..10]);
+        // Ranges reaching past either end.
+        assert_eq!(without(3..5, [&(0..4), &(4..9)]), [3..3, 4..4, 9..9]);
+        assert_eq!(without(5..7, [&(1..2), &(8..9)]), [5..5, 5..7, 9..9]);
+        let covered: Vec<usize> = without(0..10, [&(2..4), &(6..8)])
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(covered, [0, 1, 4, 5, 8, 9]);
+    }
 
     #[test]
     fn the_newest_round_s_results_go_in_batches() {

@@ -66,7 +66,15 @@
 //! When even the floor does not fit, the result is as small as Thrift can
 //! make it and says `fits: false`. In an agent round of thousands of steps,
 //! the older steps that no shed could keep are left out before the stages
-//! run (`horizon`), with the same result. [`Thrift::trim_traced`] says what
+//! run (`horizon`), with the same result.
+//!
+//! **5. How far back it reaches.** The earlier rounds that end more than
+//! the [horizon](memory_core::covered::horizon) (32 budgets of tokens, as
+//! far back as a summary's covered turns are kept within reach) before the
+//! current question are past reach (`past_reach`): a shed drops them
+//! before the stages run, and no question reaches back to them (the index
+//! of what a context leaves out still names them). So a fresh choice
+//! weighs at most the horizon's rounds, however long the session. [`Thrift::trim_traced`] says what
 //! each stage shed ([`ThriftTrace`]).
 //!
 //! # Where it lives
@@ -78,7 +86,7 @@
 //! is a level of `sticky`; `layout` where the question, the newest step
 //! and the floor are; `shrink_stages` stages 1 to 4 and 6, `drop_stage`
 //! stage 5, over a `working_copy` of the history; `horizon` the steps of a
-//! long round left out; `shortcuts` the work a pass may save without
+//! long round left out; `past_reach` the earlier rounds past the horizon; `shortcuts` the work a pass may save without
 //! changing its result. Relevance: `scoring`
 //! ([`Relevance`], [`Lexical`]), `semantic` ([`Semantic`]), [`relevance`]
 //! (terms and weights), `term_index`, `neighbours`, `dates`, and the small
@@ -139,6 +147,7 @@ mod neighbours;
 mod observation;
 mod output_cut;
 mod partial_sort;
+mod past_reach;
 pub mod placeholder;
 mod reach;
 pub mod relevance;

@@ -34,7 +34,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use memory_core::{History, Message, TrimResult, structure};
+use memory_core::{Budget, History, Message, TrimResult, structure};
 
 use crate::message_index::MessageIndex;
 use crate::neighbours::with_neighbours;
@@ -42,7 +42,7 @@ use crate::observation::issues_a_command;
 use crate::scoring::Lexical;
 use crate::term_index::Units;
 use crate::texts::texts_of;
-use crate::{dates, relevance};
+use crate::{dates, past_reach, relevance};
 use memory_core::identity::text_key;
 
 /// The least score of the best dropped round for a message to reach back.
@@ -84,6 +84,7 @@ pub(crate) fn reaches_back(
     seen: &History<'_>,
     shown: &TrimResult,
     mut index: Option<&mut MessageIndex>,
+    budget: &Budget,
 ) -> bool {
     let messages = seen.messages();
     let Some(question) = structure::current_question(messages) else {
@@ -100,11 +101,7 @@ pub(crate) fn reaches_back(
     if answers_the_step(&said, &messages[..question]) {
         return false;
     }
-    let mut earlier = match &index {
-        Some(index) => index.rounds(messages.len()),
-        None => structure::rounds(messages).rounds,
-    };
-    earlier.retain(|r| r.end <= question);
+    let earlier = within_reach(seen, question, index.as_deref(), budget);
     if earlier.is_empty() {
         return false;
     }
@@ -141,6 +138,28 @@ pub(crate) fn reaches_back(
     })
 }
 
+/// The rounds of `seen` before its question at `question` and within
+/// its reach (see [`past_reach`]), listed by `index` when given.
+fn within_reach(
+    seen: &History<'_>,
+    question: usize,
+    index: Option<&MessageIndex>,
+    budget: &Budget,
+) -> Vec<Range<usize>> {
+    let messages = seen.messages();
+    let mut earlier = match index {
+        Some(index) => index.rounds(messages.len()),
+        None => structure::rounds(messages).rounds,
+    };
+    earlier.retain(|r| r.end <= question);
+    let past = past_reach::past(&earlier, seen.counts(), question, budget);
+    if !past.is_empty() {
+        let gone = earlier.partition_point(|r| r.end <= past.end);
+        earlier.drain(..gone);
+    }
+    earlier
+}
+
 /// Each of the `earlier` rounds' own score against the question `asked`:
 /// from the index when there is one, read afresh otherwise.
 fn own_scores(
@@ -152,6 +171,8 @@ fn own_scores(
     match index {
         Some(index) => {
             let mut units = Units::new(messages.len(), earlier.len());
+            // No posting before the first round scored is walked.
+            units.skip(0..earlier.first().map_or(0, |r| r.start));
             for (k, r) in earlier.iter().enumerate() {
                 units.add_range(r.clone(), k);
             }

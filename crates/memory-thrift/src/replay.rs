@@ -230,7 +230,7 @@ impl Replay<'_, '_> {
             return Ok(None);
         }
         let prefix = calls::prefix(self.history, step.end, total)?;
-        if !reach::reaches_back(&prefix, &self.result, self.seen.as_deref_mut()) {
+        if !reach::reaches_back(&prefix, &self.result, self.seen.as_deref_mut(), self.budget) {
             return Ok(None);
         }
         let index = self.seen.as_deref_mut();

@@ -12,9 +12,9 @@ use crate::layout::Layout;
 use crate::message_index::MessageIndex;
 use crate::settings::Settings;
 use crate::shrink_cache::ShrinkCache;
-use crate::trace::ThriftTrace;
+use crate::trace::{Tally, ThriftTrace};
 use crate::working_copy::WorkingCopy;
-use crate::{horizon, observation, shrink_stages, sticky};
+use crate::{horizon, observation, past_reach, shrink_stages, sticky};
 
 /// Where a fresh shed aims.
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +136,7 @@ impl Settings {
         let mut layout = Layout::new(history, self.keep_recent_results, kinds);
         trace.floor_tokens = layout.floor.tokens;
         let mut work = WorkingCopy::new(history);
+        let past = past_reach::leave_out(&mut layout, &mut work, budget);
         let over = !budget.admits_tokens(work.total());
         let stop_at = self.stop_at(budget, aim, history.total(), over);
         trace.target = stop_at;
@@ -147,6 +148,7 @@ impl Settings {
             _ => None,
         };
         let mut pass = Pass::new(budget, counter, layout, stop_at, trace);
+        pass.past = past;
         // Stages 1-4: every message stays, some shrink.
         self.shrink_stages(&mut pass, &mut work, shrunk).await?;
         if skipped.is_some() && !pass.over(&work) {
@@ -251,6 +253,8 @@ impl Settings {
         }
         let trace = &mut pass.trace;
         trace.rounds_dropped = dropped.rounds;
+        trace.rounds_dropped.before.count += pass.past.count;
+        trace.rounds_dropped.before.tokens += pass.past.tokens;
         trace.steps_dropped = dropped.steps;
         if let Some(range) = skipped {
             self.shortcuts.skips.kept.fetch_add(1, Ordering::Relaxed);
@@ -291,6 +295,8 @@ struct Pass<'p, 'h> {
     /// The total stages 1-4 shed down to.
     stop_at: Option<usize>,
     trace: ThriftTrace,
+    /// The earlier rounds past reach, dropped before the stages ran.
+    past: Tally,
 }
 
 impl<'p, 'h> Pass<'p, 'h> {
@@ -307,6 +313,7 @@ impl<'p, 'h> Pass<'p, 'h> {
             layout,
             stop_at,
             trace,
+            past: Tally::default(),
         }
     }
 

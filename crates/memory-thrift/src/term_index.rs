@@ -62,6 +62,9 @@ pub(crate) struct Units<'m> {
     of: Vec<u32>,
     changed: Vec<(usize, &'m Message)>,
     count: usize,
+    /// Messages none of which counts towards a unit: their postings are
+    /// not walked.
+    gap: Range<usize>,
 }
 
 impl<'m> Units<'m> {
@@ -72,7 +75,15 @@ impl<'m> Units<'m> {
             of: vec![NONE; len],
             changed: Vec::new(),
             count,
+            gap: 0..0,
         }
+    }
+
+    /// Says that no message of `gap` counts towards a unit (the rounds
+    /// past reach, say), so that a score walks no posting there.
+    pub fn skip(&mut self, gap: Range<usize>) {
+        debug_assert!(self.of[gap.clone()].iter().all(|&u| u == NONE));
+        self.gap = gap;
     }
 
     /// Message `i` counts towards `unit` as it is.
@@ -264,6 +275,7 @@ impl TermIndex {
             asked: &asked,
             extra: &extra,
             of: &units.of,
+            gap: &units.gap,
         };
         // Documents holding each term, and terms each unit holds.
         let mut df = vec![0usize; asked.len()];
@@ -313,6 +325,7 @@ struct Found<'f> {
     asked: &'f [Option<u32>],
     extra: &'f [Vec<u32>],
     of: &'f [u32],
+    gap: &'f Range<usize>,
 }
 
 impl Found<'_> {
@@ -330,7 +343,13 @@ impl Found<'_> {
                 }
             };
             if let Some(id) = id {
-                for &i in &self.postings[*id as usize] {
+                let postings = &self.postings[*id as usize];
+                let before = postings.partition_point(|&i| (i as usize) < self.gap.start);
+                let after = postings.partition_point(|&i| (i as usize) < self.gap.end);
+                for &i in postings[..before]
+                    .iter()
+                    .chain(&postings[after.max(before)..])
+                {
                     let Some(&unit) = self.of.get(i as usize) else {
                         break;
                     };
@@ -411,6 +430,29 @@ mod tests {
             }
             let want = Lexical::score_now(question, &texts(&m, &ranges));
             assert_eq!(index.score(question, &units), want, "{question}");
+        }
+    }
+
+    #[test]
+    fn a_gap_skipped_scores_as_its_messages_unscored() {
+        let m = messages();
+        let mut index = index(&m);
+        // Messages 1..5 hold no unit: skipped or not, the same scores.
+        let ranges = [0..1, 5..7];
+        for question in ["Where does the parser run?", "billing clusters", "staging"] {
+            let units = |gap: bool| {
+                let mut units = Units::new(m.len(), ranges.len());
+                if gap {
+                    units.skip(1..5);
+                }
+                for (u, r) in ranges.iter().enumerate() {
+                    units.add_range(r.clone(), u);
+                }
+                units
+            };
+            let want = Lexical::score_now(question, &texts(&m, &ranges));
+            assert_eq!(index.score(question, &units(false)), want, "{question}");
+            assert_eq!(index.score(question, &units(true)), want, "{question}");
         }
     }
 

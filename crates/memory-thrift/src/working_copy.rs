@@ -32,8 +32,9 @@ pub(crate) struct WorkingCopy<'h, 'a> {
     /// Positions changed or replaced, in no order, possibly repeated.
     touched: Vec<usize>,
     /// Messages left out before any stage ran (see
-    /// [`exclude`](WorkingCopy::exclude)): dropped, but not one of `runs`.
-    excluded: std::ops::Range<usize>,
+    /// [`exclude`](WorkingCopy::exclude)): dropped, but not among `runs`;
+    /// disjoint, ascending.
+    excluded: Vec<std::ops::Range<usize>>,
 }
 
 impl<'h, 'a> WorkingCopy<'h, 'a> {
@@ -48,7 +49,7 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
             total: history.total(),
             runs: Some(Vec::new()),
             touched: Vec::new(),
-            excluded: 0..0,
+            excluded: Vec::new(),
         }
     }
 
@@ -56,10 +57,14 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
     /// yet, before any stage runs: the drops made later in order stay a
     /// cheap list of runs, whatever their place beside `range`.
     pub fn exclude(&mut self, range: std::ops::Range<usize>) {
-        debug_assert!(self.excluded.is_empty() && !self.dropped[range.clone()].contains(&true));
+        debug_assert!(!self.dropped[range.clone()].contains(&true));
+        if range.is_empty() {
+            return;
+        }
         self.dropped[range.clone()].fill(true);
         self.total -= self.counts[range.clone()].iter().sum::<usize>();
-        self.excluded = range;
+        let at = self.excluded.partition_point(|r| r.start < range.start);
+        self.excluded.insert(at, range);
     }
 
     pub fn history(&self) -> &'h History<'a> {
@@ -179,10 +184,10 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
         let Some(runs) = &mut self.runs else {
             return (0..n).collect();
         };
-        // The range excluded is a run like the others (they are disjoint).
-        if !self.excluded.is_empty() {
-            let at = runs.partition_point(|r| r.start < self.excluded.start);
-            runs.insert(at, self.excluded.clone());
+        // The ranges excluded are runs like the others (they are disjoint).
+        for excluded in std::mem::take(&mut self.excluded) {
+            let at = runs.partition_point(|r| r.start < excluded.start);
+            runs.insert(at, excluded);
         }
         let mut marks = std::mem::take(&mut self.touched);
         // A message changed and then dropped is passed over with its run.

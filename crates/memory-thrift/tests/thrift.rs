@@ -1748,3 +1748,75 @@ async fn only_a_question_reaches_back() {
     assert_eq!(trace.target, Some(160));
     assert!(result.messages.contains(&screenplay));
 }
+
+/// A chat of a greeting (the task), a round about the Postgres pool, then
+/// `n` rounds of chatter, then a question about the pool.
+fn pool_then_chatter(n: usize) -> Vec<Message> {
+    let mut rounds = vec![(
+        "Hello, I have a few questions today.".to_string(),
+        "Hello! Ask away.".to_string(),
+    )];
+    rounds.push((
+        "How should we size the Postgres connection pool?".to_string(),
+        "Run pgbouncer in front of Postgres with a pool of 20 connections.".to_string(),
+    ));
+    rounds.extend((0..n).map(|i| {
+        (
+            format!("What did you do on day {i}?"),
+            format!(
+                "I walked and read on day {i}. {}",
+                "Nothing else. ".repeat(8)
+            ),
+        )
+    }));
+    let rounds: Vec<(&str, &str)> = rounds
+        .iter()
+        .map(|(q, a)| (q.as_str(), a.as_str()))
+        .collect();
+    chat(&rounds, "How big was the postgres pool again?")
+}
+
+#[tokio::test]
+async fn a_round_past_the_horizon_is_no_longer_weighed() {
+    let budget = Budget::tokens(300);
+    let horizon = memory_core::covered::horizon(&budget);
+    // The pool's round ends at message 5: within reach while the messages
+    // from its answer on (4..question) hold at most the horizon's tokens.
+    let reach = |m: &[Message]| {
+        let m = m.to_vec();
+        async move { total_of(&m[4..m.len() - 1]).await }
+    };
+    let mut n = 1;
+    while reach(&pool_then_chatter(n + 1)).await <= horizon {
+        n += 1;
+    }
+    let within = pool_then_chatter(n);
+    let past = pool_then_chatter(n + 1);
+    assert!(
+        total_of(&within).await > 10 * 300,
+        "a history far over the budget"
+    );
+
+    let pool = &within[4];
+    let (result, trace) = trim(&Thrift::new(), &within, &[0], budget).await;
+    assert!(trace.reached_back, "the question reaches back to the pool");
+    assert!(result.messages.contains(pool));
+
+    // One round more, and the pool's round is past reach: the question
+    // goes on from the context before, as any message does.
+    let (result, trace) = trim(&Thrift::new(), &past, &[0], budget).await;
+    assert!(result.fits && validate(&result.messages).is_empty());
+    assert!(!trace.reached_back);
+    assert!(!result.messages.contains(pool));
+    // A fresh choice counts the rounds past reach among the rounds it
+    // dropped: every earlier round (the greeting, the pool's, the chatter
+    // and the question about the pool) was a candidate or past reach.
+    let mut answered = past.clone();
+    answered.push(Message::assistant("About that pool."));
+    answered.push(Message::user("Thanks, and what did I do on day 3?"));
+    let (result, trace) = trim(&Thrift::new(), &answered, &[0], budget).await;
+    assert!(result.fits);
+    assert!(!result.messages.contains(pool));
+    assert!(trace.reached_back, "day 3 is within reach");
+    assert_eq!(trace.rounds_dropped.before.count, n + 4);
+}

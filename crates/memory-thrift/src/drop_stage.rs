@@ -427,9 +427,9 @@ fn partial(
 fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
     let messages = work.history().messages();
     let n = messages.len();
-    let rounds = layout.question.map(|_| layout.rounds(messages));
+    let starts = layout.round_starts(messages);
     // Every earlier round is a unit unless all of it lies in the floor.
-    let mut units = Vec::with_capacity(rounds.as_ref().map_or(0, |r| r.rounds.len()));
+    let mut units = Vec::with_capacity(starts.len());
     let mut push = |range: Range<usize>, round: bool, newest: bool| {
         units.extend(unit(work, layout, range, round, newest));
     };
@@ -437,17 +437,18 @@ fn units(work: &WorkingCopy<'_, '_>, layout: &Layout) -> Vec<Unit> {
         let base = range.start;
         structure::steps(&messages[range]).map(move |s| base + s.start..base + s.end)
     };
-    match (layout.question, rounds) {
-        (Some(q), Some(rounds)) => {
-            for step in steps_of(rounds.head.clone()) {
+    match (layout.question, starts.first()) {
+        (Some(q), Some(&first)) => {
+            for step in steps_of(0..first) {
                 push(step, false, false);
             }
-            // The rounds past reach are no candidates (see `past_reach`).
+            // The rounds past reach are no candidates (see `past_reach`):
+            // the earlier rounds from the first within reach, each ending
+            // where the next starts (the last, at the question).
             let past = layout.past();
-            for round in rounds.rounds.iter().filter(|r| r.start < q) {
-                if !past.contains(&round.start) {
-                    push(round.clone(), true, false);
-                }
+            let within = starts.partition_point(|&s| past.contains(&s));
+            for pair in starts[within..].windows(2).filter(|p| p[0] < q) {
+                push(pair[0]..pair[1], true, false);
             }
             let end = layout.newest_step.max(q + 1).min(n);
             // The steps skipped lead the round's (see `horizon`).

@@ -4,7 +4,6 @@
 use std::ops::Range;
 
 use memory_core::Message;
-use memory_core::structure::Rounds;
 
 use crate::{cut, observation, placeholder};
 
@@ -76,20 +75,6 @@ impl KindPositions {
         }
     }
 
-    /// The head and rounds of the first `len` messages, as
-    /// [`structure::rounds`](memory_core::structure::rounds) gives them.
-    pub fn rounds(&self, len: usize) -> Rounds {
-        let users = Self::within(&self.users, 0..len);
-        Rounds {
-            head: 0..users.first().copied().unwrap_or(len),
-            rounds: users
-                .iter()
-                .enumerate()
-                .map(|(k, &s)| s..users.get(k + 1).copied().unwrap_or(len))
-                .collect(),
-        }
-    }
-
     /// The current question of the first `len` messages (as
     /// [`structure::current_question`](memory_core::structure::current_question)
     /// finds it).
@@ -103,4 +88,12 @@ impl KindPositions {
         let to = list.partition_point(|&i| i < range.end).max(from);
         &list[from..to]
     }
+}
+
+/// Where the rounds of `messages` start (their user messages), read
+/// afresh: what [`KindPositions::users`] lists of them when it is kept.
+pub(crate) fn round_starts(messages: &[Message]) -> Vec<usize> {
+    (0..messages.len())
+        .filter(|&i| messages[i].is_user())
+        .collect()
 }

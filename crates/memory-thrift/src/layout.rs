@@ -159,12 +159,12 @@ impl<'k> Layout<'k> {
             .chain(candidates(self.kinds, kind, c))
     }
 
-    /// The head and rounds of `messages`, the history's: as
-    /// [`structure::rounds`] gives them, from the kinds when known.
-    pub fn rounds(&self, messages: &[Message]) -> structure::Rounds {
+    /// Where the rounds of `messages`, the history's, start (its user
+    /// messages), from the kinds when known.
+    pub fn round_starts(&self, messages: &[Message]) -> std::borrow::Cow<'k, [usize]> {
         match self.kinds {
-            Some(kinds) => kinds.rounds(messages.len()),
-            None => structure::rounds(messages),
+            Some(kinds) => KindPositions::within(&kinds.users, 0..messages.len()).into(),
+            None => crate::kind_positions::round_starts(messages).into(),
         }
     }
 

@@ -13,7 +13,6 @@
 //! [`SeenPrefix`] finds them.
 
 use std::collections::HashMap;
-use std::ops::Range;
 
 use memory_core::{History, Message};
 
@@ -119,10 +118,10 @@ impl MessageIndex {
         Some(Points::new(&self.assistants[..calls], len))
     }
 
-    /// The rounds of the first `len` messages, as
-    /// [`structure::rounds`](memory_core::structure::rounds) gives them.
-    pub fn rounds(&self, len: usize) -> Vec<Range<usize>> {
-        self.kinds.rounds(len).rounds
+    /// Where the rounds of the first `len` messages start (their user
+    /// messages), ascending.
+    pub fn round_starts(&self, len: usize) -> &[usize] {
+        KindPositions::within(&self.kinds.users, 0..len)
     }
 
     /// Positions among the first `len` messages whose text is that of one
@@ -180,9 +179,18 @@ mod tests {
             seen.replay_points(151),
             crate::calls::replay_points(&m[..151])
         );
-        assert_eq!(seen.kinds.rounds(m.len()), structure::rounds(&m));
-        assert_eq!(seen.kinds.rounds(1), structure::rounds(&m[..1]));
-        assert_eq!(seen.kinds.rounds(0), structure::rounds(&[]));
+        let starts = |m: &[Message]| -> Vec<usize> {
+            structure::rounds(m)
+                .rounds
+                .iter()
+                .map(|r| r.start)
+                .collect()
+        };
+        assert_eq!(seen.round_starts(m.len()), starts(&m));
+        assert_eq!(crate::kind_positions::round_starts(&m), starts(&m));
+        assert_eq!(seen.round_starts(2), starts(&m[..2]));
+        assert_eq!(seen.round_starts(1), starts(&m[..1]));
+        assert_eq!(seen.round_starts(0), starts(&[]));
     }
 
     #[tokio::test]

@@ -37,17 +37,18 @@ pub(crate) fn leave_out(
     let Some(question) = layout.question else {
         return Tally::default();
     };
-    let rounds = layout.rounds(history.messages()).rounds;
-    let past = past(&rounds, history.counts(), question, budget);
-    if past.is_empty() {
-        return Tally::default();
-    }
-    let mut tally = Tally::default();
-    let gone = rounds.partition_point(|r| r.end <= past.end);
-    tally.count = rounds[..gone]
-        .iter()
-        .filter(|r| !layout.in_floor_of((*r).clone()).iter().all(|&f| f))
+    let starts = layout.round_starts(history.messages());
+    let (gone, past) = past(&starts, history.counts(), question, budget);
+    // A round all of whose messages lie in the floor is no candidate.
+    let count = (0..gone)
+        .filter(|&k| {
+            !layout
+                .in_floor_of(starts[k]..starts[k + 1])
+                .iter()
+                .all(|&f| f)
+        })
         .count();
+    let mut tally = Tally { count, tokens: 0 };
     // The floor's ranges are sorted and disjoint: what lies between them
     // goes.
     let mut from = past.start;
@@ -78,20 +79,24 @@ pub(crate) fn reach_start(counts: &[usize], question: usize, budget: &Budget) ->
     0
 }
 
-/// The rounds of `rounds` (ascending, before the question at `question`)
-/// past reach: from the first one to the end of the last that ends at or
-/// before [`reach_start`]; empty when none does.
+/// The earlier rounds past reach of the question at `question`: of the
+/// rounds that start at `starts` (ascending, the question's own round
+/// last), those that end at or before [`reach_start`], as their number
+/// and the messages they span (empty when none is).
 pub(crate) fn past(
-    rounds: &[Range<usize>],
+    starts: &[usize],
     counts: &[usize],
     question: usize,
     budget: &Budget,
-) -> Range<usize> {
+) -> (usize, Range<usize>) {
     let start = reach_start(counts, question, budget);
-    let gone = rounds.partition_point(|r| r.end <= start);
-    match (rounds.first(), gone.checked_sub(1)) {
-        (Some(first), Some(last)) => first.start..rounds[last].end,
-        _ => 0..0,
+    // Each round ends where the next starts.
+    let gone = starts
+        .get(1..)
+        .map_or(0, |ends| ends.partition_point(|&end| end <= start));
+    match gone {
+        0 => (0, 0..0),
+        gone => (gone, starts[0]..starts[gone]),
     }
 }
 
@@ -115,12 +120,12 @@ mod tests {
         let counts = [1, 200, 200, 100, 100, 100, 5];
         // Head 0..1; rounds 1..3, 3..5, 5..6; question at 6. Reach
         // starts at 3 (100 + 100 + 100 <= 320 < 500).
-        let rounds = [1..3, 3..5, 5..6];
-        assert_eq!(past(&rounds, &counts, 6, &budget), 1..3);
+        assert_eq!(past(&[1, 3, 5, 6], &counts, 6, &budget), (1, 1..3));
         // A round that straddles the start stays within reach.
-        let rounds = [1..2, 2..4, 4..6];
-        assert_eq!(past(&rounds, &counts, 6, &budget), 1..2);
-        assert_eq!(past(&[], &counts, 6, &budget), 0..0);
-        assert_eq!(past(&rounds, &counts, 6, &Budget::tokens(1_000)), 0..0);
+        assert_eq!(past(&[1, 2, 4, 6], &counts, 6, &budget), (1, 1..2));
+        assert_eq!(past(&[6], &counts, 6, &budget), (0, 0..0));
+        assert_eq!(past(&[], &counts, 6, &budget), (0, 0..0));
+        let wide = Budget::tokens(1_000);
+        assert_eq!(past(&[1, 2, 4, 6], &counts, 6, &wide), (0, 0..0));
     }
 }

@@ -31,11 +31,13 @@
 //! budget 8,000), thrift's mean call over the last 500 calls went from
 //! 348-402 us to 625-710 us with the index.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ops::Range;
 
 use memory_core::{Budget, History, Message, TrimResult, structure};
 
+use crate::kind_positions;
 use crate::message_index::MessageIndex;
 use crate::neighbours::with_neighbours;
 use crate::observation::issues_a_command;
@@ -147,17 +149,18 @@ fn within_reach(
     budget: &Budget,
 ) -> Vec<Range<usize>> {
     let messages = seen.messages();
-    let mut earlier = match index {
-        Some(index) => index.rounds(messages.len()),
-        None => structure::rounds(messages).rounds,
+    let starts: Cow<'_, [usize]> = match index {
+        Some(index) => index.round_starts(messages.len()).into(),
+        None => kind_positions::round_starts(messages).into(),
     };
-    earlier.retain(|r| r.end <= question);
-    let past = past_reach::past(&earlier, seen.counts(), question, budget);
-    if !past.is_empty() {
-        let gone = earlier.partition_point(|r| r.end <= past.end);
-        earlier.drain(..gone);
-    }
-    earlier
+    let (gone, _) = past_reach::past(&starts, seen.counts(), question, budget);
+    // Each round ends where the next starts; the question's own is not
+    // an earlier one.
+    starts[gone..]
+        .windows(2)
+        .filter(|pair| pair[1] <= question)
+        .map(|pair| pair[0]..pair[1])
+        .collect()
 }
 
 /// Each of the `earlier` rounds' own score against the question `asked`:

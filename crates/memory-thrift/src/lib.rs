@@ -66,7 +66,8 @@
 //! When even the floor does not fit, the result is as small as Thrift can
 //! make it and says `fits: false`. In an agent round of thousands of steps,
 //! the older steps that no shed could keep are left out before the stages
-//! run (`horizon`), with the same result.
+//! run (`horizon`), with the same result. [`Thrift::trim_traced`] says
+//! what each stage shed ([`ThriftTrace`]).
 //!
 //! **5. How far back it reaches.** The earlier rounds that end more than
 //! the [horizon](memory_core::covered::horizon) (32 budgets of tokens, as
@@ -74,8 +75,7 @@
 //! current question are past reach (`past_reach`): a shed drops them
 //! before the stages run, and no question reaches back to them (the index
 //! of what a context leaves out still names them). So a fresh choice
-//! weighs at most the horizon's rounds, however long the session. [`Thrift::trim_traced`] says what
-//! each stage shed ([`ThriftTrace`]).
+//! weighs at most the horizon's rounds, however long the session.
 //!
 //! # Where it lives
 //!
@@ -86,8 +86,9 @@
 //! is a level of `sticky`; `layout` where the question, the newest step
 //! and the floor are; `shrink_stages` stages 1 to 4 and 6, `drop_stage`
 //! stage 5, over a `working_copy` of the history; `horizon` the steps of a
-//! long round left out; `past_reach` the earlier rounds past the horizon; `shortcuts` the work a pass may save without
-//! changing its result. Relevance: `scoring`
+//! long round left out; `past_reach` the earlier rounds past the horizon;
+//! `shortcuts` the work a pass may save without changing its result.
+//! Relevance: `scoring`
 //! ([`Relevance`], [`Lexical`]), `semantic` ([`Semantic`]), [`relevance`]
 //! (terms and weights), `term_index`, `neighbours`, `dates`, and the small
 //! leaves `texts`, `observation`, `output_cut`, `kind_positions`.

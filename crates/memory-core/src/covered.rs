@@ -90,9 +90,9 @@ pub const UNLIMITED_HORIZON: usize = 262_144;
 
 /// Tokens of covered messages kept within reach at `budget`:
 /// [`HORIZON_BUDGETS`] times its token limit, or [`UNLIMITED_HORIZON`]
-/// without one. A relevance stage reaches as far back among the earlier
-/// rounds (Thrift's rounds past it are dropped unweighed), so that its
-/// work per call is bounded by the horizon too.
+/// without one. Thrift weighs the earlier rounds as far back (but never
+/// less far than [`UNLIMITED_HORIZON`]) and drops those past it
+/// unweighed, so that its work per call is bounded too.
 ///
 /// ```
 /// use memory_core::{covered, Budget};

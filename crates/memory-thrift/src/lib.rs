@@ -71,11 +71,12 @@
 //!
 //! **5. How far back it reaches.** The earlier rounds that end more than
 //! the [horizon](memory_core::covered::horizon) (32 budgets of tokens, as
-//! far back as a summary's covered turns are kept within reach) before the
-//! current question are past reach (`past_reach`): a shed drops them
-//! before the stages run, and no question reaches back to them (the index
-//! of what a context leaves out still names them). So a fresh choice
-//! weighs at most the horizon's rounds, however long the session.
+//! far back as a summary's covered turns are kept within reach; never
+//! less than 262,144 tokens) before the current question are past reach
+//! (`past_reach`): a shed drops them before the stages run, and no
+//! question reaches back to them (the index of what a context leaves out
+//! still names them). So a fresh choice weighs at most the horizon's
+//! rounds, however long the session.
 //!
 //! # Where it lives
 //!

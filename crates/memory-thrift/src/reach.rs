@@ -153,7 +153,8 @@ fn within_reach(
         Some(index) => index.round_starts(messages.len()).into(),
         None => kind_positions::round_starts(messages).into(),
     };
-    let (gone, _) = past_reach::past(&starts, seen.counts(), question, budget);
+    let reach = past_reach::reach(budget);
+    let (gone, _) = past_reach::past(&starts, seen.counts(), question, reach);
     // Each round ends where the next starts; the question's own is not
     // an earlier one.
     starts[gone..]

@@ -1750,7 +1750,7 @@ async fn only_a_question_reaches_back() {
 }
 
 /// A chat of a greeting (the task), a round about the Postgres pool, then
-/// `n` rounds of chatter, then a question about the pool.
+/// `n` rounds of long chatter, then a question about the pool.
 fn pool_then_chatter(n: usize) -> Vec<Message> {
     let mut rounds = vec![(
         "Hello, I have a few questions today.".to_string(),
@@ -1765,7 +1765,7 @@ fn pool_then_chatter(n: usize) -> Vec<Message> {
             format!("What did you do on day {i}?"),
             format!(
                 "I walked and read on day {i}. {}",
-                "Nothing else. ".repeat(8)
+                "Nothing else. ".repeat(280)
             ),
         )
     }));
@@ -1778,24 +1778,29 @@ fn pool_then_chatter(n: usize) -> Vec<Message> {
 
 #[tokio::test]
 async fn a_round_past_the_horizon_is_no_longer_weighed() {
-    let budget = Budget::tokens(300);
-    let horizon = memory_core::covered::horizon(&budget);
+    let budget = Budget::tokens(2_000);
+    // The covered turns' horizon, but at least the one without a limit.
+    let horizon =
+        memory_core::covered::horizon(&budget).max(memory_core::covered::UNLIMITED_HORIZON);
     // The pool's round ends at message 5: within reach while the messages
     // from its answer on (4..question) hold at most the horizon's tokens.
-    let reach = |m: &[Message]| {
-        let m = m.to_vec();
-        async move { total_of(&m[4..m.len() - 1]).await }
+    // The most chatter rounds that leave it there, found by halving.
+    let reach = |n: usize| async move {
+        let m = pool_then_chatter(n);
+        total_of(&m[4..m.len() - 1]).await
     };
-    let mut n = 1;
-    while reach(&pool_then_chatter(n + 1)).await <= horizon {
-        n += 1;
+    let (mut within, mut past) = (1, 1_000);
+    assert!(reach(past).await > horizon);
+    while past - within > 1 {
+        let mid = (within + past) / 2;
+        if reach(mid).await <= horizon {
+            within = mid;
+        } else {
+            past = mid;
+        }
     }
-    let within = pool_then_chatter(n);
-    let past = pool_then_chatter(n + 1);
-    assert!(
-        total_of(&within).await > 10 * 300,
-        "a history far over the budget"
-    );
+    let n = within;
+    let (within, past) = (pool_then_chatter(n), pool_then_chatter(n + 1));
 
     let pool = &within[4];
     let (result, trace) = trim(&Thrift::new(), &within, &[0], budget).await;

@@ -178,12 +178,7 @@ pub struct Rounds {
 /// assert_eq!(structure::rounds(&m).rounds, vec![0..2, 2..3]);
 /// ```
 pub fn rounds(messages: &[Message]) -> Rounds {
-    let starts: Vec<usize> = messages
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.is_user())
-        .map(|(i, _)| i)
-        .collect();
+    let starts = round_starts(messages);
     let head_end = starts.first().copied().unwrap_or(messages.len());
     let rounds = starts
         .iter()
@@ -194,6 +189,20 @@ pub fn rounds(messages: &[Message]) -> Rounds {
         head: 0..head_end,
         rounds,
     }
+}
+
+/// Where the rounds of `messages` start (their user messages), ascending:
+/// each round of [`rounds`] runs from one to the next.
+///
+/// ```
+/// use memory_core::{structure, Message};
+/// let m = [Message::system("s"), Message::user("a"), Message::assistant("b"), Message::user("c")];
+/// assert_eq!(structure::round_starts(&m), vec![1, 3]);
+/// ```
+pub fn round_starts(messages: &[Message]) -> Vec<usize> {
+    (0..messages.len())
+        .filter(|&i| messages[i].is_user())
+        .collect()
 }
 
 /// Start of the round (or head) holding message `end - 1`: the index of the

@@ -89,11 +89,3 @@ impl KindPositions {
         &list[from..to]
     }
 }
-
-/// Where the rounds of `messages` start (their user messages), read
-/// afresh: what [`KindPositions::users`] lists of them when it is kept.
-pub(crate) fn round_starts(messages: &[Message]) -> Vec<usize> {
-    (0..messages.len())
-        .filter(|&i| messages[i].is_user())
-        .collect()
-}

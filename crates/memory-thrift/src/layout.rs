@@ -164,7 +164,7 @@ impl<'k> Layout<'k> {
     pub fn round_starts(&self, messages: &[Message]) -> std::borrow::Cow<'k, [usize]> {
         match self.kinds {
             Some(kinds) => KindPositions::within(&kinds.users, 0..messages.len()).into(),
-            None => crate::kind_positions::round_starts(messages).into(),
+            None => structure::round_starts(messages).into(),
         }
     }
 

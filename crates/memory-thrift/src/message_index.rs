@@ -187,7 +187,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(seen.round_starts(m.len()), starts(&m));
-        assert_eq!(crate::kind_positions::round_starts(&m), starts(&m));
+        assert_eq!(structure::round_starts(&m), starts(&m));
         assert_eq!(seen.round_starts(2), starts(&m[..2]));
         assert_eq!(seen.round_starts(1), starts(&m[..1]));
         assert_eq!(seen.round_starts(0), starts(&[]));

@@ -62,8 +62,7 @@ pub(crate) fn leave_out(
     let end = past.end..past.end;
     for kept in layout.floor.ranges.iter().chain([&end]) {
         let to = kept.start.clamp(from, past.end);
-        tally.tokens += history.tokens(from..to);
-        work.exclude(from..to);
+        tally.tokens += work.exclude(from..to);
         from = from.max(kept.end).min(past.end);
     }
     layout.leave_past(past);

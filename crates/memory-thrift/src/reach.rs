@@ -22,9 +22,10 @@
 //! appended; when the budget forces a shed, the shed chooses by relevance
 //! to it.
 //!
-//! A question's test walks every earlier round: their scores come from
-//! the index's postings of the question's terms, then each round is
-//! weighed beside its neighbours and against what is shown. Walking only
+//! A question's test walks every earlier round within reach (see
+//! `past_reach`): their scores come from the index's postings of the
+//! question's terms, then each round is weighed beside its neighbours
+//! and against what is shown. Walking only
 //! the rounds the postings name (and their neighbours) decides the same
 //! but costs more in a chat, whose common words name most rounds: on the
 //! data set's LoCoMo conversations four times over (16,106 messages,
@@ -37,7 +38,6 @@ use std::ops::Range;
 
 use memory_core::{Budget, History, Message, TrimResult, structure};
 
-use crate::kind_positions;
 use crate::message_index::MessageIndex;
 use crate::neighbours::with_neighbours;
 use crate::observation::issues_a_command;
@@ -151,7 +151,7 @@ fn within_reach(
     let messages = seen.messages();
     let starts: Cow<'_, [usize]> = match index {
         Some(index) => index.round_starts(messages.len()).into(),
-        None => kind_positions::round_starts(messages).into(),
+        None => structure::round_starts(messages).into(),
     };
     let reach = past_reach::reach(budget);
     let (gone, _) = past_reach::past(&starts, seen.counts(), question, reach);

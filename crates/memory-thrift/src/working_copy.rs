@@ -55,16 +55,19 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
 
     /// Drops the messages `range`, none of which is dropped or changed
     /// yet, before any stage runs: the drops made later in order stay a
-    /// cheap list of runs, whatever their place beside `range`.
-    pub fn exclude(&mut self, range: std::ops::Range<usize>) {
+    /// cheap list of runs, whatever their place beside `range`. Returns
+    /// their tokens.
+    pub fn exclude(&mut self, range: std::ops::Range<usize>) -> usize {
         debug_assert!(!self.dropped[range.clone()].contains(&true));
         if range.is_empty() {
-            return;
+            return 0;
         }
         self.dropped[range.clone()].fill(true);
-        self.total -= self.counts[range.clone()].iter().sum::<usize>();
+        let tokens = self.counts[range.clone()].iter().sum::<usize>();
+        self.total -= tokens;
         let at = self.excluded.partition_point(|r| r.start < range.start);
         self.excluded.insert(at, range);
+        tokens
     }
 
     pub fn history(&self) -> &'h History<'a> {

@@ -23,9 +23,10 @@
 //! to it.
 //!
 //! A question's test walks every earlier round within reach (see
-//! `past_reach`): their scores come from the index's postings of the
-//! question's terms, then each round is weighed beside its neighbours
-//! and against what is shown. Walking only
+//! `past_reach`): their scores come from the index's postings of rounds
+//! (for each of the question's terms, the rounds that hold it, each once:
+//! the term's document frequency is their number), then each round is
+//! weighed beside its neighbours and against what is shown. Walking only
 //! the rounds the postings name (and their neighbours) decides the same
 //! but costs more in a chat, whose common words name most rounds: on the
 //! data set's LoCoMo conversations four times over (16,106 messages,
@@ -42,7 +43,6 @@ use crate::message_index::MessageIndex;
 use crate::neighbours::with_neighbours;
 use crate::observation::issues_a_command;
 use crate::scoring::Lexical;
-use crate::term_index::Units;
 use crate::texts::texts_of;
 use crate::{dates, past_reach, relevance};
 use memory_core::identity::text_key;
@@ -103,7 +103,7 @@ pub(crate) fn reaches_back(
     if answers_the_step(&said, &messages[..question]) {
         return false;
     }
-    let earlier = within_reach(seen, question, index.as_deref(), budget);
+    let (first, earlier) = within_reach(seen, question, index.as_deref(), budget);
     if earlier.is_empty() {
         return false;
     }
@@ -111,12 +111,8 @@ pub(crate) fn reaches_back(
     if is_shown.iter().all(|&s| s) {
         return false;
     }
-    let mut scores = with_neighbours(&own_scores(
-        messages,
-        &earlier,
-        &asked,
-        index.as_deref_mut(),
-    ));
+    let own = own_scores(messages, first, &earlier, &asked, index.as_deref_mut());
+    let mut scores = with_neighbours(&own);
     dates::lift(&mut scores, &asked, messages, earlier.iter().cloned());
     let kept = scores
         .iter()
@@ -141,13 +137,14 @@ pub(crate) fn reaches_back(
 }
 
 /// The rounds of `seen` before its question at `question` and within
-/// its reach (see [`past_reach`]), listed by `index` when given.
+/// its reach (see [`past_reach`]), listed by `index` when given, and the
+/// number of the first (the rounds of `seen` being numbered from 0).
 fn within_reach(
     seen: &History<'_>,
     question: usize,
     index: Option<&MessageIndex>,
     budget: &Budget,
-) -> Vec<Range<usize>> {
+) -> (usize, Vec<Range<usize>>) {
     let messages = seen.messages();
     let starts: Cow<'_, [usize]> = match index {
         Some(index) => index.round_starts(messages.len()).into(),
@@ -157,31 +154,30 @@ fn within_reach(
     let (gone, _) = past_reach::past(&starts, seen.counts(), question, reach);
     // Each round ends where the next starts; the question's own is not
     // an earlier one.
-    starts[gone..]
+    let earlier = starts[gone..]
         .windows(2)
         .filter(|pair| pair[1] <= question)
         .map(|pair| pair[0]..pair[1])
-        .collect()
+        .collect();
+    (gone, earlier)
 }
 
-/// Each of the `earlier` rounds' own score against the question `asked`:
-/// from the index when there is one, read afresh otherwise.
+/// Each of the `earlier` rounds' own score against the question `asked`,
+/// the first of them numbered `first`: from the index's postings of
+/// rounds when there is an index, read afresh otherwise.
 fn own_scores(
     messages: &[Message],
+    first: usize,
     earlier: &[Range<usize>],
     asked: &str,
     index: Option<&mut MessageIndex>,
 ) -> Vec<f64> {
     match index {
         Some(index) => {
-            let mut units = Units::new(messages.len(), earlier.len());
-            // No posting before the first round scored is walked.
-            units.skip(0..earlier.first().map_or(0, |r| r.start));
-            for (k, r) in earlier.iter().enumerate() {
-                units.add_range(r.clone(), k);
-            }
             index.terms.catch_up(messages);
-            index.terms.score(asked, &units)
+            index
+                .terms
+                .score_rounds(asked, first..first + earlier.len())
         }
         None => Lexical::score_now(asked, &texts(messages, earlier)),
     }

@@ -9,14 +9,18 @@
 //! A call then only walks the postings of the question's terms, and gives
 //! exactly the scores [`Lexical`](crate::Lexical) would give the units'
 //! texts: the same terms found, the same document frequencies, the same
-//! weights summed in the same order (see [`TermIndex::score`]).
+//! weights summed in the same order (see [`TermIndex::score`]). The
+//! index keeps the postings of rounds too (for each term, the rounds
+//! some message of which holds it), so that scoring whole rounds, as the
+//! reach-back test does, walks each round once, not each message
+//! (see [`TermIndex::score_rounds`]).
 //!
 //! A message shown changed (its reasoning replaced by its placeholder, its output cut, its
 //! media replaced) is scored as shown: without its reasoning's terms, or
 //! by the terms of its changed texts, kept by its position (a changed form
 //! is a function of the message, which the index holds unchanged).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasherDefault;
 use std::ops::Range;
 
@@ -48,6 +52,12 @@ pub(crate) struct TermIndex {
     arena: Vec<u32>,
     /// For each term id, the messages that hold it, ascending.
     postings: Vec<Vec<u32>>,
+    /// Where each round starts (its user message), ascending: a round's
+    /// number is its place here.
+    rounds: Vec<u32>,
+    /// For each term id, the rounds (by number) some message of which
+    /// holds it, ascending.
+    round_postings: Vec<Vec<u32>>,
     /// Terms of messages shown changed (an output cut, media replaced), by
     /// position, with the length of the changed texts.
     changed: HashMap<usize, (usize, Vec<u32>)>,
@@ -125,6 +135,7 @@ impl TermIndex {
         if len >= self.len() {
             return;
         }
+        self.truncate_rounds(len);
         for i in (len..self.len()).rev() {
             for &t in &self.arena[self.starts[i]..self.starts[i + 1]] {
                 let popped = self.postings[t as usize].pop();
@@ -135,6 +146,32 @@ impl TermIndex {
         self.starts.truncate(len + 1);
         self.body_ends.truncate(len);
         self.changed.retain(|&i, _| i < len);
+    }
+
+    /// Forgets the rounds' postings of the messages from `len` on (less
+    /// than the number indexed): the rounds that start there, and the
+    /// round that goes on at `len` where only a message forgotten held
+    /// the term.
+    fn truncate_rounds(&mut self, len: usize) {
+        let kept = self.rounds.partition_point(|&s| (s as usize) < len);
+        let go_on = kept.checked_sub(1).map(|r| {
+            let from = self.starts[self.rounds[r] as usize];
+            let held: HashSet<u32> = self.arena[from..self.starts[len]].iter().copied().collect();
+            (r as u32, held)
+        });
+        for &t in &self.arena[self.starts[len]..] {
+            let list = &mut self.round_postings[t as usize];
+            while list.last().is_some_and(|&r| r as usize >= kept) {
+                list.pop();
+            }
+            if let Some((r, held)) = &go_on
+                && list.last() == Some(r)
+                && !held.contains(&t)
+            {
+                list.pop();
+            }
+        }
+        self.rounds.truncate(kept);
     }
 
     /// Indexes the messages of `messages` after those indexed (the ones
@@ -152,6 +189,9 @@ impl TermIndex {
             self.starts.push(0);
         }
         let i = u32::try_from(self.len()).unwrap_or(NONE);
+        if message.is_user() {
+            self.rounds.push(i);
+        }
         let start = self.arena.len();
         let mut texts = Vec::new();
         let reasoning = texts_and_reasoning(message, &mut texts);
@@ -172,8 +212,17 @@ impl TermIndex {
         self.body_ends.push(start + body.len());
         self.arena.extend(&thought);
         self.starts.push(self.arena.len());
+        let round = u32::try_from(self.rounds.len())
+            .unwrap_or(NONE)
+            .checked_sub(1);
         for &t in body.iter().chain(&thought) {
             self.postings[t as usize].push(i);
+            if let Some(round) = round {
+                let list = &mut self.round_postings[t as usize];
+                if list.last() != Some(&round) {
+                    list.push(round);
+                }
+            }
         }
     }
 
@@ -187,6 +236,7 @@ impl TermIndex {
                     self.ids.insert(term.as_bytes().into(), id);
                     self.names.push(term.as_bytes().into());
                     self.postings.push(Vec::new());
+                    self.round_postings.push(Vec::new());
                     id
                 }
             };
@@ -260,15 +310,7 @@ impl TermIndex {
             .iter()
             .map(|&(i, shown)| (units.of[i] & !CHANGED, self.changed_terms(i, shown)))
             .collect();
-        let asked: Vec<Option<u32>> = scorer
-            .question_terms()
-            .iter()
-            .map(|term| {
-                self.word.clear();
-                self.word.extend_from_slice(term);
-                self.ids.get(self.word.as_slice()).copied()
-            })
-            .collect();
+        let asked = self.ids_of(&scorer);
         let extra = held_by(&asked, &changed);
         let found = Found {
             postings: &self.postings,
@@ -277,22 +319,81 @@ impl TermIndex {
             of: &units.of,
             gap: &units.gap,
         };
-        // Documents holding each term, and terms each unit holds.
-        let mut df = vec![0usize; asked.len()];
-        let mut held = vec![0u32; units.count];
-        found.each(units.count, |unit, k| {
-            df[k] += 1;
-            held[unit] += 1;
+        // The postings are walked once: the units holding each term, by
+        // term; the weights, which need every term's document frequency,
+        // are then summed over that list, each unit's in ascending term
+        // order as before.
+        let hits = found.hits(units.count);
+        let of_term = (0..asked.len()).map(|k| hits.of_term(k));
+        scores_of(&mut scorer, of_term, 0, units.count)
+    }
+
+    /// The [`Lexical`](crate::Lexical) score of each of the rounds
+    /// numbered `rounds` (each from its user message to where the next
+    /// round starts, all indexed, the messages as they are) against
+    /// `question`: what [`score`](TermIndex::score) gives those rounds as
+    /// units, read from the rounds' postings, each of which names a round
+    /// once.
+    pub fn score_rounds(&mut self, question: &str, rounds: Range<usize>) -> Vec<f64> {
+        let scorer = TermScorer::new(question);
+        if scorer.is_empty() {
+            return vec![0.0; rounds.len()];
+        }
+        debug_assert!(rounds.end < self.rounds.len());
+        let asked = self.ids_of(&scorer);
+        let (from, to) = (rounds.start as u32, rounds.end as u32);
+        let of_term = asked.iter().map(|id| match id {
+            Some(id) => {
+                let list = &self.round_postings[*id as usize];
+                &list[list.partition_point(|&r| r < from)..list.partition_point(|&r| r < to)]
+            }
+            None => &[][..],
         });
-        scorer.set_counts(df, units.count);
-        let (weights, total) = scorer.weights();
-        let mut got = vec![0.0f64; units.count];
-        found.each(units.count, |unit, k| got[unit] += weights[k]);
-        got.iter()
-            .zip(&held)
-            .map(|(&got, &held)| share(got, total, held == 0))
+        let mut scorer = scorer;
+        scores_of(&mut scorer, of_term, from, rounds.len())
+    }
+
+    /// The id of each of the question's terms (by position) the index
+    /// knows.
+    fn ids_of(&mut self, scorer: &TermScorer) -> Vec<Option<u32>> {
+        scorer
+            .question_terms()
+            .iter()
+            .map(|term| {
+                self.word.clear();
+                self.word.extend_from_slice(term);
+                self.ids.get(self.word.as_slice()).copied()
+            })
             .collect()
     }
+}
+
+/// The scores of `count` units numbered from `first`, given for each of
+/// the question's terms (by position) the units holding it, each once:
+/// the document frequencies are their numbers, and each unit's weights
+/// are summed by ascending term position, as `Lexical` sums them.
+fn scores_of<'u>(
+    scorer: &mut TermScorer,
+    of_term: impl Iterator<Item = &'u [u32]> + Clone,
+    first: u32,
+    count: usize,
+) -> Vec<f64> {
+    let df = of_term.clone().map(<[u32]>::len).collect();
+    scorer.set_counts(df, count);
+    let (weights, total) = scorer.weights();
+    let mut got = vec![0.0f64; count];
+    let mut held = vec![false; count];
+    for (units, &weight) in of_term.zip(&weights) {
+        for &unit in units {
+            let unit = (unit - first) as usize;
+            got[unit] += weight;
+            held[unit] = true;
+        }
+    }
+    got.iter()
+        .zip(&held)
+        .map(|(&got, &held)| share(got, total, !held))
+        .collect()
 }
 
 /// For each of the question's terms (by position), the units of changed
@@ -328,18 +429,34 @@ struct Found<'f> {
     gap: &'f Range<usize>,
 }
 
+/// The units holding each of the question's terms: each term's units
+/// (each once, in the order found), one term after another.
+struct Hits {
+    units: Vec<u32>,
+    /// Where each term's units end in `units`.
+    ends: Vec<usize>,
+}
+
+impl Hits {
+    /// The units holding the question's term `k`.
+    fn of_term(&self, k: usize) -> &[u32] {
+        let start = k.checked_sub(1).map_or(0, |j| self.ends[j]);
+        &self.units[start..self.ends[k]]
+    }
+}
+
 impl Found<'_> {
-    /// Calls `f(unit, k)` once for each unit (of `count`) holding the
-    /// question's term `k`, by ascending `k`.
-    fn each(&self, count: usize, mut f: impl FnMut(usize, usize)) {
+    /// The units (of `count`) holding each of the question's terms.
+    fn hits(&self, count: usize) -> Hits {
         let mut last = vec![NONE; count];
+        let mut units = Vec::new();
+        let mut ends = Vec::with_capacity(self.asked.len());
         for (k, id) in self.asked.iter().enumerate() {
             let stamp = u32::try_from(k).unwrap_or(NONE);
             let mut mark = |unit: u32| {
-                let unit = unit as usize;
-                if last[unit] != stamp {
-                    last[unit] = stamp;
-                    f(unit, k);
+                if last[unit as usize] != stamp {
+                    last[unit as usize] = stamp;
+                    units.push(unit);
                 }
             };
             if let Some(id) = id {
@@ -363,7 +480,9 @@ impl Found<'_> {
             for &unit in &self.extra[k] {
                 mark(unit);
             }
+            ends.push(units.len());
         }
+        Hits { units, ends }
     }
 }
 
@@ -498,5 +617,57 @@ mod tests {
         let fresh = self::index(&m);
         assert_eq!(again.terms_of(0..m.len()), fresh.terms_of(0..m.len()));
         assert_eq!(index.terms_of(0..3), fresh.terms_of(0..3));
+    }
+
+    /// `messages()` with a third round, asked by its question.
+    fn three_rounds() -> Vec<Message> {
+        let mut m = messages();
+        m.push(Message::user("Where is billing deployed, and the parser?"));
+        m.push(Message::assistant("Production and staging."));
+        m.push(Message::user("Thanks! What about the cluster?"));
+        m
+    }
+
+    #[test]
+    fn rounds_score_as_units_of_their_messages() {
+        let m = three_rounds();
+        let mut index = index(&m);
+        // The rounds start at 1, 5 and 7; the fourth, at 9, is asked.
+        let rounds = [1..5, 5..7, 7..9];
+        for question in [
+            "Where does the parser run?",
+            "which clusters deploy billing",
+            "ok",
+            "staging staging thinking",
+        ] {
+            for numbers in [0..3, 1..3, 0..1, 2..3, 1..1] {
+                let want = Lexical::score_now(question, &texts(&m, &rounds[numbers.clone()]));
+                let got = index.score_rounds(question, numbers.clone());
+                assert_eq!(got, want, "{question} {numbers:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn truncating_forgets_the_rounds_postings() {
+        let m = three_rounds();
+        let fresh = index(&m);
+        for len in 0..m.len() {
+            let mut again = fresh.clone();
+            again.truncate(len);
+            // The terms first seen later keep their ids, with no rounds.
+            let prefix = index(&m[..len]);
+            assert_eq!(again.rounds, prefix.rounds, "{len}");
+            let known = prefix.round_postings.len();
+            assert_eq!(
+                again.round_postings[..known],
+                prefix.round_postings,
+                "{len}"
+            );
+            assert!(again.round_postings[known..].iter().all(Vec::is_empty));
+            again.catch_up(&m);
+            assert_eq!(again.rounds, fresh.rounds, "{len}");
+            assert_eq!(again.round_postings, fresh.round_postings, "{len}");
+        }
     }
 }

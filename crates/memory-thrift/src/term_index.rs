@@ -335,7 +335,7 @@ impl TermIndex {
     /// units, read from the rounds' postings, each of which names a round
     /// once.
     pub fn score_rounds(&mut self, question: &str, rounds: Range<usize>) -> Vec<f64> {
-        let scorer = TermScorer::new(question);
+        let mut scorer = TermScorer::new(question);
         if scorer.is_empty() {
             return vec![0.0; rounds.len()];
         }
@@ -349,7 +349,6 @@ impl TermIndex {
             }
             None => &[][..],
         });
-        let mut scorer = scorer;
         scores_of(&mut scorer, of_term, from, rounds.len())
     }
 

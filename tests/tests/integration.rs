@@ -1,7 +1,7 @@
 //! Cross-crate tests, one binary (a binary per file linked every crate once
 //! each): each module one suite. CI runs the invariant suite again with
-//! more cases (`cargo test -p memory-tests --test integration
-//! invariants::`).
+//! more cases (`cargo test --workspace --test integration invariants::`,
+//! on the workspace's build).
 
 mod checks_bite;
 mod compact_thrift;

@@ -529,17 +529,21 @@ mod tests {
             .collect()
     }
 
+    /// Questions over `messages()`: terms in one unit or several, none,
+    /// a term repeated.
+    const QUESTIONS: [&str; 4] = [
+        "Where does the parser run?",
+        "which clusters deploy billing",
+        "ok",
+        "staging staging thinking",
+    ];
+
     #[test]
     fn scores_are_lexical_s_scores_of_the_texts() {
         let m = messages();
         let mut index = index(&m);
         let ranges = [0..1, 1..5, 5..7];
-        for question in [
-            "Where does the parser run?",
-            "which clusters deploy billing",
-            "ok",
-            "staging staging thinking",
-        ] {
+        for question in QUESTIONS {
             let mut units = Units::new(m.len(), ranges.len());
             for (u, r) in ranges.iter().enumerate() {
                 for i in r.clone() {
@@ -633,12 +637,7 @@ mod tests {
         let mut index = index(&m);
         // The rounds start at 1, 5 and 7; the fourth, at 9, is asked.
         let rounds = [1..5, 5..7, 7..9];
-        for question in [
-            "Where does the parser run?",
-            "which clusters deploy billing",
-            "ok",
-            "staging staging thinking",
-        ] {
+        for question in QUESTIONS {
             for numbers in [0..3, 1..3, 0..1, 2..3, 1..1] {
                 let want = Lexical::score_now(question, &texts(&m, &rounds[numbers.clone()]));
                 let got = index.score_rounds(question, numbers.clone());

@@ -40,8 +40,10 @@ use memory_summary_engine::cap::{self, CapTooSmall};
 /// summarized, hold at least
 /// [`DEFAULT_DEPTH_RATIO`](crate::DEFAULT_DEPTH_RATIO) of the budget, and
 /// when the compacted history leaves room for the kept turns once more,
-/// so that the new prefix lasts for several calls; otherwise the fit sheds
-/// the oldest turns from view that time. A threshold set with
+/// so that the new prefix lasts for several calls, and is smaller than
+/// the fit (behind a large turn the fit may keep less than the summary
+/// and the kept turns would: the summary would then buy no room);
+/// otherwise the fit sheds the oldest turns from view that time. A threshold set with
 /// [`with_summarize_at_tokens`](Compact::with_summarize_at_tokens) (and,
 /// without a token budget, its default of 2,500) summarizes as soon as that
 /// material passes it, and under pressure at the smaller of it and the

@@ -31,18 +31,19 @@ pub const DEFAULT_LOW_WATERMARK: f32 = 0.8;
 /// newest round stay whole.
 ///
 /// Why: an agent's next step mostly reads its last few outputs; the
-/// others go 3 at a time, one cache break per batch (adk's thrift keeps
-/// the newest 3 of a turn's results too). Figure (SWE-Gym, the data set's
-/// only file of tool calls, 5 trajectories; chars counter, anthropic
-/// pricing; at 2,000 / 4,000 / 8,000 tokens): support recall 0.734 /
-/// 0.905 / 1.000 at a cost per call of 714 / 1,127 / 1,500. With 1:
-/// 0.763 / 0.939 / 1.000 at 723 / 1,085 / 1,495, and compact,thrift at
-/// 801 / 1,242 / 1,944 against 798 / 1,342 / 1,860. With 5: 0.734 /
-/// 0.886 / 0.981, thrift's costs within 0.3%. Kept at 3 although 1 scores higher:
-/// support recall counts the names the next step writes, not the output
-/// it reads, and with 1 the two outputs before the newest (a file read,
-/// then a test run on it) are placeholders while the step may still be
-/// reading them; the gain is one file's.
+/// others go 3 at a time, one cache break per batch (@nhtio/adk's
+/// thrift keeps the newest 3 of a turn's results too). Figure (SWE-Gym,
+/// the data set's only file of tool calls, 5 trajectories; chars counter,
+/// anthropic pricing; at 2,000 / 4,000 / 8,000 tokens): support recall
+/// 0.734 / 0.905 / 1.000 at a cost per call of 714 / 1,127 / 1,500.
+/// With 1: 0.763 / 0.939 / 1.000 at 723 / 1,085 / 1,495, and
+/// compact,thrift at 801 / 1,242 / 1,944 against 798 / 1,342 / 1,860.
+/// With 5: 0.734 / 0.886 / 0.981, thrift's costs within 0.3%. Kept at 3
+/// although 1 scores higher: support recall counts the names the next
+/// step writes, not the output it reads, and with 1 the two outputs
+/// before the newest (a file read, then a test run on it) are
+/// placeholders while the step may still be reading them; the gain is
+/// one file's.
 ///
 /// ```
 /// assert_eq!(memory_thrift::DEFAULT_KEEP_RECENT_RESULTS, 3);

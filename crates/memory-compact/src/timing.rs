@@ -16,7 +16,7 @@
 //!   [`DEFAULT_DEPTH_RATIO`](crate::DEFAULT_DEPTH_RATIO) of the budget.
 //!   Below that, the fit sheds this time, and the summary comes once there
 //!   is enough to fold.
-//! - **It lasts** ([`lasts`]): the compacted history (what it keeps, and
+//! - **It lasts** ([`lasts_with`]): the compacted history (what it keeps, and
 //!   the new summary at its cap) leaves room for the turns it keeps
 //!   verbatim once more. Those turns are the best guess of what the next
 //!   calls add; a compacted history without that room is cut again within
@@ -91,13 +91,15 @@ pub(crate) fn due(settings: &Settings, work: &History<'_>, plan: &Plan, budget: 
     if by_threshold(settings, plan) {
         return true;
     }
-    let pressure = work.total() > max;
-    let least = least(settings, max);
-    pressure && plan.new_tokens >= least && lasts(settings, work, plan, budget) && {
-        let fit = WindowDrop::new().window(work, budget);
-        cuts_into_previous(&fit, work, budget)
-            && compacted(settings, work, plan, budget) < fit.tokens()
+    if work.total() <= max || plan.new_tokens < least(settings, max) {
+        return false;
     }
+    let compacted = compacted(settings, work, plan, budget);
+    if !leaves_room(work, plan, max, compacted, 0) {
+        return false;
+    }
+    let fit = WindowDrop::new().window(work, budget);
+    cuts_into_previous(&fit, work, budget) && compacted < fit.tokens()
 }
 
 /// Whether `plan` is due by a threshold the caller set
@@ -107,16 +109,10 @@ pub(crate) fn by_threshold(settings: &Settings, plan: &Plan) -> bool {
     settings.threshold_chosen() && settings.is_due(plan)
 }
 
-/// Whether the history `plan` compacts, with the new summary at its cap,
-/// leaves room within `budget` for the turns it keeps verbatim once more.
-pub(crate) fn lasts(settings: &Settings, work: &History<'_>, plan: &Plan, budget: &Budget) -> bool {
-    lasts_with(settings, work, plan, budget, 0)
-}
-
-/// Whether `plan` of `work`, summarized in the background, still
-/// [lasts](lasts) when it lands: it is spliced at a later call than the
-/// foreground's summary would be, so its compacted history must leave
-/// room for one more step the size of the newest one too.
+/// Whether `plan` of `work`, summarized in the background, still lasts
+/// when it lands (the module's third rule): it is spliced at a later call
+/// than the foreground's summary would be, so its compacted history must
+/// leave room for one more step the size of the newest one too.
 pub(crate) fn lasts_until_it_lands(
     settings: &Settings,
     work: &History<'_>,
@@ -128,8 +124,9 @@ pub(crate) fn lasts_until_it_lands(
     lasts_with(settings, work, plan, budget, newest)
 }
 
-/// Whether the history `plan` compacts leaves room within `budget` for
-/// the turns it keeps and `more` tokens.
+/// Whether the history `plan` compacts (the new summary at its cap)
+/// leaves room within `budget` for the turns it keeps verbatim and `more`
+/// tokens: with none, whether it lasts (the module's third rule).
 fn lasts_with(
     settings: &Settings,
     work: &History<'_>,
@@ -140,8 +137,20 @@ fn lasts_with(
     let Some(max) = budget.max_tokens else {
         return true;
     };
+    leaves_room(
+        work,
+        plan,
+        max,
+        compacted(settings, work, plan, budget),
+        more,
+    )
+}
+
+/// Whether a compacted history of `compacted` tokens leaves room within
+/// `max` for the turns `plan` keeps of `work` and `more` tokens.
+fn leaves_room(work: &History<'_>, plan: &Plan, max: usize, compacted: usize, more: usize) -> bool {
     let kept_turns = work.tokens(plan.tail.min(work.len())..work.len());
-    max.saturating_sub(compacted(settings, work, plan, budget)) >= kept_turns + more
+    max.saturating_sub(compacted) >= kept_turns + more
 }
 
 /// Tokens of the history `plan` compacts `work` into, the new summary at
@@ -262,7 +271,7 @@ mod tests {
         let plan = s.plan(&work);
         let budget = Budget::tokens(1_000);
         assert!(plan.new_tokens >= least(&s, 1_000));
-        assert!(lasts(&s, &work, &plan, &budget) && cut_due(&work, &budget));
+        assert!(lasts_with(&s, &work, &plan, &budget, 0) && cut_due(&work, &budget));
         let fit = WindowDrop::new().window(&work, &budget).tokens();
         assert_eq!((compacted(&s, &work, &plan, &budget), fit), (316, 210));
         assert!(!due(&s, &work, &plan, &budget));
@@ -278,7 +287,7 @@ mod tests {
             let work = History::new(&messages, &counts).unwrap();
             let plan = s.plan(&work);
             (
-                lasts(&s, &work, &plan, budget),
+                lasts_with(&s, &work, &plan, budget, 0),
                 lasts_until_it_lands(&s, &work, &plan, budget),
             )
         };

@@ -468,32 +468,40 @@ fn asks_anew(history: &History<'_>, anchor: usize, question: Option<usize>) -> b
     })
 }
 
-/// Covered messages shown in `result` (as they are, or shrunk), found in
-/// order among the expanded history's covered messages.
+/// Covered messages shown in `result` (as they are, or shrunk): its
+/// messages between those from before the covered set (the view's head, up
+/// to the summary and the protected messages after it) and those from after
+/// it. The choice keeps the expanded history's order, so the covered ones
+/// stand together there; the messages after them are matched from the end
+/// against the view's messages after the set, each as it is or shrunk.
+/// Both ends are short (the head, and the turns a compaction keeps), so the
+/// count costs no walk through the covered set, which grows with the
+/// session: matching each shown message forward through the covered set
+/// walked all of it on every call (the first message after the set is
+/// looked for to its end), a quarter of the time of a `compact,thrift` call
+/// late in a chat of 16,106 messages.
 fn covered_shown(expanded: &Expanded, result: &TrimResult) -> usize {
     let whole = expanded.history();
-    let covered = &whole.messages()[expanded.covered_range()];
-    let mut next = 0;
-    let mut shown = 0;
-    // They stand together, after the view's messages before the anchor.
-    let before = expanded.covered_range().start;
-    for m in result
-        .messages
-        .iter()
-        .skip_while(|m| whole.messages()[..before].contains(m))
-    {
-        match covered[next..]
+    let range = expanded.covered_range();
+    let before = &whole.messages()[..range.start];
+    let after = &whole.messages()[range.end..];
+    let shown = &result.messages;
+    let head = shown.iter().take_while(|m| before.contains(m)).count();
+    let mut rest = after.len();
+    let mut tail = 0;
+    for m in shown[head..].iter().rev() {
+        match after[..rest]
             .iter()
-            .position(|c| m == c || is_shrunk_from(c, m))
+            .rposition(|a| m == a || is_shrunk_from(a, m))
         {
             Some(k) => {
-                shown += 1;
-                next += k + 1;
+                rest = k;
+                tail += 1;
             }
             None => break,
         }
     }
-    shown
+    shown.len() - head - tail
 }
 
 #[async_trait::async_trait]

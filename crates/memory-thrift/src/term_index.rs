@@ -28,7 +28,7 @@ use memory_core::Message;
 
 use crate::relevance::{TermScorer, for_each_term, share};
 use crate::texts::{texts_and_reasoning, texts_of};
-use memory_core::identity::WordHasher;
+use memory_core::identity::{WordHasher, message_key};
 
 /// No unit: the message is not scored.
 const NONE: u32 = u32::MAX;
@@ -61,6 +61,15 @@ pub(crate) struct TermIndex {
     /// Terms of messages shown changed (an output cut, media replaced), by
     /// position, with the length of the changed texts.
     changed: HashMap<usize, (usize, Vec<u32>)>,
+    /// Each message's identity ([`message_key`]).
+    keys: Vec<u64>,
+    /// The terms of the messages the last [`truncate`](TermIndex::truncate)
+    /// forgot (body and reasoning, as `arena` holds them), by the message's
+    /// identity: a compaction that lands changes the summary before the
+    /// covered set, and every message after it is forgotten and indexed
+    /// again, most of them the same messages at the same places. Emptied
+    /// once the index has caught up.
+    forgotten: HashMap<u64, (Vec<u32>, Vec<u32>), BuildHasherDefault<WordHasher>>,
     /// Scratch: a term's id being looked up.
     word: Vec<u8>,
 }
@@ -136,12 +145,20 @@ impl TermIndex {
             return;
         }
         self.truncate_rounds(len);
+        self.forgotten.clear();
         for i in (len..self.len()).rev() {
             for &t in &self.arena[self.starts[i]..self.starts[i + 1]] {
                 let popped = self.postings[t as usize].pop();
                 debug_assert_eq!(popped, u32::try_from(i).ok());
             }
+            let (start, body_end, end) = (self.starts[i], self.body_ends[i], self.starts[i + 1]);
+            let terms = (
+                self.arena[start..body_end].to_vec(),
+                self.arena[body_end..end].to_vec(),
+            );
+            self.forgotten.insert(self.keys[i], terms);
         }
+        self.keys.truncate(len);
         self.arena.truncate(self.starts[len]);
         self.starts.truncate(len + 1);
         self.body_ends.truncate(len);
@@ -181,6 +198,7 @@ impl TermIndex {
         for message in messages.iter().skip(self.len()) {
             self.push(message);
         }
+        self.forgotten.clear();
     }
 
     /// Indexes `message` as the next message.
@@ -193,21 +211,13 @@ impl TermIndex {
             self.rounds.push(i);
         }
         let start = self.arena.len();
-        let mut texts = Vec::new();
-        let reasoning = texts_and_reasoning(message, &mut texts);
-        let mut body = Vec::new();
-        for text in texts {
-            self.intern_terms(text, &mut body);
-        }
-        body.sort_unstable();
-        body.dedup();
-        let mut thought = Vec::new();
-        if let Some(reasoning) = reasoning {
-            self.intern_terms(reasoning, &mut thought);
-            thought.sort_unstable();
-            thought.dedup();
-            thought.retain(|t| body.binary_search(t).is_err());
-        }
+        let key = message_key(message);
+        self.keys.push(key);
+        // Cloned, not taken: the same message may stand twice.
+        let (body, thought) = match self.forgotten.get(&key) {
+            Some(terms) => terms.clone(),
+            None => self.terms_of_message(message),
+        };
         self.arena.extend(&body);
         self.body_ends.push(start + body.len());
         self.arena.extend(&thought);
@@ -224,6 +234,27 @@ impl TermIndex {
                 }
             }
         }
+    }
+
+    /// The distinct terms of `message`: those of its texts, ascending, and
+    /// those only its reasoning holds, ascending.
+    fn terms_of_message(&mut self, message: &Message) -> (Vec<u32>, Vec<u32>) {
+        let mut texts = Vec::new();
+        let reasoning = texts_and_reasoning(message, &mut texts);
+        let mut body = Vec::new();
+        for text in texts {
+            self.intern_terms(text, &mut body);
+        }
+        body.sort_unstable();
+        body.dedup();
+        let mut thought = Vec::new();
+        if let Some(reasoning) = reasoning {
+            self.intern_terms(reasoning, &mut thought);
+            thought.sort_unstable();
+            thought.dedup();
+            thought.retain(|t| body.binary_search(t).is_err());
+        }
+        (body, thought)
     }
 
     /// Appends the id of each term of `text` to `out` (new terms get one).
@@ -643,6 +674,47 @@ mod tests {
                 let got = index.score_rounds(question, numbers.clone());
                 assert_eq!(got, want, "{question} {numbers:?}");
             }
+        }
+    }
+
+    #[test]
+    fn a_history_changed_before_its_end_is_indexed_as_if_fresh() {
+        // A compaction's shape: an early message replaced (the summary),
+        // the messages after it the same, one new at the end. What the
+        // truncation forgot is taken back by identity, not read again.
+        let m = messages();
+        let mut changed = m.clone();
+        changed[1] = Message::user("Where is the billing parser deployed?");
+        changed.push(Message::user("Is staging thinking of production?"));
+        let mut index = index(&m);
+        index.truncate(1);
+        index.catch_up(&changed);
+        assert!(index.forgotten.is_empty());
+        let mut fresh = self::index(&changed);
+        // The same terms (their ids, given in the order first seen, differ).
+        let terms = |index: &TermIndex, range: Range<usize>| {
+            let mut terms = index.terms_of(range);
+            terms.sort_unstable();
+            terms.into_iter().map(str::to_owned).collect::<Vec<_>>()
+        };
+        for i in 0..changed.len() {
+            assert_eq!(terms(&index, i..i + 1), terms(&fresh, i..i + 1), "{i}");
+        }
+        let ranges = [0..1, 1..5, 5..7, 7..8];
+        for question in QUESTIONS {
+            let mut units = Units::new(changed.len(), ranges.len());
+            for (u, r) in ranges.iter().enumerate() {
+                units.add_range(r.clone(), u);
+            }
+            assert_eq!(
+                index.score(question, &units),
+                fresh.score(question, &units),
+                "{question}"
+            );
+            assert_eq!(
+                index.score_rounds(question, 0..2),
+                fresh.score_rounds(question, 0..2)
+            );
         }
     }
 

@@ -61,8 +61,15 @@ pub(crate) struct IndexMemo {
     /// The largest piece one recall brings back, as the last call had it.
     max_tokens: usize,
     /// Each message's words ([`read_words`](Self::read_words)), of the
-    /// first messages as far as a question has read them.
-    words: Vec<Vec<u64>>,
+    /// first messages as far as a question has read them, with the
+    /// message's identity ([`message_key`](memory_core::identity::message_key)).
+    words: Vec<(u64, Vec<u64>)>,
+    /// The words of the messages the last change of the history forgot,
+    /// by the message's identity: a compaction that lands changes the
+    /// summary before the covered set, and every message after it is
+    /// forgotten and read again, most of them the same messages at the
+    /// same places. Emptied once read again.
+    forgotten_words: Map<u64, Vec<u64>>,
     /// Positions by word, ascending, of those messages.
     said: Map<u64, Vec<u32>>,
     /// For each word a question asked, the pieces of `held_pieces` that
@@ -258,15 +265,17 @@ impl IndexMemo {
                 };
             }
         }
-        for words in self.words.drain(len.min(self.words.len())..) {
-            for word in words {
-                if let Some(at) = self.said.get_mut(&word) {
+        self.forgotten_words.clear();
+        for (key, words) in self.words.drain(len.min(self.words.len())..) {
+            for word in &words {
+                if let Some(at) = self.said.get_mut(word) {
                     at.truncate(at.partition_point(|&i| (i as usize) < len));
                     if at.is_empty() {
-                        self.said.remove(&word);
+                        self.said.remove(word);
                     }
                 }
             }
+            self.forgotten_words.insert(key, words);
         }
         let kept =
             |list: &mut Vec<u32>| list.truncate(list.partition_point(|&i| (i as usize) < len));
@@ -420,15 +429,24 @@ impl IndexMemo {
     }
 
     /// Reads the words of the messages of `messages` (the history last
-    /// synced) not read yet: the index reads them when first asked.
+    /// synced) not read yet: the index reads them when first asked. A
+    /// message the last change of the history forgot is not split again.
     pub fn read_words(&mut self, messages: &[Message]) {
         for (i, message) in messages.iter().enumerate().skip(self.words.len()) {
-            let words = super::message_words(message);
+            let key = self.seen.keys()[i];
+            // Cloned, not taken: the same message may stand twice.
+            let words = match self.forgotten_words.get(&key) {
+                Some(words) => words.clone(),
+                None => super::message_words(message),
+            };
             let at = u32::try_from(i).unwrap_or(u32::MAX);
             for &word in &words {
                 self.said.entry(word).or_default().push(at);
             }
-            self.words.push(words);
+            self.words.push((key, words));
+        }
+        if self.words.len() == messages.len() {
+            self.forgotten_words.clear();
         }
     }
 
@@ -786,5 +804,56 @@ fn key_of(message: &Message) -> Option<u64> {
     match lookup(message) {
         Lookup::Key(key) => Some(key),
         Lookup::Media => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chat() -> Vec<Message> {
+        vec![
+            Message::system("rules"),
+            Message::user("Where did Melanie paint the sunrise?"),
+            Message::assistant("By the lake, last summer."),
+            Message::user("And the sunset?"),
+            Message::assistant("From the lake house."),
+        ]
+    }
+
+    fn synced(memo: &mut IndexMemo, m: &[Message]) {
+        let counts: Vec<usize> = m.iter().map(|m| m.text().len() + 1).collect();
+        memo.sync(&History::new(m, &counts).unwrap(), 100);
+        memo.read_words(m);
+    }
+
+    #[test]
+    fn words_read_again_after_a_change_are_the_words_of_a_fresh_read() {
+        // A compaction's shape: an early message replaced, the rest the
+        // same, one new message after them.
+        let m = chat();
+        let mut changed = m.clone();
+        changed[1] = Message::user("A summary: Melanie paints at the lake.");
+        changed.push(Message::user("Which lake, and which summer?"));
+        let mut memo = IndexMemo::default();
+        synced(&mut memo, &m);
+        synced(&mut memo, &changed);
+        assert!(memo.forgotten_words.is_empty());
+        let mut fresh = IndexMemo::default();
+        synced(&mut fresh, &changed);
+        assert_eq!(memo.words, fresh.words);
+        let words = |m: &[Message]| -> Vec<u64> {
+            m.iter().flat_map(super::super::message_words).collect()
+        };
+        for word in words(&m).into_iter().chain(words(&changed)) {
+            assert_eq!(memo.said(word), fresh.said(word));
+        }
+        // The replaced message's own words are said nowhere now.
+        let gone: Vec<u64> = super::super::message_words(&m[1])
+            .into_iter()
+            .filter(|w| !words(&changed).contains(w))
+            .collect();
+        assert!(!gone.is_empty());
+        assert!(gone.iter().all(|&w| memo.said(w).is_empty()));
     }
 }

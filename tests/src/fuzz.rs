@@ -4,9 +4,9 @@
 //!
 //! | function | target | what must hold for any bytes |
 //! |---|---|---|
-//! | [`input`] | `input_chat`, `input_locomo`, `input_traj` | the `memory` command's readers return a transcript or an error, never panic; a repaired transcript validates |
+//! | [`input()`] | `input_chat`, `input_locomo`, `input_traj` | the `memory` command's readers return a transcript or an error, never panic; a repaired transcript validates |
 //! | [`repair_trim`] | `repair_trim` | [`repair`] makes a valid transcript; every stage of the command trims it into a result that validates and passes the [`audit`](memory_core::audit) |
-//! | [`wire`] | `wire` | the OpenAI wire decoding returns messages or an error; what it decodes encodes and decodes to itself |
+//! | [`wire()`] | `wire` | the OpenAI wire decoding returns messages or an error; what it decodes encodes and decodes to itself |
 //! | [`serve_request`] | `serve_request` | `memory serve`'s request decoder returns a call or a 400; a call's upstream body keeps every other field and decodes again |
 //!
 //! Each function panics when its property fails: that is what the fuzzer

@@ -433,7 +433,12 @@ impl IndexMemo {
     /// message the last change of the history forgot is not split again.
     pub fn read_words(&mut self, messages: &[Message]) {
         for (i, message) in messages.iter().enumerate().skip(self.words.len()) {
-            let key = self.seen.keys()[i];
+            // The key the sync read (the history last synced is the one
+            // read here); made afresh for a message past it.
+            let key = match self.seen.keys().get(i) {
+                Some(&key) => key,
+                None => memory_core::identity::message_key(message),
+            };
             // Cloned, not taken: the same message may stand twice.
             let words = match self.forgotten_words.get(&key) {
                 Some(words) => words.clone(),

@@ -72,6 +72,9 @@ pub(crate) struct TermIndex {
     forgotten: HashMap<u64, (Vec<u32>, Vec<u32>), BuildHasherDefault<WordHasher>>,
     /// Scratch: a term's id being looked up.
     word: Vec<u8>,
+    /// Messages whose texts were read (split into terms), for the tests.
+    #[cfg(test)]
+    read: usize,
 }
 
 /// The units a call scores: for each message of the history, the unit it
@@ -239,6 +242,10 @@ impl TermIndex {
     /// The distinct terms of `message`: those of its texts, ascending, and
     /// those only its reasoning holds, ascending.
     fn terms_of_message(&mut self, message: &Message) -> (Vec<u32>, Vec<u32>) {
+        #[cfg(test)]
+        {
+            self.read += 1;
+        }
         let mut texts = Vec::new();
         let reasoning = texts_and_reasoning(message, &mut texts);
         let mut body = Vec::new();
@@ -688,7 +695,10 @@ mod tests {
         changed.push(Message::user("Is staging thinking of production?"));
         let mut index = index(&m);
         index.truncate(1);
+        let read = index.read;
         index.catch_up(&changed);
+        // Only the replaced message and the new one are read.
+        assert_eq!(index.read - read, 2);
         assert!(index.forgotten.is_empty());
         let mut fresh = self::index(&changed);
         // The same terms (their ids, given in the order first seen, differ).

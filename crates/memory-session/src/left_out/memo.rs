@@ -70,6 +70,9 @@ pub(crate) struct IndexMemo {
     /// forgotten and read again, most of them the same messages at the
     /// same places. Emptied once read again.
     forgotten_words: Map<u64, Vec<u64>>,
+    /// Messages split into words, for the tests.
+    #[cfg(test)]
+    split: usize,
     /// Positions by word, ascending, of those messages.
     said: Map<u64, Vec<u32>>,
     /// For each word a question asked, the pieces of `held_pieces` that
@@ -442,7 +445,13 @@ impl IndexMemo {
             // Cloned, not taken: the same message may stand twice.
             let words = match self.forgotten_words.get(&key) {
                 Some(words) => words.clone(),
-                None => super::message_words(message),
+                None => {
+                    #[cfg(test)]
+                    {
+                        self.split += 1;
+                    }
+                    super::message_words(message)
+                }
             };
             let at = u32::try_from(i).unwrap_or(u32::MAX);
             for &word in &words {
@@ -842,7 +851,10 @@ mod tests {
         changed.push(Message::user("Which lake, and which summer?"));
         let mut memo = IndexMemo::default();
         synced(&mut memo, &m);
+        let split = memo.split;
         synced(&mut memo, &changed);
+        // Only the replaced message and the new one are split.
+        assert_eq!(memo.split - split, 2);
         assert!(memo.forgotten_words.is_empty());
         let mut fresh = IndexMemo::default();
         synced(&mut fresh, &changed);

@@ -90,6 +90,9 @@ impl MessageIndex {
     /// Reads message `i` of `messages`.
     fn push(&mut self, messages: &[Message], i: usize) {
         let message = &messages[i];
+        if let Some(&key) = self.seen.keys().get(i) {
+            self.terms.note(key);
+        }
         if message.is_assistant() && i > 0 {
             self.assistants.push(i);
         }
@@ -191,6 +194,26 @@ mod tests {
         assert_eq!(seen.round_starts(2), starts(&m[..2]));
         assert_eq!(seen.round_starts(1), starts(&m[..1]));
         assert_eq!(seen.round_starts(0), starts(&[]));
+    }
+
+    #[tokio::test]
+    async fn terms_read_again_are_keyed_by_the_sync() {
+        // The summary before the covered set replaced, the rest the same,
+        // one message more: the terms index reads only those two again,
+        // each message keyed as the seen prefix keyed it.
+        let m = chat(20);
+        let mut seen = MessageIndex::default();
+        synced(&mut seen, &m).await;
+        seen.terms.catch_up(&m);
+        let mut changed = m.clone();
+        changed[1] = Message::user("a summary of the questions so far");
+        changed.push(Message::user("question 20"));
+        assert_eq!(synced(&mut seen, &changed).await, 1);
+        let (read, _) = seen.terms.reads_and_keys();
+        seen.terms.catch_up(&changed);
+        let (again, keys) = seen.terms.reads_and_keys();
+        assert_eq!(again - read, 2);
+        assert_eq!(keys, seen.seen.keys());
     }
 
     #[tokio::test]

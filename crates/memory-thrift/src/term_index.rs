@@ -61,13 +61,15 @@ pub(crate) struct TermIndex {
     /// Terms of messages shown changed (an output cut, media replaced), by
     /// position, with the length of the changed texts.
     changed: HashMap<usize, (usize, Vec<u32>)>,
-    /// Each message's identity ([`message_key`]).
+    /// Each synced message's identity, as the message index's sync read
+    /// it ([`note`](TermIndex::note)): at least one for each message
+    /// indexed (one pushed past them is keyed here, by [`message_key`]).
     keys: Vec<u64>,
     /// The terms of the messages the last [`truncate`](TermIndex::truncate)
     /// forgot (body and reasoning, as `arena` holds them), by the message's
     /// identity: a compaction that lands changes the summary before the
     /// covered set, and every message after it is forgotten and indexed
-    /// again, most of them the same messages at the same places. Emptied
+    /// again, most of them the same messages at the same places. Dropped
     /// once the index has caught up.
     forgotten: HashMap<u64, (Vec<u32>, Vec<u32>), BuildHasherDefault<WordHasher>>,
     /// Scratch: a term's id being looked up.
@@ -142,9 +144,23 @@ impl TermIndex {
         self.body_ends.len()
     }
 
+    /// Messages whose texts were read, and each synced message's
+    /// identity, for the tests.
+    #[cfg(test)]
+    pub fn reads_and_keys(&self) -> (usize, &[u64]) {
+        (self.read, &self.keys)
+    }
+
+    /// The identity of the next message synced (its key in the seen
+    /// prefix), read when it is indexed.
+    pub fn note(&mut self, key: u64) {
+        self.keys.push(key);
+    }
+
     /// Forgets the messages from `len` on.
     pub fn truncate(&mut self, len: usize) {
         if len >= self.len() {
+            self.keys.truncate(len);
             return;
         }
         self.truncate_rounds(len);
@@ -201,7 +217,9 @@ impl TermIndex {
         for message in messages.iter().skip(self.len()) {
             self.push(message);
         }
-        self.forgotten.clear();
+        if !self.forgotten.is_empty() {
+            self.forgotten = HashMap::default();
+        }
     }
 
     /// Indexes `message` as the next message.
@@ -214,8 +232,14 @@ impl TermIndex {
             self.rounds.push(i);
         }
         let start = self.arena.len();
-        let key = message_key(message);
-        self.keys.push(key);
+        let key = match self.keys.get(self.len()) {
+            Some(&key) => key,
+            None => {
+                let key = message_key(message);
+                self.keys.push(key);
+                key
+            }
+        };
         // Cloned, not taken: the same message may stand twice.
         let (body, thought) = match self.forgotten.get(&key) {
             Some(terms) => terms.clone(),

@@ -68,7 +68,7 @@ pub(crate) struct IndexMemo {
     /// by the message's identity: a compaction that lands changes the
     /// summary before the covered set, and every message after it is
     /// forgotten and read again, most of them the same messages at the
-    /// same places. Emptied once read again.
+    /// same places. Dropped once read again.
     forgotten_words: Map<u64, Vec<u64>>,
     /// Messages split into words, for the tests.
     #[cfg(test)]
@@ -459,8 +459,8 @@ impl IndexMemo {
             }
             self.words.push((key, words));
         }
-        if self.words.len() == messages.len() {
-            self.forgotten_words.clear();
+        if self.words.len() == messages.len() && !self.forgotten_words.is_empty() {
+            self.forgotten_words = Map::default();
         }
     }
 

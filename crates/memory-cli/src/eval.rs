@@ -46,7 +46,6 @@ mod conversation;
 mod report;
 mod summary;
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -262,7 +261,7 @@ async fn ask(
     let shown = before_question(&measured.context);
     let answer = question
         .answer
-        .map(|a| answer::AnswerMatch::of(a, &answer::ContextWords::of(shown)))
+        .map(|a| answer::AnswerMatch::of(a, shown))
         .unwrap_or_default();
     Ok(QuestionRow {
         found,
@@ -355,19 +354,23 @@ fn found_or_reachable(
     conversation: &[Message],
     evidence: &[usize],
 ) -> usize {
-    let texts: HashSet<String> = before_question(context)
+    // The evidence's texts are looked for; the context's are not
+    // collected.
+    let wanted: Vec<String> = evidence
+        .iter()
+        .filter_map(|&i| conversation.get(i).map(Message::text))
+        .collect();
+    let mut found = vec![false; wanted.len()];
+    for text in before_question(context)
         .iter()
         .chain(reachable)
         .map(Message::text)
-        .collect();
-    evidence
-        .iter()
-        .filter(|&&i| {
-            conversation
-                .get(i)
-                .is_some_and(|m| texts.contains(&m.text()))
-        })
-        .count()
+    {
+        for (k, w) in wanted.iter().enumerate() {
+            found[k] |= *w == text;
+        }
+    }
+    found.into_iter().filter(|&f| f).count()
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use memory_session::{PrefixKept, WindowMemory};
 use crate::input::Input;
 use crate::registry::{self, StageConfig};
 use crate::report::Row;
-use crate::support::{Support, searchable_text};
+use crate::support::{self, Support, searchable_text};
 use crate::tally::Compactions;
 use crate::{CliError, Progress};
 
@@ -368,16 +368,23 @@ impl<'c> TrajectoryReplay<'c> {
     /// Support recall of `next` in `context`: plain, and within reach of
     /// one recall.
     fn support(&mut self, next: &Message, context: &[Message]) -> (Support, Support) {
+        let wanted = support::wanted(
+            next,
+            &self.history_text,
+            &self.history_text[self.newest_at..],
+        );
+        // Nothing to look for, or everything found without reach: the
+        // context's text (and the text within reach, up to a recall's
+        // reach of tokens) is not built.
+        if wanted.is_empty() {
+            return (Support::default(), Support::default());
+        }
         let mut context_text: Vec<String> = context.iter().map(searchable_text).collect();
-        let measure = |text: &[String]| {
-            Support::measure(
-                next,
-                &self.history_text,
-                &self.history_text[self.newest_at..],
-                &text.join("\n"),
-            )
-        };
+        let measure = |text: &[String]| Support::in_context(&wanted, &text.join("\n"));
         let plain = measure(&context_text);
+        if plain.found == plain.wanted {
+            return (plain.clone(), plain);
+        }
         let max = memory_core::recall::max_reachable_tokens(&self.config.budget);
         let reach = self
             .keys

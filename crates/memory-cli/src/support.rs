@@ -144,6 +144,25 @@ pub fn occurs(identifier: &str, text: &str) -> bool {
     false
 }
 
+/// The identifiers of `next` that a context must hold for the step: those
+/// that occur in `history` (the searchable text of everything recorded
+/// before the call) and not in `newest` (that of the newest recorded
+/// message), each once.
+///
+/// ```
+/// use memory_core::Message;
+/// let next = Message::assistant("I will edit src/util.py and parse_date next.");
+/// let history = "read src/util.py\ndef parse_date(): ...\nran tests";
+/// let wanted = memory_cli::support::wanted(&next, history, "ran tests");
+/// assert_eq!(wanted, ["src/util.py", "parse_date"]);
+/// ```
+pub fn wanted(next: &Message, history: &str, newest: &str) -> Vec<String> {
+    identifiers(&text_of(next, false))
+        .into_iter()
+        .filter(|id| !occurs(id, newest) && occurs(id, history))
+        .collect()
+}
+
 /// What one call must recall, and how much of it the context holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Support {
@@ -169,15 +188,22 @@ impl Support {
     /// assert_eq!(s.recall(), Some(0.5));
     /// ```
     pub fn measure(next: &Message, history: &str, newest: &str, context: &str) -> Self {
-        let mut support = Support::default();
-        for id in identifiers(&text_of(next, false)) {
-            if occurs(&id, newest) || !occurs(&id, history) {
-                continue;
-            }
-            support.wanted += 1;
-            support.found += usize::from(occurs(&id, context));
+        Self::in_context(&wanted(next, history, newest), context)
+    }
+
+    /// How many of `wanted` (see [`wanted`]) `context` holds.
+    ///
+    /// ```
+    /// use memory_cli::support::Support;
+    /// let wanted = ["src/util.py".to_string(), "parse_date".to_string()];
+    /// let s = Support::in_context(&wanted, "def parse_date(): ...");
+    /// assert_eq!((s.wanted, s.found), (2, 1));
+    /// ```
+    pub fn in_context(wanted: &[String], context: &str) -> Self {
+        Support {
+            wanted: wanted.len(),
+            found: wanted.iter().filter(|id| occurs(id, context)).count(),
         }
-        support
     }
 
     /// `found / wanted`, or `None` when there is nothing to recall.

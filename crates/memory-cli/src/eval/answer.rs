@@ -82,53 +82,12 @@ pub fn content_words(answer: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every word of a context's messages (summaries included), for lookups.
-///
-/// ```
-/// use memory_core::{summary, Message};
-/// use memory_cli::eval::answer::ContextWords;
-/// let context = [summary::message("They moved to Sweden."), Message::user("Nice!")];
-/// let words = ContextWords::of(&context);
-/// assert!(words.contains("sweden") && words.contains("nice"));
-/// assert!(!words.contains("Sweden"));
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ContextWords(HashSet<String>);
-
-impl ContextWords {
-    /// The words of every message of `context`.
-    ///
-    /// ```
-    /// let words = memory_cli::eval::answer::ContextWords::of(&[]);
-    /// assert!(!words.contains("a"));
-    /// ```
-    pub fn of(context: &[Message]) -> Self {
-        Self(
-            context
-                .iter()
-                .flat_map(|m| words(&m.text()).collect::<Vec<_>>())
-                .collect(),
-        )
-    }
-
-    /// Whether `word` (lowercase, as [`words`] gives it) is in the context.
-    ///
-    /// ```
-    /// use memory_core::Message;
-    /// let words = memory_cli::eval::answer::ContextWords::of(&[Message::user("In MAY.")]);
-    /// assert!(words.contains("may"));
-    /// ```
-    pub fn contains(&self, word: &str) -> bool {
-        self.0.contains(word)
-    }
-}
-
 /// How much of one answer a context holds.
 ///
 /// ```
 /// use memory_core::Message;
-/// use memory_cli::eval::answer::{AnswerMatch, ContextWords};
-/// let context = ContextWords::of(&[Message::user("We met on 7 May 2023 in Lund.")]);
+/// use memory_cli::eval::answer::AnswerMatch;
+/// let context = [Message::user("We met on 7 May 2023 in Lund.")];
 /// let m = AnswerMatch::of("7 May, 2023", &context);
 /// assert_eq!((m.words, m.found, m.recalled()), (3, 3, Some(true)));
 /// assert_eq!(AnswerMatch::of("8 May 2023", &context).recalled(), Some(false));
@@ -143,19 +102,38 @@ pub struct AnswerMatch {
 }
 
 impl AnswerMatch {
-    /// Matches `answer`'s content words against `context`.
+    /// Matches `answer`'s content words against the words of every
+    /// message of `context` (summaries included). Only the answer's words
+    /// are looked for: the context's are read, not collected.
     ///
     /// ```
-    /// use memory_core::Message;
-    /// use memory_cli::eval::answer::{AnswerMatch, ContextWords};
-    /// let context = ContextWords::of(&[Message::user("a cat")]);
-    /// assert_eq!(AnswerMatch::of("a black cat", &context).found, 1);
+    /// use memory_core::{summary, Message};
+    /// use memory_cli::eval::answer::AnswerMatch;
+    /// let context = [summary::message("A black dog."), Message::user("a cat")];
+    /// assert_eq!(AnswerMatch::of("a black cat", &context).found, 2);
+    /// assert_eq!(AnswerMatch::of("Black", &context[1..]).found, 0);
     /// ```
-    pub fn of(answer: &str, context: &ContextWords) -> Self {
+    pub fn of(answer: &str, context: &[Message]) -> Self {
         let words = content_words(answer);
+        let mut found = vec![false; words.len()];
+        let mut left = words.len();
+        for message in context {
+            if left == 0 {
+                break;
+            }
+            // The same words as `words` gives, lowercase.
+            memory_text::for_each_lowercase_word(&message.text(), 1, |word| {
+                if let Some(k) = words.iter().position(|w| w == word)
+                    && !found[k]
+                {
+                    found[k] = true;
+                    left -= 1;
+                }
+            });
+        }
         Self {
             words: words.len(),
-            found: words.iter().filter(|w| context.contains(w)).count(),
+            found: words.len() - left,
         }
     }
 
@@ -178,7 +156,7 @@ mod tests {
     use memory_core::summary;
 
     fn recalled(answer: &str, context: &[Message]) -> Option<bool> {
-        AnswerMatch::of(answer, &ContextWords::of(context)).recalled()
+        AnswerMatch::of(answer, context).recalled()
     }
 
     #[test]
@@ -203,7 +181,7 @@ mod tests {
     #[test]
     fn a_missing_word_fails_and_is_counted() {
         let context = [Message::user("We hiked the Alps in June 2022.")];
-        let m = AnswerMatch::of("the Alps in July 2022", &ContextWords::of(&context));
+        let m = AnswerMatch::of("the Alps in July 2022", &context);
         assert_eq!((m.words, m.found, m.recalled()), (3, 2, Some(false)));
         // A word is whole: `2022` does not match `20222` nor `202`.
         assert_eq!(

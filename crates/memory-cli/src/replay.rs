@@ -373,15 +373,15 @@ impl<'c> TrajectoryReplay<'c> {
             &self.history_text,
             &self.history_text[self.newest_at..],
         );
-        // Nothing to look for, or everything found without reach: the
-        // context's text (and the text within reach, up to a recall's
-        // reach of tokens) is not built.
+        // Nothing to look for: no text is built.
         if wanted.is_empty() {
             return (Support::default(), Support::default());
         }
         let mut context_text: Vec<String> = context.iter().map(searchable_text).collect();
         let measure = |text: &[String]| Support::in_context(&wanted, &text.join("\n"));
         let plain = measure(&context_text);
+        // Everything found in the context: the text within reach (up to a
+        // recall's reach of tokens) could only find more, and is not built.
         if plain.found == plain.wanted {
             return (plain.clone(), plain);
         }

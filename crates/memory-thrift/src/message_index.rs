@@ -53,13 +53,9 @@ impl MessageIndex {
         let (messages, counts) = (history.messages(), history.counts());
         let before = self.len();
         let same = self.seen.sync(history);
-        if same == 0 {
-            let seen = std::mem::take(&mut self.seen);
-            *self = Self {
-                seen,
-                ..Self::default()
-            };
-        } else if same < before {
+        // A change at the first message too: the terms of the messages
+        // forgotten are kept for the catch-up (see `TermIndex::truncate`).
+        if same < before {
             self.truncate(same);
         }
         for i in same..counts.len() {
@@ -198,22 +194,32 @@ mod tests {
 
     #[tokio::test]
     async fn terms_read_again_are_keyed_by_the_sync() {
-        // The summary before the covered set replaced, the rest the same,
-        // one message more: the terms index reads only those two again,
-        // each message keyed as the seen prefix keyed it.
-        let m = chat(20);
-        let mut seen = MessageIndex::default();
-        synced(&mut seen, &m).await;
-        seen.terms.catch_up(&m);
-        let mut changed = m.clone();
-        changed[1] = Message::user("a summary of the questions so far");
-        changed.push(Message::user("question 20"));
-        assert_eq!(synced(&mut seen, &changed).await, 1);
-        let (read, _) = seen.terms.reads_and_keys();
-        seen.terms.catch_up(&changed);
-        let (again, keys) = seen.terms.reads_and_keys();
-        assert_eq!(again - read, 2);
-        assert_eq!(keys, seen.seen.keys());
+        // The summary before the covered set replaced (after a system
+        // prompt, or first without one), the rest the same, one message
+        // more: the terms index reads only those two again, each message
+        // keyed as the seen prefix keyed it, and the index is the one a
+        // fresh sync makes.
+        for (m, at) in [(chat(20), 1), (chat(20).split_off(1), 0)] {
+            let mut seen = MessageIndex::default();
+            synced(&mut seen, &m).await;
+            seen.terms.catch_up(&m);
+            let mut changed = m.clone();
+            changed[at] = Message::user("a summary of the questions so far");
+            changed.push(Message::user("question 20"));
+            assert_eq!(synced(&mut seen, &changed).await, at);
+            let (read, _) = seen.terms.reads_and_keys();
+            seen.terms.catch_up(&changed);
+            let (again, keys) = seen.terms.reads_and_keys();
+            assert_eq!(again - read, 2, "replaced at {at}");
+            assert_eq!(keys, seen.seen.keys());
+            let mut fresh = MessageIndex::default();
+            synced(&mut fresh, &changed).await;
+            let n = changed.len();
+            assert_eq!(seen.replay_points(n), fresh.replay_points(n));
+            assert_eq!(seen.round_starts(n), fresh.round_starts(n));
+            assert_eq!(seen.text_keys, fresh.text_keys);
+            assert_eq!(seen.by_text, fresh.by_text);
+        }
     }
 
     #[tokio::test]

@@ -202,9 +202,13 @@ fn assistant_to_ours(turn: &AssistantMessage) -> Message {
 
 /// The arguments as the model sent them.
 fn arguments_text(function: &ToolFunction) -> String {
-    function.invalid_arguments.clone().unwrap_or_else(|| {
-        serde_json::to_string(&function.arguments).unwrap_or_else(|_| "{}".to_owned())
-    })
+    // Written by the value's own `Display` (the same compact JSON), which
+    // serde_json compiles once, optimized where it is, rather than by a
+    // serializer built here.
+    function
+        .invalid_arguments
+        .clone()
+        .unwrap_or_else(|| Value::Object(function.arguments.clone()).to_string())
 }
 
 /// Messages of ours as Rig's.

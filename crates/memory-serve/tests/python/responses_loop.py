@@ -38,7 +38,7 @@ CONVERSATION = {"session-id": "conversation-a"}
 def run_tool(arguments):
     args = json.loads(arguments)
     k, n = args["step"], args["of"]
-    lines = [f"line {i} of step {k}: value_{k}_{i} = {k * 1000 + i}" for i in range(30)]
+    lines = [f"line {i} of step {k}: value_{k}_{i} = {k * 1000 + i}" for i in range(60)]
     return f"step {k} of {n}: " + "\n".join(lines)
 
 

@@ -177,15 +177,29 @@ async fn a_long_round_gives_what_a_pass_over_every_step_gives() {
     assert!(kept > 100, "{kept}");
 }
 
+// Steps that hold less than the budget, or nothing: the stages get down
+// to it, or the run of newest steps goes on past them, and the pass is
+// made again over every step. One test a share, so that they run side by
+// side.
+
 #[tokio::test]
-async fn a_horizon_too_near_is_passed_over_again() {
-    // Steps that hold less than the budget, or nothing: the
-    // stages get down to it, or the run of newest steps goes on past
-    // them, and the pass is made again over every step.
-    for (share, seeds) in [(0.0, 1..=2), (0.3, 3..=4), (0.9, 5..=9)] {
-        let (_, redone) = same_with_and_without_skipping(seeds, Some(share)).await;
-        assert!(redone > 20, "{share}: {redone}");
-    }
+async fn a_horizon_too_near_is_passed_over_again_when_steps_hold_nothing() {
+    passed_over_again(0.0, 1..=2).await;
+}
+
+#[tokio::test]
+async fn a_horizon_too_near_is_passed_over_again_when_steps_hold_little() {
+    passed_over_again(0.3, 3..=4).await;
+}
+
+#[tokio::test]
+async fn a_horizon_too_near_is_passed_over_again_when_steps_hold_most() {
+    passed_over_again(0.9, 5..=9).await;
+}
+
+async fn passed_over_again(share: f64, seeds: std::ops::RangeInclusive<u64>) {
+    let (_, redone) = same_with_and_without_skipping(seeds, Some(share)).await;
+    assert!(redone > 20, "{share}: {redone}");
 }
 
 /// A question's words and filler words.

@@ -202,13 +202,9 @@ fn assistant_to_ours(turn: &AssistantMessage) -> Message {
 
 /// The arguments as the model sent them.
 fn arguments_text(function: &ToolFunction) -> String {
-    // Written by the value's own `Display` (the same compact JSON), which
-    // serde_json compiles once, optimized where it is, rather than by a
-    // serializer built here.
-    function
-        .invalid_arguments
-        .clone()
-        .unwrap_or_else(|| Value::Object(function.arguments.clone()).to_string())
+    function.invalid_arguments.clone().unwrap_or_else(|| {
+        serde_json::to_string(&function.arguments).unwrap_or_else(|_| "{}".to_owned())
+    })
 }
 
 /// Messages of ours as Rig's.

@@ -711,6 +711,23 @@ fn after_recall(last: &Message) -> Option<Message> {
     })
 }
 
+/// How many tool calls the scripted agent makes for a task of `steps`
+/// steps: one a step, two at every fifth.
+///
+/// ```
+/// use memory_serve::test_util::{next_step, tool_calls_for};
+/// use memory_core::Message;
+/// assert_eq!(tool_calls_for(12), 14);
+/// let fifth = next_step(&[Message::tool_result("c", "step 4 of 12: done")]);
+/// assert_eq!(fifth.tool_calls().len(), 2);
+/// ```
+pub fn tool_calls_for(steps: usize) -> usize {
+    steps + steps / PARALLEL_EVERY
+}
+
+/// Every step this is a multiple of calls the tool twice, in parallel.
+const PARALLEL_EVERY: usize = 5;
+
 fn calls(step: usize, of: usize) -> Message {
     let args = format!(r#"{{"step":{step},"of":{of}}}"#);
     let mut calls = vec![ToolCall::new(
@@ -718,7 +735,7 @@ fn calls(step: usize, of: usize) -> Message {
         "step",
         args.clone(),
     )];
-    if step.is_multiple_of(5) {
+    if step.is_multiple_of(PARALLEL_EVERY) {
         calls.push(ToolCall::new(format!("call_{step}_b"), "step", args));
     }
     Message::assistant_with_tools(format!("Working on step {step}."), calls)

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_core::{CharTokenCounter, Pipeline, Store, TrimStrategy};
-use memory_serve::test_util::ScriptedUpstream;
+use memory_serve::test_util::{ScriptedUpstream, tool_calls_for};
 use memory_serve::{BudgetMode, Compaction, Protocol, ServeConfig};
 use serde_json::Value;
 
@@ -63,10 +63,9 @@ async fn the_openai_package_loops_and_compacts_over_every_upstream() {
             let before = upstream.received().len();
             let seen = run_loop(&python, &server, &out, stream).await;
             let case = format!("{api:?}, stream {stream}");
-            // The scripted model calls the tool twice at every fifth step.
             assert_eq!(
                 seen["calls"].as_u64(),
-                Some((STEPS + STEPS / 5) as u64),
+                Some(tool_calls_for(STEPS) as u64),
                 "{case}: every step"
             );
             assert_eq!(seen["object"], "response.compaction", "{case}");

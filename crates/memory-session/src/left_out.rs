@@ -648,10 +648,19 @@ async fn add_question_list(
     result: TrimResult,
     asked: Asked<'_>,
 ) -> Result<TrimResult, MemoryError> {
+    // Looked up by piece: the pieces and the handles named both grow
+    // with the session, and a scan of the handles for each piece made
+    // this list's cost their product.
+    let mut named = vec![false; lines.entries.len()];
+    for &k in asked.named {
+        if let Some(listed) = named.get_mut(k) {
+            *listed = true;
+        }
+    }
     let order: Vec<usize> = lines
         .ranked(asked.words)
         .into_iter()
-        .filter(|k| !asked.named.contains(k))
+        .filter(|&k| !named[k])
         .collect();
     let list = index_message(lines, &order, asked.room, false);
     Ok(match list.await? {

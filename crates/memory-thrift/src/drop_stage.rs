@@ -575,8 +575,7 @@ fn indexed_scores(
     question: &str,
 ) -> Vec<f64> {
     terms.catch_up(work.history().messages());
-    let mut shown = Units::new(work.history().len(), which.len());
-    shown.skip(layout.past());
+    let mut shown = Units::skipping(work.history().len(), which.len(), layout.past());
     for (u, &k) in which.iter().enumerate() {
         if units[k].whole && work.is_untouched() {
             // Every message as it is.

@@ -106,6 +106,26 @@ impl MessageIndex {
         self.seen.total(end)
     }
 
+    /// The parts of `index`, when there is one, borrowed together: where
+    /// each kind of message is, the terms, and the running token totals
+    /// ([`SeenPrefix::total`]).
+    pub fn parts(
+        index: Option<&mut Self>,
+    ) -> (
+        Option<&KindPositions>,
+        Option<&mut TermIndex>,
+        Option<&SeenPrefix>,
+    ) {
+        match index {
+            Some(index) => (
+                Some(&index.kinds),
+                Some(&mut index.terms),
+                Some(&index.seen),
+            ),
+            None => (None, None, None),
+        }
+    }
+
     /// The model calls of the first `len` messages that a replay looks
     /// at, as [`calls::replay_points`](crate::calls::replay_points)
     /// gives them.

@@ -26,6 +26,7 @@ use std::ops::Range;
 
 use memory_core::Budget;
 use memory_core::covered::{self, UNLIMITED_HORIZON};
+use memory_core::seen::SeenPrefix;
 
 use crate::layout::Layout;
 use crate::trace::Tally;
@@ -34,11 +35,16 @@ use crate::working_copy::WorkingCopy;
 /// Leaves the earlier rounds past reach of the current question out of
 /// `layout` and `work` before any stage runs: their messages outside the
 /// floor are dropped. Their number and tokens (counted as the drop stage
-/// counts the rounds it drops).
+/// counts the rounds it drops). `totals`, when given, are the history's
+/// running token totals (the tokens of its first `end` messages, as
+/// [`SeenPrefix::total`](memory_core::seen::SeenPrefix::total) gives
+/// them), so that the work does not grow with what lies past reach, which
+/// is most of a long session.
 pub(crate) fn leave_out(
     layout: &mut Layout<'_>,
     work: &mut WorkingCopy<'_, '_>,
     budget: &Budget,
+    totals: Option<&SeenPrefix>,
 ) -> Tally {
     let history = work.history();
     let Some(question) = layout.question else {
@@ -47,14 +53,11 @@ pub(crate) fn leave_out(
     let starts = layout.round_starts(history.messages());
     let (gone, past) = past(&starts, history.counts(), question, reach(budget));
     // A round all of whose messages lie in the floor is no candidate.
-    let count = (0..gone)
-        .filter(|&k| {
-            !layout
-                .in_floor_of(starts[k]..starts[k + 1])
-                .iter()
-                .all(|&f| f)
-        })
-        .count();
+    let count = gone
+        - within_floor(
+            &starts[..(gone + 1).min(starts.len())],
+            &layout.floor.ranges,
+        );
     let mut tally = Tally { count, tokens: 0 };
     // The floor's ranges are sorted and disjoint: what lies between them
     // goes.
@@ -62,11 +65,44 @@ pub(crate) fn leave_out(
     let end = past.end..past.end;
     for kept in layout.floor.ranges.iter().chain([&end]) {
         let to = kept.start.clamp(from, past.end);
-        tally.tokens += work.exclude(from..to);
+        // Only totals that reach that far tell the range's tokens.
+        let tokens = totals
+            .filter(|totals| totals.len() >= to)
+            .map(|totals| totals.total(to) - totals.total(from));
+        tally.tokens += work.exclude(from..to, tokens);
         from = from.max(kept.end).min(past.end);
     }
     layout.leave_past(past);
     tally
+}
+
+/// How many of the rounds that start at `starts` (ascending; each ends
+/// where the next starts, the last start only ending the one before it)
+/// lie wholly in one of the `floor` ranges (sorted and disjoint): a
+/// search per range, not a look at every message.
+fn within_floor(starts: &[usize], floor: &[Range<usize>]) -> usize {
+    let rounds = starts.len().saturating_sub(1);
+    // Ranges that touch are one stretch of the floor.
+    let mut stretches: Vec<Range<usize>> = Vec::with_capacity(floor.len());
+    for range in floor {
+        match stretches.last_mut() {
+            Some(last) if last.end == range.start => last.end = range.end,
+            _ => stretches.push(range.clone()),
+        }
+    }
+    stretches
+        .iter()
+        .map(|range| {
+            // The first round starting in the range, and the rounds that
+            // end by its end (round k ends at `starts[k + 1]`).
+            let first = starts.partition_point(|&s| s < range.start);
+            let ended = starts
+                .partition_point(|&s| s <= range.end)
+                .saturating_sub(1)
+                .min(rounds);
+            ended.saturating_sub(first)
+        })
+        .sum()
 }
 
 /// How many tokens back from the current question Thrift weighs the
@@ -129,6 +165,33 @@ mod tests {
         assert_eq!(reach_start(&[100, 100, 100, 5], 3, 320), 0);
         assert_eq!(reach_start(&[400, 5], 1, 320), 1);
         assert_eq!(reach_start(&[5], 0, 320), 0);
+    }
+
+    #[test]
+    fn rounds_within_the_floor_are_those_of_a_look_at_each_message() {
+        // Each floor as its ranges' (start, end).
+        let floors: [&[(usize, usize)]; 6] = [
+            &[],
+            &[(0, 1)],
+            &[(0, 3)],
+            &[(0, 2), (2, 5)],
+            &[(1, 4), (6, 9)],
+            &[(0, 12)],
+        ];
+        let starts_of: [&[usize]; 4] = [&[1, 3, 5, 6, 9, 11], &[0, 2, 5, 9], &[4], &[]];
+        for floor in floors {
+            let floor: Vec<Range<usize>> = floor.iter().map(|&(a, b)| a..b).collect();
+            let in_floor = |i: usize| floor.iter().any(|r| r.contains(&i));
+            for starts in starts_of {
+                for gone in 0..starts.len() {
+                    let each = (0..gone)
+                        .filter(|&k| (starts[k]..starts[k + 1]).all(in_floor))
+                        .count();
+                    let searched = within_floor(&starts[..gone + 1], &floor);
+                    assert_eq!(searched, each, "{floor:?} {starts:?} {gone}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -128,15 +128,11 @@ impl Settings {
             trace.floor_tokens = structure::floor(history).tokens;
             return Ok(Some(finish(result, trace)));
         }
-        // The memo's parts: where each kind of message is, and the terms.
-        let (kinds, terms) = match index {
-            Some(seen) => (Some(&seen.kinds), Some(&mut seen.terms)),
-            None => (None, None),
-        };
+        let (kinds, terms, totals) = MessageIndex::parts(index);
         let mut layout = Layout::new(history, self.keep_recent_results, kinds);
         trace.floor_tokens = layout.floor.tokens;
         let mut work = WorkingCopy::new(history);
-        let past = past_reach::leave_out(&mut layout, &mut work, budget);
+        let past = past_reach::leave_out(&mut layout, &mut work, budget, totals);
         let over = !budget.admits_tokens(work.total());
         let stop_at = self.stop_at(budget, aim, history.total(), over);
         trace.target = stop_at;
@@ -282,7 +278,7 @@ async fn skip_steps(
     let skipped = horizon::horizon(history, layout, max, share, counter, shrunk).await?;
     if let Some(range) = &skipped {
         layout.skip(range.clone());
-        work.exclude(range.clone());
+        work.exclude(range.clone(), None);
     }
     Ok(skipped)
 }

@@ -79,60 +79,80 @@ pub(crate) struct TermIndex {
     read: usize,
 }
 
-/// The units a call scores: for each message of the history, the unit it
-/// counts towards, and the messages shown changed.
+/// The units a call scores: for each message of the history outside the
+/// gap, the unit it counts towards, and the messages shown changed.
 #[derive(Debug)]
 pub(crate) struct Units<'m> {
+    /// The unit of each message before the gap, then of each after it.
     of: Vec<u32>,
     changed: Vec<(usize, &'m Message)>,
     count: usize,
     /// Messages none of which counts towards a unit: their postings are
-    /// not walked.
+    /// not walked, nor do they take room here.
     gap: Range<usize>,
 }
 
 impl<'m> Units<'m> {
     /// `count` units over the first `len` messages, none holding a message
     /// yet.
+    #[cfg(test)]
     pub fn new(len: usize, count: usize) -> Self {
+        Self::skipping(len, count, 0..0)
+    }
+
+    /// `count` units over the first `len` messages but `gap` (the rounds
+    /// past reach, say), none of which counts towards a unit, so that a
+    /// score walks no posting there and the units cost nothing for it.
+    pub fn skipping(len: usize, count: usize, gap: Range<usize>) -> Self {
+        let gap = gap.start.min(len)..gap.end.clamp(gap.start.min(len), len);
         Self {
-            of: vec![NONE; len],
+            of: vec![NONE; len - gap.len()],
             changed: Vec::new(),
             count,
-            gap: 0..0,
+            gap,
         }
     }
 
-    /// Says that no message of `gap` counts towards a unit (the rounds
-    /// past reach, say), so that a score walks no posting there.
-    pub fn skip(&mut self, gap: Range<usize>) {
-        debug_assert!(self.of[gap.clone()].iter().all(|&u| u == NONE));
-        self.gap = gap;
+    /// Where message `i` (outside the gap) is kept in `of`.
+    fn slot(&self, i: usize) -> usize {
+        debug_assert!(!self.gap.contains(&i));
+        if i < self.gap.start {
+            i
+        } else {
+            i - self.gap.len()
+        }
     }
 
     /// Message `i` counts towards `unit` as it is.
     pub fn add(&mut self, i: usize, unit: usize) {
-        self.of[i] = u32::try_from(unit)
+        let slot = self.slot(i);
+        self.of[slot] = u32::try_from(unit)
             .ok()
             .filter(|&u| u < CHANGED)
             .unwrap_or(NONE);
     }
 
-    /// The messages `range` count towards `unit` as they are.
+    /// The messages `range` (outside the gap) count towards `unit` as
+    /// they are.
     pub fn add_range(&mut self, range: Range<usize>, unit: usize) {
+        if range.is_empty() {
+            return;
+        }
         let unit = u32::try_from(unit)
             .ok()
             .filter(|&u| u < CHANGED)
             .unwrap_or(NONE);
-        self.of[range].fill(unit);
+        let start = self.slot(range.start);
+        self.of[start..start + range.len()].fill(unit);
     }
 
     /// Message `i` counts towards `unit`, shown as `shown`, which differs
     /// from it.
     pub fn add_changed(&mut self, i: usize, unit: usize, shown: &'m Message) {
         self.add(i, unit);
-        if self.of[i] != NONE {
-            self.of[i] |= CHANGED;
+        let slot = self.slot(i);
+        if self.of[slot] != NONE {
+            self.of[slot] |= CHANGED;
             self.changed.push((i, shown));
         }
     }
@@ -370,7 +390,12 @@ impl TermIndex {
         let changed: Vec<(u32, Vec<u32>)> = units
             .changed
             .iter()
-            .map(|&(i, shown)| (units.of[i] & !CHANGED, self.changed_terms(i, shown)))
+            .map(|&(i, shown)| {
+                (
+                    units.of[units.slot(i)] & !CHANGED,
+                    self.changed_terms(i, shown),
+                )
+            })
             .collect();
         let asked = self.ids_of(&scorer);
         let extra = held_by(&asked, &changed);
@@ -524,11 +549,16 @@ impl Found<'_> {
                 let postings = &self.postings[*id as usize];
                 let before = postings.partition_point(|&i| (i as usize) < self.gap.start);
                 let after = postings.partition_point(|&i| (i as usize) < self.gap.end);
-                for &i in postings[..before]
-                    .iter()
-                    .chain(&postings[after.max(before)..])
-                {
-                    let Some(&unit) = self.of.get(i as usize) else {
+                // The messages after the gap are kept right after those
+                // before it.
+                let skip = self.gap.len();
+                let slots = postings[..before].iter().map(|&i| i as usize).chain(
+                    postings[after.max(before)..]
+                        .iter()
+                        .map(|&i| i as usize - skip),
+                );
+                for slot in slots {
+                    let Some(&unit) = self.of.get(slot) else {
                         break;
                     };
                     // Unscored and changed messages (their terms are
@@ -625,10 +655,8 @@ mod tests {
         let ranges = [0..1, 5..7];
         for question in ["Where does the parser run?", "billing clusters", "staging"] {
             let units = |gap: bool| {
-                let mut units = Units::new(m.len(), ranges.len());
-                if gap {
-                    units.skip(1..5);
-                }
+                let gap = if gap { 1..5 } else { 0..0 };
+                let mut units = Units::skipping(m.len(), ranges.len(), gap);
                 for (u, r) in ranges.iter().enumerate() {
                     units.add_range(r.clone(), u);
                 }

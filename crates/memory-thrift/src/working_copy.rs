@@ -1,5 +1,6 @@
 //! The working copy of a trim: the history with the changes made so far.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use memory_core::{History, MemoryError, Message, Selection, TokenCounter, TrimResult};
@@ -20,7 +21,11 @@ pub(crate) struct WorkingCopy<'h, 'a> {
     /// Shared with what the memo keeps (a cut output), so that a change
     /// costs no copy unless the message is kept.
     changed: Vec<Arc<Message>>,
-    counts: Vec<usize>,
+    /// The history's counts until a message is changed: copied then (a
+    /// chat's shed changes none, and the copy would cost a pass over
+    /// the whole history on every shed, however little of it is within
+    /// reach).
+    counts: Cow<'a, [usize]>,
     dropped: Vec<bool>,
     /// Replaced by its placeholder (written at the end).
     replaced: Vec<bool>,
@@ -43,7 +48,7 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
             history,
             slot: vec![0; history.len()],
             changed: Vec::new(),
-            counts: history.counts().to_vec(),
+            counts: Cow::Borrowed(history.counts()),
             dropped: vec![false; history.len()],
             replaced: vec![false; history.len()],
             total: history.total(),
@@ -56,14 +61,16 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
     /// Drops the messages `range`, none of which is dropped or changed
     /// yet, before any stage runs: the drops made later in order stay a
     /// cheap list of runs, whatever their place beside `range`. Returns
-    /// their tokens.
-    pub fn exclude(&mut self, range: std::ops::Range<usize>) -> usize {
+    /// their tokens: `tokens` when the caller knows them (summed here
+    /// otherwise).
+    pub fn exclude(&mut self, range: std::ops::Range<usize>, tokens: Option<usize>) -> usize {
         debug_assert!(!self.dropped[range.clone()].contains(&true));
         if range.is_empty() {
             return 0;
         }
         self.dropped[range.clone()].fill(true);
-        let tokens = self.counts[range.clone()].iter().sum::<usize>();
+        debug_assert!(tokens.is_none_or(|t| t == self.counts[range.clone()].iter().sum::<usize>()));
+        let tokens = tokens.unwrap_or_else(|| self.counts[range.clone()].iter().sum::<usize>());
         self.total -= tokens;
         let at = self.excluded.partition_point(|r| r.start < range.start);
         self.excluded.insert(at, range);
@@ -116,7 +123,7 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
     /// Replaces tool result `i` by its placeholder, of `tokens` tokens.
     pub fn replace_with_placeholder(&mut self, i: usize, tokens: usize) {
         self.total = self.total - self.counts[i] + tokens;
-        self.counts[i] = tokens;
+        self.counts.to_mut()[i] = tokens;
         self.replaced[i] = true;
         self.touched.push(i);
     }
@@ -153,7 +160,7 @@ impl<'h, 'a> WorkingCopy<'h, 'a> {
     pub fn set(&mut self, i: usize, message: impl Into<Arc<Message>>, tokens: usize) {
         let message = message.into();
         self.total = self.total - self.counts[i] + tokens;
-        self.counts[i] = tokens;
+        self.counts.to_mut()[i] = tokens;
         self.touched.push(i);
         match self.slot[i] {
             0 => {

@@ -38,8 +38,9 @@ use crate::working_copy::WorkingCopy;
 /// counts the rounds it drops). `totals`, when given, are the history's
 /// running token totals (the tokens of its first `end` messages, as
 /// [`SeenPrefix::total`](memory_core::seen::SeenPrefix::total) gives
-/// them), so that the work does not grow with what lies past reach, which
-/// is most of a long session.
+/// them), so that nothing past reach, most of a long session, is summed
+/// or looked at message by message (the working copy still marks its
+/// messages dropped, a byte each).
 pub(crate) fn leave_out(
     layout: &mut Layout<'_>,
     work: &mut WorkingCopy<'_, '_>,
@@ -78,19 +79,14 @@ pub(crate) fn leave_out(
 
 /// How many of the rounds that start at `starts` (ascending; each ends
 /// where the next starts, the last start only ending the one before it)
-/// lie wholly in one of the `floor` ranges (sorted and disjoint): a
-/// search per range, not a look at every message.
+/// lie wholly in one of the `floor` ranges, as
+/// [`structure::merge`](memory_core::structure::merge) leaves the floor's
+/// (sorted, none empty, none touching the next, so that a round in the
+/// floor lies in one of them): a search per range, not a look at every
+/// message.
 fn within_floor(starts: &[usize], floor: &[Range<usize>]) -> usize {
     let rounds = starts.len().saturating_sub(1);
-    // Ranges that touch are one stretch of the floor.
-    let mut stretches: Vec<Range<usize>> = Vec::with_capacity(floor.len());
-    for range in floor {
-        match stretches.last_mut() {
-            Some(last) if last.end == range.start => last.end = range.end,
-            _ => stretches.push(range.clone()),
-        }
-    }
-    stretches
+    floor
         .iter()
         .map(|range| {
             // The first round starting in the range, and the rounds that
@@ -169,7 +165,8 @@ mod tests {
 
     #[test]
     fn rounds_within_the_floor_are_those_of_a_look_at_each_message() {
-        // Each floor as its ranges' (start, end).
+        // Each floor as its ranges' (start, end), merged as a layout's
+        // floor is.
         let floors: [&[(usize, usize)]; 6] = [
             &[],
             &[(0, 1)],
@@ -180,7 +177,7 @@ mod tests {
         ];
         let starts_of: [&[usize]; 4] = [&[1, 3, 5, 6, 9, 11], &[0, 2, 5, 9], &[4], &[]];
         for floor in floors {
-            let floor: Vec<Range<usize>> = floor.iter().map(|&(a, b)| a..b).collect();
+            let floor = memory_core::structure::merge(floor.iter().map(|&(a, b)| a..b).collect());
             let in_floor = |i: usize| floor.iter().any(|r| r.contains(&i));
             for starts in starts_of {
                 for gone in 0..starts.len() {
